@@ -1,0 +1,87 @@
+"""The interface between the driver and a backend (CPU today; OpenCL and Metal later).
+
+The driver never looks inside compiled code: it hands PTX text to a backend, gets a
+module image back, asks it for kernels and globals, and launches kernels with a
+packed parameter buffer laid out exactly as the PTX `.param` space declares it.
+Device memory is owned by the driver (on the CPU backend it is host memory, so a
+`CUdeviceptr` is a real address); the backend only reads and writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class BackendError(Exception):
+    """A failure the driver turns into a CUresult.
+
+    `code` is the CUresult value (an int from cuport.driver.errors), `message` the
+    human-readable cause that the driver prints after the failing call's name.
+    """
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One kernel parameter as the PTX declares it (`.param .u64 p` or `.param .align 8 .b8 s[24]`)."""
+
+    name: str
+    offset: int  # byte offset inside the packed parameter buffer
+    size: int  # bytes
+    align: int
+    is_pointer_sized: bool = False  # .u64/.b64/.s64: what a pointer argument looks like
+
+
+@dataclass
+class KernelInfo:
+    """What cuFuncGetAttribute and the launch checks need to know about a kernel."""
+
+    name: str
+    params: list[ParamInfo]
+    param_size: int  # total bytes of the packed parameter buffer
+    static_shared_bytes: int
+    local_bytes_per_thread: int
+    max_threads_per_block: int  # 1024 unless .maxntid / .reqntid lower it
+    reqntid: tuple[int, int, int] | None = None
+    attributes: dict[str, int] = field(default_factory=dict)
+
+
+class Kernel(Protocol):
+    info: KernelInfo
+
+    def launch(
+        self,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        dynamic_shared_bytes: int,
+        params: bytes,
+    ) -> None:
+        """Run the whole grid to completion; raise BackendError on a trap or fault."""
+
+
+class ModuleImage(Protocol):
+    def kernel(self, name: str) -> Kernel:
+        """The kernel named `name` (its PTX `.entry` name); KeyError if absent."""
+
+    def kernel_names(self) -> list[str]: ...
+
+    def global_symbol(self, name: str) -> tuple[int, int]:
+        """(address, size in bytes) of a module-scope `.global`/`.const` variable; KeyError if absent."""
+
+    def unload(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def load_module(self, ptx_texts: list[str]) -> ModuleImage:
+        """Compile (or fetch from the cache) and link PTX modules into one image.
+
+        Several texts are linked together (`-rdc` programs); raise BackendError with
+        CUDA_ERROR_INVALID_PTX / CUDA_ERROR_NOT_SUPPORTED etc. on failure.
+        """
