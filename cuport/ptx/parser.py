@@ -1,0 +1,607 @@
+"""PTX text → cuport.ptx.ir.Module.
+
+A recursive-descent parser over the token arrays of cuport.ptx.lexer. It accepts PTX as
+nvcc 12.x/13.x and libNVVM emit it (ISA versions up to 9.x) plus hand-written PTX:
+module, function and variable directives, register ranges (`%r<100>`), vector operands and
+types, guards, all state spaces, initialised variables, linkage, `.func` with parameters and
+return values, `.callprototype`, performance directives and `.loc`/`.file`.
+
+Inner `{ }` scopes (inline asm) are flattened: registers and labels they declare get a
+unique suffix, so later passes see one flat namespace per function.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from . import ir
+from .lexer import EOF, FHEX, FLOAT, INT, LINEDIR, PUNCT, STRING, WORD, PtxSyntaxError, Tokens, parse_int
+
+_SPACES = {".global", ".const", ".shared", ".local", ".param", ".tex", ".surf"}
+_LINKAGE = {".visible": "visible", ".extern": "extern", ".weak": "weak", ".common": "common"}
+_VAR_TYPES = {"." + t for t in ir.SCALAR_TYPES} | {".texref", ".surfref", ".samplerref"}
+
+_SPECIAL = re.compile(
+    r"%(?:(?:tid|ntid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|cluster_nctaid)\.[xyz]"
+    r"|laneid|warpid|nwarpid|smid|nsmid|gridid|lanemask_(?:eq|le|lt|ge|gt)|clock|clock_hi|clock64"
+    r"|globaltimer|globaltimer_lo|globaltimer_hi|dynamic_smem_size|total_smem_size|aggr_smem_size"
+    r"|envreg\d+|pm\d+(?:_64)?|reserved_smem_offset_\w+|is_explicit_cluster|cluster_ctarank"
+    r"|cluster_nctarank|current_graph_exec)$"
+)
+
+
+def parse(text: str) -> ir.Module:
+    """Parse PTX text; raise PtxSyntaxError naming the line and what was expected."""
+    return _Parser(text).module()
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tk = Tokens(text)
+        self.kinds = self.tk.kinds
+        self.texts = self.tk.texts
+        self.i = 0
+        self.mod = ir.Module()
+        self.loc: tuple[int, int] | None = None
+        self.scope_counter = 0
+
+    # ------------------------------------------------------------ token helpers
+    def peek(self, k: int = 0) -> str:
+        return self.texts[self.i + k]
+
+    def error(self, what: str, i: int | None = None):
+        i = self.i if i is None else i
+        line = self.tk.line_of(min(i, len(self.texts) - 1))
+        got = self.texts[i] if self.kinds[i] != EOF else "end of text"
+        return PtxSyntaxError(f"expected {what}, found {got!r}", line, self.tk.line_text(line))
+
+    def expect(self, text: str) -> None:
+        if self.texts[self.i] != text:
+            raise self.error(repr(text))
+        self.i += 1
+
+    def accept(self, text: str) -> bool:
+        if self.texts[self.i] == text:
+            self.i += 1
+            return True
+        return False
+
+    def word(self, what: str = "a name") -> str:
+        if self.kinds[self.i] != WORD:
+            raise self.error(what)
+        self.i += 1
+        return self.texts[self.i - 1]
+
+    def int_(self) -> int:
+        neg = self.accept("-")
+        if self.kinds[self.i] != INT:
+            raise self.error("an integer")
+        v = parse_int(self.texts[self.i])
+        self.i += 1
+        return -v if neg else v
+
+    def line(self) -> int:
+        return self.tk.line_of(self.i)
+
+    # ------------------------------------------------------------ module level
+    def module(self) -> ir.Module:
+        kinds, texts = self.kinds, self.texts
+        while kinds[self.i] != EOF:
+            t = texts[self.i]
+            if kinds[self.i] == LINEDIR:
+                self.line_directive(t)
+                self.i += 1
+            elif t == ".pragma":
+                self.i += 1
+                while texts[self.i] != ";":
+                    self.i += 1
+                self.i += 1
+            elif t == ".alias":
+                self.i += 1
+                alias = self.word()
+                self.expect(",")
+                target = self.word()
+                self.expect(";")
+                if target in self.mod.functions:
+                    self.mod.functions[alias] = self.mod.functions[target]
+            else:
+                self.declaration()
+        return self.mod
+
+    def line_directive(self, t: str) -> None:
+        parts = t.replace(",", " ").split()
+        d = parts[0]
+        try:
+            if d == ".version":
+                major, minor = parts[1].split(".")
+                self.mod.version = (int(major), int(minor))
+            elif d == ".target":
+                self.mod.target = tuple(parts[1:])
+            elif d == ".address_size":
+                self.mod.address_size = int(parts[1])
+            elif d == ".file":
+                idx = int(parts[1])
+                name = t.split('"')[1] if '"' in t else (parts[2] if len(parts) > 2 else "")
+                self.mod.files[idx] = name
+            elif d == ".loc":
+                self.loc = (int(parts[1]), int(parts[2]))
+        except (ValueError, IndexError):
+            raise self.error(f"a well-formed {d} directive") from None
+
+    def declaration(self) -> None:
+        start = self.i
+        linkage = ""
+        while self.texts[self.i] in _LINKAGE:
+            linkage = _LINKAGE[self.texts[self.i]]
+            self.i += 1
+        t = self.texts[self.i]
+        if t in (".entry", ".func"):
+            self.function(linkage)
+        elif t in _SPACES:
+            v = self.variable(linkage)
+            self.expect(";")
+            self.mod.variables.append(v)
+        else:
+            raise self.error("a directive (.entry, .func, .global, .const, .shared, ...)", start)
+
+    # ------------------------------------------------------------ variables
+    def variable(self, linkage: str = "") -> ir.Var:
+        line = self.line()
+        space = self.texts[self.i][1:]
+        self.i += 1
+        align = 0
+        vector = 1
+        ptr_space = ""
+        vtype = ""
+        texts = self.texts
+        while True:
+            t = texts[self.i]
+            if t == ".align":
+                self.i += 1
+                align = self.int_()
+            elif t in (".v2", ".v4", ".v8"):
+                vector = int(t[2:])
+                self.i += 1
+            elif t == ".ptr":
+                self.i += 1
+            elif space == "param" and t in (".global", ".shared", ".const", ".local"):
+                ptr_space = t[1:]
+                self.i += 1
+            elif t in _VAR_TYPES and not vtype:
+                vtype = t[1:]
+                self.i += 1
+            elif t in (".attribute", ".managed", ".unified"):
+                self.i += 1
+                if texts[self.i] == "(":
+                    while texts[self.i] != ")":
+                        self.i += 1
+                    self.i += 1
+            else:
+                break
+        if not vtype:
+            raise self.error("a variable type (.b32, .f32, .u64, ...)")
+        name = self.word("a variable name")
+        dims: list[int | None] = []
+        while texts[self.i] == "[":
+            self.i += 1
+            if texts[self.i] == "]":
+                dims.append(None)
+            else:
+                dims.append(self.int_())
+            self.expect("]")
+        init = None
+        if self.accept("="):
+            init = self.initializer()
+            if dims and dims[-1] is None:
+                per = 1
+                for d in dims[:-1]:
+                    per *= d or 1
+                dims[-1] = -(-len(init) // (per * vector))
+        return ir.Var(name, space, vtype, tuple(dims), align, vector, init, linkage, ptr_space, line)
+
+    def initializer(self) -> list:
+        out: list = []
+        self._init_into(out)
+        return out
+
+    def _init_into(self, out: list) -> None:
+        if self.accept("{"):
+            if not self.accept("}"):
+                while True:
+                    self._init_into(out)
+                    if self.accept("}"):
+                        break
+                    self.expect(",")
+            return
+        out.append(self.const_expr())
+
+    def const_expr(self):
+        """An initialiser element: a number, `sym`, `sym+off`, `generic(sym)`, `generic(sym)+off`."""
+        t = self.texts[self.i]
+        k = self.kinds[self.i]
+        if t == "generic" and self.texts[self.i + 1] == "(":
+            self.i += 2
+            name = self.word()
+            self.expect(")")
+            return ir.SymAddr(name, self._offset(), generic=True)
+        if k == WORD:
+            self.i += 1
+            return ir.SymAddr(t, self._offset())
+        if k == FHEX:
+            self.i += 1
+            return self._fhex(t)
+        neg = False
+        if t == "-":
+            neg = True
+            self.i += 1
+            t = self.texts[self.i]
+            k = self.kinds[self.i]
+        if k == INT:
+            self.i += 1
+            v = parse_int(t)
+            return -v if neg else v
+        if k == FLOAT:
+            self.i += 1
+            v = float(t)
+            return -v if neg else v
+        if k == FHEX:
+            self.i += 1
+            f = self._fhex(t)
+            return ir.FImm(-f.value, f.width, f.bits ^ (1 << (f.width - 1)))
+        raise self.error("a constant")
+
+    def _offset(self) -> int:
+        if self.texts[self.i] == "+":
+            self.i += 1
+            return self.int_()
+        if self.texts[self.i] == "-":
+            self.i += 1
+            return -self.int_()
+        return 0
+
+    @staticmethod
+    def _fhex(t: str) -> ir.FImm:
+        bits = int(t[2:], 16)
+        if t[1] in "fF":
+            return ir.FImm(struct.unpack("<f", struct.pack("<I", bits))[0], 32, bits)
+        return ir.FImm(struct.unpack("<d", struct.pack("<Q", bits))[0], 64, bits)
+
+    # ------------------------------------------------------------ functions
+    def function(self, linkage: str) -> None:
+        line = self.line()
+        kind = self.texts[self.i][1:]
+        self.i += 1
+        rets: list[ir.Var] = []
+        if kind == "func" and self.texts[self.i] == "(":
+            rets = self.param_list()
+        name = self.word("a function name")
+        params: list[ir.Var] = []
+        if self.texts[self.i] == "(":
+            params = self.param_list()
+        fn = ir.Function(name, kind, linkage, params, rets, line=line)
+        # performance directives and attributes between the header and the body
+        while True:
+            t = self.texts[self.i]
+            if t in (".maxntid", ".reqntid"):
+                self.i += 1
+                dims = [self.int_()]
+                while self.accept(","):
+                    dims.append(self.int_())
+                setattr(fn, t[1:], tuple(dims))
+            elif t in (".minnctapersm", ".maxnctapersm", ".maxnreg", ".maxclusterrank"):
+                self.i += 1
+                v = self.int_()
+                if t == ".minnctapersm":
+                    fn.minnctapersm = v
+                elif t == ".maxnreg":
+                    fn.maxnreg = v
+            elif t in (".reqnctapercluster", ".explicitcluster"):
+                self.i += 1
+                if self.kinds[self.i] == INT:
+                    self.int_()
+                    while self.accept(","):
+                        self.int_()
+            elif t == ".noreturn":
+                fn.noreturn = True
+                self.i += 1
+            elif t == ".pragma":
+                while self.texts[self.i] != ";":
+                    self.i += 1
+                self.i += 1
+            elif self.kinds[self.i] == LINEDIR:
+                self.line_directive(t)
+                self.i += 1
+            else:
+                break
+        if self.accept(";"):
+            pass  # declaration only
+        else:
+            self.expect("{")
+            fn.body = []
+            self.body(fn, {})
+        old = self.mod.functions.get(name)
+        if old is None or (fn.is_definition and not (old.is_definition and old.linkage != "weak")):
+            self.mod.functions[name] = fn
+
+    def param_list(self) -> list[ir.Var]:
+        self.expect("(")
+        out: list[ir.Var] = []
+        if self.accept(")"):
+            return out
+        while True:
+            t = self.texts[self.i]
+            if t not in (".param", ".reg"):
+                raise self.error("a .param or .reg parameter")
+            v = self.variable()
+            out.append(v)
+            if self.accept(")"):
+                return out
+            self.expect(",")
+
+    def body(self, fn: ir.Function, regmap: dict[str, str], depth: int = 0) -> set[str]:
+        """Parse statements up to the matching `}`, flattening nested scopes.
+
+        Returns the labels and variables this scope declares, so that the caller can give
+        those of an inner scope unique names (inline asm repeats names like `LAB_WAIT`).
+        """
+        texts, kinds = self.texts, self.kinds
+        body = fn.body
+        assert body is not None
+        declared: set[str] = set()
+        while True:
+            k = kinds[self.i]
+            t = texts[self.i]
+            if k == LINEDIR:
+                self.line_directive(t)
+                self.i += 1
+                continue
+            if t == "}":
+                self.i += 1
+                return declared
+            if t == "{":
+                self.i += 1
+                self.scope_counter += 1
+                tag = f"${self.scope_counter}"
+                b0, l0 = len(body), len(fn.locals)
+                inner = self.body(fn, dict(regmap), depth + 1)
+                if inner:
+                    _rename_scope(body, fn.locals, b0, l0, inner, tag)
+                continue
+            if k == EOF:
+                raise self.error("'}' closing the function body")
+            if t == ".reg":
+                self.reg_decl(fn, regmap, depth)
+                continue
+            if t in _SPACES:
+                v = self.variable()
+                self.expect(";")
+                fn.locals.append(v)
+                declared.add(v.name)
+                continue
+            if t == ".pragma":
+                while texts[self.i] != ";":
+                    self.i += 1
+                self.i += 1
+                continue
+            if k == WORD and texts[self.i + 1] == ":":
+                name = t
+                line = self.line()
+                if texts[self.i + 2] == ".callprototype":
+                    self.i += 3
+                    fn.prototypes[name] = self.prototype(name)
+                    continue
+                self.i += 2
+                if texts[self.i] == ".branchtargets":
+                    self.i += 1
+                    targets = [ir.Sym(self.word())]
+                    while self.accept(","):
+                        targets.append(ir.Sym(self.word()))
+                    self.expect(";")
+                    body.append(ir.Instr("branchtargets", (), [ir.Sym(name), *targets], line=line))
+                    declared.add(name)
+                    continue
+                body.append(ir.Label(name, line))
+                declared.add(name)
+                continue
+            body.append(self.instruction(regmap))
+
+    def reg_decl(self, fn: ir.Function, regmap: dict[str, str], depth: int) -> None:
+        self.i += 1
+        vector = 1
+        if self.texts[self.i] in (".v2", ".v4", ".v8"):
+            vector = int(self.texts[self.i][2:])
+            self.i += 1
+        t = self.texts[self.i]
+        if t not in _VAR_TYPES:
+            raise self.error("a register type")
+        rtype = t[1:]
+        self.i += 1
+        while True:
+            name = self.word("a register name")
+            if self.accept("<"):
+                n = self.int_()
+                self.expect(">")
+                names = [f"{name}{j}" for j in range(n)]
+            else:
+                names = [name]
+            for nm in names:
+                unique = nm
+                if depth:
+                    if nm in fn.regs:
+                        unique = f"{nm}${self.scope_counter}"
+                    regmap[nm] = unique
+                fn.regs[unique] = rtype
+                if vector > 1:
+                    fn.reg_vec[unique] = vector
+            if not self.accept(","):
+                break
+        self.expect(";")
+
+    def prototype(self, name: str) -> ir.Function:
+        rets: list[ir.Var] = []
+        if self.texts[self.i] == "(":
+            rets = self.param_list()
+        self.word()  # `_`
+        params = self.param_list() if self.texts[self.i] == "(" else []
+        self.expect(";")
+        return ir.Function(name, "func", "", params, rets)
+
+    # ------------------------------------------------------------ instructions
+    def instruction(self, regmap: dict[str, str]) -> ir.Instr:
+        start = self.i
+        texts, kinds = self.texts, self.kinds
+        guard = None
+        guard_neg = False
+        if texts[self.i] == "@":
+            self.i += 1
+            if texts[self.i] == "!":
+                guard_neg = True
+                self.i += 1
+            g = self.word("a guard predicate")
+            guard = ir.Reg(regmap.get(g, g))
+        if kinds[self.i] != WORD:
+            raise self.error("an instruction")
+        full = texts[self.i]
+        self.i += 1
+        parts = full.split(".")
+        op = parts[0]
+        mods = tuple(parts[1:])
+        args: list = []
+        if texts[self.i] != ";":
+            while True:
+                args.append(self.operand(regmap))
+                if texts[self.i] == ",":
+                    self.i += 1
+                    continue
+                break
+        if texts[self.i] != ";":
+            raise self.error("',' or ';' after an operand")
+        self.i += 1
+        return ir.Instr(op, mods, args, guard, guard_neg, self.tk.line_of(start), self.loc)
+
+    def operand(self, regmap: dict[str, str]):
+        texts, kinds = self.texts, self.kinds
+        t = texts[self.i]
+        k = kinds[self.i]
+        if k == WORD:
+            self.i += 1
+            if t[0] == "%" and _SPECIAL.match(t) and t not in regmap:
+                return ir.Special(t)
+            if texts[self.i] == "|":
+                self.i += 1
+                q = self.operand(regmap)
+                p = ir.Sink() if t == "_" else ir.Reg(regmap.get(t, t))
+                return ir.PredPair(p, q)
+            if t == "_":
+                return ir.Sink()
+            if t in regmap:
+                return ir.Reg(regmap[t])
+            if t[0] == "%":
+                return ir.Reg(t)
+            if texts[self.i] in ("+", "-") and kinds[self.i + 1] == INT:
+                return ir.SymAddr(t, self._offset())
+            return ir.Sym(t)
+        if k == INT:
+            self.i += 1
+            return ir.Imm(parse_int(t))
+        if k == FHEX:
+            self.i += 1
+            return self._fhex(t)
+        if k == FLOAT:
+            self.i += 1
+            v = float(t)
+            return ir.FImm(v, 64, struct.unpack("<Q", struct.pack("<d", v))[0])
+        if t == "-":
+            self.i += 1
+            o = self.operand(regmap)
+            if isinstance(o, ir.Imm):
+                return ir.Imm(-o.value)
+            if isinstance(o, ir.FImm):
+                return ir.FImm(-o.value, o.width, o.bits ^ (1 << (o.width - 1)))
+            raise self.error("a number after '-'")
+        if t == "!":
+            self.i += 1
+            r = self.operand(regmap)
+            if not isinstance(r, ir.Reg):
+                raise self.error("a predicate register after '!'")
+            return ir.Not(r)
+        if t == "[":
+            self.i += 1
+            return self.address(regmap)
+        if t == "{":
+            self.i += 1
+            items = []
+            if texts[self.i] != "}":
+                while True:
+                    items.append(self.operand(regmap))
+                    if not self.accept(","):
+                        break
+            self.expect("}")
+            return ir.Vec(tuple(items))
+        if t == "(":
+            self.i += 1
+            items = []
+            if texts[self.i] != ")":
+                while True:
+                    items.append(self.operand(regmap))
+                    if not self.accept(","):
+                        break
+            self.expect(")")
+            return ir.Args(tuple(items))
+        raise self.error("an operand")
+
+    def address(self, regmap: dict[str, str]) -> ir.Mem:
+        texts, kinds = self.texts, self.kinds
+        base: ir.Reg | ir.Sym | None = None
+        offset = 0
+        t = texts[self.i]
+        if kinds[self.i] == WORD:
+            self.i += 1
+            if t in regmap:
+                base = ir.Reg(regmap[t])
+            elif t[0] == "%":
+                base = ir.Reg(t)
+            else:
+                base = ir.Sym(t)
+            if texts[self.i] == "+":
+                self.i += 1
+                offset = self.int_()
+            elif texts[self.i] == "-":
+                self.i += 1
+                offset = -self.int_()
+        else:
+            offset = self.int_()
+        if texts[self.i] == ",":
+            # texture/surface tuple `[tex, {a, b}]`: keep as a Vec in the offset slot
+            raise self.error("']' (texture and surface operands are not supported yet)")
+        self.expect("]")
+        return ir.Mem(base, offset)
+
+
+def _rename_scope(body: list, locals_: list, b0: int, l0: int, names: set[str], tag: str) -> None:
+    """Give the labels and variables an inner scope declared a unique suffix, in that scope."""
+
+    def ren(o):
+        if isinstance(o, ir.Sym) and o.name in names:
+            return ir.Sym(o.name + tag)
+        if isinstance(o, ir.Mem) and isinstance(o.base, ir.Sym) and o.base.name in names:
+            return ir.Mem(ir.Sym(o.base.name + tag), o.offset)
+        if isinstance(o, ir.SymAddr) and o.name in names:
+            return ir.SymAddr(o.name + tag, o.offset, o.generic)
+        if isinstance(o, ir.Args):
+            return ir.Args(tuple(ren(x) for x in o.items))
+        if isinstance(o, ir.Vec):
+            return ir.Vec(tuple(ren(x) for x in o.items))
+        return o
+
+    for j in range(b0, len(body)):
+        st = body[j]
+        if isinstance(st, ir.Label):
+            if st.name in names:
+                st.name += tag
+        else:
+            st.args = [ren(a) for a in st.args]
+    for j in range(l0, len(locals_)):
+        if locals_[j].name in names:
+            locals_[j].name += tag
