@@ -40,8 +40,11 @@ MAX_TABLE = 1 << 20  # entries; more is a corrupt header, not a real file
 class Elf:
     """The headers of one ELF64 little-endian image."""
 
-    def __init__(self, read: Reader) -> None:
+    def __init__(self, read: Reader, size: int | None) -> None:
+        """`size`: bytes available, where known (None for process memory, whose
+        reads are checked as they happen)."""
         self.read = read
+        self.size = size
         ident = IDENT.unpack(read(0, IDENT.size))
         if ident[0] != ELF_MAGIC:
             raise invalid_image("not an ELF image")
@@ -76,6 +79,13 @@ class Elf:
         ends += [s.offset + s.size for s in self.sections if s.type != SHT_NOBITS]
         ends += [p.offset + p.filesz for p in self.programs]
         return max(ends)
+
+    def check_complete(self) -> None:
+        if self.size is not None and self.extent() > self.size:
+            raise invalid_image(
+                f"ELF image truncated: its headers describe {self.extent()} bytes, "
+                f"{self.size} are there"
+            )
 
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)

@@ -49,7 +49,7 @@ def parse_image(data: bytes | bytearray | memoryview) -> Image:
     if magic == FATBIN_MAGIC:
         return parse_fatbins(view)
     if bytes(view[:4]) == ELF_MAGIC:
-        return parse_elf(Elf(buffer_reader(view)))
+        return parse_elf(Elf(buffer_reader(view), len(view)))
     return parse_ptx(view)
 
 
@@ -69,6 +69,7 @@ def parse_ptx(view: memoryview) -> Image:
 
 def parse_elf(elf: Elf) -> Image:
     """A cubin is SASS for one architecture; a program carries fatbins in its sections."""
+    elf.check_complete()
     if elf.is_cubin:
         return Image(ptx=[], sass=[SassEntry(arch=elf.cuda_arch, size=elf.extent())], kind="elf")
     image = Image(ptx=[], sass=[], kind="elf")
@@ -91,7 +92,7 @@ def parse_file(path: str) -> Image:
     and fatbin sections are read), a cubin, a fatbin or PTX text."""
     with _open(path) as file:
         if file.read(4) == ELF_MAGIC:
-            return parse_elf(Elf(file_reader(file, path)))
+            return parse_elf(Elf(*file_reader(file, path)))
         file.seek(0)
         return parse_image(file.read())
 
@@ -101,7 +102,7 @@ def relocatable_objects_in_file(path: str) -> list[Image]:
     with _open(path) as file:
         if file.read(4) != ELF_MAGIC:
             raise invalid_image(f"{path} is not an ELF file")
-        return relocatable_objects(Elf(file_reader(file, path)))
+        return relocatable_objects(Elf(*file_reader(file, path)))
 
 
 def _open(path: str) -> BinaryIO:
@@ -113,7 +114,7 @@ def _open(path: str) -> BinaryIO:
         ) from None
 
 
-def file_reader(file: BinaryIO, path: str) -> Reader:
+def file_reader(file: BinaryIO, path: str) -> tuple[Reader, int]:
     """Reads parts of an open file, so that a large library is never read whole."""
     fd = file.fileno()
     size = os.fstat(fd).st_size
@@ -125,4 +126,4 @@ def file_reader(file: BinaryIO, path: str) -> Reader:
             )
         return os.pread(fd, count, offset)
 
-    return read
+    return read, size

@@ -77,7 +77,7 @@ class ProcessMemory:
     def view(self, address: int, size: int) -> memoryview:
         if size < 0 or address <= 0 or address + size > self.readable_until(address):
             raise invalid_image(
-                f"image at {address:#x}: its headers ask for {size} bytes, which run past "
+                f"the image's headers ask for {size} bytes at {address:#x}, which run past "
                 f"readable memory"
             )
         return memoryview((ctypes.c_ubyte * size).from_address(address)).cast("B")
@@ -120,10 +120,11 @@ def read_image_at(address: int) -> Image:
     if magic == WRAPPER_MAGIC:
         return _wrapper_at(memory, address)
     if magic == FATBIN_MAGIC:
-        image = _fatbin_at(memory, address)
-        return image
+        return _fatbin_at(memory, address)
     if head == ELF_MAGIC:
-        return parse_elf(Elf(memory.reader(address)))
+        elf = Elf(memory.reader(address), None)
+        memory.view(address, elf.extent())  # all of it must be readable
+        return parse_elf(elf)
     return parse_ptx(memoryview(memory.c_string(address)))
 
 
