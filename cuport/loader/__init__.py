@@ -7,7 +7,7 @@ to rebuild. `-rdc=true` programs keep their PTX in relocatable objects that the
 backend must link together.
 """
 
-from .choose import choose_ptx, relocatable_ptx_in_file, runs_on
+from .choose import choose_ptx, choose_relocatable_ptx, relocatable_ptx_in_file, runs_on
 from .errors import (
     CUDA_ERROR_FILE_NOT_FOUND,
     CUDA_ERROR_INVALID_IMAGE,
@@ -31,6 +31,7 @@ __all__ = [
     "PtxEntry",
     "SassEntry",
     "choose_ptx",
+    "choose_relocatable_ptx",
     "file_containing_address",
     "parse_file",
     "parse_image",

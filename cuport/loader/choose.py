@@ -36,21 +36,29 @@ def choose_ptx(image: Image, device_cc: int | None) -> PtxEntry:
     raise LoaderError(CUDA_ERROR_NO_BINARY_FOR_GPU, _why_none(image, device_cc))
 
 
-def relocatable_ptx_in_file(path: str, device_cc: int | None = None) -> list[PtxEntry]:
-    """The PTX of every relocatable object of a `-rdc=true` program or library, in
-    link order, one module each (the newest usable on `device_cc`, or the newest).
-    Empty when the file was not built with `-rdc=true`."""
-    objects = relocatable_objects_in_file(path)
+def choose_relocatable_ptx(
+    objects: list[Image], device_cc: int | None = None, source: str = ""
+) -> list[PtxEntry]:
+    """One PTX module per relocatable object (`Image.relocatable`), in link order: the
+    newest usable on `device_cc`, or the newest. An object without one is an error
+    that names it (`source` says where the objects came from)."""
     chosen = []
     for number, obj in enumerate(objects):
         try:
             chosen.append(choose_ptx(obj, device_cc))
         except LoaderError as error:
+            where = f"{source}: " if source else ""
             raise LoaderError(
                 error.code,
-                f"{path}: relocatable object {number + 1} of {len(objects)}: " + error.message,
+                f"{where}relocatable object {number + 1} of {len(objects)}: {error.message}",
             ) from None
     return chosen
+
+
+def relocatable_ptx_in_file(path: str, device_cc: int | None = None) -> list[PtxEntry]:
+    """The PTX modules to link for a `-rdc=true` program or library on disk (from its
+    `__nv_relfatbin` section); empty when it was not built with `-rdc=true`."""
+    return choose_relocatable_ptx(relocatable_objects_in_file(path), device_cc, path)
 
 
 def _names(arches: list[int], prefix: str) -> str:
@@ -60,10 +68,13 @@ def _names(arches: list[int], prefix: str) -> str:
 def _why_none(image: Image, device_cc: int | None) -> str:
     if image.ptx:
         targets = ", ".join(sorted({p.target or f"sm_{p.arch}" for p in image.ptx}))
+        if all(p.arch > device_cc for p in image.ptx):
+            why = "all are newer than the device"
+        else:
+            why = "those not newer are specific to another architecture (sm_XYa runs on sm_XY only, sm_XYf on the sm_X family only)"
         return (
-            f"the image's PTX targets {targets}, none of which runs on the device "
-            f"(compute capability sm_{device_cc}): all are newer or specific to another "
-            f"architecture; rebuild with PTX for an older target, "
+            f"the image has PTX for {targets}, none of which runs on the device "
+            f"(sm_{device_cc}): {why}; rebuild with PTX for the device or an older target, "
             f"e.g. -gencode arch=compute_{device_cc},code=compute_{device_cc}"
         )
     rebuild_arch = min([s.arch for s in image.sass] or [75])

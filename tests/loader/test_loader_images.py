@@ -85,6 +85,14 @@ def test_ptx_newer_than_the_device_is_an_error_naming_the_targets(built):
     assert "sm_75, sm_80, sm_90a" in message and "sm_70" in message and "newer" in message
 
 
+def test_arch_specific_ptx_runs_on_its_own_architecture_only(built):
+    image = parse_image(built.read("ptx_90a.ptx"))
+    assert choose_ptx(image, 90).target == "sm_90a"
+    with pytest.raises(LoaderError, match="sm_90a.*sm_100.*specific to another") as caught:
+        choose_ptx(image, 100)
+    assert caught.value.code == CUDA_ERROR_NO_BINARY_FOR_GPU
+
+
 def test_sass_only_is_an_error_that_says_how_to_rebuild(built):
     image = parse_image(built.read("sass_only.fatbin"))
     assert image.ptx == [] and [s.arch for s in image.sass] == [75]
