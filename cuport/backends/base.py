@@ -13,6 +13,22 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 
+# The CUresult codes a backend reports (the driver's table in cuport.driver.errors has them all).
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_OUT_OF_MEMORY = 2
+CUDA_ERROR_INVALID_IMAGE = 200
+CUDA_ERROR_INVALID_PTX = 218
+CUDA_ERROR_NOT_FOUND = 500
+CUDA_ERROR_ILLEGAL_ADDRESS = 700
+CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
+CUDA_ERROR_ASSERT = 710
+CUDA_ERROR_HARDWARE_STACK_ERROR = 714
+CUDA_ERROR_ILLEGAL_INSTRUCTION = 715
+CUDA_ERROR_MISALIGNED_ADDRESS = 716
+CUDA_ERROR_LAUNCH_FAILED = 719
+CUDA_ERROR_NOT_SUPPORTED = 801
+
+
 class BackendError(Exception):
     """A failure the driver turns into a CUresult.
 

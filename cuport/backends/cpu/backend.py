@@ -1,0 +1,326 @@
+"""The CPU backend: PTX modules compiled to native code and run on every core.
+
+A loaded module parses its PTX once and allocates its `.global`/`.const` variables in host
+memory. A kernel is compiled lazily, once per block shape it is launched with (the warp
+code is specialised for it), through the disk cache.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import time
+
+from ... import __version__
+from ...ptx import ir
+from ...ptx.lexer import PtxSyntaxError
+from ...ptx.link import link_modules
+from ...ptx.parser import parse
+from ..base import (
+    CUDA_ERROR_ASSERT,
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_INVALID_PTX,
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_NOT_FOUND,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_ERROR_OUT_OF_MEMORY,
+    BackendError,
+    KernelInfo,
+    ParamInfo,
+)
+from . import cache, jit
+from . import layout as L
+from .compiler import CompiledKernelInfo, ModuleCompiler
+from .emit import UnsupportedError
+from .pool import get_pool
+
+MAX_THREADS = 1024
+
+
+class HostBuffer:
+    """Page-aligned host memory owned by Python (zeroed)."""
+
+    def __init__(self, size: int, align: int = 4096) -> None:
+        self.size = size
+        self._raw = ctypes.create_string_buffer(size + align)
+        base = ctypes.addressof(self._raw)
+        self.address = (base + align - 1) // align * align
+
+
+def _pack_init(v: ir.Var, resolve) -> bytes:
+    """The bytes of an initialised variable."""
+    t = v.type
+    size = v.size
+    out = bytearray(size)
+    if not v.init:
+        return bytes(out)
+    elem = max(ir.TYPE_BITS[t] // 8, 1)
+    for i, x in enumerate(v.init):
+        off = i * elem
+        if off + elem > size:
+            break
+        if isinstance(x, ir.SymAddr):
+            val = resolve(x.name) + x.offset
+            out[off:off + elem] = (val & ((1 << (8 * elem)) - 1)).to_bytes(elem, "little")
+        elif isinstance(x, ir.FImm):
+            if elem == 4:
+                out[off:off + 4] = struct.pack("<f", x.value) if x.width == 64 else x.bits.to_bytes(4, "little")
+            elif elem == 8:
+                out[off:off + 8] = struct.pack("<d", x.value) if x.width == 32 else x.bits.to_bytes(8, "little")
+            else:
+                raise UnsupportedError(f"initialiser of {v.name}: float element of {elem} bytes", v.line)
+        elif isinstance(x, float):
+            if t == "f32":
+                out[off:off + 4] = struct.pack("<f", x)
+            elif t == "f64":
+                out[off:off + 8] = struct.pack("<d", x)
+            else:
+                raise UnsupportedError(f"initialiser of {v.name}: float for .{t}", v.line)
+        else:
+            out[off:off + elem] = (int(x) & ((1 << (8 * elem)) - 1)).to_bytes(elem, "little")
+    return bytes(out)
+
+
+def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
+    params = []
+    off = 0
+    for p in fn.params:
+        a = max(p.alignment, 1)
+        off = (off + a - 1) // a * a
+        params.append(ParamInfo(p.name, off, p.size, a, p.size == 8 and not p.dims))
+        off += p.size
+    # static shared memory and local memory reachable from the kernel
+    seen: set[str] = set()
+    work = [fn]
+    shared = [v for v in module.variables if v.space == "shared" and v.linkage != "extern" and not (v.dims and v.dims[-1] is None)]
+    local = 0
+    while work:
+        f = work.pop()
+        if f.name in seen:
+            continue
+        seen.add(f.name)
+        for v in f.locals:
+            if v.space == "shared" and not (v.dims and v.dims[-1] is None) and v.linkage != "extern":
+                shared.append(v)
+            if v.space == "local" and f is fn:
+                local += v.size
+        for st in f.body or ():
+            if isinstance(st, ir.Instr) and st.op == "call":
+                for a in st.args:
+                    if isinstance(a, ir.Sym) and a.name in module.functions:
+                        g = module.functions[a.name]
+                        if g.is_definition:
+                            work.append(g)
+    soff = 0
+    for v in shared:
+        a = max(v.alignment, 1)
+        soff = (soff + a - 1) // a * a + v.size
+    maxt = MAX_THREADS
+    if fn.maxntid:
+        n = 1
+        for d in fn.maxntid:
+            n *= d
+        maxt = min(maxt, n)
+    if fn.reqntid:
+        n = 1
+        for d in fn.reqntid:
+            n *= d
+        maxt = min(maxt, n)
+    req = tuple((list(fn.reqntid) + [1, 1])[:3]) if fn.reqntid else None
+    return KernelInfo(fn.name, params, off, soff, local, maxt, req)
+
+
+class CpuKernel:
+    def __init__(self, module: CpuModule, fn: ir.Function) -> None:
+        self.module = module
+        self.fn = fn
+        self.info = kernel_info(module.ptx, fn)
+        self._specs: dict[tuple[int, int, int], tuple[jit.Linked, CompiledKernelInfo]] = {}
+        self._lock = threading.Lock()
+        self.compile_seconds = 0.0
+
+    def specialization(self, block: tuple[int, int, int]) -> tuple[jit.Linked, CompiledKernelInfo]:
+        with self._lock:
+            spec = self._specs.get(block)
+            if spec is None:
+                spec = self.module.backend.compile(self.module, self.fn.name, block)
+                self._specs[block] = spec
+            return spec
+
+    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes) -> None:
+        grid = tuple(int(x) for x in grid)
+        block = tuple(int(x) for x in block)
+        nthreads = block[0] * block[1] * block[2]
+        if min(grid) < 1 or min(block) < 1:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
+        if nthreads > self.info.max_threads_per_block:
+            raise BackendError(
+                CUDA_ERROR_INVALID_VALUE,
+                f"{nthreads} threads per block asked for, at most {self.info.max_threads_per_block} allowed",
+            )
+        linked, ck = self.specialization(block)
+        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name)
+
+
+class CpuModule:
+    def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
+        self.backend = backend
+        try:
+            mods = [parse(t) for t in ptx_texts]
+        except PtxSyntaxError as e:
+            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
+        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.text_key = cache.make_key(*ptx_texts)
+        self._buffers: list[HostBuffer] = []
+        self.globals: dict[str, tuple[int, int]] = {}
+        self._allocate_globals()
+        self._kernels: dict[str, CpuKernel] = {}
+
+    def _allocate_globals(self) -> None:
+        vars_ = [v for v in self.ptx.variables if v.space in ("global", "const")]
+        for v in vars_:
+            if v.linkage == "extern" and v.init is None and v.size == 0:
+                continue
+            buf = HostBuffer(max(v.size, 1), max(v.alignment, 256))
+            self._buffers.append(buf)
+            self.globals[v.name] = (buf.address, v.size)
+
+        def resolve(name: str) -> int:
+            if name in self.globals:
+                return self.globals[name][0]
+            raise UnsupportedError(f"an initialiser refers to {name}, which is not a global variable")
+
+        for v in vars_:
+            if v.init and v.name in self.globals:
+                data = _pack_init(v, resolve)
+                ctypes.memmove(self.globals[v.name][0], data, len(data))
+
+    def kernel(self, name: str) -> CpuKernel:
+        k = self._kernels.get(name)
+        if k is None:
+            fn = self.ptx.functions.get(name)
+            if fn is None or not fn.is_entry or not fn.is_definition:
+                raise KeyError(name)
+            k = CpuKernel(self, fn)
+            self._kernels[name] = k
+        return k
+
+    def kernel_names(self) -> list[str]:
+        return [f.name for f in self.ptx.kernels()]
+
+    def global_symbol(self, name: str) -> tuple[int, int]:
+        return self.globals[name]
+
+    def unload(self) -> None:
+        self._kernels.clear()
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def __init__(self) -> None:
+        self.pool = get_pool()
+        self._scratch: list[HostBuffer | None] = [None] * self.pool.n
+        self._scratch_ptrs = (ctypes.c_void_p * self.pool.n)()
+        self._launch_lock = threading.Lock()
+        self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
+
+    def load_module(self, ptx_texts: list[str]) -> CpuModule:
+        return CpuModule(self, ptx_texts)
+
+    # ------------------------------------------------------------ compile
+    def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int]):
+        key = cache.make_key(module.text_key, kernel, repr(block), __version__, jit.host_description(),
+                             str(self.pool.n))
+        hit = cache.load(key)
+        if hit is not None:
+            obj, meta = hit
+            info = CompiledKernelInfo(**meta["info"])
+            self.stats["cache_hits"] += 1
+        else:
+            t0 = time.perf_counter()
+            try:
+                llmod, info = ModuleCompiler(module.ptx, kernel, block, nsm=self.pool.n).compile()
+            except UnsupportedError as e:
+                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {kernel}: {e}") from None
+            obj = jit.optimize_and_emit(str(llmod))
+            dt = time.perf_counter() - t0
+            self.stats["compiles"] += 1
+            self.stats["compile_seconds"] += dt
+            cache.store(key, obj, {"info": info.__dict__, "seconds": dt})
+        symbols = {}
+        for sym, var in info.global_symbols.items():
+            if var not in module.globals:
+                raise BackendError(CUDA_ERROR_NOT_FOUND, f"kernel {kernel}: the variable {var} is declared but never defined")
+            symbols[sym] = module.globals[var][0]
+        from . import hostcalls
+
+        for sym in info.host_symbols:
+            symbols[sym] = hostcalls.address_of(sym)
+        return jit.link(obj, symbols), info
+
+    # ------------------------------------------------------------ launch
+    def _scratch_for(self, i: int, size: int) -> int:
+        buf = self._scratch[i]
+        if buf is None or buf.size < size:
+            try:
+                buf = HostBuffer(max(size, 1 << 16), 4096)
+            except MemoryError:
+                raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"{size} bytes of per-worker scratch") from None
+            self._scratch[i] = buf
+        return buf.address
+
+    def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes, name: str) -> None:
+        nblocks = grid[0] * grid[1] * grid[2]
+        pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
+        with self._launch_lock:
+            workers = min(self.pool.n, nblocks)
+            size = ck.scratch_bytes(dyn_smem)
+            for i in range(workers):
+                self._scratch_ptrs[i] = self._scratch_for(i, size)
+            ctx = L.LaunchCtx()
+            ctx.params = ctypes.addressof(pbuf)
+            ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
+            ctx.dyn_smem = dyn_smem
+            ctx.nblocks = nblocks
+            ctx.next_block = 0
+            ctx.scratch = ctypes.addressof(self._scratch_ptrs)
+            ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
+            ctx_addr = ctypes.addressof(ctx)
+            worker = linked.worker
+            if workers == 1:
+                worker(ctx_addr, 0)
+            else:
+                self.pool.run(lambda i: worker(ctx_addr, i), workers)
+            from . import hostcalls
+
+            hostcalls.flush_output()
+            if ctx.error:
+                self._raise(ctx, ck, name, grid)
+
+    def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid) -> None:
+        kind = ctx.error
+        lin = ctx.error_block
+        bx = lin % grid[0]
+        by = (lin // grid[0]) % grid[1]
+        bz = lin // (grid[0] * grid[1])
+        what = L.ERROR_NAMES.get(kind, f"error {kind}")
+        msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
+        code = {L.ERR_ASSERT: CUDA_ERROR_ASSERT, L.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}.get(
+            kind, CUDA_ERROR_LAUNCH_FAILED
+        )
+        raise BackendError(code, msg)
+
+
+_backend: CpuBackend | None = None
+_blk = threading.Lock()
+
+
+def get_cpu_backend() -> CpuBackend:
+    global _backend
+    with _blk:
+        if _backend is None:
+            _backend = CpuBackend()
+        return _backend

@@ -1,0 +1,1152 @@
+"""Emit one PTX function as an LLVM function that runs a whole warp as SIMD code.
+
+How a warp runs (see DESIGN.md, "Executing a thread block on a CPU"):
+- Every value of the warp is a `<32 x T>` vector (one lane per thread); registers the
+  divergence analysis proves uniform are scalars.
+- Blocks are numbered in execution priority order (passes.cfg). A block runs with an
+  `active` lane mask. At a branch whose lanes disagree, both targets get their lanes
+  recorded as *pending* and the lowest-numbered pending block runs next (min-PC), so the
+  warp reconverges at post-dominators and at loop exits.
+- In *split* blocks (passes.divergence) writes to varying registers are blended with the
+  old value, so lanes that are elsewhere keep theirs.
+- A CTA barrier ends a block: the arriving lanes wait, other pending lanes run on, and
+  when nothing is runnable the warp saves the registers live across barriers into its
+  WarpState and returns to the block runner (runtime.py) with status SUSPENDED. Called
+  again after the barrier completes, it restores them and carries on.
+- Device functions are LLVM functions taking the caller's lane mask and pointers to the
+  per-lane `.param` memory of the call.
+
+ISA families (cuport.isa.*) lower instructions through the small API of this class:
+`read`, `write`, `const`, `intrinsic`, `exec_mask`, `address`, `load`, `store`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from ...isa.operands import defs, uses
+from ...ptx import ir
+from ...ptx.ir import TYPE_BITS
+from ...passes import cfg as cfgmod
+from ...passes.divergence import Divergence, special_is_varying
+from . import layout as L
+from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle, value_type, vec
+
+W = L.WARP
+ALL = (1 << W) - 1
+
+# warp function return codes
+DONE, SUSPENDED, FAILED = 0, 1, 2
+
+
+class UnsupportedError(Exception):
+    """An instruction, directive or form cuport cannot translate (yet)."""
+
+    def __init__(self, message: str, line: int = 0, text: str = "") -> None:
+        where = f"PTX line {line}: " if line else ""
+        super().__init__(where + message + (f" (`{text}`)" if text else ""))
+        self.line = line
+        self.detail = message
+
+
+@dataclass
+class ParamSlot:
+    """Per-lane memory of a `.param` variable (call arguments and return values)."""
+
+    size: int
+    ptr: ll.Value | None = None  # base of W consecutive copies, lane-major
+
+
+def i32c(v: int) -> ll.Constant:
+    return ll.Constant(I32, v & 0xFFFFFFFF)
+
+
+def i64c(v: int) -> ll.Constant:
+    return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
+
+
+class FunctionEmitter:
+    """Lowers one PTX function (kernel entry or device function) for one block shape."""
+
+    def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
+        self.mc = mc  # the ModuleCompiler: symbols, LLVM module, block shape
+        self.fn = fn
+        self.cfg = cfg
+        self.div = div
+        self.live = live
+        self.is_kernel = fn.is_entry
+        self.blocks = cfg.blocks
+        self.ins: ir.Instr | None = None
+        self.vec = False
+        self.split = False
+        self.block: cfgmod.Block | None = None
+        self._mask_cache: dict = {}
+
+    # ================================================================ set-up
+    def declare(self) -> ll.Function:
+        if self.is_kernel:
+            args = [PTR, PTR, PTR, I32]
+        else:
+            args = [PTR, PTR, PTR, I32, I32] + [PTR] * (len(self.fn.params) + len(self.fn.rets))
+        fty = ll.FunctionType(I32, args)
+        name = self.mc.llvm_name(self.fn)
+        self.llfn = ll.Function(self.mc.llmod, fty, name=name)
+        self.llfn.linkage = "internal" if not self.is_kernel else "internal"
+        return self.llfn
+
+    def emit(self) -> None:
+        fn = self.llfn
+        self.ctx, self.blk, self.ws, self.warp = fn.args[:4]
+        entry = fn.append_basic_block("entry")
+        self.b = b = ll.IRBuilder(entry)
+        self.entry_builder = ll.IRBuilder(entry)
+        # ---- registers
+        self.regs: dict[str, tuple[ll.Value, ll.Type, bool]] = {}
+        for name, ptype in self.fn.regs.items():
+            if name in self.fn.reg_vec:
+                raise UnsupportedError(f"vector register {name} (.reg .v{self.fn.reg_vec[name]})")
+            t = bits_type(ptype)
+            varying = name in self.div.varying
+            lt = vec(t) if varying else t
+            slot = b.alloca(lt, name=name.replace("%", "r_"))
+            self.regs[name] = (slot, t, varying)
+        self.active_slot = b.alloca(I32, name="active")
+        # ---- lanes
+        self.lane = ll.Constant(vec(I32), list(range(W)))
+        nthreads = self.mc.nthreads
+        if self.is_kernel:
+            remaining = b.sub(i32c(nthreads), b.mul(self.warp, i32c(W)))
+            full = b.icmp_unsigned(">=", remaining, i32c(W))
+            partial = b.sub(b.shl(i32c(1), remaining), i32c(1))
+            self.live_mask = b.select(full, i32c(ALL), partial, name="live")
+        else:
+            self.live_mask = fn.args[4]
+        self.shared_base = b.load(b.gep(self.blk, [i64c(L.BS_SHARED)], source_etype=I8), typ=PTR)
+        local_all = b.load(b.gep(self.blk, [i64c(L.BS_LOCAL)], source_etype=I8), typ=PTR)
+        win = self.mc.local_window
+        self.local_warp = b.gep(local_all, [b.mul(b.zext(self.warp, I64), i64c(W * win))], source_etype=I8)
+        # ---- dispatch state: targets of pending lanes
+        self._plan_dispatch()
+        # ---- frames: this function's .local variables, .param variables of calls
+        self._layout_locals()
+        self._layout_params()
+        # ---- LLVM blocks
+        self.llblocks = [fn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
+        self.dispatch_bb = fn.append_basic_block("dispatch")
+        self.release_bb = fn.append_basic_block("release") if self.is_kernel else None
+        self.done_bb = fn.append_basic_block("done")
+        # ---- prologue
+        if self.is_kernel:
+            self._kernel_prologue()
+        else:
+            self._func_prologue()
+        for blk in self.blocks:
+            self._emit_block(blk)
+        self._emit_dispatch()
+        self._emit_done()
+
+    # ---------------------------------------------------------------- planning
+    def _plan_dispatch(self) -> None:
+        blocks = self.blocks
+        targets: set[int] = set()
+        self.barriers: list[cfgmod.Block] = []
+        for blk in blocks:
+            t = blk.term
+            if blk.index in self.div.split_blocks or blk.index in self.div.divergent_branches:
+                targets.update(blk.succs)
+            if t is not None and t.guard is not None and t.op in ("ret", "exit"):
+                targets.update(blk.succs)
+            if t is not None and cfgmod.is_barrier(t):
+                targets.update(blk.succs)
+                self.barriers.append(blk)
+        targets = {t for t in targets if not blocks[t].exit_sink}
+        self.targets = sorted(targets)
+        self.rank = {t: i for i, t in enumerate(self.targets)}
+        nt = max(len(self.targets), 1)
+        self.nwords = (nt + 63) // 64
+        b = self.b
+        if self.barriers and not self.is_kernel:
+            raise UnsupportedError(
+                f"a CTA barrier inside the device function {self.fn.name} that was not inlined",
+                self.barriers[0].term.line,
+            )
+        if self.is_kernel:
+            # pending masks, bitmap, barrier waits live in the WarpState (they survive suspension)
+            off = L.WS_HEADER
+            self.ws_bits = off
+            off += 8 * self.nwords
+            self.ws_pend = off
+            off += 4 * nt
+            self.ws_wait = off
+            off += 4 * len(self.barriers)
+            self.ws_wgen = off
+            off += 4 * len(self.barriers)
+            self.pend_ptr = b.gep(self.ws, [i64c(self.ws_pend)], source_etype=I8)
+            self.bits_ptr = b.gep(self.ws, [i64c(self.ws_bits)], source_etype=I8)
+            self.wait_ptr = b.gep(self.ws, [i64c(self.ws_wait)], source_etype=I8)
+            self.wgen_ptr = b.gep(self.ws, [i64c(self.ws_wgen)], source_etype=I8)
+            # registers saved across barriers
+            saved: set[str] = set()
+            for blk in self.barriers:
+                for s in blk.succs:
+                    saved |= self.live[s]
+            self.saved_regs: list[tuple[str, int]] = []
+            off = (off + 63) & ~63
+            for name in sorted(saved):
+                if name not in self.regs:
+                    continue
+                slot, t, varying = self.regs[name]
+                size = max(t.width // 8, 1) * (W if varying else 1)
+                align = min(64, max(size, 1))
+                off = (off + align - 1) & ~(align - 1)
+                self.saved_regs.append((name, off))
+                off += size
+            self.mc.note_warp_state(off)
+        else:
+            self.pend_ptr = b.alloca(ll.ArrayType(I32, nt), name="pend")
+            self.bits_ptr = b.alloca(ll.ArrayType(I64, self.nwords), name="bits")
+            for w in range(self.nwords):
+                b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+
+    def _layout_locals(self) -> None:
+        """Offsets of this function's `.local` variables inside each lane's stack frame."""
+        off = 0
+        self.local_off: dict[str, int] = {}
+        for v in self.fn.locals:
+            if v.space != "local":
+                continue
+            a = max(v.alignment, 1)
+            off = (off + a - 1) // a * a
+            self.local_off[v.name] = off
+            off += v.size
+        self.frame_size = (off + 15) & ~15
+        self.mc.note_frame(self.fn, self.frame_size)
+
+    def _layout_params(self) -> None:
+        self.param_slots: dict[str, ParamSlot] = {}
+        b = self.b
+        for v in self.fn.locals:
+            if v.space == "param":
+                size = max(v.size, 1)
+                slot = ParamSlot(size)
+                slot.ptr = b.alloca(ll.ArrayType(I8, size * W), name=v.name.replace("$", "_"))
+                self.param_slots[v.name] = slot
+        if not self.is_kernel:
+            args = self.llfn.args[5:]
+            for v, a in zip(list(self.fn.params) + list(self.fn.rets), args):
+                self.param_slots[v.name] = ParamSlot(max(v.size, 1), a)
+
+    def _kernel_prologue(self) -> None:
+        b = self.b
+        resume = b.load(b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8), typ=I32)
+        self.frame_base = i32c(0)
+        start = self.llfn.append_basic_block("start")
+        restore = self.llfn.append_basic_block("restore")
+        b.cbranch(b.icmp_unsigned("==", resume, i32c(0)), start, restore)
+        b.position_at_end(start)
+        for w in range(self.nwords):
+            b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+        for i in range(len(self.barriers)):
+            b.store(i32c(0), b.gep(self.wait_ptr, [i64c(4 * i)], source_etype=I8))
+        b.store(i32c(0), b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8))
+        b.store(i32c(self.frame_size), b.gep(self.ws, [i64c(L.WS_SP)], source_etype=I8))
+        b.store(self.live_mask, self.active_slot)
+        b.branch(self.llblocks[0])
+        b.position_at_end(restore)
+        for name, off in self.saved_regs:
+            slot, t, varying = self.regs[name]
+            lt = vec(t) if varying else t
+            val = b.load(b.gep(self.ws, [i64c(off)], source_etype=I8), typ=lt)
+            b.store(val, slot)
+        b.branch(self.release_bb)
+
+    def _func_prologue(self) -> None:
+        b = self.b
+        sp_ptr = b.gep(self.ws, [i64c(L.WS_SP)], source_etype=I8)
+        sp = b.load(sp_ptr, typ=I32)
+        self.frame_base = sp
+        if self.frame_size:
+            new_sp = b.add(sp, i32c(self.frame_size))
+            over = b.icmp_unsigned(">", new_sp, i32c(self.mc.local_window))
+            with b.if_then(over, likely=False):
+                self.mc.emit_error(b, self.ctx, self.blk, L.ERR_STACK, self.fn.line)
+                b.ret(i32c(FAILED))
+            b.store(new_sp, sp_ptr)
+        b.store(self.live_mask, self.active_slot)
+        b.branch(self.llblocks[0])
+
+    # ================================================================ blocks
+    def _emit_block(self, blk: cfgmod.Block) -> None:
+        b = self.b
+        b.position_at_end(self.llblocks[blk.index])
+        self.block = blk
+        self.split = blk.index in self.div.split_blocks
+        self.active = b.load(self.active_slot, name="act")
+        self._mask_cache = {}
+        body = blk.instrs[:-1] if blk.term is not None else blk.instrs
+        for ins in body:
+            self._emit_instr(ins)
+        self.ins = blk.term
+        self._emit_terminator(blk)
+
+    def _emit_instr(self, ins: ir.Instr) -> None:
+        from ...isa import families, registry  # noqa: F401
+
+        self.ins = ins
+        lower = registry.LOWERINGS.get(ins.op)
+        if lower is None:
+            raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
+        self.vec = self._needs_vector(ins)
+        self._mask_cache = {k: v for k, v in self._mask_cache.items() if k == "active"}
+        lower(self, ins)
+
+    def _needs_vector(self, ins: ir.Instr) -> bool:
+        varying = self.div.varying
+        for r in defs(ins):
+            if r.name in varying:
+                return True
+        for r in uses(ins):
+            if r.name in varying:
+                return True
+        for a in ins.args:
+            if isinstance(a, ir.Special) and special_is_varying(a.name, self.mc.block):
+                return True
+        op = ins.op
+        if op in ("ld", "st", "atom", "red", "ldu", "cvta", "prefetch"):
+            sp = self.space_of(ins)
+            if sp == "local" or (sp == "param" and not self._kernel_param_access(ins)):
+                return True
+        if op == "mov" and len(ins.args) > 1:
+            s = ins.args[1]
+            if isinstance(s, (ir.Sym, ir.SymAddr)) and s.name in self.param_slots:
+                return True
+        return False
+
+    def _kernel_param_access(self, ins: ir.Instr) -> bool:
+        for a in ins.args:
+            if isinstance(a, ir.Mem):
+                return not (isinstance(a.base, ir.Sym) and a.base.name in self.param_slots)
+        return True
+
+    # ================================================================ terminators
+    def _emit_terminator(self, blk: cfgmod.Block) -> None:
+        t = blk.term
+        b = self.b
+        if t is None:
+            self.goto(blk.succs[0], self.active)
+            return
+        self.vec = False
+        if cfgmod.is_barrier(t):
+            self._emit_barrier(blk, t)
+            return
+        if t.op == "bra":
+            if t.guard is None or len(set(blk.succs)) == 1:
+                self.goto(blk.succs[0], self.active)
+                return
+            taken, fall = blk.succs
+            p = self.guard_value(t)
+            if p.type == I1:
+                tb = self.llfn.append_basic_block()
+                fb = self.llfn.append_basic_block()
+                b.cbranch(p, tb, fb)
+                b.position_at_end(tb)
+                self.goto(taken, self.active)
+                b.position_at_end(fb)
+                self.goto(fall, self.active)
+                return
+            pbits = b.bitcast(p, I32)
+            tm = b.and_(self.active, pbits)
+            fm = b.and_(self.active, b.not_(pbits))
+            all_t = self.llfn.append_basic_block()
+            not_all_t = self.llfn.append_basic_block()
+            all_f = self.llfn.append_basic_block()
+            both = self.llfn.append_basic_block()
+            b.cbranch(b.icmp_unsigned("==", fm, i32c(0)), all_t, not_all_t)
+            b.position_at_end(all_t)
+            self.goto(taken, self.active)
+            b.position_at_end(not_all_t)
+            b.cbranch(b.icmp_unsigned("==", tm, i32c(0)), all_f, both)
+            b.position_at_end(all_f)
+            self.goto(fall, self.active)
+            b.position_at_end(both)
+            lo, lo_m, hi, hi_m = (taken, tm, fall, fm) if taken < fall else (fall, fm, taken, tm)
+            self._defer(hi, hi_m)
+            self.goto(lo, lo_m)
+            return
+        if t.op in ("ret", "exit"):
+            if t.guard is None:
+                self.finish(self.active, t.op)
+                b.branch(self.dispatch_bb)
+                return
+            p = self._guard_bits(t)
+            m = b.and_(self.active, p)
+            self.finish(m, t.op)
+            rest = b.and_(self.active, b.not_(p))
+            go = self.llfn.append_basic_block()
+            b.cbranch(b.icmp_unsigned("==", rest, i32c(0)), self.dispatch_bb, go)
+            b.position_at_end(go)
+            self.goto(blk.succs[0], rest)
+            return
+        if t.op == "trap":
+            if t.guard is not None:
+                p = self._guard_bits(t)
+                m = b.and_(self.active, p)
+                go = self.llfn.append_basic_block()
+                trap = self.llfn.append_basic_block()
+                b.cbranch(b.icmp_unsigned("==", m, i32c(0)), go, trap)
+                b.position_at_end(trap)
+                self.mc.emit_error(b, self.ctx, self.blk, L.ERR_TRAP, t.line)
+                b.ret(i32c(FAILED))
+                b.position_at_end(go)
+                self.goto(blk.succs[0], self.active)
+                return
+            self.mc.emit_error(b, self.ctx, self.blk, L.ERR_TRAP, t.line)
+            b.ret(i32c(FAILED))
+            return
+        raise UnsupportedError(f"the control instruction `{t.op}` is not supported", t.line, t.text())
+
+    def guard_value(self, ins: ir.Instr) -> ll.Value:
+        """The guard predicate: i1 when uniform, <32 x i1> when varying."""
+        slot, t, varying = self.regs[ins.guard.name]
+        v = self.b.load(slot)
+        if ins.guard_neg:
+            v = self.b.not_(v)
+        return v
+
+    def _guard_bits(self, ins: ir.Instr) -> ll.Value:
+        p = self.guard_value(ins)
+        if p.type == I1:
+            return self.b.select(p, i32c(ALL), i32c(0))
+        return self.b.bitcast(p, I32)
+
+    def goto(self, target: int, mask: ll.Value) -> None:
+        """Send `mask` lanes to block `target`, deferring them if lower blocks are pending."""
+        b = self.b
+        tb = self.blocks[target]
+        if tb.exit_sink:
+            self.finish(mask, tb.instrs[0].op)
+            b.branch(self.dispatch_bb)
+            return
+        if target not in self.rank or not self.split:
+            # a converged block has no lanes pending anywhere: jump straight there
+            b.store(mask, self.active_slot)
+            b.branch(self.llblocks[target])
+            return
+        r = self.rank[target]
+        below = self._any_pending_below(r)
+        if below is None:
+            b.store(mask, self.active_slot)
+            b.branch(self.llblocks[target])
+            return
+        direct = self.llfn.append_basic_block()
+        defer = self.llfn.append_basic_block()
+        b.cbranch(below, defer, direct)
+        b.position_at_end(defer)
+        self._defer(target, mask)
+        b.branch(self.dispatch_bb)
+        b.position_at_end(direct)
+        b.store(mask, self.active_slot)
+        b.branch(self.llblocks[target])
+
+    def _any_pending_below(self, r: int) -> ll.Value | None:
+        if r == 0:
+            return None
+        b = self.b
+        acc = None
+        for w in range(self.nwords):
+            lo = 64 * w
+            if lo >= r:
+                break
+            nbits = min(64, r - lo)
+            maskc = (1 << nbits) - 1
+            v = b.load(b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8), typ=I64)
+            t = b.icmp_unsigned("!=", b.and_(v, i64c(maskc)), i64c(0))
+            acc = t if acc is None else b.or_(acc, t)
+        return acc
+
+    def _defer(self, target: int, mask: ll.Value) -> None:
+        """Record `mask` lanes as pending at `target`."""
+        b = self.b
+        if self.blocks[target].exit_sink:
+            self.finish(mask, self.blocks[target].instrs[0].op)
+            return
+        r = self.rank[target]
+        p = b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8)
+        b.store(b.or_(b.load(p, typ=I32), mask), p)
+        w, bit = divmod(r, 64)
+        bp = b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8)
+        b.store(b.or_(b.load(bp, typ=I64), i64c(1 << bit)), bp)
+
+    def finish(self, mask: ll.Value, how: str) -> None:
+        """Lanes in `mask` leave: `ret` from a device function, or thread exit."""
+        if how == "ret" and not self.is_kernel:
+            return
+        b = self.b
+        ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
+        b.store(b.or_(b.load(ep, typ=I32), mask), ep)
+        cnt = b.ctpop(mask)
+        xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
+        b.store(b.add(b.load(xp, typ=I32), cnt), xp)
+        self.mc.bump_events(b, self.blk)
+        if self.mc.uses_barriers:
+            b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
+
+    # ---------------------------------------------------------------- barriers
+    def _emit_barrier(self, blk: cfgmod.Block, t: ir.Instr) -> None:
+        b = self.b
+        if t.guard is not None:
+            raise UnsupportedError("a guarded barrier", t.line, t.text())
+        idx = self.barriers.index(blk)
+        mods = t.mods
+        args = list(t.args)
+        is_red = "red" in mods
+        dest = args.pop(0) if is_red else None
+        bar_id = self._uniform_int(args[0]) if args else i32c(0)
+        bar_id = b.and_(bar_id, i32c(L.MAX_BARRIERS - 1))
+        count = None
+        pred_bits = None
+        if is_red:
+            if len(args) == 3:
+                count = self._uniform_int(args[1])
+            pred_bits = self._pred_bits(args[-1])
+        elif len(args) > 1:
+            count = self._uniform_int(args[1])
+        off = b.mul(b.zext(bar_id, I64), i64c(4))
+
+        def field(base: int) -> ll.Value:
+            return b.gep(self.blk, [b.add(i64c(base), off)], source_etype=I8)
+
+        if count is not None:
+            b.store(count, field(L.BS_EXPECTED))
+        ap = field(L.BS_ARRIVED)
+        b.store(b.add(b.load(ap, typ=I32), b.ctpop(self.active)), ap)
+        if is_red:
+            kind = next(m for m in mods if m in ("popc", "and", "or"))
+            rp = field(L.BS_RED)
+            if kind == "and":
+                contrib = b.ctpop(b.and_(self.active, b.not_(pred_bits)))
+            else:
+                contrib = b.ctpop(b.and_(self.active, pred_bits))
+            b.store(b.add(b.load(rp, typ=I32), contrib), rp)
+            self.red_dest = getattr(self, "red_dest", {})
+            self.red_dest[idx] = (dest, kind, t)
+        wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
+        b.store(b.or_(b.load(wp, typ=I32), self.active), wp)
+        b.store(b.load(field(L.BS_GEN), typ=I32), b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8))
+        self.mc.bump_events(b, self.blk)
+        b.call(self.mc.barrier_check_fn, [self.blk, bar_id])
+        b.branch(self.dispatch_bb)
+        self.barrier_ids = getattr(self, "barrier_ids", {})
+        self.barrier_ids[idx] = args[0] if args else ir.Imm(0)
+
+    def _uniform_int(self, op) -> ll.Value:
+        """An integer operand that must be the same for the warp (barrier ids and counts)."""
+        b = self.b
+        if isinstance(op, ir.Imm):
+            return i32c(op.value)
+        if isinstance(op, ir.Reg):
+            slot, t, varying = self.regs[op.name]
+            v = b.load(slot)
+            if varying:
+                first = b.cttz(self.active, ll.Constant(I1, 0))
+                v = b.extract_element(v, first)
+            return self._resize(v, I32, False)
+        raise UnsupportedError("a barrier operand that is not a register or an immediate", self.ins.line)
+
+    def _pred_bits(self, op) -> ll.Value:
+        b = self.b
+        neg = isinstance(op, ir.Not)
+        reg = op.reg if neg else op
+        if isinstance(reg, ir.Imm):
+            v = i32c(ALL if reg.value else 0)
+        else:
+            slot, t, varying = self.regs[reg.name]
+            v = b.load(slot)
+            v = b.bitcast(v, I32) if varying else b.select(v, i32c(ALL), i32c(0))
+        return b.not_(v) if neg else v
+
+    # ---------------------------------------------------------------- dispatch
+    def _emit_dispatch(self) -> None:
+        b = self.b
+        b.position_at_end(self.dispatch_bb)
+        none_bb = self.release_bb if self.is_kernel else self.done_bb
+        if not self.targets:
+            b.branch(none_bb)
+        else:
+            for w in range(self.nwords):
+                bp = b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8)
+                v = b.load(bp, typ=I64)
+                found = self.llfn.append_basic_block(f"found{w}")
+                nxt = self.llfn.append_basic_block() if w + 1 < self.nwords else none_bb
+                b.cbranch(b.icmp_unsigned("!=", v, i64c(0)), found, nxt)
+                b.position_at_end(found)
+                bit = b.cttz(v, ll.Constant(I1, 1))
+                b.store(b.and_(v, b.sub(v, i64c(1))), bp)
+                idx = b.add(b.trunc(bit, I32), i32c(64 * w))
+                pp = b.gep(self.pend_ptr, [b.mul(b.zext(idx, I64), i64c(4))], source_etype=I8)
+                m = b.load(pp, typ=I32)
+                b.store(i32c(0), pp)
+                b.store(m, self.active_slot)
+                sw = b.switch(idx, self.llblocks[self.targets[0]])
+                for r, t in enumerate(self.targets):
+                    if r > 0 and 64 * w <= r < 64 * (w + 1):
+                        sw.add_case(i32c(r), self.llblocks[t])
+                if nxt is not none_bb:
+                    b.position_at_end(nxt)
+        if self.is_kernel:
+            self._emit_release()
+
+    def _emit_release(self) -> None:
+        """Lanes whose barrier completed become pending at its continuation; else suspend."""
+        b = self.b
+        b.position_at_end(self.release_bb)
+        if not self.barriers:
+            b.branch(self.done_bb)
+            return
+        any_rel = ll.Constant(I1, 0)
+        any_wait = ll.Constant(I1, 0)
+        for idx, blk in enumerate(self.barriers):
+            wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
+            waiting = b.load(wp, typ=I32)
+            bar_op = self.barrier_ids.get(idx, ir.Imm(0)) if hasattr(self, "barrier_ids") else ir.Imm(0)
+            gen_saved = b.load(b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8), typ=I32)
+            # the barrier id: constant, or re-read from the (restored) register
+            self.active = b.select(b.icmp_unsigned("!=", waiting, i32c(0)), waiting, i32c(1))
+            bid = b.and_(self._uniform_int(bar_op), i32c(L.MAX_BARRIERS - 1))
+            gp = b.gep(self.blk, [b.add(i64c(L.BS_GEN), b.mul(b.zext(bid, I64), i64c(4)))], source_etype=I8)
+            gen_now = b.load(gp, typ=I32)
+            is_waiting = b.icmp_unsigned("!=", waiting, i32c(0))
+            rel = b.and_(is_waiting, b.icmp_unsigned("!=", gen_now, gen_saved))
+            do = self.llfn.append_basic_block()
+            after = self.llfn.append_basic_block()
+            b.cbranch(rel, do, after)
+            b.position_at_end(do)
+            b.store(i32c(0), wp)
+            cont = blk.succs[0]
+            if hasattr(self, "red_dest") and idx in self.red_dest:
+                dest, kind, t = self.red_dest[idx]
+                rp = b.gep(self.blk, [b.add(i64c(L.BS_REDOUT), b.mul(b.zext(bid, I64), i64c(4)))], source_etype=I8)
+                total = b.load(rp, typ=I32)
+                if kind == "popc":
+                    val = total
+                    ptype = "u32"
+                elif kind == "and":
+                    val = b.icmp_unsigned("==", total, i32c(0))
+                    ptype = "pred"
+                else:
+                    val = b.icmp_unsigned("!=", total, i32c(0))
+                    ptype = "pred"
+                self.ins = t
+                self.split = True
+                self.active = waiting
+                self._mask_cache = {}
+                self.vec = dest.name in self.div.varying if isinstance(dest, ir.Reg) else False
+                self.write(dest, ptype, self.splat(val) if self.vec else val)
+            if cont in self.rank and not self.blocks[cont].exit_sink:
+                self._defer(cont, waiting)
+            b.branch(after)
+            b.position_at_end(after)
+            any_rel = b.or_(any_rel, rel)
+            any_wait = b.or_(any_wait, b.and_(is_waiting, b.not_(rel)))
+        suspend = self.llfn.append_basic_block("suspend")
+        chk = self.llfn.append_basic_block()
+        b.cbranch(any_rel, self.dispatch_bb, chk)
+        b.position_at_end(chk)
+        b.cbranch(any_wait, suspend, self.done_bb)
+        b.position_at_end(suspend)
+        for name, off in self.saved_regs:
+            slot, t, varying = self.regs[name]
+            b.store(b.load(slot), b.gep(self.ws, [i64c(off)], source_etype=I8))
+        b.store(i32c(1), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
+        b.ret(i32c(SUSPENDED))
+
+    def _emit_done(self) -> None:
+        b = self.b
+        b.position_at_end(self.done_bb)
+        if self.is_kernel:
+            b.store(i32c(2), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
+        elif self.frame_size:
+            sp_ptr = b.gep(self.ws, [i64c(L.WS_SP)], source_etype=I8)
+            b.store(self.frame_base, sp_ptr)
+        b.ret(i32c(DONE))
+
+    # ================================================================ the lowering API
+    def error(self, message: str) -> UnsupportedError:
+        ins = self.ins
+        return UnsupportedError(message, ins.line if ins else 0, ins.text() if ins else "")
+
+    def ty(self, ptype: str) -> ll.Type:
+        """The value type of `ptype` in the current mode (vector of 32 when varying)."""
+        t = value_type(ptype)
+        return vec(t) if self.vec else t
+
+    def bty(self, ptype: str) -> ll.Type:
+        t = bits_type(ptype)
+        return vec(t) if self.vec else t
+
+    def splat(self, v: ll.Value, n: int = W) -> ll.Value:
+        if isinstance(v, ll.Constant) and not isinstance(v.type, ll.VectorType):
+            return ll.Constant(vec(v.type, n), [v.constant] * n) if v.constant is not None else self._splat_dyn(v, n)
+        return self._splat_dyn(v, n)
+
+    def _splat_dyn(self, v: ll.Value, n: int) -> ll.Value:
+        b = self.b
+        undef = ll.Constant(vec(v.type, n), ll.Undefined)
+        ins = b.insert_element(undef, v, i32c(0))
+        return b.shuffle_vector(ins, undef, ll.Constant(vec(I32, n), [0] * n))
+
+    def const(self, ptype: str, value) -> ll.Value:
+        """A constant of PTX type `ptype` (int, or float for float types) in the current mode."""
+        t = value_type(ptype)
+        if isinstance(t, ll.IntType):
+            c = ll.Constant(t, int(value) & ((1 << t.width) - 1) if t.width > 1 else int(bool(value)))
+        else:
+            c = ll.Constant(t, float(value))
+        return ll.Constant(vec(t), [c.constant] * W) if self.vec else c
+
+    def const_bits(self, ptype: str, bits: int) -> ll.Value:
+        """A constant given by its bit pattern, as the value type."""
+        t = bits_type(ptype)
+        c = ll.Constant(t, bits & ((1 << t.width) - 1))
+        if self.vec:
+            c = ll.Constant(vec(t), [c.constant] * W)
+        vt = value_type(ptype)
+        return c if vt == t else self.b.bitcast(c, vec(vt) if self.vec else vt)
+
+    def to_value(self, bits: ll.Value, ptype: str) -> ll.Value:
+        vt = value_type(ptype)
+        if vt == bits_type(ptype):
+            return bits
+        return self.b.bitcast(bits, vec(vt) if self.vec else vt)
+
+    def to_bits(self, v: ll.Value, ptype: str) -> ll.Value:
+        bt = bits_type(ptype)
+        if isinstance(v.type, (ll.IntType,)) or (isinstance(v.type, ll.VectorType) and isinstance(v.type.element, ll.IntType)):
+            return v
+        return self.b.bitcast(v, vec(bt) if self.vec else bt)
+
+    def read(self, op, ptype: str) -> ll.Value:
+        """Operand `op` as a value of PTX type `ptype` (float types as LLVM floats)."""
+        return self.to_value(self.read_bits(op, ptype), ptype)
+
+    def read_bits(self, op, ptype: str) -> ll.Value:
+        """Operand `op` as the integer bit container of `ptype`, in the current mode."""
+        b = self.b
+        want = bits_type(ptype)
+        if isinstance(op, ir.Reg):
+            if op.name not in self.regs:
+                raise self.error(f"the register {op.name} is not declared")
+            slot, t, varying = self.regs[op.name]
+            v = b.load(slot)
+            if varying and not self.vec:
+                raise self.error(f"internal: varying register {op.name} read in uniform mode")
+            if self.vec and not varying:
+                v = self.splat(v)
+            return self._resize(v, want, ptype[0] == "s")
+        if isinstance(op, ir.Imm):
+            return self.const_int(want.width, op.value)
+        if isinstance(op, ir.FImm):
+            return self.const_int(want.width, _float_imm_bits(op, ptype))
+        if isinstance(op, ir.Not):
+            v = self.read_bits(op.reg, "pred")
+            return b.not_(v)
+        if isinstance(op, ir.Special):
+            return self._resize(self.special(op.name), want, False)
+        if isinstance(op, (ir.Sym, ir.SymAddr)):
+            return self._resize(self.symbol_value(op), want, False)
+        raise self.error(f"an operand of an unsupported kind ({ir.format_operand(op)})")
+
+    def const_int(self, width: int, value: int) -> ll.Value:
+        t = ll.IntType(width)
+        c = ll.Constant(t, value & ((1 << width) - 1))
+        return ll.Constant(vec(t), [c.constant] * W) if self.vec else c
+
+    def _resize(self, v: ll.Value, want: ll.IntType, signed: bool) -> ll.Value:
+        have = v.type.element if isinstance(v.type, ll.VectorType) else v.type
+        if have == want:
+            return v
+        tgt = vec(want, v.type.count) if isinstance(v.type, ll.VectorType) else want
+        if not isinstance(have, ll.IntType):
+            raise self.error("internal: resize of a non-integer value")
+        if have.width > want.width:
+            return self.b.trunc(v, tgt)
+        return self.b.sext(v, tgt) if signed else self.b.zext(v, tgt)
+
+    def write(self, op, ptype: str, value: ll.Value, signed: bool | None = None) -> None:
+        """Store `value` (value or bits type of `ptype`) into destination operand `op`.
+
+        Honours the guard predicate and, in split blocks, keeps inactive lanes' values.
+        """
+        if isinstance(op, ir.Sink):
+            return
+        if not isinstance(op, ir.Reg):
+            raise self.error(f"a destination that is not a register ({ir.format_operand(op)})")
+        b = self.b
+        slot, t, varying = self.regs[op.name]
+        v = self.to_bits(value, ptype)
+        if signed is None:
+            signed = ptype[0] == "s"
+        v = self._resize(v, t, signed)
+        if varying and not self.vec:
+            v = self.splat(v)
+        elif self.vec and not varying:
+            raise self.error(f"internal: uniform register {op.name} written in vector mode")
+        ins = self.ins
+        if varying:
+            m = None
+            if ins is not None and ins.guard is not None:
+                m = self.exec_mask_vec()
+            elif self.split:
+                m = self.active_vec()
+            if m is not None:
+                v = b.select(m, v, b.load(slot))
+        elif ins is not None and ins.guard is not None:
+            g = self.guard_value(ins)
+            if g.type != I1:
+                raise self.error("internal: uniform register written under a varying guard")
+            v = b.select(g, v, b.load(slot))
+        b.store(v, slot)
+
+    def active_vec(self) -> ll.Value:
+        if "active" not in self._mask_cache:
+            self._mask_cache["active"] = self.b.bitcast(self.active, vec(I1))
+        return self._mask_cache["active"]
+
+    def exec_mask(self) -> ll.Value:
+        """i32 mask of the lanes that execute the current instruction (active and guard)."""
+        if "exec" not in self._mask_cache:
+            m = self.active
+            if self.ins is not None and self.ins.guard is not None:
+                m = self.b.and_(m, self._guard_bits(self.ins))
+            self._mask_cache["exec"] = m
+        return self._mask_cache["exec"]
+
+    def exec_mask_vec(self) -> ll.Value:
+        return self.b.bitcast(self.exec_mask(), vec(I1))
+
+    def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None, ret: ll.Type | None = None) -> ll.Value:
+        """Call an LLVM intrinsic; `overload` types give the mangled suffix (default: first arg's)."""
+        if overload is None:
+            overload = [args[0].type]
+        full = name + "".join("." + mangle(t) for t in overload)
+        rt = ret if ret is not None else args[0].type
+        fn = self.mc.declare(full, rt, [a.type for a in args])
+        return self.b.call(fn, args)
+
+    # ---------------------------------------------------------------- special registers
+    def special(self, name: str) -> ll.Value:
+        b = self.b
+        mc = self.mc
+        nx, ny, nz = mc.block
+        if name in ("%tid.x", "%tid.y", "%tid.z", "%laneid"):
+            if name == "%laneid":
+                return self.lane if self.vec else i32c(0)
+            if self.vec:
+                linear = b.add(self.splat(b.mul(self.warp, i32c(W))), self.lane)
+            else:
+                linear = b.mul(self.warp, i32c(W))
+            if name == "%tid.x":
+                return b.urem(linear, self._c32(nx)) if nx != 1 else self._c32(0)
+            if name == "%tid.y":
+                return b.urem(b.udiv(linear, self._c32(nx)), self._c32(ny)) if ny != 1 else self._c32(0)
+            return b.udiv(linear, self._c32(nx * ny)) if nz != 1 else self._c32(0)
+        if name.startswith("%ntid."):
+            return self._c32({"x": nx, "y": ny, "z": nz}[name[-1]])
+        if name.startswith("%ctaid."):
+            k = "xyz".index(name[-1])
+            return self._v(b.load(b.gep(self.blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8), typ=I32))
+        if name.startswith("%nctaid."):
+            k = "xyz".index(name[-1])
+            off = L.LaunchCtx.grid_x.offset + 4 * k
+            return self._v(b.load(b.gep(self.ctx, [i64c(off)], source_etype=I8), typ=I32))
+        if name.startswith("%lanemask_"):
+            kind = name[len("%lanemask_"):]
+            one = ll.Constant(vec(I32), [1] * W)
+            bit = b.shl(one, self.lane)
+            if kind == "eq":
+                return bit
+            if kind == "lt":
+                return b.sub(bit, one)
+            if kind == "le":
+                return b.or_(bit, b.sub(bit, one))
+            if kind == "gt":
+                return b.not_(b.or_(bit, b.sub(bit, one)))
+            if kind == "ge":
+                return b.not_(b.sub(bit, one))
+        if name == "%warpid":
+            return self._v(self.warp)
+        if name == "%nwarpid":
+            return self._c32(mc.nwarps)
+        if name in ("%clock", "%clock_hi", "%clock64"):
+            t = self.intrinsic("llvm.readcyclecounter", [], overload=[], ret=I64)
+            if name == "%clock":
+                return self._v(b.trunc(t, I32))
+            if name == "%clock_hi":
+                return self._v(b.trunc(b.lshr(t, i64c(32)), I32))
+            return self._v(t)
+        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+            t = b.call(mc.globaltimer_fn, [])
+            if name == "%globaltimer_lo":
+                return self._v(b.trunc(t, I32))
+            if name == "%globaltimer_hi":
+                return self._v(b.trunc(b.lshr(t, i64c(32)), I32))
+            return self._v(t)
+        if name == "%dynamic_smem_size":
+            off = L.LaunchCtx.dyn_smem.offset
+            return self._v(b.load(b.gep(self.ctx, [i64c(off)], source_etype=I8), typ=I32))
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            off = L.LaunchCtx.dyn_smem.offset
+            dyn = b.load(b.gep(self.ctx, [i64c(off)], source_etype=I8), typ=I32)
+            return self._v(b.add(dyn, i32c(mc.static_shared)))
+        if name == "%smid":
+            return self._c32(0)
+        if name == "%nsmid":
+            return self._c32(mc.nsm)
+        if name == "%gridid":
+            return self._v(i64c(0))
+        if name.startswith("%envreg"):
+            return self._c32(0)
+        raise self.error(f"the special register {name} is not supported")
+
+    def _c32(self, v: int) -> ll.Value:
+        return self.const_int(32, v)
+
+    def _v(self, v: ll.Value) -> ll.Value:
+        return self.splat(v) if self.vec else v
+
+    # ---------------------------------------------------------------- symbols and memory
+    def space_of(self, ins: ir.Instr) -> str:
+        for m in ins.mods:
+            if m in ("global", "shared", "local", "const", "param"):
+                return m
+            if m.startswith("shared::"):
+                return "shared"
+            if m.startswith("param::"):
+                return "param"
+        return "generic"
+
+    def symbol_value(self, op) -> ll.Value:
+        """The value of a symbol used as an operand: an address (in its own state space)."""
+        name = op.name
+        offset = getattr(op, "offset", 0)
+        b = self.b
+        mc = self.mc
+        if name in self.local_off:
+            v = i64c(self.local_off[name] + offset)
+            v = b.add(b.zext(self.frame_base, I64), v)
+            return self._v(v)
+        if name in mc.shared_offsets:
+            return self._v(i64c(mc.shared_offsets[name] + offset))
+        if name in mc.global_vars:
+            v = b.add(b.ptrtoint(mc.global_vars[name], I64), i64c(offset))
+            return self._v(v)
+        if self.is_kernel and name in mc.kernel_param_offsets:
+            base = b.load(b.gep(self.ctx, [i64c(0)], source_etype=I8), typ=PTR)
+            v = b.add(b.ptrtoint(base, I64), i64c(mc.kernel_param_offsets[name] + offset))
+            return self._v(v)
+        if name in mc.ptx.functions:
+            f = mc.function_for(name)
+            return self._v(b.add(b.ptrtoint(f, I64), i64c(offset)))
+        if name in self.param_slots:
+            raise self.error(f"taking the address of the call parameter {name}")
+        raise self.error(f"the symbol {name} is not declared")
+
+    def address(self, mem: ir.Mem, space: str) -> ll.Value:
+        """Host address(es) of a memory operand: a scalar ptr in uniform mode, <32 x ptr> otherwise."""
+        b = self.b
+        base = mem.base
+        if space == "param":
+            if isinstance(base, ir.Sym) and base.name in self.param_slots:
+                return self._param_address(self.param_slots[base.name], mem.offset)
+            if isinstance(base, ir.Sym) and self.is_kernel and base.name in self.mc.kernel_param_offsets:
+                pbase = b.load(b.gep(self.ctx, [i64c(0)], source_etype=I8), typ=PTR)
+                p = b.gep(pbase, [i64c(self.mc.kernel_param_offsets[base.name] + mem.offset)], source_etype=I8)
+                return self._vp(p)
+            # a register holding a kernel-parameter address: a host address
+            space = "global"
+        if isinstance(base, ir.Reg):
+            a = self.read_bits(base, "u64")
+            if mem.offset:
+                a = b.add(a, self.const_int(64, mem.offset))
+        elif isinstance(base, ir.Sym):
+            a = self.read_bits(ir.SymAddr(base.name, mem.offset), "u64")
+        else:
+            a = self.const_int(64, mem.offset)
+        return self.space_to_host(a, space)
+
+    def space_to_host(self, a: ll.Value, space: str) -> ll.Value:
+        """Turn an address of `space` (i64 or <32 x i64>) into host pointer(s)."""
+        b = self.b
+        if space == "shared":
+            a = b.and_(a, self.const_int(64, 0xFFFFFFFF))
+            base = b.ptrtoint(self.shared_base, I64)
+            a = b.add(self._v(base) if self.vec else base, a)
+        elif space == "local":
+            a = b.add(self.lane_local_bases(), self.splat(a) if not isinstance(a.type, ll.VectorType) else a)
+        if isinstance(a.type, ll.VectorType):
+            return b.inttoptr(a, vec(PTR))
+        return b.inttoptr(a, PTR)
+
+    def lane_local_bases(self) -> ll.Value:
+        """<32 x i64>: the host address of local address 0 for each lane."""
+        b = self.b
+        base = b.ptrtoint(self.local_warp, I64)
+        stride = ll.Constant(vec(I64), [i * self.mc.local_window for i in range(W)])
+        return b.add(self.splat(base), stride)
+
+    def _param_address(self, slot: ParamSlot, offset: int) -> ll.Value:
+        b = self.b
+        base = b.ptrtoint(slot.ptr, I64)
+        offs = ll.Constant(vec(I64), [i * slot.size + offset for i in range(W)])
+        return b.inttoptr(b.add(self.splat(base), offs), vec(PTR))
+
+    def _vp(self, p: ll.Value) -> ll.Value:
+        if not self.vec:
+            return p
+        return self.b.inttoptr(self.splat(self.b.ptrtoint(p, I64)), vec(PTR))
+
+    def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
+        """Load `t` from one pointer (uniform) or a vector of pointers (masked gather)."""
+        b = self.b
+        if not isinstance(ptrs.type, ll.VectorType):
+            ld = b.load(ptrs, typ=t, align=align)
+            if volatile:
+                ld.volatile = True
+            return self.splat(ld) if self.vec else ld
+        mask = self.exec_mask_vec()
+        vt = vec(t)
+        return self.intrinsic(
+            "llvm.masked.gather",
+            [ptrs, i32c(align), mask, ll.Constant(vt, None)],
+            overload=[vt, ptrs.type],
+            ret=vt,
+        )
+
+    def store(self, ptrs: ll.Value, value: ll.Value, align: int, volatile: bool = False) -> None:
+        b = self.b
+        if not isinstance(ptrs.type, ll.VectorType):
+            if isinstance(value.type, ll.VectorType):
+                raise self.error("internal: vector value stored through a uniform pointer")
+            g = None
+            if self.ins is not None and self.ins.guard is not None:
+                g = self.guard_value(self.ins)
+            if g is not None and g.type == I1:
+                with b.if_then(g):
+                    st = b.store(value, ptrs, align=align)
+            else:
+                st = b.store(value, ptrs, align=align)
+            if volatile:
+                st.volatile = True
+            return
+        if not isinstance(value.type, ll.VectorType):
+            value = self.splat(value)
+        mask = self.exec_mask_vec()
+        self.intrinsic(
+            "llvm.masked.scatter",
+            [value, ptrs, i32c(align), mask],
+            overload=[value.type, ptrs.type],
+            ret=ll.VoidType(),
+        )
+
+    # ---------------------------------------------------------------- calls
+    def emit_call(self, ins: ir.Instr) -> None:
+        """`call (rets), f, (args)[, proto]`: pass pointers to the per-lane .param memory."""
+        b = self.b
+        args = list(ins.args)
+        rets: tuple = ()
+        if args and isinstance(args[0], ir.Args):
+            rets = args.pop(0).items
+        target = args.pop(0)
+        params: tuple = ()
+        if args and isinstance(args[0], ir.Args):
+            params = args.pop(0).items
+        proto_name = args[0].name if args and isinstance(args[0], ir.Sym) else None
+
+        def slot_ptr(o) -> ll.Value:
+            if isinstance(o, ir.Sym) and o.name in self.param_slots:
+                return self.param_slots[o.name].ptr
+            raise self.error(f"a call argument that is not a .param variable ({ir.format_operand(o)})")
+
+        ptrs = [slot_ptr(p) for p in params] + [slot_ptr(r) for r in rets]
+        mask = self.exec_mask()
+        if isinstance(target, ir.Sym):
+            name = target.name
+            callee = self.mc.ptx.functions.get(name)
+            if callee is None:
+                raise self.error(f"a call to the undeclared function {name}")
+            if not callee.is_definition:
+                self.mc.runtime_call(self, name, callee, ins, params, rets)
+                return
+            f = self.mc.function_for(name)
+            status = b.call(f, [self.ctx, self.blk, self.ws, self.warp, mask, *ptrs])
+        else:
+            if proto_name is None:
+                raise self.error("an indirect call without a prototype")
+            # one call per distinct target among the lanes
+            fty = ll.FunctionType(I32, [PTR, PTR, PTR, I32, I32] + [PTR] * len(ptrs))
+            saved_vec = self.vec
+            self.vec = True
+            tv = self.read_bits(target, "u64")
+            self.vec = saved_vec
+            remaining = b.alloca(I32)
+            b.store(mask, remaining)
+            st_slot = b.alloca(I32)
+            b.store(i32c(DONE), st_slot)
+            loop = self.llfn.append_basic_block("icall")
+            body = self.llfn.append_basic_block("icall_body")
+            out = self.llfn.append_basic_block("icall_end")
+            b.branch(loop)
+            b.position_at_end(loop)
+            rem = b.load(remaining)
+            b.cbranch(b.icmp_unsigned("==", rem, i32c(0)), out, body)
+            b.position_at_end(body)
+            first = b.cttz(rem, ll.Constant(I1, 1))
+            tgt = b.extract_element(tv, first)
+            same = b.bitcast(b.icmp_unsigned("==", tv, self.splat(tgt)), I32)
+            sub = b.and_(rem, same)
+            fp = b.inttoptr(tgt, PTR)
+            s = b.call(fp, [self.ctx, self.blk, self.ws, self.warp, sub, *ptrs], cconv=None)
+            s.type = I32  # noqa: the call's type comes from fty
+            b.store(b.or_(b.load(st_slot), s), st_slot)
+            b.store(b.and_(rem, b.not_(sub)), remaining)
+            b.branch(loop)
+            b.position_at_end(out)
+            status = b.load(st_slot)
+            del fty
+        failed = self.llfn.append_basic_block()
+        ok = self.llfn.append_basic_block()
+        b.cbranch(b.icmp_unsigned("!=", status, i32c(DONE)), failed, ok)
+        b.position_at_end(failed)
+        b.ret(i32c(FAILED))
+        b.position_at_end(ok)
+        if self.mc.has_exit:
+            ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
+            self.active = b.and_(self.active, b.not_(ex))
+            b.store(self.active, self.active_slot)
+            self._mask_cache = {}
+
+
+def _float_imm_bits(op: ir.FImm, ptype: str) -> int:
+    """Bits of a floating-point immediate as an operand of type `ptype`."""
+    import struct
+
+    bits = TYPE_BITS[ptype]
+    if op.width == bits:
+        return op.bits
+    if bits == 32:
+        return struct.unpack("<I", struct.pack("<f", op.value))[0]
+    if bits == 64:
+        return struct.unpack("<Q", struct.pack("<d", op.value))[0]
+    if bits == 16:
+        from .types import f16_bits_from_f64
+
+        if ptype == "bf16":
+            b32 = struct.unpack("<I", struct.pack("<f", op.value))[0]
+            return ((b32 + 0x7FFF + ((b32 >> 16) & 1)) >> 16) & 0xFFFF
+        return f16_bits_from_f64(op.value)
+    raise UnsupportedError(f"a float immediate for type .{ptype}")
+
+
+__all__ = ["FunctionEmitter", "UnsupportedError", "DONE", "SUSPENDED", "FAILED", "F16", "F32", "F64", "I16"]

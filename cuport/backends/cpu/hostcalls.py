@@ -1,0 +1,250 @@
+"""Calls from kernels to the CUDA device runtime: printf, assert, malloc and free.
+
+nvcc turns `printf` into `vprintf(fmt, argbuf)`, `assert` into `__assertfail(...)` and
+device `malloc`/`free` into calls of those names; they are `.extern .func` in the PTX.
+The warp executor calls the host once per active lane, in lane order. printf output is
+collected during the launch and written through the C library's own `stdout` when the
+launch completes, so it interleaves correctly with the host program's printf output (as
+on a GPU, where device printf output appears at synchronisation).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import struct
+import sys
+import threading
+
+from llvmlite import ir as ll
+
+from ...ptx import ir
+from . import layout as L
+from .types import I1, I8, I32, I64, PTR
+
+W = L.WARP
+
+_out_lock = threading.Lock()
+_pending: list[bytes] = []
+
+_libc = ctypes.CDLL(None)
+try:
+    _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
+except ValueError:  # macOS names it __stdoutp
+    _c_stdout = ctypes.c_void_p.in_dll(_libc, "__stdoutp")
+_libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+_libc.fflush.argtypes = [ctypes.c_void_p]
+
+
+def flush_output() -> None:
+    with _out_lock:
+        if not _pending:
+            return
+        data = b"".join(_pending)
+        _pending.clear()
+    _libc.fwrite(data, 1, len(data), _c_stdout)
+    _libc.fflush(_c_stdout)
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+
+
+_SPEC = re.compile(rb"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGaAcspn%])")
+
+
+def format_printf(fmt: bytes, buf: int) -> bytes:
+    """Format like C printf, reading arguments from a PTX vprintf argument buffer."""
+    out = bytearray()
+    pos = 0
+    off = 0
+
+    def take(size: int) -> bytes:
+        nonlocal off
+        off = (off + size - 1) // size * size
+        data = ctypes.string_at(buf + off, size) if buf else bytes(size)
+        off += size
+        return data
+
+    for m in _SPEC.finditer(fmt):
+        out += fmt[pos:m.start()]
+        pos = m.end()
+        flags, width, prec, length, conv = m.groups()
+        if conv == b"%":
+            out += b"%"
+            continue
+        if width == b"*":
+            width = str(struct.unpack("<i", take(4))[0]).encode()
+        if prec == b"*":
+            prec = str(struct.unpack("<i", take(4))[0]).encode()
+        spec = b"%" + (flags or b"") + (width or b"") + (b"." + prec if prec is not None else b"")
+        if conv in b"di":
+            big = length in (b"ll", b"l", b"z", b"j", b"t")
+            v = struct.unpack("<q" if big else "<i", take(8 if big else 4))[0]
+            if length == b"h":
+                v = (v + 0x8000 & 0xFFFF) - 0x8000
+            elif length == b"hh":
+                v = (v + 0x80 & 0xFF) - 0x80
+            out += (spec.decode() + "d") .__mod__(v).encode()
+        elif conv in b"ouxX":
+            big = length in (b"ll", b"l", b"z", b"j", b"t")
+            v = struct.unpack("<Q" if big else "<I", take(8 if big else 4))[0]
+            if length == b"h":
+                v &= 0xFFFF
+            elif length == b"hh":
+                v &= 0xFF
+            out += (spec.decode() + conv.decode()) .__mod__(v).encode()
+        elif conv in b"eEfFgGaA":
+            v = struct.unpack("<d", take(8))[0]
+            c = conv.decode()
+            if c in "aA":
+                s = float.hex(v)
+                out += (s.upper() if c == "A" else s).encode()
+            else:
+                out += (spec.decode() + c) .__mod__(v).encode()
+        elif conv == b"c":
+            v = struct.unpack("<i", take(4))[0]
+            out += (spec.decode() + "c").encode() % bytes([v & 0xFF])
+        elif conv == b"s":
+            p = struct.unpack("<Q", take(8))[0]
+            s = ctypes.string_at(p) if p else b"(null)"
+            out += (spec + b"s") % s
+        elif conv == b"p":
+            p = struct.unpack("<Q", take(8))[0]
+            out += b"0x%x" % p if p else b"(nil)"
+        elif conv == b"n":
+            take(8)
+    out += fmt[pos:]
+    return bytes(out)
+
+
+def _vprintf(fmt: int, args: int) -> int:
+    try:
+        text = format_printf(ctypes.string_at(fmt), args)
+    except Exception as e:  # never let a bad format string bring the process down
+        text = f"cuport: printf from a kernel failed: {e}\n".encode()
+    with _out_lock:
+        _pending.append(text)
+    return len(text)
+
+
+def _assertfail(msg: int, file: int, line: int, func: int, ctaid: int, tid: int) -> None:
+    def s(p: int) -> str:
+        return ctypes.string_at(p).decode(errors="replace") if p else "?"
+
+    cx, cy, cz = ctypes.cast(ctaid, ctypes.POINTER(ctypes.c_uint32 * 3)).contents
+    tx, ty, tz = tid & 0x3FF, (tid >> 10) & 0x3FF, (tid >> 20) & 0x3F
+    text = (
+        f"{s(file)}:{line}: {s(func)}: block: [{cx},{cy},{cz}], thread: [{tx},{ty},{tz}] "
+        f"Assertion `{s(msg)}` failed.\n"
+    )
+    flush_output()
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+_VPRINTF_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_ASSERT_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_uint32)
+_CALLBACKS = {
+    "cuport_vprintf": _VPRINTF_T(_vprintf),
+    "cuport_assertfail": _ASSERT_T(_assertfail),
+}
+
+
+def address_of(sym: str) -> int:
+    return ctypes.cast(_CALLBACKS[sym], ctypes.c_void_p).value
+
+
+# ------------------------------------------------------------------ lowering of the calls
+
+
+def _lane_loop(em, body) -> None:
+    """Emit `for lane in exec mask: body(lane)` (lane order, as the host sees it)."""
+    b = em.b
+    fn = em.llfn
+    pre = b.block
+    mask = em.exec_mask()
+    loop = fn.append_basic_block("lanes")
+    work = fn.append_basic_block("lane")
+    out = fn.append_basic_block("lanes_done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    rem = b.phi(I32)
+    rem.add_incoming(mask, pre)
+    b.cbranch(b.icmp_unsigned("==", rem, ll.Constant(I32, 0)), out, work)
+    b.position_at_end(work)
+    lane = b.cttz(rem, ll.Constant(I1, 1))
+    body(lane)
+    nxt = b.and_(rem, b.sub(rem, ll.Constant(I32, 1)))
+    rem.add_incoming(nxt, b.block)
+    b.branch(loop)
+    b.position_at_end(out)
+
+
+def _slot_at(em, slot, lane, offset: int = 0):
+    b = em.b
+    off = b.add(b.mul(b.zext(lane, I64), ll.Constant(I64, slot.size)), ll.Constant(I64, offset))
+    return b.gep(slot.ptr, [off], source_etype=I8)
+
+
+def lower_call(mc, em, name: str, callee: ir.Function, ins: ir.Instr, params: tuple, rets: tuple) -> None:
+    b = em.b
+
+    def slot(o):
+        return em.param_slots[o.name]
+
+    if name == "vprintf":
+        if "cuport_vprintf" not in mc.host_symbols:
+            mc.host_symbols.append("cuport_vprintf")
+        f = mc.declare("cuport_vprintf", I32, [PTR, PTR])
+        ps = [slot(p) for p in params]
+        rs = [slot(r) for r in rets]
+
+        def body(lane):
+            fmt = b.load(_slot_at(em, ps[0], lane), typ=PTR)
+            args = b.load(_slot_at(em, ps[1], lane), typ=PTR) if len(ps) > 1 else ll.Constant(PTR, None)
+            r = b.call(f, [fmt, args])
+            if rs:
+                b.store(r, _slot_at(em, rs[0], lane))
+
+        _lane_loop(em, body)
+        return
+    if name in ("malloc", "free"):
+        ps = [slot(p) for p in params]
+        rs = [slot(r) for r in rets]
+        if name == "malloc":
+            f = mc.declare("malloc", PTR, [I64])
+        else:
+            f = mc.declare("free", ll.VoidType(), [PTR])
+
+        def body(lane):
+            arg = b.load(_slot_at(em, ps[0], lane), typ=I64 if name == "malloc" else PTR)
+            r = b.call(f, [arg])
+            if name == "malloc" and rs:
+                b.store(r, _slot_at(em, rs[0], lane))
+
+        _lane_loop(em, body)
+        return
+    if name == "__assertfail":
+        if "cuport_assertfail" not in mc.host_symbols:
+            mc.host_symbols.append("cuport_assertfail")
+        f = mc.declare("cuport_assertfail", ll.VoidType(), [PTR, PTR, I32, PTR, PTR, I32])
+        ps = [slot(p) for p in params]
+        nx, ny, _ = mc.block
+        first = b.cttz(em.exec_mask(), ll.Constant(I1, 1))
+        lin = b.add(b.mul(em.warp, ll.Constant(I32, W)), first)
+        tx = b.urem(lin, ll.Constant(I32, nx))
+        ty = b.urem(b.udiv(lin, ll.Constant(I32, nx)), ll.Constant(I32, ny))
+        tz = b.udiv(lin, ll.Constant(I32, nx * ny))
+        tid = b.or_(b.or_(tx, b.shl(ty, ll.Constant(I32, 10))), b.shl(tz, ll.Constant(I32, 20)))
+        vals = [b.load(_slot_at(em, ps[i], first), typ=PTR if i != 2 else I32) for i in range(4)]
+        ctaid = b.gep(em.blk, [ll.Constant(I64, L.BS_CTAID)], source_etype=I8)
+        b.call(f, [vals[0], vals[1], vals[2], vals[3], ctaid, tid])
+        mc.emit_error(b, em.ctx, em.blk, L.ERR_ASSERT, ins.line)
+        b.ret(ll.Constant(I32, 2))
+        # the rest of the block is unreachable; give the builder a block to continue in
+        dead = em.llfn.append_basic_block("after_assert")
+        b.position_at_end(dead)
+        return
+    raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")

@@ -1,0 +1,103 @@
+"""LLVM IR → optimised native object for the host CPU → linked, callable code.
+
+One LLJIT instance per process. Every compiled kernel specialization is an object file
+(kept in the disk cache, see cache.py) linked into its own JIT library together with the
+addresses of the module's global variables and of the host callbacks it imports.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite.binding import orcjit
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def _init() -> dict:
+    with _lock:
+        if not _state:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            target = llvm.Target.from_default_triple()
+            cpu = llvm.get_host_cpu_name()
+            features = llvm.get_host_cpu_features().flatten()
+            tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+            _state["tm"] = tm
+            _state["cpu"] = cpu
+            _state["features"] = features
+            _state["triple"] = llvm.get_process_triple()
+            _state["jit"] = llvm.create_lljit_compiler(tm)
+            _state["count"] = 0
+    return _state
+
+
+def host_description() -> str:
+    """CPU name and features: part of every cache key."""
+    s = _init()
+    return f"{s['triple']}|{s['cpu']}|{s['features']}"
+
+
+def target_machine():
+    return _init()["tm"]
+
+
+def optimize_and_emit(ir_text: str) -> bytes:
+    """Parse, verify, optimise at O3 (vectorizers on, no fast-math) and emit an object file."""
+    s = _init()
+    tm = s["tm"]
+    mod = llvm.parse_assembly(ir_text)
+    mod.triple = s["triple"]
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(mod, pb)
+    return tm.emit_object(mod)
+
+
+def assembly(ir_text: str) -> str:
+    """The optimised native assembly, for `cuport ptx compile --asm` and debugging."""
+    s = _init()
+    tm = s["tm"]
+    mod = llvm.parse_assembly(ir_text)
+    mod.triple = s["triple"]
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_assembly(mod)
+
+
+class Linked:
+    """A linked object: its exported `worker` entry as a ctypes function."""
+
+    WORKER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32)
+
+    def __init__(self, lib, worker_addr: int) -> None:
+        self._lib = lib  # keeps the JIT library alive
+        self.worker_addr = worker_addr
+        self.worker = self.WORKER(worker_addr)
+
+
+def link(obj: bytes, symbols: dict[str, int]) -> Linked:
+    """Link an object file, binding each imported symbol name to its address."""
+    s = _init()
+    with _lock:
+        s["count"] += 1
+        name = f"cuport_lib{s['count']}"
+    builder = orcjit.JITLibraryBuilder().add_object_img(obj).add_current_process()
+    for sym, addr in symbols.items():
+        builder.import_symbol(sym, addr)
+    builder.export_symbol("worker")
+    lib = builder.link(s["jit"], name)
+    return Linked(lib, lib["worker"])

@@ -1,0 +1,73 @@
+"""Memory layouts shared by the generated code and the Python side of the CPU backend.
+
+A launch is described by a `LaunchCtx` that Python fills and every worker thread reads.
+Each worker owns a scratch area: a `BlockState` for the block it is running, the block's
+shared memory, one `WarpState` per warp (where a warp suspended at a barrier keeps its
+live registers and pending-lane masks) and the per-lane local memory windows.
+All offsets are in bytes; fields are naturally aligned.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+WARP = 32  # lanes per warp, also the SIMD width of the generated code
+MAX_BARRIERS = 16  # named barriers 0..15 per CTA
+
+
+class LaunchCtx(ctypes.Structure):
+    _fields_ = [
+        ("params", ctypes.c_void_p),  # packed kernel parameter buffer
+        ("grid_x", ctypes.c_uint32),
+        ("grid_y", ctypes.c_uint32),
+        ("grid_z", ctypes.c_uint32),
+        ("dyn_smem", ctypes.c_uint32),  # dynamic shared memory bytes of this launch
+        ("nblocks", ctypes.c_uint64),
+        ("next_block", ctypes.c_uint64),  # next block to hand out (atomic)
+        ("scratch", ctypes.c_void_p),  # array of per-worker scratch pointers
+        ("error", ctypes.c_uint32),  # 0, or an error kind (below); first writer wins
+        ("error_line", ctypes.c_uint32),  # PTX line of the failing instruction
+        ("error_block", ctypes.c_uint64),  # linear block index where it happened
+        ("error_arg", ctypes.c_uint64),  # kind-specific detail (e.g. the faulting lane mask)
+        ("clock_base", ctypes.c_uint64),
+        ("chunk", ctypes.c_uint32),  # blocks taken per grab
+        ("pad0", ctypes.c_uint32),
+    ]
+
+
+# error kinds written to LaunchCtx.error
+ERR_TRAP = 1
+ERR_DEADLOCK = 2
+ERR_STACK = 3
+ERR_ASSERT = 4
+ERR_MISALIGNED = 5
+ERR_ILLEGAL_ADDRESS = 6
+
+ERROR_NAMES = {
+    ERR_TRAP: "the kernel executed trap",
+    ERR_DEADLOCK: "a barrier can never complete (some threads of the block never reach it)",
+    ERR_STACK: "the per-thread stack overflowed (deep recursion); raise cudaLimitStackSize",
+    ERR_ASSERT: "a device-side assert failed",
+    ERR_MISALIGNED: "misaligned address",
+    ERR_ILLEGAL_ADDRESS: "illegal address",
+}
+
+# BlockState: fixed header followed by per-barrier arrays
+BS_CTAID = 0  # 3 x u32
+BS_EXITED = 12  # u32 threads of the block that have exited
+BS_EVENTS = 16  # u32 counter bumped by every arrival or exit (deadlock detection)
+BS_LINEAR = 24  # u64 linear block index
+BS_SHARED = 32  # ptr: shared memory window
+BS_LOCAL = 40  # ptr: local memory windows (WARP lanes x window bytes per warp, warps in order)
+BS_ARRIVED = 64  # MAX_BARRIERS x u32 lanes arrived in the current round
+BS_EXPECTED = BS_ARRIVED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 explicit count (0 = all)
+BS_GEN = BS_EXPECTED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 round counter
+BS_RED = BS_GEN + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 bar.red accumulator
+BS_REDOUT = BS_RED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 bar.red result of the last round
+BLOCK_STATE_BYTES = BS_REDOUT + 4 * MAX_BARRIERS
+
+# WarpState header; the rest of a warp's state is laid out per kernel by the emitter
+WS_RESUME = 0  # u32: 0 = not started, 1 = suspended at a barrier, 2 = finished
+WS_EXITED = 4  # u32 lanes that executed exit
+WS_SP = 8  # u32 local stack pointer (bytes into each lane's window)
+WS_HEADER = 16

@@ -1,0 +1,92 @@
+"""LLVM types for PTX types, and small constant helpers.
+
+Registers are stored as integer bit containers of their declared width (`.f32` → i32,
+`.pred` → i1); an instruction that computes in floating point bitcasts on the way in and
+out, which LLVM folds away. Values of a warp are `<32 x T>` vectors; uniform values are
+plain scalars.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from llvmlite import ir as ll
+
+from ...ptx.ir import TYPE_BITS
+from .layout import WARP
+
+I1 = ll.IntType(1)
+I8 = ll.IntType(8)
+I16 = ll.IntType(16)
+I32 = ll.IntType(32)
+I64 = ll.IntType(64)
+I128 = ll.IntType(128)
+F16 = ll.HalfType()
+F32 = ll.FloatType()
+F64 = ll.DoubleType()
+PTR = ll.PointerType()
+VOID = ll.VoidType()
+
+
+def int_type(bits: int) -> ll.IntType:
+    return ll.IntType(bits)
+
+
+def vec(t: ll.Type, n: int = WARP) -> ll.VectorType:
+    return ll.VectorType(t, n)
+
+
+def bits_type(ptype: str) -> ll.Type:
+    """The integer container that holds a value of PTX type `ptype`."""
+    return ll.IntType(TYPE_BITS[ptype])
+
+
+def value_type(ptype: str) -> ll.Type:
+    """The LLVM type arithmetic on `ptype` is done in."""
+    if ptype == "f32":
+        return F32
+    if ptype == "f64":
+        return F64
+    if ptype == "f16":
+        return F16
+    return ll.IntType(TYPE_BITS[ptype])
+
+
+def scalar_of(t: ll.Type) -> ll.Type:
+    return t.element if isinstance(t, ll.VectorType) else t
+
+
+def is_vector(v) -> bool:
+    return isinstance(v.type, ll.VectorType)
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def f64_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def f16_bits_from_f64(x: float) -> int:
+    """Round a double to half precision (IEEE round-to-nearest-even), as cvt.rn.f16 does."""
+    import numpy as np
+
+    return int(np.array([x], dtype=np.float64).astype(np.float16).view(np.uint16)[0])
+
+
+def mangle(t: ll.Type) -> str:
+    """LLVM's overloaded-intrinsic suffix for a type (`<32 x float>` → `v32f32`)."""
+    if isinstance(t, ll.VectorType):
+        return f"v{t.count}{mangle(t.element)}"
+    if isinstance(t, ll.IntType):
+        return f"i{t.width}"
+    if isinstance(t, ll.FloatType):
+        return "f32"
+    if isinstance(t, ll.DoubleType):
+        return "f64"
+    if isinstance(t, ll.HalfType):
+        return "f16"
+    if isinstance(t, ll.PointerType):
+        return "p0"
+    raise TypeError(f"cannot mangle {t}")

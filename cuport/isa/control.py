@@ -1,0 +1,37 @@
+"""call, and the control instructions that are not block terminators.
+
+PTX ISA §9.7.13 (Control Flow Instructions). Branches, ret, exit and trap end blocks and
+are emitted by the warp executor itself (backends/cpu/emit.py); `call` passes the
+per-lane `.param` memory of its arguments and results to the callee.
+"""
+
+from __future__ import annotations
+
+from ..ptx import ir
+from .registry import lowers
+
+
+@lowers("call")
+def lower_call(em, ins: ir.Instr) -> None:
+    em.emit_call(ins)
+
+
+@lowers("nanosleep", "pmevent", "brkpt")
+def lower_nop(em, ins: ir.Instr) -> None:
+    """Hints with no effect on the result: sleeping, profiler events, breakpoints."""
+
+
+@lowers("membar", "fence")
+def lower_fence(em, ins: ir.Instr) -> None:
+    """Memory fences: a sequentially consistent fence is at least as strong as any PTX scope."""
+    if "proxy" in ins.mods:
+        return
+    em.b.fence("seq_cst")
+
+
+@lowers("bar", "barrier")
+def lower_warp_bar(em, ins: ir.Instr) -> None:
+    """bar.warp.sync: the warp runs in lock-step already. CTA barriers are block terminators."""
+    if "warp" in ins.mods:
+        return
+    raise em.error("bar.arrive / barrier.arrive are not supported yet")

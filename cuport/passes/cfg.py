@@ -1,0 +1,399 @@
+"""Split a function body into basic blocks and order them so that warps reconverge.
+
+Invariant left: `Cfg.blocks` is in *execution priority order*: a topological order of the
+forward edges in which every loop's blocks are contiguous and come before the loop's exits.
+The warp executor always runs the lowest-numbered block that has pending lanes (min-PC
+scheduling), so with this order lanes that split at a branch meet again at its
+post-dominator, and lanes leaving a loop wait at the exit until the whole warp has left.
+
+Blocks end at branches, `ret`/`exit`/`trap`, and CTA barriers (`bar.sync` and friends are
+terminators: a warp may suspend there). Blocks that hold nothing but `ret`/`exit` are
+*exit sinks*: lanes that branch to one simply finish, which the convergence analysis uses
+so that `if (i >= n) return;` does not make the rest of the kernel divergent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ptx import ir
+
+#: Opcodes that end a block and may suspend the warp (CTA-wide barriers).
+BARRIER_OPS = {"bar", "barrier"}
+
+
+def is_barrier(ins: ir.Instr) -> bool:
+    """A CTA barrier that blocks (not bar.warp.sync, not bar.arrive)."""
+    if ins.op not in BARRIER_OPS:
+        return False
+    m = ins.mods
+    if "warp" in m or "arrive" in m:
+        return False
+    return True
+
+
+@dataclass
+class Block:
+    index: int
+    label: str | None
+    instrs: list[ir.Instr] = field(default_factory=list)
+    succs: list[int] = field(default_factory=list)  # successor indices (taken first, then fallthrough)
+    preds: list[int] = field(default_factory=list)
+    term: ir.Instr | None = None  # last instruction when it is a control instruction
+    exit_sink: bool = False  # only ret/exit: lanes arriving here finish
+    line: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.label or f"bb{self.index}"
+
+
+@dataclass
+class Cfg:
+    fn: ir.Function
+    blocks: list[Block]
+    loops: dict[int, set[int]]  # header index → blocks of the loop (header included)
+    reducible: bool
+
+
+class CfgError(Exception):
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_TERMINATORS = {"bra", "ret", "exit", "trap", "brx"}
+
+
+def build(fn: ir.Function) -> Cfg:
+    assert fn.body is not None
+    raw: list[Block] = []
+    cur = Block(0, None)
+    pending_labels: list[str] = []
+    aliases: dict[str, str] = {}
+
+    def close() -> None:
+        nonlocal cur
+        if cur.instrs or cur.label is not None:
+            raw.append(cur)
+        cur = Block(len(raw), None)
+
+    for st in fn.body:
+        if isinstance(st, ir.Label):
+            if cur.instrs:
+                close()
+            if cur.label is None:
+                cur.label = st.name
+                cur.line = st.line
+            else:
+                aliases[st.name] = cur.label  # two labels on one spot
+            pending_labels.append(st.name)
+            continue
+        if st.op == "branchtargets":
+            continue
+        if not cur.instrs and not cur.line:
+            cur.line = st.line
+        cur.instrs.append(st)
+        if st.op in _TERMINATORS or is_barrier(st):
+            cur.term = st
+            close()
+    close()
+    if not raw:
+        raw.append(Block(0, None, [ir.Instr("ret", (), [])]))
+        raw[0].term = raw[0].instrs[0]
+
+    by_label = {b.label: i for i, b in enumerate(raw) if b.label is not None}
+    for a, target in aliases.items():
+        by_label[a] = by_label[target]
+
+    def target_of(ins: ir.Instr) -> int:
+        sym = ins.args[-1] if ins.args else None
+        if not isinstance(sym, ir.Sym) or sym.name not in by_label:
+            raise CfgError(f"branch to an unknown label in `{ins.text()}`", ins.line)
+        return by_label[sym.name]
+
+    for i, b in enumerate(raw):
+        b.index = i
+        t = b.term
+        nxt = i + 1 if i + 1 < len(raw) else None
+        if t is None or is_barrier(t):
+            if nxt is not None:
+                b.succs = [nxt]
+            elif t is not None:
+                raise CfgError("a barrier at the end of a function", t.line)
+            else:
+                # falling off the end of a function is an implicit return
+                b.instrs.append(ir.Instr("ret", (), [], line=b.instrs[-1].line if b.instrs else 0))
+                b.term = b.instrs[-1]
+        elif t.op == "bra":
+            tgt = target_of(t)
+            if t.guard is not None:
+                b.succs = [tgt] + ([nxt] if nxt is not None and nxt != tgt else [])
+                if nxt is None:
+                    raise CfgError("a conditional branch at the end of a function", t.line)
+            else:
+                b.succs = [tgt]
+        elif t.op == "brx":
+            raise CfgError("brx.idx (indirect branch through a table) is not supported", t.line)
+        elif t.op in ("ret", "exit", "trap"):
+            if t.guard is not None:
+                if nxt is None:
+                    raise CfgError(f"a guarded {t.op} at the end of a function", t.line)
+                b.succs = [nxt]
+    for b in raw:
+        b.exit_sink = (
+            len(b.instrs) == 1 and b.instrs[0].op in ("ret", "exit") and b.instrs[0].guard is None
+        )
+
+    # keep only blocks reachable from the entry
+    seen = [False] * len(raw)
+    stack = [0]
+    seen[0] = True
+    while stack:
+        i = stack.pop()
+        for s in raw[i].succs:
+            if not seen[s]:
+                seen[s] = True
+                stack.append(s)
+    order, loops, reducible = _loop_order(raw, seen)
+    remap = {old: new for new, old in enumerate(order)}
+    blocks = []
+    for new, old in enumerate(order):
+        b = raw[old]
+        b.index = new
+        b.succs = [remap[s] for s in b.succs]
+        blocks.append(b)
+    for b in blocks:
+        for s in b.succs:
+            blocks[s].preds.append(b.index)
+    new_loops = {remap[h]: {remap[x] for x in body} for h, body in loops.items()}
+    return Cfg(fn, blocks, new_loops, reducible)
+
+
+def _loop_order(raw: list[Block], live: list[bool]) -> tuple[list[int], dict[int, set[int]], bool]:
+    """A topological order of forward edges with each natural loop contiguous."""
+    n = len(raw)
+    # DFS to find back edges
+    state = [0] * n  # 0 new, 1 on stack, 2 done
+    back: list[tuple[int, int]] = []
+    post: list[int] = []
+    stack: list[tuple[int, int]] = [(0, 0)]
+    state[0] = 1
+    while stack:
+        node, k = stack[-1]
+        succs = raw[node].succs
+        if k < len(succs):
+            stack[-1] = (node, k + 1)
+            s = succs[k]
+            if state[s] == 0:
+                state[s] = 1
+                stack.append((s, 0))
+            elif state[s] == 1:
+                back.append((node, s))
+        else:
+            state[node] = 2
+            post.append(node)
+            stack.pop()
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        if live[i]:
+            for s in raw[i].succs:
+                preds[s].append(i)
+    dom = _dominators(raw, live, post)
+    reducible = True
+    loops: dict[int, set[int]] = {}
+    for u, h in back:
+        if not _dominates(dom, h, u):
+            reducible = False
+            continue
+        body = loops.setdefault(h, {h})
+        work = [u]
+        while work:
+            x = work.pop()
+            if x not in body:
+                body.add(x)
+                work.extend(preds[x])
+    back_set = set(back)
+    if not reducible:
+        # Irreducible control flow: plain reverse postorder. Convergence analysis will treat
+        # every block as possibly divergent, which stays correct.
+        return list(reversed(post)), {}, False
+
+    # parent loop of each block = the smallest loop containing it
+    headers = sorted(loops, key=lambda h: len(loops[h]))
+    innermost: dict[int, int] = {}
+    for h in headers:
+        for x in loops[h]:
+            innermost.setdefault(x, h)
+
+    def order_region(nodes: set[int], header: int | None) -> list[int]:
+        # collapse immediate sub-loops into their headers
+        rep: dict[int, int] = {}
+        for x in nodes:
+            r = x
+            # climb to the outermost loop inside this region containing x
+            best = None
+            for h in loops:
+                if h != header and x in loops[h] and loops[h] <= nodes:
+                    if best is None or len(loops[h]) > len(loops[best]):
+                        best = h
+            if best is not None:
+                r = best
+            rep[x] = r
+        supers = sorted(set(rep.values()))
+        indeg = {s: 0 for s in supers}
+        edges: dict[int, set[int]] = {s: set() for s in supers}
+        for x in nodes:
+            for s in raw[x].succs:
+                if s not in nodes or (x, s) in back_set and s == header:
+                    continue
+                a, c = rep[x], rep[s]
+                if a == c or (x, s) in back_set:
+                    continue
+                if c not in edges[a]:
+                    edges[a].add(c)
+                    indeg[c] += 1
+        import heapq
+
+        ready = [s for s in supers if indeg[s] == 0]
+        if header is not None:
+            ready = [header] if header in indeg and indeg[header] == 0 else ready
+        heapq.heapify(ready)
+        out: list[int] = []
+        while ready:
+            s = heapq.heappop(ready)
+            if s in loops and s != header and loops[s] <= nodes:
+                out.extend(order_region(loops[s], s))
+            else:
+                out.append(s)
+            for c in sorted(edges[s]):
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    heapq.heappush(ready, c)
+        return out
+
+    everything = {i for i in range(n) if live[i]}
+    return order_region(everything, None), loops, True
+
+
+def _dominators(raw: list[Block], live: list[bool], post: list[int]) -> list[int]:
+    """Immediate dominators (Cooper, Harvey & Kennedy); -1 for unreachable blocks."""
+    n = len(raw)
+    rpo = list(reversed(post))
+    num = {b: i for i, b in enumerate(rpo)}
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for i in rpo:
+        for s in raw[i].succs:
+            preds[s].append(i)
+    idom = [-1] * n
+    idom[0] = 0
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            new = -1
+            for p in preds[b]:
+                if idom[p] == -1:
+                    continue
+                if new == -1:
+                    new = p
+                else:
+                    x, y = p, new
+                    while x != y:
+                        while num[x] > num[y]:
+                            x = idom[x]
+                        while num[y] > num[x]:
+                            y = idom[y]
+                    new = x
+            if new != idom[b]:
+                idom[b] = new
+                changed = True
+    return idom
+
+
+def _dominates(idom: list[int], a: int, b: int) -> bool:
+    while True:
+        if a == b:
+            return True
+        if b == 0 or idom[b] == -1:
+            return False
+        b = idom[b]
+
+
+def postdominators(cfg: Cfg, ignore_exit_sinks: bool = True) -> list[int]:
+    """Immediate post-dominators; -1 means the virtual exit.
+
+    With `ignore_exit_sinks`, edges into exit sinks are dropped: lanes taking them finish
+    and do not need to reconverge with anyone.
+    """
+    blocks = cfg.blocks
+    n = len(blocks)
+    succs = [
+        [s for s in b.succs if not (ignore_exit_sinks and blocks[s].exit_sink)] for b in blocks
+    ]
+    EXIT = n
+    rsuccs: list[list[int]] = [[] for _ in range(n + 1)]  # reverse graph: successors = preds
+    for i in range(n):
+        if not succs[i]:
+            rsuccs[EXIT].append(i)
+        for s in succs[i]:
+            rsuccs[s].append(i)
+    # blocks that cannot reach the exit (infinite loops) hang off the virtual exit too
+    reach = [False] * (n + 1)
+    reach[EXIT] = True
+    stack = [EXIT]
+    while stack:
+        x = stack.pop()
+        for p in rsuccs[x]:
+            if not reach[p]:
+                reach[p] = True
+                stack.append(p)
+    for i in range(n):
+        if not reach[i]:
+            rsuccs[EXIT].append(i)
+    # postorder of the reverse graph from EXIT
+    post: list[int] = []
+    seen = [False] * (n + 1)
+    st: list[tuple[int, int]] = [(EXIT, 0)]
+    seen[EXIT] = True
+    while st:
+        x, k = st[-1]
+        if k < len(rsuccs[x]):
+            st[-1] = (x, k + 1)
+            y = rsuccs[x][k]
+            if not seen[y]:
+                seen[y] = True
+                st.append((y, 0))
+        else:
+            post.append(x)
+            st.pop()
+    rpo = list(reversed(post))
+    num = {b: i for i, b in enumerate(rpo)}
+    rpreds: list[list[int]] = [[] for _ in range(n + 1)]  # preds in the reverse graph = succs
+    for x in range(n + 1):
+        for y in rsuccs[x]:
+            rpreds[y].append(x)
+    ipdom = [-2] * (n + 1)
+    ipdom[EXIT] = EXIT
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            new = -2
+            for p in rpreds[b]:
+                if ipdom[p] == -2:
+                    continue
+                if new == -2:
+                    new = p
+                else:
+                    x, y = p, new
+                    while x != y:
+                        while num[x] > num[y]:
+                            x = ipdom[x]
+                        while num[y] > num[x]:
+                            y = ipdom[y]
+                    new = x
+            if new != ipdom[b]:
+                ipdom[b] = new
+                changed = True
+    return [(-1 if ipdom[i] in (EXIT, -2) else ipdom[i]) for i in range(n)]

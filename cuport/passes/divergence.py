@@ -1,0 +1,177 @@
+"""Which registers hold per-lane values, which branches split a warp, which blocks run split.
+
+Needs: a Cfg in execution priority order (cfg.build). Leaves: a `Divergence` record.
+
+- A register is *uniform* when every lane of a warp holds the same value whenever it is
+  read; the backend then keeps one scalar for the warp instead of a vector of 32 lanes.
+- A branch is *divergent* when its predicate is varying and its two successors differ
+  (edges into exit sinks do not count: lanes taking them finish).
+- A block is *split* (may run with only part of the warp's live lanes) when it lies in the
+  region of a divergent branch: reachable from the branch without passing its
+  post-dominator. Blocks outside every such region are *converged*: all live lanes run
+  them together, so writes there need no blending with the lanes that are elsewhere.
+- A register with more than one definition, one of them in a split block, is varying
+  (lanes that took different paths or left a loop at different trips hold different
+  values), and a varying register can make more branches divergent: the two facts are
+  computed together to a fixed point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..isa.operands import defs, uses
+from ..ptx import ir
+from .cfg import Cfg, postdominators
+
+
+@dataclass
+class Divergence:
+    varying: set[str]
+    divergent_branches: set[int]
+    split_blocks: set[int]
+
+    def is_split(self, block: int) -> bool:
+        return block in self.split_blocks
+
+
+#: Opcodes whose result differs per lane even when every source is uniform.
+_PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call", "elect"}
+
+
+def special_is_varying(name: str, block: tuple[int, int, int]) -> bool:
+    nx, ny, nz = block
+    if name == "%tid.x":
+        return nx != 1
+    if name == "%tid.y":
+        return not (ny == 1 or nx % 32 == 0)
+    if name == "%tid.z":
+        return not (nz == 1 or (nx * ny) % 32 == 0)
+    return name == "%laneid" or name.startswith("%lanemask")
+
+
+def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
+    fn = cfg.fn
+    kernel_params = {p.name for p in fn.params} if fn.is_entry else set()
+    func_param_vars = {v.name for v in fn.locals if v.space == "param"} | (
+        set() if fn.is_entry else {p.name for p in fn.params} | {r.name for r in fn.rets}
+    )
+
+    # def sites and use sites
+    def_blocks: dict[str, set[int]] = {}
+    def_count: dict[str, int] = {}
+    users: dict[str, list[tuple[int, ir.Instr]]] = {}
+    all_instrs: list[tuple[int, ir.Instr]] = []
+    for b in cfg.blocks:
+        for ins in b.instrs:
+            all_instrs.append((b.index, ins))
+            for r in defs(ins):
+                def_blocks.setdefault(r.name, set()).add(b.index)
+                def_count[r.name] = def_count.get(r.name, 0) + 1
+            for r in uses(ins):
+                users.setdefault(r.name, []).append((b.index, ins))
+
+    def inherently_varying(ins: ir.Instr) -> bool:
+        op = ins.op
+        if op in _PER_LANE_OPS:
+            return True
+        if op in ("bar", "barrier"):
+            return True  # bar.red result: lanes may arrive in different rounds
+        for a in ins.args:
+            if isinstance(a, ir.Special) and special_is_varying(a.name, block):
+                return True
+        if op in ("ld", "ldu"):
+            space = _space(ins)
+            if space == "local":
+                return True
+            if space == "param":
+                m = ins.args[1] if len(ins.args) > 1 else None
+                base = m.base if isinstance(m, ir.Mem) else None
+                if isinstance(base, ir.Sym) and base.name in kernel_params:
+                    return False
+                return True
+        if op == "cvta":
+            return "local" in ins.mods or ("param" in ins.mods and not fn.is_entry)
+        if op == "mov" and len(ins.args) > 1:
+            s = ins.args[1]
+            if isinstance(s, (ir.Sym, ir.SymAddr)) and s.name in func_param_vars:
+                return True
+        return False
+
+    varying: set[str] = set()
+    work: list[str] = []
+
+    def mark(name: str) -> None:
+        if name not in varying:
+            varying.add(name)
+            work.append(name)
+
+    for _, ins in all_instrs:
+        if inherently_varying(ins):
+            for r in defs(ins):
+                mark(r.name)
+
+    ipdom = postdominators(cfg)
+    blocks = cfg.blocks
+    split: set[int] = set()
+    divergent: set[int] = set()
+    if not cfg.reducible:
+        split = {b.index for b in blocks}
+
+    def propagate() -> None:
+        while work:
+            name = work.pop()
+            for _, ins in users.get(name, ()):
+                for r in defs(ins):
+                    mark(r.name)
+
+    while True:
+        propagate()
+        changed = False
+        for b in blocks:
+            t = b.term
+            if b.index in divergent or t is None or t.op != "bra" or t.guard is None:
+                continue
+            if t.guard.name not in varying:
+                continue
+            succs = [s for s in b.succs if not blocks[s].exit_sink]
+            if len(set(succs)) < 2:
+                continue
+            divergent.add(b.index)
+            changed = True
+            stop = ipdom[b.index]
+            stack = list(succs)
+            seen: set[int] = set()
+            while stack:
+                x = stack.pop()
+                if x == stop or x in seen:
+                    continue
+                seen.add(x)
+                split.add(x)
+                stack.extend(s for s in blocks[x].succs if not blocks[s].exit_sink)
+        # multi-definition registers defined in split blocks
+        for name, bs in def_blocks.items():
+            if name not in varying and def_count[name] > 1 and bs & split:
+                mark(name)
+                changed = True
+        # guarded definitions with a varying guard
+        for _, ins in all_instrs:
+            if ins.guard is not None and ins.guard.name in varying:
+                for r in defs(ins):
+                    if r.name not in varying:
+                        mark(r.name)
+                        changed = True
+        if not changed and not work:
+            break
+    return Divergence(varying, divergent, split)
+
+
+def _space(ins: ir.Instr) -> str:
+    for m in ins.mods:
+        if m in ("global", "shared", "local", "const", "param"):
+            return m
+        if m.startswith("shared::"):
+            return "shared"
+        if m.startswith("param::"):
+            return "param"
+    return "generic"
