@@ -1,3 +1,12 @@
 """cuport: run CUDA programs on the CPU by standing in for NVIDIA's libcuda.so.1."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # the Python API, imported lazily so that `import cuport` stays cheap for the driver
+    if name in ("Module", "Kernel", "Pointer", "BackendError"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

@@ -51,6 +51,7 @@ class ParamInfo:
     size: int  # bytes
     align: int
     is_pointer_sized: bool = False  # .u64/.b64/.s64: what a pointer argument looks like
+    ptype: str = ""  # PTX type of a scalar parameter (u32, f32, ...); "" for byte arrays
 
 
 @dataclass

@@ -89,7 +89,7 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     for p in fn.params:
         a = max(p.alignment, 1)
         off = (off + a - 1) // a * a
-        params.append(ParamInfo(p.name, off, p.size, a, p.size == 8 and not p.dims))
+        params.append(ParamInfo(p.name, off, p.size, a, p.size == 8 and not p.dims, "" if p.dims else p.type))
         off += p.size
     # static shared memory and local memory reachable from the kernel
     seen: set[str] = set()

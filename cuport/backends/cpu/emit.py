@@ -434,12 +434,9 @@ class FunctionEmitter:
             b.store(mask, self.active_slot)
             b.branch(self.llblocks[target])
             return
-        r = self.rank[target]
-        below = self._any_pending_below(r)
-        if below is None:
-            b.store(mask, self.active_slot)
-            b.branch(self.llblocks[target])
-            return
+        # lanes pending at the target itself or at any earlier block: let dispatch pick, so
+        # the target runs once with all its lanes (this is where warps reconverge)
+        below = self._any_pending_below(self.rank[target] + 1)
         direct = self.llfn.append_basic_block()
         defer = self.llfn.append_basic_block()
         b.cbranch(below, defer, direct)
