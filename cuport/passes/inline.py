@@ -1,28 +1,171 @@
 """Inline device functions that contain CTA barriers into their callers.
 
-Needs: parsed functions. Leaves: no reachable `.func` containing a barrier; the warp
-executor can only suspend a warp inside the kernel's own function, so a barrier inside a
-called function must be brought into the kernel. Recursive functions with barriers cannot
-be inlined and are refused.
+Needs: parsed functions. Leaves: no reachable `.func` that contains a barrier. The warp
+executor can only suspend a warp in the kernel's own LLVM function (a device function's
+frame would be lost), so a `bar.sync` inside a called function is brought into the
+kernel: the callee's body is copied in place of the `call`, its registers, labels and
+local variables renamed, its formal parameters bound to the caller's `.param` variables,
+and each `ret` turned into a branch to the end of the copy. A function that calls itself
+(directly or not) and contains a barrier cannot be inlined and is refused.
+
+Legal whenever the call is not guarded by a predicate (nvcc never guards calls).
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
+
 from ..ptx import ir
 from .cfg import is_barrier
+
+_counter = itertools.count(1)
 
 
 def has_barrier(fn: ir.Function) -> bool:
     return any(isinstance(s, ir.Instr) and is_barrier(s) for s in fn.body or ())
 
 
-def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
-    offenders = [f for f in funcs if not f.is_entry and has_barrier(f)]
-    if offenders:
-        from ..backends.cpu.emit import UnsupportedError
+def _call_target(ins: ir.Instr) -> str | None:
+    args = [a for a in ins.args if not isinstance(a, ir.Args)]
+    if args and isinstance(args[0], ir.Sym):
+        return args[0].name
+    return None
 
-        raise UnsupportedError(
-            f"a CTA barrier inside the device function {offenders[0].name} (not inlined)",
-            offenders[0].line,
-        )
-    return funcs
+
+def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
+    """Return `funcs` with barrier-containing callees inlined into the entry (copied, not mutated)."""
+    from ..backends.cpu.emit import UnsupportedError
+
+    by_name = {f.name: f for f in funcs}
+    needs = {f.name for f in funcs if not f.is_entry and has_barrier(f)}
+    if not needs:
+        return funcs
+    # a function that calls one that must be inlined must be inlined too (it gains a barrier)
+    changed = True
+    while changed:
+        changed = False
+        for f in funcs:
+            if f.is_entry or f.name in needs:
+                continue
+            for st in f.body or ():
+                if isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) in needs:
+                    needs.add(f.name)
+                    changed = True
+                    break
+    out: list[ir.Function] = []
+    for f in funcs:
+        if f.name in needs:
+            continue
+        if any(isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) in needs for st in f.body or ()):
+            f = _inline_into(f, by_name, needs, UnsupportedError)
+        out.append(f)
+    return out
+
+
+def _inline_into(fn: ir.Function, by_name: dict[str, ir.Function], needs: set[str], err) -> ir.Function:
+    new = copy.copy(fn)
+    new.regs = dict(fn.regs)
+    new.reg_vec = dict(fn.reg_vec)
+    new.locals = list(fn.locals)
+    new.prototypes = dict(fn.prototypes)
+    body = list(fn.body or ())
+    stack: list[str] = []
+    new.body = _expand(body, new, by_name, needs, err, stack)
+    return new
+
+
+def _expand(body: list, host: ir.Function, by_name, needs, err, stack: list[str]) -> list:
+    out: list = []
+    for st in body:
+        if not (isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) in needs):
+            out.append(st)
+            continue
+        name = _call_target(st)
+        if name in stack:
+            raise err(f"the recursive device function {name} contains a CTA barrier", st.line)
+        if st.guard is not None:
+            raise err("a guarded call of a function that contains a barrier", st.line, st.text())
+        callee = by_name[name]
+        stack.append(name)
+        copy_body = _instantiate(st, callee, host, err)
+        out.extend(_expand(copy_body, host, by_name, needs, err, stack))
+        stack.pop()
+    return out
+
+
+def _instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err) -> list:
+    tag = f"$in{next(_counter)}"
+    args = list(call.args)
+    rets: tuple = ()
+    if args and isinstance(args[0], ir.Args):
+        rets = args.pop(0).items
+    args.pop(0)
+    params: tuple = ()
+    if args and isinstance(args[0], ir.Args):
+        params = args.pop(0).items
+    if len(params) != len(callee.params) or len(rets) != len(callee.rets):
+        raise err(f"a call of {callee.name} with the wrong number of arguments", call.line, call.text())
+    rename: dict[str, str] = {}
+    for formal, actual in zip(list(callee.params) + list(callee.rets), list(params) + list(rets)):
+        if not isinstance(actual, ir.Sym):
+            raise err("a call argument that is not a .param variable", call.line, call.text())
+        rename[formal.name] = actual.name
+    labels = {st.name for st in callee.body or () if isinstance(st, ir.Label)}
+    for lbl in labels:
+        rename[lbl] = lbl + tag
+    for v in callee.locals:
+        nv = copy.copy(v)
+        nv.name = v.name + tag
+        rename[v.name] = nv.name
+        if v.space == "shared":
+            # a function's static shared variable is one per block, not one per call site
+            nv.name = v.name
+            rename[v.name] = v.name
+            if any(x.name == v.name for x in host.locals):
+                continue
+        host.locals.append(nv)
+    regmap: dict[str, str] = {}
+    for r, t in callee.regs.items():
+        regmap[r] = r + tag
+        host.regs[r + tag] = t
+        if r in callee.reg_vec:
+            host.reg_vec[r + tag] = callee.reg_vec[r]
+    end = "$ret" + tag
+
+    def op(o):
+        if isinstance(o, ir.Reg):
+            return ir.Reg(regmap.get(o.name, o.name))
+        if isinstance(o, ir.Not):
+            return ir.Not(op(o.reg))
+        if isinstance(o, ir.Sym):
+            return ir.Sym(rename.get(o.name, o.name))
+        if isinstance(o, ir.SymAddr):
+            return ir.SymAddr(rename.get(o.name, o.name), o.offset, o.generic)
+        if isinstance(o, ir.Mem):
+            base = o.base
+            if isinstance(base, ir.Reg):
+                base = op(base)
+            elif isinstance(base, ir.Sym):
+                base = ir.Sym(rename.get(base.name, base.name))
+            return ir.Mem(base, o.offset)
+        if isinstance(o, ir.Vec):
+            return ir.Vec(tuple(op(x) for x in o.items))
+        if isinstance(o, ir.Args):
+            return ir.Args(tuple(op(x) for x in o.items))
+        if isinstance(o, ir.PredPair):
+            return ir.PredPair(op(o.p), op(o.q))
+        return o
+
+    out: list = []
+    for st in callee.body or ():
+        if isinstance(st, ir.Label):
+            out.append(ir.Label(rename[st.name], st.line))
+            continue
+        guard = ir.Reg(regmap.get(st.guard.name, st.guard.name)) if st.guard is not None else None
+        if st.op == "ret":
+            out.append(ir.Instr("bra", ("uni",) if guard is None else (), [ir.Sym(end)], guard, st.guard_neg, st.line, st.loc))
+            continue
+        out.append(ir.Instr(st.op, st.mods, [op(a) for a in st.args], guard, st.guard_neg, st.line, st.loc))
+    out.append(ir.Label(end, call.line))
+    return out

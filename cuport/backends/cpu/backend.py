@@ -32,7 +32,7 @@ from ..base import (
 )
 from . import cache, jit
 from . import layout as L
-from .compiler import CompiledKernelInfo, ModuleCompiler
+from .compiler import CompiledKernelInfo, ModuleCompiler, function_token
 from .emit import UnsupportedError
 from .pool import get_pool
 
@@ -190,6 +190,8 @@ class CpuModule:
         def resolve(name: str) -> int:
             if name in self.globals:
                 return self.globals[name][0]
+            if name in self.ptx.functions:
+                return function_token(self.ptx, name)
             raise UnsupportedError(f"an initialiser refers to {name}, which is not a global variable")
 
         for v in vars_:

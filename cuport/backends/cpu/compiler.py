@@ -59,6 +59,16 @@ def global_symbol_name(index: int) -> str:
     return f"cuport_g{index}"
 
 
+#: Function "addresses" are tokens, the same in every compiled specialization of a module
+#: (a pointer stored by one kernel may be called by another); an indirect call switches
+#: on the token. The base keeps them far from any real address.
+FUNC_TOKEN_BASE = 0x7F0F_0000_0000_0000
+
+
+def function_token(module: ir.Module, name: str) -> int:
+    return FUNC_TOKEN_BASE + list(module.functions).index(name)
+
+
 class ModuleCompiler:
     def __init__(self, ptx: ir.Module, kernel: str, block: tuple[int, int, int], nsm: int = 1,
                  stack_bytes: int = DEFAULT_STACK) -> None:
@@ -249,6 +259,7 @@ class ModuleCompiler:
     # ------------------------------------------------------------ the whole module
     def compile(self) -> tuple[ll.Module, CompiledKernelInfo]:
         funcs = inline_barrier_functions(self.ptx, self._reachable())
+        self.kernel = next(f for f in funcs if f.name == self.kernel.name)
         self._layout_globals()
         self._layout_shared(funcs)
         self.local_window = self._local_window(funcs)

@@ -59,6 +59,15 @@ class ParamSlot:
     ptr: ll.Value | None = None  # base of W consecutive copies, lane-major
 
 
+def opaque_alloca(b: ll.IRBuilder, t: ll.Type, name: str = "", align: int = 0) -> ll.Value:
+    """An alloca used as untyped memory (byte offsets through GEP on i8)."""
+    a = b.alloca(t, name=name)
+    if align:
+        a.align = align
+    a.type = PTR
+    return a
+
+
 def i32c(v: int) -> ll.Constant:
     return ll.Constant(I32, v & 0xFFFFFFFF)
 
@@ -205,8 +214,8 @@ class FunctionEmitter:
                 off += size
             self.mc.note_warp_state(off)
         else:
-            self.pend_ptr = b.alloca(ll.ArrayType(I32, nt), name="pend")
-            self.bits_ptr = b.alloca(ll.ArrayType(I64, self.nwords), name="bits")
+            self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
+            self.bits_ptr = opaque_alloca(b, ll.ArrayType(I64, self.nwords), "bits")
             for w in range(self.nwords):
                 b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
 
@@ -231,7 +240,7 @@ class FunctionEmitter:
             if v.space == "param":
                 size = max(v.size, 1)
                 slot = ParamSlot(size)
-                slot.ptr = b.alloca(ll.ArrayType(I8, size * W), name=v.name.replace("$", "_"))
+                slot.ptr = opaque_alloca(b, ll.ArrayType(I8, size * W), v.name.replace("$", "_"), 16)
                 self.param_slots[v.name] = slot
         if not self.is_kernel:
             args = self.llfn.args[5:]
@@ -669,6 +678,12 @@ class FunctionEmitter:
             b.store(self.frame_base, sp_ptr)
         b.ret(i32c(DONE))
 
+    def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
+        """A stack slot allocated once in the entry block (never inside a loop)."""
+        eb = ll.IRBuilder(self.llfn.entry_basic_block)
+        eb.position_at_start(self.llfn.entry_basic_block)
+        return eb.alloca(t, name=name)
+
     # ================================================================ the lowering API
     def error(self, message: str) -> UnsupportedError:
         ins = self.ins
@@ -944,8 +959,9 @@ class FunctionEmitter:
             v = b.add(b.ptrtoint(base, I64), i64c(mc.kernel_param_offsets[name] + offset))
             return self._v(v)
         if name in mc.ptx.functions:
-            f = mc.function_for(name)
-            return self._v(b.add(b.ptrtoint(f, I64), i64c(offset)))
+            from .compiler import function_token
+
+            return self._v(i64c(function_token(mc.ptx, name) + offset))
         if name in self.param_slots:
             raise self.error(f"taking the address of the call parameter {name}")
         raise self.error(f"the symbol {name} is not declared")
@@ -1081,37 +1097,7 @@ class FunctionEmitter:
         else:
             if proto_name is None:
                 raise self.error("an indirect call without a prototype")
-            # one call per distinct target among the lanes
-            fty = ll.FunctionType(I32, [PTR, PTR, PTR, I32, I32] + [PTR] * len(ptrs))
-            saved_vec = self.vec
-            self.vec = True
-            tv = self.read_bits(target, "u64")
-            self.vec = saved_vec
-            remaining = b.alloca(I32)
-            b.store(mask, remaining)
-            st_slot = b.alloca(I32)
-            b.store(i32c(DONE), st_slot)
-            loop = self.llfn.append_basic_block("icall")
-            body = self.llfn.append_basic_block("icall_body")
-            out = self.llfn.append_basic_block("icall_end")
-            b.branch(loop)
-            b.position_at_end(loop)
-            rem = b.load(remaining)
-            b.cbranch(b.icmp_unsigned("==", rem, i32c(0)), out, body)
-            b.position_at_end(body)
-            first = b.cttz(rem, ll.Constant(I1, 1))
-            tgt = b.extract_element(tv, first)
-            same = b.bitcast(b.icmp_unsigned("==", tv, self.splat(tgt)), I32)
-            sub = b.and_(rem, same)
-            fp = b.inttoptr(tgt, PTR)
-            s = b.call(fp, [self.ctx, self.blk, self.ws, self.warp, sub, *ptrs], cconv=None)
-            s.type = I32  # noqa: the call's type comes from fty
-            b.store(b.or_(b.load(st_slot), s), st_slot)
-            b.store(b.and_(rem, b.not_(sub)), remaining)
-            b.branch(loop)
-            b.position_at_end(out)
-            status = b.load(st_slot)
-            del fty
+            status = self._indirect_call(target, mask, ptrs, len(params), len(rets))
         failed = self.llfn.append_basic_block()
         ok = self.llfn.append_basic_block()
         b.cbranch(b.icmp_unsigned("!=", status, i32c(DONE)), failed, ok)
@@ -1123,6 +1109,54 @@ class FunctionEmitter:
             self.active = b.and_(self.active, b.not_(ex))
             b.store(self.active, self.active_slot)
             self._mask_cache = {}
+
+    def _indirect_call(self, target, mask, ptrs, nparams: int, nrets: int) -> ll.Value:
+        """Call through a function token: one direct call per distinct target among the lanes."""
+        from .compiler import function_token
+
+        b = self.b
+        saved_vec = self.vec
+        self.vec = True
+        tv = self.read_bits(target, "u64")
+        self.vec = saved_vec
+        from ...passes.inline import has_barrier
+
+        candidates = [
+            f for f in self.mc.ptx.functions.values()
+            if f.is_definition and not f.is_entry and len(f.params) == nparams
+            and len(f.rets) == nrets and not has_barrier(f)
+        ]
+        remaining = self.entry_alloca(I32)
+        b.store(mask, remaining)
+        st_slot = self.entry_alloca(I32)
+        b.store(i32c(DONE), st_slot)
+        loop = self.llfn.append_basic_block("icall")
+        body = self.llfn.append_basic_block("icall_body")
+        out = self.llfn.append_basic_block("icall_end")
+        bad = self.llfn.append_basic_block("icall_bad")
+        b.branch(loop)
+        b.position_at_end(loop)
+        rem = b.load(remaining)
+        b.cbranch(b.icmp_unsigned("==", rem, i32c(0)), out, body)
+        b.position_at_end(body)
+        first = b.cttz(rem, ll.Constant(I1, 1))
+        tgt = b.extract_element(tv, first)
+        same = b.bitcast(b.icmp_unsigned("==", tv, self.splat(tgt)), I32)
+        sub = b.and_(rem, same)
+        b.store(b.and_(rem, b.not_(sub)), remaining)
+        sw = b.switch(tgt, bad)
+        for f in candidates:
+            case = self.llfn.append_basic_block("icall_" + self.mc.llvm_name(f))
+            sw.add_case(i64c(function_token(self.mc.ptx, f.name)), case)
+            b.position_at_end(case)
+            s = b.call(self.mc.function_for(f.name), [self.ctx, self.blk, self.ws, self.warp, sub, *ptrs])
+            b.store(b.or_(b.load(st_slot), s), st_slot)
+            b.branch(loop)
+        b.position_at_end(bad)
+        self.mc.emit_error(b, self.ctx, self.blk, L.ERR_ILLEGAL_ADDRESS, self.ins.line)
+        b.ret(i32c(FAILED))
+        b.position_at_end(out)
+        return b.load(st_slot)
 
 
 def _float_imm_bits(op: ir.FImm, ptype: str) -> int:

@@ -1,0 +1,134 @@
+/* Start-up of cuport's libcuda.so.1, placed by capi/build.py ahead of the generated
+ * entry points. It is compiled into the cffi embedding module, after cffi's own
+ * embedding support (so cffi_start_python() is visible here).
+ *
+ * Why this exists instead of cffi's plain lazy start:
+ * - A C program that dlopens us brings libpython in as a local dependency, and the
+ *   extension modules Python imports later (cffi's backend, llvmlite, numpy) then
+ *   miss the Py* symbols. Re-opening libpython RTLD_GLOBAL in a constructor fixes it.
+ * - cffi's start imports _cffi_backend before any of our Python runs, and an
+ *   embedded interpreter has only the base installation's sys.path. So we start
+ *   Python ourselves (with the home it was built for), put cuport's environment on
+ *   sys.path, and only then let cffi set up the module.
+ * - If the Python side cannot start, cffi would answer 0 (CUDA_SUCCESS) from every
+ *   entry point; instead every call fails with CUDA_ERROR_NOT_INITIALIZED.
+ *
+ * Build-time values come as macros: CUPORT_LIBPYTHON (soname), CUPORT_PYTHON_HOME,
+ * CUPORT_SITE_DIRS (newline-separated site directories of the build environment).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUPORT_EXPORT __attribute__((visibility("default")))
+
+/* Set to 1 by the Python side (cuport.capi.runtime.attach) once every entry point
+ * has its implementation; read by the exported wrappers. */
+static int cuport_attached = 0;
+static int cuport_ready = 0;
+static pthread_once_t cuport_boot_once = PTHREAD_ONCE_INIT;
+
+__attribute__((constructor)) static void cuport_promote_libpython(void)
+{
+    dlopen(CUPORT_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
+static const char cuport_path_setup[] =
+    "def _cuport_path_setup():\n"
+    "    import os, sys, site\n"
+    "    own = os.path.dirname(os.path.dirname(os.path.dirname(sys._cuport_library)))\n"
+    "    extra = [p for p in os.environ.get('CUPORT_PYTHONPATH', '').split(os.pathsep) if p]\n"
+    "    dirs = [d for d in extra + [own] + sys._cuport_site_dirs.split('\\n') if d and os.path.isdir(d)]\n"
+    "    if sys._cuport_embedded:\n"
+    "        # Ahead of the base installation's site-packages, behind the standard library.\n"
+    "        at = next((i for i, p in enumerate(sys.path) if p.endswith(('site-packages', 'dist-packages'))), len(sys.path))\n"
+    "        sys.path[at:at] = [d for d in dirs if d not in sys.path]\n"
+    "        for d in dirs:\n"
+    "            site.addsitedir(d)\n"
+    "    else:\n"
+    "        import importlib.util\n"
+    "        if importlib.util.find_spec('cuport') is None or importlib.util.find_spec('_cffi_backend') is None:\n"
+    "            for d in dirs:\n"
+    "                site.addsitedir(d)\n"
+    "    del sys._cuport_library, sys._cuport_site_dirs, sys._cuport_embedded\n"
+    "_cuport_path_setup()\n"
+    "del _cuport_path_setup\n";
+
+static int cuport_start_interpreter(void)
+{
+    PyConfig config;
+    PyStatus status;
+    PyConfig_InitPythonConfig(&config);
+    config.install_signal_handlers = 0;
+    config.parse_argv = 0;
+    if (getenv("PYTHONHOME") == NULL && CUPORT_PYTHON_HOME[0] != '\0') {
+        status = PyConfig_SetBytesString(&config, &config.home, CUPORT_PYTHON_HOME);
+        if (PyStatus_Exception(status))
+            goto fail;
+    }
+    status = Py_InitializeFromConfig(&config);
+    if (PyStatus_Exception(status))
+        goto fail;
+    PyConfig_Clear(&config);
+    return 0;
+fail:
+    PyConfig_Clear(&config);
+    fprintf(stderr, "cuport: cannot start the embedded Python (%s): %s\n",
+            CUPORT_PYTHON_HOME, status.err_msg ? status.err_msg : "unknown error");
+    return -1;
+}
+
+static void cuport_boot(void)
+{
+    Dl_info info;
+    int embedded = !Py_IsInitialized();
+    PyGILState_STATE gil = PyGILState_UNLOCKED;
+    int ok;
+
+    if (embedded) {
+        if (cuport_start_interpreter() != 0)
+            return;
+    } else {
+        gil = PyGILState_Ensure();
+    }
+    ok = dladdr((void *)&cuport_boot, &info) != 0 && info.dli_fname != NULL;
+    if (ok) {
+        PyObject *lib = PyUnicode_DecodeFSDefault(info.dli_fname);
+        PyObject *sites = PyUnicode_DecodeFSDefault(CUPORT_SITE_DIRS);
+        ok = lib && sites && PySys_SetObject("_cuport_library", lib) == 0
+             && PySys_SetObject("_cuport_site_dirs", sites) == 0
+             && PySys_SetObject("_cuport_embedded", embedded ? Py_True : Py_False) == 0
+             && PyRun_SimpleString(cuport_path_setup) == 0;
+        Py_XDECREF(lib);
+        Py_XDECREF(sites);
+    }
+    if (embedded)
+        PyEval_SaveThread();
+    else
+        PyGILState_Release(gil);
+    if (!ok) {
+        fprintf(stderr, "cuport: cannot set up sys.path for the embedded Python\n");
+        return;
+    }
+    /* cffi: import _cffi_backend, create the module, run the init code (which
+     * attaches the Python implementations and sets cuport_attached). */
+    if (cffi_start_python() != 0 || !cuport_attached) {
+        fprintf(stderr, "cuport: the Python side of libcuda.so.1 failed to start (see above); "
+                        "every CUDA call will fail with CUDA_ERROR_NOT_INITIALIZED\n");
+        return;
+    }
+    cuport_ready = 1;
+}
+
+/* Every exported entry point starts with this: one predictable branch once ready. */
+static inline int cuport_ensure(void)
+{
+    if (__builtin_expect(cuport_ready, 1))
+        return 1;
+    pthread_once(&cuport_boot_once, cuport_boot);
+    return cuport_ready;
+}
+
+#define CUPORT_NOT_STARTED 3 /* CUDA_ERROR_NOT_INITIALIZED */

@@ -1,0 +1,205 @@
+"""Build cuport's libcuda.so.1 with cffi's embedding mode.
+
+    python -m cuport.capi.build [OUT_DIR]
+
+Every symbol of the driver API table becomes an exported C function (soname
+libcuda.so.1) that makes sure Python is running (capi/boot.c) and calls an
+`extern "Python"` entry; the Python side (capi/runtime.py) attaches an
+implementation or a not-implemented reporter to each. The export-table slots are
+C entries too. The generated C is written to a temporary directory and compiled
+with the C compiler Python was built with; it is never kept.
+
+The library lands in cuport/_native/ (installed package or source tree), with a
+`libcuda.so` link and a BUILD_ID stamp; `library_dir()` rebuilds it when the inputs
+changed (editable installs) and falls back to a cache directory when the package
+directory is read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from cuport.capi import export_layout, table
+
+HERE = Path(__file__).resolve().parent
+PACKAGE_NATIVE = HERE.parent / "_native"
+MODULE_NAME = "_cuport_libcuda"
+SONAME = "libcuda.so.1"
+
+INIT_CODE = """
+from _cuport_libcuda import ffi, lib
+from cuport.capi import runtime
+runtime.attach(ffi, lib)
+"""
+
+
+def site_dirs() -> list[str]:
+    """Where this environment's packages live: the embedded interpreter adds them."""
+    paths = sysconfig.get_paths()
+    dirs = [paths["purelib"], paths["platlib"]]
+    return list(dict.fromkeys(d for d in dirs if d))
+
+
+def python_link() -> tuple[list[str], str]:
+    """Linker arguments for libpython, and the soname the constructor re-opens."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    version = sysconfig.get_config_var("LDVERSION") or f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        # A statically linked interpreter has no libpython to link: the library can
+        # then only be loaded into that Python process, which provides the symbols.
+        return [], ""
+    soname = sysconfig.get_config_var("INSTSONAME") or f"libpython{version}.so"
+    return [f"-L{libdir}", f"-lpython{version}", f"-Wl,-rpath,{libdir}"], soname
+
+
+def slot_stubs() -> list[tuple[int, int]]:
+    return [(t, s) for t, tab in enumerate(export_layout.TABLES) for s in range(tab.slots)]
+
+
+def cdef_text() -> str:
+    """What cffi must know: types, the Python entries, the C tables Python reads."""
+    funcs = table.functions()
+    lines = [table.types_cdef()]
+    lines.append("int cuport_attached;")
+    lines.append("struct cuport_symbol { const char *name; void *fn; };")
+    lines.append(f"const struct cuport_symbol cuport_symbols[{len(funcs)}];")
+    lines.append(f"void *const cuport_unknown_slots[{len(slot_stubs())}];")
+    lines.append('extern "Python" {')
+    for f in funcs.values():
+        lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.c_params()});")
+    for name, (ret, params) in export_layout.SLOT_SIGNATURES.items():
+        lines.append(f"  {ret} cuport_slot_{name}({params});")
+    lines.append("  CUresult cuport_unknown_slot(int, int);")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def c_source(libpython: str) -> str:
+    """The C that goes ahead of cffi's generated code: boot, types, exported symbols."""
+    funcs = table.functions()
+    out = [
+        f"#define CUPORT_LIBPYTHON {_c_string(libpython)}",
+        f"#define CUPORT_PYTHON_HOME {_c_string(sys.base_prefix)}",
+        f"#define CUPORT_SITE_DIRS {_c_string(chr(10).join(site_dirs()))}",
+        (HERE / "boot.c").read_text(),
+        table.types_cdef(),
+    ]
+    # Forward declarations of the extern "Python" entries cffi defines further down.
+    for f in funcs.values():
+        out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
+    out.append("static CUresult cuport_unknown_slot(int, int);")
+    for f in funcs.values():
+        out.append(
+            f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
+            f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
+            f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
+    out.append(f"static const struct cuport_symbol {{ const char *name; void *fn; }} "
+               f"cuport_symbols[{len(funcs)}] = {{")
+    out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())
+    out.append("};")
+    for t, s in slot_stubs():
+        out.append(f"static CUresult cuport_unknown_{t}_{s}(void) "
+                   f"{{ return cuport_unknown_slot({t}, {s}); }}")
+    out.append(f"static void *const cuport_unknown_slots[{len(slot_stubs())}] = {{")
+    out.extend(f"    (void *)&cuport_unknown_{t}_{s}," for t, s in slot_stubs())
+    out.append("};")
+    return "\n".join(out) + "\n"
+
+
+def build_id() -> str:
+    """Changes whenever the library would come out differently."""
+    h = hashlib.sha256()
+    for path in (table.API_FILE, table.TYPES_FILE, HERE / "boot.c", Path(__file__),
+                 HERE / "export_layout.py"):
+        h.update(path.read_bytes())
+    h.update(repr((sys.version, sys.base_prefix, site_dirs())).encode())
+    return h.hexdigest()[:16]
+
+
+def build(out_dir: Path, verbose: bool = False) -> Path:
+    """Generate and compile the library into out_dir; return its path."""
+    import cffi
+
+    link, libpython = python_link()
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_text())
+    ffi.embedding_api("")
+    ffi.embedding_init_code(INIT_CODE)
+    ffi.set_source(MODULE_NAME, c_source(libpython))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
+        c_file = Path(tmp) / f"{MODULE_NAME}.c"
+        ffi.emit_c_code(str(c_file))
+        target = Path(tmp) / SONAME
+        cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+        cmd = [
+            *cc, "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-w",
+            f"-I{sysconfig.get_paths()['include']}", str(c_file), "-o", str(target),
+            f"-Wl,-soname,{SONAME}", *link, "-ldl", "-lpthread",
+        ]
+        if verbose:
+            print(" ".join(cmd), file=sys.stderr)
+        subprocess.run(cmd, check=True)
+        # Move into place atomically: a program may be loading the old one right now.
+        staged = out_dir / f".{SONAME}.{os.getpid()}"
+        shutil.copyfile(target, staged)
+        os.chmod(staged, 0o755)
+        os.replace(staged, out_dir / SONAME)
+    link_path = out_dir / "libcuda.so"
+    if not link_path.is_symlink():
+        link_path.unlink(missing_ok=True)
+        link_path.symlink_to(SONAME)
+    (out_dir / "BUILD_ID").write_text(build_id() + "\n")
+    return out_dir / SONAME
+
+
+def _is_current(directory: Path) -> bool:
+    stamp = directory / "BUILD_ID"
+    return (directory / SONAME).exists() and stamp.exists() and \
+        stamp.read_text().strip() == build_id()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cuport" / "native" / build_id()
+
+
+def library_dir(rebuild: bool = True) -> Path:
+    """The directory holding a current libcuda.so.1 (building it if needed)."""
+    if _is_current(PACKAGE_NATIVE):
+        return PACKAGE_NATIVE
+    cached = cache_dir()
+    if _is_current(cached):
+        return cached
+    if not rebuild:
+        raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
+    try:
+        build(PACKAGE_NATIVE)
+        return PACKAGE_NATIVE
+    except PermissionError:
+        build(cached)
+        return cached
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0]) if argv else PACKAGE_NATIVE
+    path = build(out, verbose=True)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

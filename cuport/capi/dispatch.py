@@ -1,0 +1,157 @@
+"""The Python side of every exported symbol: C arguments in, CUresult out.
+
+For each table entry the dispatcher builds one function that cffi calls with the C
+arguments. It converts them (handles and pointers to ints, `const char *` to str),
+checks that out-pointers are not NULL and that cuInit came first, calls the driver
+implementation, writes the returned values through the out-pointers, and turns
+every failure into a CUresult: a CudaError into its code and one line on stderr
+naming the call, any other exception into CUDA_ERROR_UNKNOWN with its traceback
+(once per symbol). Nothing raised in Python ever reaches C.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+
+from cuport.capi import table
+from cuport.driver import device, errors, stream, trace
+from cuport.driver.api import IMPLEMENTATIONS, Implementation
+from cuport.driver.errors import E, CudaError
+
+UNKNOWN = int(E.UNKNOWN)
+NOT_SUPPORTED = int(E.NOT_SUPPORTED)
+
+
+def tracing() -> bool:
+    return os.environ.get("CUPORT_TRACE", "") not in ("", "0")
+
+
+class Dispatcher:
+    def __init__(self, ffi) -> None:
+        self.ffi = ffi
+        self._tracebacks_shown: set[str] = set()
+        self._unimplemented_shown: set[str] = set()
+        self.trace = tracing()
+
+    # -- conversions, decided once per parameter --------------------------------------
+
+    def _reader(self, param: table.Param) -> Callable | None:
+        ffi = self.ffi
+        if param.ctype == "const char *":
+            def read_str(a):
+                return None if a == ffi.NULL else ffi.string(a).decode("utf-8", "surrogateescape")
+            return read_str
+        if ffi.typeof(param.ctype).kind in ("pointer", "function"):
+            def read_address(a):
+                return int(ffi.cast("uintptr_t", a))
+            return read_address
+        return None  # numbers, and structs passed by value (cdata)
+
+    def _writer(self, param: table.Param) -> Callable:
+        ffi, pointee = self.ffi, param.pointee
+        if ffi.typeof(pointee).kind in ("pointer", "function"):
+            def write_pointer(p, v):
+                p[0] = ffi.cast(pointee, v or 0)
+            return write_pointer
+
+        def write_value(p, v):
+            p[0] = v
+        return write_value
+
+    # -- the entry ---------------------------------------------------------------------
+
+    def entry(self, func: table.Function) -> Callable:
+        impl = IMPLEMENTATIONS.get(func.symbol)
+        if impl is None:
+            return self._unimplemented(func)
+        ffi, NULL = self.ffi, self.ffi.NULL
+        readers = [self._reader(p) for p in func.params]
+        ins = [(i, readers[i]) for i, p in enumerate(func.params) if not p.out]
+        outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
+                for i, p in enumerate(func.params) if p.out]
+        single_out = len(outs) == 1
+        symbol, ptds = func.symbol, func.ptds
+        fn, before_init = impl.fn, impl.before_init
+        do_trace = self.trace
+
+        def call(*args):
+            start = time.perf_counter() if do_trace else 0.0
+            values = ()
+            result = None
+            try:
+                if not before_init and not device.initialized():
+                    raise CudaError(E.NOT_INITIALIZED, "cuInit(0) has not been called yet")
+                for i, name, optional, _ in outs:
+                    if args[i] == NULL and not optional:
+                        raise CudaError(E.INVALID_VALUE, f"{name} is NULL")
+                values = [r(args[i]) if r else args[i] for i, r in ins]
+                if ptds:
+                    with stream.per_thread_default():
+                        result = fn(*values)
+                else:
+                    result = fn(*values)
+                if outs:
+                    results = (result,) if single_out else result
+                    for (i, _, _, write), value in zip(outs, results, strict=True):
+                        if args[i] != NULL:
+                            write(args[i], value)
+                code = 0
+            except CudaError as e:
+                code = e.code
+                if not e.quiet:
+                    errors.report(symbol, e.code, e.message, e.subject)
+            except Exception as e:  # noqa: BLE001 - nothing may reach C
+                code = self._unexpected(symbol, e)
+            if do_trace:
+                trace.print_call(func, values, ins, result, outs, code,
+                                 time.perf_counter() - start)
+            return code
+
+        call.__name__ = symbol
+        return call
+
+    def _unexpected(self, symbol: str, e: Exception) -> int:
+        # Failures from the loader and the backends carry their own CUresult.
+        code, message = getattr(e, "code", None), getattr(e, "message", None)
+        if isinstance(code, int) and isinstance(message, str):
+            errors.report(symbol, code, message)
+            return code
+        if symbol not in self._tracebacks_shown:
+            self._tracebacks_shown.add(symbol)
+            print(f"cuport: {symbol}: internal error, answering CUDA_ERROR_UNKNOWN:",
+                  file=sys.stderr)
+            traceback.print_exc()
+        else:
+            errors.report(symbol, UNKNOWN, f"internal error: {type(e).__name__}: {e}")
+        return UNKNOWN
+
+    def _unimplemented(self, func: table.Function) -> Callable:
+        symbol, do_trace = func.symbol, self.trace
+        shown = self._unimplemented_shown
+
+        def call(*args):
+            if symbol not in shown:
+                shown.add(symbol)
+                if not errors.quiet_mode():
+                    print(f"cuport: {symbol} is not implemented", file=sys.stderr, flush=True)
+            if do_trace:
+                trace.print_unimplemented(func)
+            return NOT_SUPPORTED
+
+        call.__name__ = symbol
+        return call
+
+
+def coverage() -> tuple[list[str], list[str]]:
+    """(implemented, not implemented) symbols of the table."""
+    done, missing = [], []
+    for symbol in table.functions():
+        (done if symbol in IMPLEMENTATIONS else missing).append(symbol)
+    return done, missing
+
+
+__all__ = ["Dispatcher", "Implementation", "coverage"]

@@ -1,0 +1,160 @@
+"""The driver API table, read from the generated `driver_api.txt` / `driver_types.txt`.
+
+Everything C-facing is derived from here: the cffi declarations and exported
+symbols (capi/build.py), the Python dispatch (capi/dispatch.py), cuGetProcAddress
+(capi/proc_address.py), the trace printer and the coverage list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+API_FILE = HERE / "driver_api.txt"
+TYPES_FILE = HERE / "driver_types.txt"
+
+_LINE = re.compile(r"(?P<ret>\w+) (?P<sym>\w+)\((?P<params>.*)\)(?: @ (?P<variants>.*))?$")
+_PARAM = re.compile(r"(?P<out>out )?(?P<ctype>.*?)\s*(?P<name>\w+)$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str  # as the header spells it: "const CUDA_MEMCPY2D *", "CUdeviceptr"
+    out: bool  # a pointer through which the dispatcher writes the implementation's result
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.ctype.endswith("*")
+
+    @property
+    def pointee(self) -> str:
+        """`CUcontext` for `CUcontext *`: the type an out-parameter holds."""
+        return self.ctype[:-1].strip()
+
+    def declaration(self) -> str:
+        sep = "" if self.is_pointer else " "
+        return f"{self.ctype}{sep}{self.name}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One ABI variant: cuGetProcAddress(name, version >= since, ptds?) answers this symbol."""
+
+    name: str
+    since: int
+    ptds: bool
+
+
+@dataclass(frozen=True)
+class Function:
+    symbol: str
+    ret: str
+    params: tuple[Param, ...]
+    variants: tuple[Variant, ...]
+
+    @property
+    def ptds(self) -> bool:
+        """A per-thread-default-stream symbol: stream 0 means CU_STREAM_PER_THREAD."""
+        return self.symbol.endswith(("_ptds", "_ptsz"))
+
+    def c_params(self) -> str:
+        return ", ".join(p.declaration() for p in self.params) or "void"
+
+    def c_args(self) -> str:
+        return ", ".join(p.name for p in self.params)
+
+
+def _parse_function(line: str) -> Function:
+    m = _LINE.match(line)
+    if not m:
+        raise ValueError(f"bad table line: {line!r}")
+    params = []
+    for text in filter(None, (t.strip() for t in m["params"].split(","))):
+        pm = _PARAM.match(text)
+        params.append(Param(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
+    variants = []
+    for text in filter(None, (t.strip() for t in (m["variants"] or "").split(";"))):
+        name, since, *rest = text.split()
+        variants.append(Variant(name, int(since), rest == ["ptds"]))
+    return Function(m["sym"], m["ret"], tuple(params), tuple(variants))
+
+
+@cache
+def functions() -> dict[str, Function]:
+    """Every exported symbol, by name."""
+    out = {}
+    for line in API_FILE.read_text().splitlines():
+        if line and not line.startswith("#"):
+            f = _parse_function(line)
+            out[f.symbol] = f
+    return out
+
+
+@cache
+def header_version() -> int:
+    """The CUDA_VERSION of the headers the table was generated from."""
+    return int(re.search(r"CUDA (\d+) headers", API_FILE.read_text()).group(1))
+
+
+@cache
+def _sections() -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in TYPES_FILE.read_text().splitlines():
+        if line.startswith("#") or not line:
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], [])
+        else:
+            current.append(line)
+    return sections
+
+
+def types_cdef() -> str:
+    """C declarations of every type the signatures use (cffi's and the C compiler's)."""
+    return "\n".join(_sections()["types"]) + "\n"
+
+
+@cache
+def enums() -> dict[str, dict[str, int]]:
+    """Every enum of the headers: enum type name -> {constant: value}."""
+    out = {}
+    for line in _sections()["enums"]:
+        name, *items = line.split()
+        out[name] = {k: int(v) for k, v in (i.split("=") for i in items)}
+    return out
+
+
+@cache
+def constants() -> dict[str, int]:
+    """Every enum constant and integer #define of the headers, by name."""
+    out: dict[str, int] = {}
+    for values in enums().values():
+        out.update(values)
+    for line in _sections()["defines"]:
+        name, value = line.split()
+        out[name] = int(value)
+    return out
+
+
+@cache
+def handle_types() -> frozenset[str]:
+    """Typedef names of opaque handles (`typedef struct CUctx_st *CUcontext;`)."""
+    pattern = re.compile(r"typedef struct \w+ \*(\w+);")
+    return frozenset(m[1] for line in _sections()["types"] if (m := pattern.fullmatch(line)))
+
+
+@cache
+def proc_variants() -> dict[str, list[tuple[int, bool, str]]]:
+    """cuGetProcAddress's view: name -> [(since version, ptds, symbol)], oldest first."""
+    out: dict[str, list[tuple[int, bool, str]]] = {}
+    for f in functions().values():
+        for v in f.variants:
+            out.setdefault(v.name, []).append((v.since, v.ptds, f.symbol))
+    for variants in out.values():
+        variants.sort()
+    return out

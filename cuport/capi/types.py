@@ -1,0 +1,54 @@
+"""The table's C types, usable from any Python code (no compiled library needed).
+
+The dispatcher hands driver functions plain addresses; a function that reads a
+struct the program passed (CUDA_MEMCPY2D, CUlaunchConfig) or fills one
+(CUuuid, CUdevprop) views it through this ABI-mode cffi instance, declared from the
+same generated table as the library itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+
+import cffi
+
+from cuport.capi import table
+
+
+@cache
+def ffi() -> cffi.FFI:
+    f = cffi.FFI()
+    f.cdef(table.types_cdef())
+    return f
+
+
+def struct_at(address: int, ctype: str):
+    """A `ctype *` view of memory at address (the caller checked it is not NULL)."""
+    return ffi().cast(f"{ctype} *", address)
+
+
+def sizeof(ctype: str) -> int:
+    return ffi().sizeof(ctype)
+
+
+def c_function(address: int, ctype: str):
+    """A Python callable for a C function pointer of type ctype (e.g. "CUhostFn")."""
+    return ffi().cast(ctype, address)
+
+
+def read_bytes(address: int, size: int) -> bytes:
+    return ctypes.string_at(address, size)
+
+
+def write_bytes(address: int, data: bytes) -> None:
+    ctypes.memmove(address, data, len(data))
+
+
+def read_pointers(address: int, count: int) -> list[int]:
+    """`count` pointer-sized values from an array at address."""
+    return list((ctypes.c_uint64 * count).from_address(address)) if count else []
+
+
+def read_cstring(address: int) -> str:
+    return ctypes.string_at(address).decode("utf-8", "surrogateescape")

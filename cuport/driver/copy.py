@@ -1,0 +1,393 @@
+"""cuMemcpy* and cuMemset*: every form, synchronous and in stream order.
+
+Each call is checked completely before anything is queued or touched (pointers
+known to the allocation table, copies inside their allocations, pitches wide
+enough), then becomes a plan: a list of row copies or fills that runs on the
+stream. Synchronous forms run in the default stream's order (legacy, or the
+thread's own in `_ptds` calls) and return when done.
+
+Host memory the program may reuse at once is handled as NVIDIA's driver does:
+an asynchronous copy from pageable host memory takes its bytes at call time, and
+one to pageable host memory completes before the call returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+import numpy as np
+
+from cuport.capi import types
+from cuport.driver import array, context, memory, stream
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import E, CudaError
+
+Rows = list[tuple[int, int, int]]  # (dst, src, bytes)
+
+
+def _copy_rows(rows: Rows) -> Callable[[], None]:
+    def run() -> None:
+        for dst, src, n in rows:
+            ctypes.memmove(dst, src, n)
+    return run
+
+
+def _sync(fn: Callable[[], None], what: str) -> None:
+    stream.run_sync(stream.resolve(0), fn, what)
+
+
+def _async(handle: int, fn: Callable[[], None], what: str) -> None:
+    stream.submit(stream.resolve(handle), fn, what)
+
+
+def _snapshot(src: int, n: int) -> Callable[[int], None]:
+    """Bytes taken from pageable host memory now, written to dst later."""
+    data = ctypes.string_at(src, n)
+    return lambda dst: ctypes.memmove(dst, data, n)
+
+
+# -- 1D copies ----------------------------------------------------------------------------
+
+def _htod(dst: int, src: int, n: int) -> None:
+    memory.check_device_range(dst, n, "dstDevice")
+    memory.check_host_range(src, n, "srcHost")
+
+
+def _dtoh(dst: int, src: int, n: int) -> None:
+    memory.check_host_range(dst, n, "dstHost")
+    memory.check_device_range(src, n, "srcDevice")
+
+
+def _dtod(dst: int, src: int, n: int) -> None:
+    memory.check_device_range(dst, n, "dstDevice")
+    memory.check_device_range(src, n, "srcDevice")
+
+
+def _unified(dst: int, src: int, n: int) -> None:
+    memory.check_host_range(dst, n, "dst")
+    memory.check_host_range(src, n, "src")
+
+
+@implements("cuMemcpy", "cuMemcpy_ptds")
+def memcpy(dst: int, src: int, n: int) -> None:
+    _unified(dst, src, n)
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpy")
+
+
+@implements("cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds")
+def memcpy_htod(dst: int, src: int, n: int) -> None:
+    _htod(dst, src, n)
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyHtoD")
+
+
+@implements("cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds")
+def memcpy_dtoh(dst: int, src: int, n: int) -> None:
+    _dtoh(dst, src, n)
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoH")
+
+
+@implements("cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds")
+def memcpy_dtod(dst: int, src: int, n: int) -> None:
+    _dtod(dst, src, n)
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoD")
+
+
+def _peer_contexts(dst_ctx: int, src_ctx: int) -> None:
+    context.lookup(dst_ctx).require_active()
+    context.lookup(src_ctx).require_active()
+
+
+@implements("cuMemcpyPeer", "cuMemcpyPeer_ptds")
+def memcpy_peer(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int) -> None:
+    _peer_contexts(dst_ctx, src_ctx)
+    memcpy_dtod(dst, src, n)
+
+
+def _async_from_host(handle: int, dst: int, src: int, n: int, what: str) -> None:
+    if n == 0:
+        stream.resolve(handle)
+        return
+    if memory.is_pinned(src):
+        _async(handle, _copy_rows([(dst, src, n)]), what)
+    else:
+        write = _snapshot(src, n)
+        _async(handle, lambda: write(dst), what)
+
+
+def _async_to_host(handle: int, dst: int, src: int, n: int, what: str) -> None:
+    s = stream.resolve(handle)
+    op = stream.submit(s, _copy_rows([(dst, src, n)]), what)
+    if not memory.is_pinned(dst):
+        op.done.wait()
+
+
+@implements("cuMemcpyAsync", "cuMemcpyAsync_ptsz")
+def memcpy_async(dst: int, src: int, n: int, handle: int) -> None:
+    _unified(dst, src, n)
+    if memory.is_pinned(dst):
+        _async_from_host(handle, dst, src, n, "cuMemcpyAsync")
+    else:
+        _async_to_host(handle, dst, src, n, "cuMemcpyAsync")
+
+
+@implements("cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz")
+def memcpy_htod_async(dst: int, src: int, n: int, handle: int) -> None:
+    _htod(dst, src, n)
+    _async_from_host(handle, dst, src, n, "cuMemcpyHtoDAsync")
+
+
+@implements("cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync_v2_ptsz")
+def memcpy_dtoh_async(dst: int, src: int, n: int, handle: int) -> None:
+    _dtoh(dst, src, n)
+    _async_to_host(handle, dst, src, n, "cuMemcpyDtoHAsync")
+
+
+@implements("cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync_v2_ptsz")
+def memcpy_dtod_async(dst: int, src: int, n: int, handle: int) -> None:
+    _dtod(dst, src, n)
+    _async(handle, _copy_rows([(dst, src, n)]), "cuMemcpyDtoDAsync")
+
+
+@implements("cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz")
+def memcpy_peer_async(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int,
+                      handle: int) -> None:
+    _peer_contexts(dst_ctx, src_ctx)
+    memcpy_dtod_async(dst, src, n, handle)
+
+
+# -- arrays -------------------------------------------------------------------------------
+
+@implements("cuMemcpyHtoA_v2", "cuMemcpyHtoA_v2_ptds")
+def memcpy_htoa(arr: int, offset: int, src: int, n: int) -> None:
+    dst = array.lookup(arr).check(offset, n, "dstArray")
+    memory.check_host_range(src, n, "srcHost")
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyHtoA")
+
+
+@implements("cuMemcpyAtoH_v2", "cuMemcpyAtoH_v2_ptds")
+def memcpy_atoh(dst: int, arr: int, offset: int, n: int) -> None:
+    src = array.lookup(arr).check(offset, n, "srcArray")
+    memory.check_host_range(dst, n, "dstHost")
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoH")
+
+
+@implements("cuMemcpyDtoA_v2", "cuMemcpyDtoA_v2_ptds")
+def memcpy_dtoa(arr: int, offset: int, src: int, n: int) -> None:
+    dst = array.lookup(arr).check(offset, n, "dstArray")
+    memory.check_device_range(src, n, "srcDevice")
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoA")
+
+
+@implements("cuMemcpyAtoD_v2", "cuMemcpyAtoD_v2_ptds")
+def memcpy_atod(dst: int, arr: int, offset: int, n: int) -> None:
+    src = array.lookup(arr).check(offset, n, "srcArray")
+    memory.check_device_range(dst, n, "dstDevice")
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoD")
+
+
+@implements("cuMemcpyAtoA_v2", "cuMemcpyAtoA_v2_ptds")
+def memcpy_atoa(dst_arr: int, dst_off: int, src_arr: int, src_off: int, n: int) -> None:
+    dst = array.lookup(dst_arr).check(dst_off, n, "dstArray")
+    src = array.lookup(src_arr).check(src_off, n, "srcArray")
+    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoA")
+
+
+@implements("cuMemcpyHtoAAsync_v2", "cuMemcpyHtoAAsync_v2_ptsz")
+def memcpy_htoa_async(arr: int, offset: int, src: int, n: int, handle: int) -> None:
+    dst = array.lookup(arr).check(offset, n, "dstArray")
+    memory.check_host_range(src, n, "srcHost")
+    _async_from_host(handle, dst, src, n, "cuMemcpyHtoAAsync")
+
+
+@implements("cuMemcpyAtoHAsync_v2", "cuMemcpyAtoHAsync_v2_ptsz")
+def memcpy_atoh_async(dst: int, arr: int, offset: int, n: int, handle: int) -> None:
+    src = array.lookup(arr).check(offset, n, "srcArray")
+    memory.check_host_range(dst, n, "dstHost")
+    _async_to_host(handle, dst, src, n, "cuMemcpyAtoHAsync")
+
+
+# -- 2D and 3D ----------------------------------------------------------------------------
+
+class _Side:
+    """One end of a 2D/3D copy: where its first byte is and how rows and slices step."""
+
+    def __init__(self, p, prefix: str, width: int, height: int, depth: int,
+                 has_z: bool) -> None:
+        ffi = types.ffi()
+        kind = getattr(p, prefix + "MemoryType")
+        x, y = getattr(p, prefix + "XInBytes"), getattr(p, prefix + "Y")
+        z = getattr(p, prefix + "Z") if has_z else 0
+        what = f"{prefix} of the copy"
+        if kind == K.CU_MEMORYTYPE_ARRAY:
+            arr = array.lookup(int(ffi.cast("uintptr_t", getattr(p, prefix + "Array"))))
+            base, pitch, slice_rows = arr.storage.base, arr.row_bytes, arr.rows
+        elif kind == K.CU_MEMORYTYPE_HOST:
+            base = int(ffi.cast("uintptr_t", getattr(p, prefix + "Host")))
+            pitch = getattr(p, prefix + "Pitch")
+            slice_rows = getattr(p, prefix + "Height") if has_z else 0
+        elif kind in (K.CU_MEMORYTYPE_DEVICE, K.CU_MEMORYTYPE_UNIFIED):
+            base = getattr(p, prefix + "Device")
+            pitch = getattr(p, prefix + "Pitch")
+            slice_rows = getattr(p, prefix + "Height") if has_z else 0
+        else:
+            raise CudaError(E.INVALID_VALUE, f"{prefix}MemoryType {kind} is not a CUmemorytype")
+        if (height > 1 or depth > 1) and pitch < width:
+            raise CudaError(E.INVALID_VALUE, f"{prefix}Pitch {pitch} is less than "
+                                             f"WidthInBytes {width}")
+        if depth > 1 and slice_rows < height:
+            raise CudaError(E.INVALID_VALUE, f"{prefix}Height {slice_rows} is less than "
+                                             f"Height {height}")
+        self.pitch, self.slice = pitch, pitch * slice_rows
+        self.start = base + (z * slice_rows + y) * pitch + x
+        span = (depth - 1) * self.slice + (height - 1) * pitch + width
+        if width and height and depth:
+            if kind == K.CU_MEMORYTYPE_ARRAY:
+                arr.check(self.start - base, span, what)
+            elif kind == K.CU_MEMORYTYPE_DEVICE:
+                memory.check_device_range(self.start, span, what)
+            else:
+                memory.check_host_range(self.start, span, what)
+        self.pageable_host = kind in (K.CU_MEMORYTYPE_HOST, K.CU_MEMORYTYPE_UNIFIED) and \
+            not memory.is_pinned(self.start)
+
+
+def _plan(p, has_z: bool) -> tuple[Rows, _Side, _Side]:
+    width, height = p.WidthInBytes, p.Height
+    depth = p.Depth if has_z else 1
+    if has_z and (p.srcLOD or p.dstLOD):
+        raise CudaError(E.INVALID_VALUE, "mipmap levels (srcLOD/dstLOD) are not supported")
+    src = _Side(p, "src", width, height, depth, has_z)
+    dst = _Side(p, "dst", width, height, depth, has_z)
+    rows = [(dst.start + k * dst.slice + r * dst.pitch, src.start + k * src.slice + r * src.pitch,
+             width) for k in range(depth) for r in range(height)] if width else []
+    return rows, src, dst
+
+
+def _run_plan(rows: Rows, src: _Side, dst: _Side, handle: int | None, what: str) -> None:
+    if handle is None:
+        _sync(_copy_rows(rows), what)
+        return
+    if src.pageable_host:
+        data = [ctypes.string_at(s, n) for _, s, n in rows]
+
+        def run() -> None:
+            for (d, _, n), chunk in zip(rows, data):
+                ctypes.memmove(d, chunk, n)
+        _async(handle, run, what)
+    elif dst.pageable_host:
+        op = stream.submit(stream.resolve(handle), _copy_rows(rows), what)
+        op.done.wait()
+    else:
+        _async(handle, _copy_rows(rows), what)
+
+
+@implements("cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy2DUnaligned_v2",
+            "cuMemcpy2DUnaligned_v2_ptds")
+def memcpy_2d(p: int) -> None:
+    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), None, "cuMemcpy2D")
+
+
+@implements("cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz")
+def memcpy_2d_async(p: int, handle: int) -> None:
+    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), handle,
+              "cuMemcpy2DAsync")
+
+
+@implements("cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds")
+def memcpy_3d(p: int) -> None:
+    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), None, "cuMemcpy3D")
+
+
+@implements("cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz")
+def memcpy_3d_async(p: int, handle: int) -> None:
+    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), handle,
+              "cuMemcpy3DAsync")
+
+
+def _peer_3d(p: int):
+    q = types.struct_at(_nonnull(p), "CUDA_MEMCPY3D_PEER")
+    ffi = types.ffi()
+    _peer_contexts(int(ffi.cast("uintptr_t", q.dstContext)),
+                   int(ffi.cast("uintptr_t", q.srcContext)))
+    return q
+
+
+@implements("cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds")
+def memcpy_3d_peer(p: int) -> None:
+    _run_plan(*_plan(_peer_3d(p), True), None, "cuMemcpy3DPeer")
+
+
+@implements("cuMemcpy3DPeerAsync", "cuMemcpy3DPeerAsync_ptsz")
+def memcpy_3d_peer_async(p: int, handle: int) -> None:
+    _run_plan(*_plan(_peer_3d(p), True), handle, "cuMemcpy3DPeerAsync")
+
+
+def _nonnull(p: int) -> int:
+    if p == 0:
+        raise CudaError(E.INVALID_VALUE, "pCopy is NULL")
+    return p
+
+
+# -- memset -------------------------------------------------------------------------------
+
+_ELEMENT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def _fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
+               size: int) -> Callable[[], None]:
+    """Check a (2D) fill of `width` elements of `size` bytes per row and return it."""
+    if dst % size:
+        raise CudaError(E.INVALID_VALUE, f"dstDevice {hex(dst)} is not {size}-byte aligned")
+    row = width * size
+    if height > 1 and pitch < row:
+        raise CudaError(E.INVALID_VALUE, f"dstPitch {pitch} is less than the row's {row} bytes")
+    if row and height:
+        memory.check_device_range(dst, (height - 1) * pitch + row, "dstDevice")
+    dtype = _ELEMENT[size]
+
+    def run() -> None:
+        for r in range(height):
+            start = dst + r * pitch
+            if size == 1:
+                ctypes.memset(start, value & 0xFF, width)
+            else:
+                buffer = (ctypes.c_char * row).from_address(start)
+                np.frombuffer(buffer, dtype=dtype).fill(value)
+    return run
+
+
+def _memset_sync(what: str, size: int):
+    def set_1d(dst: int, value: int, n: int) -> None:
+        _sync(_fill_plan(dst, 0, value, n, 1, size), what)
+    return set_1d
+
+
+def _memset_async(what: str, size: int):
+    def set_1d(dst: int, value: int, n: int, handle: int) -> None:
+        _async(handle, _fill_plan(dst, 0, value, n, 1, size), what)
+    return set_1d
+
+
+def _memset_2d_sync(what: str, size: int):
+    def set_2d(dst: int, pitch: int, value: int, width: int, height: int) -> None:
+        _sync(_fill_plan(dst, pitch, value, width, height, size), what)
+    return set_2d
+
+
+def _memset_2d_async(what: str, size: int):
+    def set_2d(dst: int, pitch: int, value: int, width: int, height: int, handle: int) -> None:
+        _async(handle, _fill_plan(dst, pitch, value, width, height, size), what)
+    return set_2d
+
+
+for _bits, _size in ((8, 1), (16, 2), (32, 4)):
+    implements(f"cuMemsetD{_bits}_v2", f"cuMemsetD{_bits}_v2_ptds")(
+        _memset_sync(f"cuMemsetD{_bits}", _size))
+    implements(f"cuMemsetD{_bits}Async", f"cuMemsetD{_bits}Async_ptsz")(
+        _memset_async(f"cuMemsetD{_bits}Async", _size))
+    implements(f"cuMemsetD2D{_bits}_v2", f"cuMemsetD2D{_bits}_v2_ptds")(
+        _memset_2d_sync(f"cuMemsetD2D{_bits}", _size))
+    implements(f"cuMemsetD2D{_bits}Async", f"cuMemsetD2D{_bits}Async_ptsz")(
+        _memset_2d_async(f"cuMemsetD2D{_bits}Async", _size))

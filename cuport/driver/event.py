@@ -1,0 +1,103 @@
+"""Events: markers recorded into a stream, timed when the stream reaches them."""
+
+from __future__ import annotations
+
+import time
+
+from cuport.driver import context, handles, stream
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import E, CudaError
+
+_VALID_FLAGS = K.CU_EVENT_BLOCKING_SYNC | K.CU_EVENT_DISABLE_TIMING | K.CU_EVENT_INTERPROCESS
+
+
+class Event:
+    def __init__(self, ctx: context.Context, flags: int) -> None:
+        self.context = ctx
+        self.flags = flags
+        self.op: stream.Op | None = None  # the record operation last submitted
+        self.time: float | None = None  # perf_counter() when the stream reached it
+        self.handle = handles.new(self)
+
+    @property
+    def timing(self) -> bool:
+        return not self.flags & K.CU_EVENT_DISABLE_TIMING
+
+
+def lookup(handle: int) -> Event:
+    return handles.lookup(handle, Event, "event")
+
+
+@implements("cuEventCreate")
+def create(flags: int) -> int:
+    if flags & ~_VALID_FLAGS:
+        raise CudaError(E.INVALID_VALUE, f"event flags {flags:#x} are not valid CUevent_flags")
+    if flags & K.CU_EVENT_INTERPROCESS and not flags & K.CU_EVENT_DISABLE_TIMING:
+        raise CudaError(E.INVALID_VALUE, "CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING")
+    return Event(context.current(), flags).handle
+
+
+@implements("cuEventDestroy", "cuEventDestroy_v2")
+def destroy(handle: int) -> None:
+    lookup(handle)
+    handles.drop(handle)
+
+
+def _record(handle: int, stream_handle: int) -> None:
+    e = lookup(handle)
+    s = stream.resolve(stream_handle)
+
+    def mark() -> None:
+        e.time = time.perf_counter()
+
+    e.time = None
+    e.op = stream.submit(s, mark, "cuEventRecord")
+
+
+implements("cuEventRecord", "cuEventRecord_ptsz")(_record)
+
+
+@implements("cuEventRecordWithFlags", "cuEventRecordWithFlags_ptsz")
+def record_with_flags(handle: int, stream_handle: int, flags: int) -> None:
+    if flags & ~K.CU_EVENT_RECORD_EXTERNAL:
+        raise CudaError(E.INVALID_VALUE, f"record flags {flags:#x} are not valid")
+    _record(handle, stream_handle)
+
+
+@implements("cuEventQuery")
+def query(handle: int) -> None:
+    e = lookup(handle)
+    if e.op is not None and not e.op.done.is_set():
+        raise CudaError(E.NOT_READY, "the event has not been reached yet", quiet=True)
+
+
+@implements("cuEventSynchronize")
+def synchronize(handle: int) -> None:
+    e = lookup(handle)
+    if e.op is not None:
+        e.op.done.wait()
+    stream.check_sticky(e.context)
+
+
+@implements("cuEventElapsedTime", "cuEventElapsedTime_v2")
+def elapsed_time(start_handle: int, end_handle: int) -> float:
+    start, end = lookup(start_handle), lookup(end_handle)
+    for name, e in (("hStart", start), ("hEnd", end)):
+        if not e.timing:
+            raise CudaError(E.INVALID_HANDLE, f"{name} was created with CU_EVENT_DISABLE_TIMING")
+        if e.op is None:
+            raise CudaError(E.INVALID_HANDLE, f"{name} has not been recorded")
+        if not e.op.done.is_set():
+            raise CudaError(E.NOT_READY, f"{name} has not been reached yet", quiet=True)
+    return (end.time - start.time) * 1e3
+
+
+def _release(ctx: context.Context) -> None:
+    """Events die with their context (handles of other contexts stay)."""
+    # Events hold no resources beyond their handle; NVIDIA invalidates them too.
+    for handle in list(handles.owned_by(ctx, Event)):
+        handles.drop(handle)
+
+
+context.RESOURCE_HOOKS.append(_release)

@@ -1,0 +1,447 @@
+"""Device, host, managed and registered memory, and the table that knows all of it.
+
+On the CPU backend device memory is host memory: every allocation is a private
+anonymous mmap (page-aligned, zero-filled), and a CUdeviceptr is its address, so
+kernels and host copies use it directly. The allocation table answers the
+questions a driver must (is this pointer ours, which allocation, how large, which
+context) and lets every copy be checked before memory is touched: a bad pointer
+or a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE, never a crash.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import ctypes
+import itertools
+import mmap
+import threading
+from dataclasses import dataclass, field
+
+from cuport.driver import context, device, stream
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import E, CudaError
+
+PAGE = mmap.PAGESIZE
+PITCH_ALIGNMENT = 512
+_MAP_NORESERVE = 0x4000  # Linux: no swap reservation, like device memory that is not touched
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+KINDS_DEVICE_VISIBLE = ("device", "managed", "host", "registered", "global")
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Allocation:
+    base: int
+    size: int
+    kind: str  # device | managed | host | registered | global | array
+    context: context.Context | None
+    flags: int = 0
+    owned: bool = True  # we mmap'd it and must munmap it
+    id: int = field(default_factory=lambda: next(_ids))
+    sync_memops: int = 0
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+    def describe(self) -> str:
+        return f"the {self.size}-byte {self.kind} allocation at {hex(self.base)}"
+
+
+class AllocationTable:
+    """Non-overlapping address ranges, searchable by any address inside them."""
+
+    def __init__(self) -> None:
+        self._bases: list[int] = []
+        self._by_base: dict[int, Allocation] = {}
+        self._freed: collections.OrderedDict[int, str] = collections.OrderedDict()
+        self.lock = threading.RLock()
+
+    def add(self, a: Allocation) -> None:
+        with self.lock:
+            bisect.insort(self._bases, a.base)
+            self._by_base[a.base] = a
+            self._freed.pop(a.base, None)
+
+    def remove(self, a: Allocation) -> None:
+        with self.lock:
+            i = bisect.bisect_left(self._bases, a.base)
+            del self._bases[i]
+            del self._by_base[a.base]
+            self._freed[a.base] = a.kind
+            if len(self._freed) > 4096:
+                self._freed.popitem(last=False)
+
+    def find(self, address: int) -> Allocation | None:
+        """The allocation containing address (an address one past the end is not in it)."""
+        with self.lock:
+            i = bisect.bisect_right(self._bases, address) - 1
+            if i < 0:
+                return None
+            a = self._by_base[self._bases[i]]
+            return a if address < a.end or (a.size == 0 and address == a.base) else None
+
+    def overlapping(self, address: int, size: int) -> Allocation | None:
+        with self.lock:
+            i = bisect.bisect_left(self._bases, address + size)
+            for base in reversed(self._bases[max(0, i - 1): i]):
+                a = self._by_base[base]
+                if a.end > address:
+                    return a
+        return None
+
+    def freed_kind(self, address: int) -> str | None:
+        return self._freed.get(address)
+
+    def all(self) -> list[Allocation]:
+        with self.lock:
+            return list(self._by_base.values())
+
+
+TABLE = AllocationTable()
+
+
+def _map(size: int) -> int:
+    if size > device.total_memory():
+        raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the machine has "
+                                         f"{device.total_memory()} bytes of memory")
+    length = max(PAGE, -(-size // PAGE) * PAGE)
+    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                         mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+    if address in (None, _MAP_FAILED):
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {size} bytes failed "
+                                         f"(errno {ctypes.get_errno()})")
+    return address
+
+
+def _unmap(a: Allocation) -> None:
+    _libc.munmap(a.base, max(PAGE, -(-a.size // PAGE) * PAGE))
+
+
+def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
+    if size == 0:
+        raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
+    a = Allocation(_map(size), size, kind, ctx, flags)
+    TABLE.add(a)
+    return a
+
+
+def release(a: Allocation) -> None:
+    """Free an allocation once no queued work of its context can still use it."""
+    if a.context is not None:
+        stream.synchronize_context(a.context)
+    TABLE.remove(a)
+    if a.owned:
+        _unmap(a)
+
+
+def register_range(base: int, size: int, kind: str, ctx: context.Context | None) -> Allocation:
+    """Record memory cuport did not map (module globals, registered host memory)."""
+    a = Allocation(base, size, kind, ctx, owned=False)
+    TABLE.add(a)
+    return a
+
+
+def _release_context(ctx: context.Context) -> None:
+    for a in TABLE.all():
+        if a.context is ctx and a.kind != "global":
+            TABLE.remove(a)
+            if a.owned:
+                _unmap(a)
+
+
+context.RESOURCE_HOOKS.append(_release_context)
+
+
+# -- checks used by every copy and memset -------------------------------------------------
+
+def check_device_range(address: int, size: int, what: str) -> Allocation | None:
+    """[address, address+size) must lie in one allocation the device can reach."""
+    if size == 0:
+        return None
+    a = TABLE.find(address)
+    if a is None or a.kind not in KINDS_DEVICE_VISIBLE:
+        freed = TABLE.freed_kind(address)
+        if freed:
+            raise CudaError(E.INVALID_VALUE, f"{what} {hex(address)} was freed ({freed} memory)")
+        raise CudaError(E.INVALID_VALUE,
+                        f"{what} {hex(address)} is not device memory: not from cuMemAlloc, "
+                        "cuMemAllocManaged, cuMemHostAlloc or cuMemHostRegister, nor a module "
+                        "global")
+    if address + size > a.end:
+        raise CudaError(E.INVALID_VALUE,
+                        f"{what}: {size} bytes from {hex(address)} run "
+                        f"{address + size - a.end} bytes past the end of {a.describe()}")
+    return a
+
+
+def check_host_range(address: int, size: int, what: str) -> None:
+    """A host pointer: not NULL, and within bounds if it is memory cuport knows."""
+    if size == 0:
+        return
+    if address == 0:
+        raise CudaError(E.INVALID_VALUE, f"{what} is NULL")
+    a = TABLE.find(address)
+    if a is not None and address + size > a.end:
+        raise CudaError(E.INVALID_VALUE,
+                        f"{what}: {size} bytes from {hex(address)} run "
+                        f"{address + size - a.end} bytes past the end of {a.describe()}")
+
+
+def is_pinned(address: int) -> bool:
+    a = TABLE.find(address)
+    return a is not None and a.kind in ("host", "registered", "managed", "device")
+
+
+# -- API ----------------------------------------------------------------------------------
+
+@implements("cuMemAlloc_v2")
+def mem_alloc(size: int) -> int:
+    return allocate(size, "device", context.current()).base
+
+
+@implements("cuMemAllocPitch_v2")
+def mem_alloc_pitch(width: int, height: int, element_size: int) -> tuple[int, int]:
+    if element_size not in (4, 8, 16):
+        raise CudaError(E.INVALID_VALUE, f"ElementSizeBytes must be 4, 8 or 16, not {element_size}")
+    if width == 0 or height == 0:
+        raise CudaError(E.INVALID_VALUE, "WidthInBytes and Height must not be 0")
+    pitch = -(-width // PITCH_ALIGNMENT) * PITCH_ALIGNMENT
+    return allocate(pitch * height, "device", context.current()).base, pitch
+
+
+def _free(address: int, kinds: tuple[str, ...], call_for_others: str) -> None:
+    a = TABLE.find(address)
+    if a is None or a.base != address:
+        freed = TABLE.freed_kind(address)
+        if freed is not None:
+            raise CudaError(E.INVALID_VALUE, f"{hex(address)} was already freed (double free)")
+        if a is not None:
+            raise CudaError(E.INVALID_VALUE, f"{hex(address)} is inside {a.describe()}, "
+                                             "not its start")
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is not an allocation of cuport's")
+    if a.kind not in kinds:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is {a.kind} memory: "
+                                         f"free it with {call_for_others}")
+    release(a)
+
+
+@implements("cuMemFree_v2")
+def mem_free(dptr: int) -> None:
+    _free(dptr, ("device", "managed"), "cuMemFreeHost (host) / cuMemHostUnregister (registered)")
+
+
+@implements("cuMemAllocHost_v2")
+def mem_alloc_host(size: int) -> int:
+    return allocate(size, "host", context.current(), 0).base
+
+
+@implements("cuMemHostAlloc")
+def mem_host_alloc(size: int, flags: int) -> int:
+    if flags & ~0x7:
+        raise CudaError(E.INVALID_VALUE, f"flags {flags:#x} are not CU_MEMHOSTALLOC_* flags")
+    return allocate(size, "host", context.current(), flags).base
+
+
+@implements("cuMemFreeHost")
+def mem_free_host(p: int) -> None:
+    _free(p, ("host",), "cuMemFree (device or managed memory)")
+
+
+@implements("cuMemAllocManaged")
+def mem_alloc_managed(size: int, flags: int) -> int:
+    if flags not in (K.CU_MEM_ATTACH_GLOBAL, K.CU_MEM_ATTACH_HOST):
+        raise CudaError(E.INVALID_VALUE, "flags must be CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST")
+    return allocate(size, "managed", context.current(), flags).base
+
+
+@implements("cuMemHostRegister", "cuMemHostRegister_v2")
+def mem_host_register(p: int, size: int, flags: int) -> None:
+    ctx = context.current()
+    if p == 0 or size == 0:
+        raise CudaError(E.INVALID_VALUE, "p is NULL or bytesize is 0")
+    if flags & ~0xF:
+        raise CudaError(E.INVALID_VALUE, f"flags {flags:#x} are not CU_MEMHOSTREGISTER_* flags")
+    other = TABLE.overlapping(p, size)
+    if other is not None:
+        raise CudaError(E.HOST_MEMORY_ALREADY_REGISTERED,
+                        f"{size} bytes at {hex(p)} overlap {other.describe()}")
+    register_range(p, size, "registered", ctx).flags = flags
+
+
+@implements("cuMemHostUnregister")
+def mem_host_unregister(p: int) -> None:
+    a = TABLE.find(p)
+    if a is None or a.kind != "registered" or a.base != p:
+        raise CudaError(E.HOST_MEMORY_NOT_REGISTERED,
+                        f"{hex(p)} is not the start of memory registered with cuMemHostRegister")
+    release(a)
+
+
+@implements("cuMemHostGetDevicePointer_v2")
+def mem_host_get_device_pointer(p: int, flags: int) -> int:
+    if flags != 0:
+        raise CudaError(E.INVALID_VALUE, "flags must be 0")
+    a = TABLE.find(p)
+    if a is None or a.kind not in ("host", "registered"):
+        raise CudaError(E.INVALID_VALUE, f"{hex(p)} is not page-locked host memory "
+                                         "(cuMemHostAlloc or cuMemHostRegister)")
+    return p  # one address space: the device sees host memory where the host does
+
+
+@implements("cuMemHostGetFlags")
+def mem_host_get_flags(p: int) -> int:
+    a = TABLE.find(p)
+    if a is None or a.kind != "host":
+        raise CudaError(E.INVALID_VALUE, f"{hex(p)} is not memory from cuMemHostAlloc")
+    return a.flags
+
+
+@implements("cuMemGetInfo_v2")
+def mem_get_info() -> tuple[int, int]:
+    context.current()
+    return device.available_memory(), device.total_memory()
+
+
+@implements("cuMemGetAddressRange_v2", optional_outs=("pbase", "psize"))
+def mem_get_address_range(dptr: int) -> tuple[int, int]:
+    a = TABLE.find(dptr)
+    if a is None or a.kind not in KINDS_DEVICE_VISIBLE:
+        raise CudaError(E.NOT_FOUND, f"{hex(dptr)} is not in any allocation")
+    return a.base, a.size
+
+
+# -- pointer attributes -------------------------------------------------------------------
+
+_U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
+
+
+def _memory_type(a: Allocation) -> int:
+    return K.CU_MEMORYTYPE_HOST if a.kind in ("host", "registered") else K.CU_MEMORYTYPE_DEVICE
+
+
+def _host_pointer(a: Allocation, p: int) -> int:
+    if a.kind in ("host", "registered", "managed"):
+        return p
+    raise CudaError(E.INVALID_VALUE, f"{hex(p)} is device memory: it has no host pointer")
+
+
+def _not_supported(a: Allocation, p: int) -> int:
+    raise CudaError(E.NOT_SUPPORTED, "P2P tokens are not supported by cuport")
+
+
+# CUpointer_attribute -> (C type written, value for an allocation and pointer)
+POINTER_ATTRIBUTES = {
+    K.CU_POINTER_ATTRIBUTE_CONTEXT: (_U64, lambda a, p: a.context.handle if a.context else 0),
+    K.CU_POINTER_ATTRIBUTE_MEMORY_TYPE: (_U32, lambda a, p: _memory_type(a)),
+    K.CU_POINTER_ATTRIBUTE_DEVICE_POINTER: (_U64, lambda a, p: p),
+    K.CU_POINTER_ATTRIBUTE_HOST_POINTER: (_U64, _host_pointer),
+    K.CU_POINTER_ATTRIBUTE_P2P_TOKENS: (_U64, _not_supported),
+    K.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: (_I32, lambda a, p: a.sync_memops),
+    K.CU_POINTER_ATTRIBUTE_BUFFER_ID: (_U64, lambda a, p: a.id),
+    K.CU_POINTER_ATTRIBUTE_IS_MANAGED: (_U32, lambda a, p: int(a.kind == "managed")),
+    K.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: (_U64, lambda a, p: a.base),
+    K.CU_POINTER_ATTRIBUTE_RANGE_SIZE: (_U64, lambda a, p: a.size),
+    K.CU_POINTER_ATTRIBUTE_MAPPED: (_I32, lambda a, p: 1),
+    K.CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: (_U64, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: (_I32, lambda a, p: 3),  # read-write
+    K.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: (_U64, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_MAPPING_SIZE: (_U64, lambda a, p: a.size),
+    K.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: (_U64, lambda a, p: a.base),
+    K.CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: (_U64, lambda a, p: a.id),
+    K.CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: (_I32, lambda a, p: 0),
+}
+
+
+def _attribute(attribute: int) -> tuple:
+    entry = POINTER_ATTRIBUTES.get(attribute)
+    if entry is None:
+        raise CudaError(E.INVALID_VALUE, f"{attribute} is not a CUpointer_attribute")
+    return entry
+
+
+@implements("cuPointerGetAttribute")
+def pointer_get_attribute(data: int, attribute: int, ptr: int) -> None:
+    ctype, getter = _attribute(attribute)
+    if data == 0:
+        raise CudaError(E.INVALID_VALUE, "data is NULL")
+    a = TABLE.find(ptr)
+    if a is None:
+        raise CudaError(E.INVALID_VALUE, f"{hex(ptr)} is not memory cuport allocated or "
+                                         "registered")
+    ctype.from_address(data).value = getter(a, ptr)
+
+
+@implements("cuPointerGetAttributes")
+def pointer_get_attributes(count: int, attributes: int, data: int, ptr: int) -> None:
+    """Unlike the single query, an unknown pointer is no error: its values read as zero."""
+    if count and (attributes == 0 or data == 0):
+        raise CudaError(E.INVALID_VALUE, "attributes or data is NULL")
+    kinds = (ctypes.c_int * count).from_address(attributes) if count else []
+    slots = (ctypes.c_uint64 * count).from_address(data) if count else []
+    a = TABLE.find(ptr)
+    for attribute, slot in zip(kinds, slots):
+        ctype, getter = _attribute(attribute)
+        if slot == 0:
+            continue
+        try:
+            value = getter(a, ptr) if a is not None else 0
+        except CudaError:
+            value = 0
+        if a is None and attribute == K.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            value = -2  # CU_DEVICE_INVALID: not device memory
+        ctype.from_address(slot).value = value
+
+
+@implements("cuPointerSetAttribute")
+def pointer_set_attribute(value: int, attribute: int, ptr: int) -> None:
+    if attribute != K.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        raise CudaError(E.INVALID_VALUE, "only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set")
+    a = TABLE.find(ptr)
+    if a is None or value == 0:
+        raise CudaError(E.INVALID_VALUE, f"{hex(ptr)} is not device memory or value is NULL")
+    a.sync_memops = ctypes.c_int32.from_address(value).value
+
+
+# -- hints that change nothing on the CPU ----------------------------------------------
+
+def _check_hint_range(dptr: int, count: int) -> None:
+    a = check_device_range(dptr, count, "devPtr")
+    if a is not None and a.kind != "managed":
+        raise CudaError(E.INVALID_VALUE, f"{hex(dptr)} is not managed memory (cuMemAllocManaged)")
+
+
+@implements("cuMemPrefetchAsync", "cuMemPrefetchAsync_ptsz")
+def prefetch(dptr: int, count: int, dst_device: int, hstream: int) -> None:
+    _check_hint_range(dptr, count)
+    stream.resolve(hstream)
+
+
+@implements("cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz")
+def prefetch_v2(dptr: int, count: int, location, flags: int, hstream: int) -> None:
+    _check_hint_range(dptr, count)
+    stream.resolve(hstream)
+
+
+@implements("cuMemAdvise")
+def advise(dptr: int, count: int, advice: int, dev: int) -> None:
+    if not 1 <= advice <= 6:
+        raise CudaError(E.INVALID_VALUE, f"{advice} is not a CUmem_advise")
+    _check_hint_range(dptr, count)
+
+
+@implements("cuMemAdvise_v2")
+def advise_v2(dptr: int, count: int, advice: int, location) -> None:
+    advise(dptr, count, advice, 0)

@@ -1,0 +1,602 @@
+"""Libraries, modules, functions and kernels: from a program's image to launchable code.
+
+An image (fatbin wrapper, fatbin, ELF, PTX text; a pointer or a file) goes through
+the loader, which picks the PTX for the device's compute capability; `-rdc=true`
+programs whose fatbin holds only SASS get their relocatable PTX from the ELF file
+the image lives in. The PTX goes to the backend (cuport.backends), which compiles
+it into a module image with kernels and globals.
+
+A CUlibrary is context-independent: it keeps its PTX and loads one module per
+context on demand (cuLibraryGetModule, cuKernelGetFunction, a launch). A CUkernel
+is accepted wherever a CUfunction is and means its function in the current context.
+
+cuModuleUnload and cuLibraryUnload wait until the launches already queued with the
+module's functions have finished, then unload (NVIDIA leaves this undefined; waiting
+keeps a running kernel from losing its code).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import itertools
+import os
+import threading
+from pathlib import Path
+
+from cuport import loader
+from cuport.driver import context, device, handles, memory
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import E, CudaError
+
+_dump_counter = itertools.count(1)
+
+
+# -- the backend ----------------------------------------------------------------------------
+
+_backend = None
+_backend_lock = threading.Lock()
+
+
+def backend():
+    """The compiler backend: CUPORT_BACKEND="module:factory" if set, else cuport's own."""
+    global _backend
+    with _backend_lock:
+        if _backend is None:
+            spec = os.environ.get("CUPORT_BACKEND")
+            if spec:
+                module_name, _, attr = spec.partition(":")
+                factory = getattr(importlib.import_module(module_name), attr or "get_backend")
+            else:
+                import cuport.backends as backends
+
+                factory = getattr(backends, "get_backend", None)
+                if factory is None:
+                    from cuport.backends.cpu.backend import get_cpu_backend as factory
+            _backend = factory()
+        return _backend
+
+
+# -- PTX from images --------------------------------------------------------------------------
+
+def _device_cc() -> int:
+    major, minor = device.compute_capability()
+    return major * 10 + minor
+
+
+def ptx_of(image: loader.Image, address: int | None, source: str) -> list[loader.PtxEntry]:
+    """The PTX modules to compile for an image (several for -rdc programs)."""
+    cc = _device_cc()
+    if image.ptx:
+        return [loader.choose_ptx(image, cc)]
+    if image.relocatable:
+        return loader.choose_relocatable_ptx(image.relocatable, cc, source)
+    if address is not None:
+        path = loader.file_containing_address(address)
+        if path:
+            linked = loader.relocatable_ptx_in_file(path, cc)
+            if linked:
+                return linked
+    return [loader.choose_ptx(image, cc)]  # raises the error that says how to rebuild
+
+
+def _dump(entries: list[loader.PtxEntry]) -> None:
+    """`cuport trace --ptx-dir DIR`: keep the PTX of every module the program loads."""
+    directory = os.environ.get("CUPORT_PTX_DIR")
+    if not directory:
+        return
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    n = next(_dump_counter)
+    for i, entry in enumerate(entries):
+        suffix = f"-{i + 1}" if len(entries) > 1 else ""
+        (Path(directory) / f"module-{os.getpid()}-{n}{suffix}.ptx").write_text(entry.text)
+
+
+def _from_address(address: int) -> list[loader.PtxEntry]:
+    entries = ptx_of(loader.read_image_at(address), address, f"image at {hex(address)}")
+    _dump(entries)
+    return entries
+
+
+def _from_file(path: str | None) -> list[loader.PtxEntry]:
+    if not path:
+        raise CudaError(E.INVALID_VALUE, "the file name is NULL")
+    if not os.path.exists(path):
+        raise CudaError(E.FILE_NOT_FOUND, f"{path} does not exist")
+    entries = ptx_of(loader.parse_file(path), None, path)
+    if not entries or not entries[0].text:
+        raise CudaError(E.INVALID_IMAGE, f"{path} holds no PTX")
+    _dump(entries)
+    return entries
+
+
+# -- objects --------------------------------------------------------------------------------
+
+class Module:
+    """Compiled code in one context."""
+
+    def __init__(self, ctx: context.Context, entries: list[loader.PtxEntry],
+                 library: Library | None = None) -> None:
+        self.context = ctx
+        self.entries = entries
+        self.library = library
+        self.image = backend().load_module([e.text for e in entries])
+        self.functions: dict[str, Function] = {}
+        self.globals: dict[str, memory.Allocation] = {}
+        self.inflight = 0
+        self.idle = threading.Condition()
+        self.handle = handles.new(self)
+
+    @property
+    def ptx_version(self) -> int:
+        major, minor = max(e.version for e in self.entries)
+        return major * 10 + minor
+
+    def function(self, name: str | None) -> Function:
+        if name is None:
+            raise CudaError(E.INVALID_VALUE, "the function name is NULL")
+        f = self.functions.get(name)
+        if f is None:
+            try:
+                kernel = self.image.kernel(name)
+            except KeyError:
+                raise CudaError(E.NOT_FOUND, f"the module has no kernel named {name!r}; it has "
+                                             f"{', '.join(self.image.kernel_names()) or 'none'}",
+                                subject=name) from None
+            f = self.functions[name] = Function(self, name, kernel)
+        return f
+
+    def global_symbol(self, name: str | None) -> tuple[int, int]:
+        if name is None:
+            raise CudaError(E.INVALID_VALUE, "the variable name is NULL")
+        try:
+            address, size = self.image.global_symbol(name)
+        except KeyError:
+            raise CudaError(E.NOT_FOUND, f"the module has no global variable named {name!r}",
+                            subject=name) from None
+        if name not in self.globals and memory.TABLE.find(address) is None:
+            # Module globals are device memory the program may copy to and from.
+            self.globals[name] = memory.register_range(address, size, "global", self.context)
+        return address, size
+
+    def launch_started(self) -> None:
+        with self.idle:
+            self.inflight += 1
+
+    def launch_finished(self) -> None:
+        with self.idle:
+            self.inflight -= 1
+            self.idle.notify_all()
+
+    def unload(self) -> None:
+        """Wait for queued launches, then free the module's globals and code."""
+        with self.idle:
+            self.idle.wait_for(lambda: self.inflight == 0)
+        handles.drop(self.handle)
+        for f in self.functions.values():
+            handles.drop(f.handle)
+        for a in self.globals.values():
+            if memory.TABLE.find(a.base) is a:
+                memory.TABLE.remove(a)
+        self.image.unload()
+
+
+class Function:
+    """A kernel of a module (CUfunction), with its per-function settings."""
+
+    def __init__(self, module: Module, name: str, kernel) -> None:
+        self.module = module
+        self.name = name
+        self.kernel = kernel
+        self.info = kernel.info
+        self.max_dynamic_shared = max(0, device.STATIC_SHARED_PER_BLOCK
+                                      - self.info.static_shared_bytes)
+        self.carveout = -1
+        self.cache_config = K.CU_FUNC_CACHE_PREFER_NONE
+        self.shared_config = K.CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE
+        self.c_name = ctypes.create_string_buffer(name.encode())  # for cuFuncGetName
+        self.handle = handles.new(self)
+
+    @property
+    def context(self) -> context.Context:
+        return self.module.context
+
+
+class Library:
+    """Context-independent code (CUlibrary): PTX, loaded into each context on demand."""
+
+    def __init__(self, entries: list[loader.PtxEntry]) -> None:
+        self.entries = entries
+        self.modules: dict[int, Module] = {}  # context id -> module
+        self.kernels: dict[str, Kernel] = {}
+        self.lock = threading.RLock()
+        self.handle = handles.new(self)
+        ctx = context.current_or_none()
+        if ctx is not None and ctx.active:
+            self.module_for(ctx)  # compile now, so that errors surface at load time
+
+    def module_for(self, ctx: context.Context) -> Module:
+        with self.lock:
+            m = self.modules.get(ctx.id)
+            if m is None or handles.peek(m.handle) is not m:
+                m = self.modules[ctx.id] = Module(ctx, self.entries, self)
+            return m
+
+    def any_module(self) -> Module:
+        with self.lock:
+            for m in self.modules.values():
+                if handles.peek(m.handle) is m:
+                    return m
+        return self.module_for(context.current())
+
+    def kernel(self, name: str | None) -> Kernel:
+        if name is None:
+            raise CudaError(E.INVALID_VALUE, "the kernel name is NULL")
+        with self.lock:
+            k = self.kernels.get(name)
+            if k is None:
+                self.any_module().function(name)  # NOT_FOUND if there is no such kernel
+                k = self.kernels[name] = Kernel(self, name)
+            return k
+
+    def unload(self) -> None:
+        with self.lock:
+            modules, self.modules = list(self.modules.values()), {}
+            for k in self.kernels.values():
+                handles.drop(k.handle)
+        for m in modules:
+            if handles.peek(m.handle) is m:
+                m.unload()
+        handles.drop(self.handle)
+
+
+class Kernel:
+    """A kernel of a library (CUkernel): its function in whichever context is current."""
+
+    def __init__(self, library: Library, name: str) -> None:
+        self.library = library
+        self.name = name
+        self.c_name = ctypes.create_string_buffer(name.encode())
+        self.settings: dict[int, int] = {}  # cuKernelSetAttribute, applied to each function
+        self.handle = handles.new(self)
+
+    def function(self, ctx: context.Context | None = None) -> Function:
+        f = self.library.module_for(ctx or context.current()).function(self.name)
+        for attrib, value in self.settings.items():
+            set_function_attribute(f, attrib, value)
+        return f
+
+
+def lookup_module(handle: int) -> Module:
+    return handles.lookup(handle, Module, "module")
+
+
+def lookup_library(handle: int) -> Library:
+    return handles.lookup(handle, Library, "library")
+
+
+def lookup_kernel(handle: int) -> Kernel:
+    return handles.lookup(handle, Kernel, "kernel")
+
+
+def resolve_function(handle: int) -> Function:
+    """A CUfunction argument; a CUkernel means its function in the current context."""
+    obj = handles.peek(handle)
+    if isinstance(obj, Kernel):
+        return obj.function()
+    f = handles.lookup(handle, Function, "function")
+    f.context.require_active()
+    return f
+
+
+def _release(ctx: context.Context) -> None:
+    for handle in handles.owned_by(ctx, Module):
+        m = handles.peek(handle)
+        if m is not None:
+            m.unload()
+
+
+context.RESOURCE_HOOKS.insert(0, _release)  # before memory: globals first
+
+
+# -- JIT options (cuModuleLoadDataEx): report errors into the program's log buffer -------
+
+def _with_jit_log(load, count: int, options: int, values: int):
+    try:
+        return load()
+    except (CudaError, loader.LoaderError) as e:
+        if count and options and values:
+            kinds = (ctypes.c_int * count).from_address(options)
+            slots = (ctypes.c_uint64 * count).from_address(values)
+            opts = dict(zip(kinds, range(count)))
+            buf, size = opts.get(K.CU_JIT_ERROR_LOG_BUFFER), \
+                opts.get(K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            if buf is not None and size is not None and slots[buf] and slots[size]:
+                text = e.message.encode()[: slots[size] - 1] + b"\0"
+                ctypes.memmove(slots[buf], text, len(text))
+                slots[size] = len(text)
+        raise
+
+
+# -- API --------------------------------------------------------------------------------------
+
+@implements("cuModuleLoad")
+def module_load(fname: str | None) -> int:
+    ctx = context.current()
+    return Module(ctx, _from_file(fname)).handle
+
+
+@implements("cuModuleLoadData", "cuModuleLoadFatBinary")
+def module_load_data(image: int) -> int:
+    ctx = context.current()
+    return Module(ctx, _from_address(image)).handle
+
+
+@implements("cuModuleLoadDataEx")
+def module_load_data_ex(image: int, count: int, options: int, values: int) -> int:
+    return _with_jit_log(lambda: module_load_data(image), count, options, values)
+
+
+@implements("cuModuleUnload")
+def module_unload(handle: int) -> None:
+    m = lookup_module(handle)
+    if m.library is not None:
+        raise CudaError(E.INVALID_HANDLE, "the module belongs to a library: unload the library "
+                                          "with cuLibraryUnload")
+    m.unload()
+
+
+@implements("cuModuleGetFunction")
+def module_get_function(handle: int, name: str | None) -> int:
+    return lookup_module(handle).function(name).handle
+
+
+@implements("cuModuleGetGlobal_v2", optional_outs=("dptr", "bytes"))
+def module_get_global(handle: int, name: str | None) -> tuple[int, int]:
+    return lookup_module(handle).global_symbol(name)
+
+
+@implements("cuModuleGetLoadingMode")
+def module_loading_mode() -> int:
+    # The value NVIDIA's runtimes were measured against (cudart-protocol.md); in the
+    # header's enum 1 reads CU_MODULE_EAGER_LOADING, which is what cuport does: a
+    # module is compiled when it is loaded.
+    return 1
+
+
+@implements("cuModuleGetFunctionCount")
+def module_function_count(handle: int) -> int:
+    return len(lookup_module(handle).image.kernel_names())
+
+
+@implements("cuModuleEnumerateFunctions")
+def module_enumerate_functions(out: int, count: int, handle: int) -> None:
+    m = lookup_module(handle)
+    names = m.image.kernel_names()
+    if count < len(names) or (names and out == 0):
+        raise CudaError(E.INVALID_VALUE, f"room for {count} functions, the module has {len(names)}")
+    slots = (ctypes.c_uint64 * len(names)).from_address(out) if names else []
+    for i, name in enumerate(names):
+        slots[i] = m.function(name).handle
+
+
+def _library_options(count: int, options: int, values: int) -> None:
+    if count == 0:
+        return
+    if not options:
+        raise CudaError(E.INVALID_VALUE, "libraryOptions is NULL but numLibraryOptions is not 0")
+    for kind in (ctypes.c_int * count).from_address(options):
+        if kind not in (K.CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE,
+                        K.CU_LIBRARY_BINARY_IS_PRESERVED):
+            raise CudaError(E.INVALID_VALUE, f"{kind} is not a CUlibraryOption")
+
+
+@implements("cuLibraryLoadData", before_init=False)
+def library_load_data(code: int, jit_options: int, jit_values: int, n_jit: int,
+                      lib_options: int, lib_values: int, n_lib: int) -> int:
+    _library_options(n_lib, lib_options, lib_values)
+    return _with_jit_log(lambda: Library(_from_address(code)).handle, n_jit, jit_options,
+                         jit_values)
+
+
+@implements("cuLibraryLoadFromFile")
+def library_load_from_file(path: str | None, jit_options: int, jit_values: int, n_jit: int,
+                           lib_options: int, lib_values: int, n_lib: int) -> int:
+    _library_options(n_lib, lib_options, lib_values)
+    return _with_jit_log(lambda: Library(_from_file(path)).handle, n_jit, jit_options,
+                         jit_values)
+
+
+@implements("cuLibraryUnload")
+def library_unload(handle: int) -> None:
+    lookup_library(handle).unload()
+
+
+@implements("cuLibraryGetKernel")
+def library_get_kernel(handle: int, name: str | None) -> int:
+    return lookup_library(handle).kernel(name).handle
+
+
+@implements("cuLibraryGetModule")
+def library_get_module(handle: int) -> int:
+    return lookup_library(handle).module_for(context.current()).handle
+
+
+@implements("cuLibraryGetGlobal", "cuLibraryGetManaged", optional_outs=("dptr", "bytes"))
+def library_get_global(handle: int, name: str | None) -> tuple[int, int]:
+    return lookup_library(handle).module_for(context.current()).global_symbol(name)
+
+
+@implements("cuLibraryGetKernelCount")
+def library_kernel_count(handle: int) -> int:
+    return len(lookup_library(handle).any_module().image.kernel_names())
+
+
+@implements("cuLibraryEnumerateKernels")
+def library_enumerate_kernels(out: int, count: int, handle: int) -> None:
+    lib = lookup_library(handle)
+    names = lib.any_module().image.kernel_names()
+    if count < len(names) or (names and out == 0):
+        raise CudaError(E.INVALID_VALUE, f"room for {count} kernels, the library has {len(names)}")
+    slots = (ctypes.c_uint64 * len(names)).from_address(out) if names else []
+    for i, name in enumerate(names):
+        slots[i] = lib.kernel(name).handle
+
+
+@implements("cuKernelGetFunction")
+def kernel_get_function(handle: int) -> int:
+    return lookup_kernel(handle).function().handle
+
+
+@implements("cuKernelGetLibrary")
+def kernel_get_library(handle: int) -> int:
+    return lookup_kernel(handle).library.handle
+
+
+@implements("cuKernelGetName")
+def kernel_get_name(handle: int) -> int:
+    return ctypes.addressof(lookup_kernel(handle).c_name)
+
+
+# -- function attributes ------------------------------------------------------------------
+
+def function_attribute(f: Function, attrib: int) -> int:
+    info = f.info
+    values = {
+        K.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: min(info.max_threads_per_block,
+                                                       device.MAX_THREADS_PER_BLOCK),
+        K.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: info.static_shared_bytes,
+        K.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: info.attributes.get("const_size_bytes", 0),
+        K.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: info.local_bytes_per_thread,
+        K.CU_FUNC_ATTRIBUTE_NUM_REGS: info.attributes.get("num_regs", 32),
+        K.CU_FUNC_ATTRIBUTE_PTX_VERSION: f.module.ptx_version,
+        K.CU_FUNC_ATTRIBUTE_BINARY_VERSION: _device_cc(),
+        K.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: 0,
+        K.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: f.max_dynamic_shared,
+        K.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: f.carveout,
+        K.CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: 0,
+        K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: 0,
+        K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: 0,
+        K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: 0,
+        K.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0,
+        K.CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0,
+    }
+    if attrib not in values:
+        raise CudaError(E.INVALID_VALUE, f"{attrib} is not a CUfunction_attribute", subject=f.name)
+    return values[attrib]
+
+
+def set_function_attribute(f: Function, attrib: int, value: int) -> None:
+    if attrib == K.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        limit = device.OPTIN_SHARED_PER_BLOCK - f.info.static_shared_bytes
+        if not 0 <= value <= limit:
+            raise CudaError(E.INVALID_VALUE,
+                            f"{value} bytes of dynamic shared memory asked for; with "
+                            f"{f.info.static_shared_bytes} bytes of static shared memory at most "
+                            f"{limit} are possible ({device.OPTIN_SHARED_PER_BLOCK // 1024} KiB "
+                            "per block in all)", subject=f.name)
+        f.max_dynamic_shared = value
+    elif attrib == K.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        if not -1 <= value <= 100:
+            raise CudaError(E.INVALID_VALUE, f"carveout {value} is not -1 or a percentage",
+                            subject=f.name)
+        f.carveout = value
+    elif attrib in (K.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    K.CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE):
+        pass  # cluster hints: cuport launches no clusters
+    elif attrib in (K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+                    K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                    K.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH):
+        if value > 1:
+            raise CudaError(E.NOT_SUPPORTED, "thread block clusters are not supported by cuport",
+                            subject=f.name)
+    else:
+        raise CudaError(E.INVALID_VALUE, f"function attribute {attrib} cannot be set",
+                        subject=f.name)
+
+
+@implements("cuFuncGetAttribute")
+def func_get_attribute(attrib: int, handle: int) -> int:
+    return function_attribute(resolve_function(handle), attrib)
+
+
+@implements("cuFuncSetAttribute")
+def func_set_attribute(handle: int, attrib: int, value: int) -> None:
+    set_function_attribute(resolve_function(handle), attrib, value)
+
+
+@implements("cuKernelGetAttribute")
+def kernel_get_attribute(attrib: int, handle: int, dev: int) -> int:
+    device.get(dev)
+    return function_attribute(lookup_kernel(handle).function(), attrib)
+
+
+@implements("cuKernelSetAttribute")
+def kernel_set_attribute(attrib: int, value: int, handle: int, dev: int) -> None:
+    device.get(dev)
+    k = lookup_kernel(handle)
+    set_function_attribute(k.function(), attrib, value)
+    k.settings[attrib] = value
+
+
+@implements("cuFuncSetCacheConfig")
+def func_set_cache_config(handle: int, config: int) -> None:
+    if config not in (0, 1, 2, 3):
+        raise CudaError(E.INVALID_VALUE, f"{config} is not a CUfunc_cache")
+    resolve_function(handle).cache_config = config
+
+
+@implements("cuKernelSetCacheConfig")
+def kernel_set_cache_config(handle: int, config: int, dev: int) -> None:
+    device.get(dev)
+    func_set_cache_config(lookup_kernel(handle).function().handle, config)
+
+
+@implements("cuFuncSetSharedMemConfig")
+def func_set_shared_config(handle: int, config: int) -> None:
+    if config not in (0, 1, 2):
+        raise CudaError(E.INVALID_VALUE, f"{config} is not a CUsharedconfig")
+    resolve_function(handle).shared_config = config
+
+
+@implements("cuFuncGetName")
+def func_get_name(handle: int) -> int:
+    return ctypes.addressof(resolve_function(handle).c_name)
+
+
+@implements("cuFuncGetModule")
+def func_get_module(handle: int) -> int:
+    return resolve_function(handle).module.handle
+
+
+@implements("cuFuncIsLoaded")
+def func_is_loaded(handle: int) -> int:
+    resolve_function(handle)
+    return K.CU_FUNCTION_LOADING_STATE_LOADED
+
+
+@implements("cuFuncLoad")
+def func_load(handle: int) -> None:
+    resolve_function(handle)
+
+
+def _param_info(f: Function, index: int) -> tuple[int, int]:
+    if not 0 <= index < len(f.info.params):
+        raise CudaError(E.INVALID_VALUE, f"{f.name} has {len(f.info.params)} parameters, "
+                                         f"not a parameter {index}", subject=f.name)
+    p = f.info.params[index]
+    return p.offset, p.size
+
+
+@implements("cuFuncGetParamInfo", optional_outs=("paramOffset", "paramSize"))
+def func_param_info(handle: int, index: int) -> tuple[int, int]:
+    return _param_info(resolve_function(handle), index)
+
+
+@implements("cuKernelGetParamInfo", optional_outs=("paramOffset", "paramSize"))
+def kernel_param_info(handle: int, index: int) -> tuple[int, int]:
+    return _param_info(lookup_kernel(handle).function(), index)
+
+
+__all__ = ["Function", "Kernel", "Library", "Module", "backend", "resolve_function"]

@@ -1,0 +1,389 @@
+"""Streams: ordered, asynchronous work queues, each drained by its own worker thread.
+
+Ordering rules (NVIDIA's):
+- work on one stream runs in submission order;
+- the legacy default stream (handle 0 or CU_STREAM_LEGACY) waits for all work
+  submitted before it to the context's blocking streams, and blocking streams'
+  later work waits for it; CU_STREAM_NON_BLOCKING streams take no part;
+- the per-thread default stream (CU_STREAM_PER_THREAD, or handle 0 in a `_ptds`/
+  `_ptsz` call) is an ordinary blocking stream, one per thread and context;
+- cuStreamWaitEvent makes later work on a stream wait for an event's record.
+
+An operation is a Python callable; a failure inside one is kept as the context's
+sticky error and returned by the next synchronising call. Synchronous calls (e.g.
+cuMemcpyHtoD) run inline on the caller's thread when nothing they must wait for
+is pending, else they are queued and waited for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+
+from cuport.driver import context, handles
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import E, CudaError, report
+
+LEGACY = K.CU_STREAM_LEGACY  # 0x1
+PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
+_ids = itertools.count(1)
+_tls = threading.local()
+
+
+class Op:
+    """One queued operation and the operations it must wait for."""
+
+    __slots__ = ("fn", "deps", "done", "error", "what")
+
+    def __init__(self, fn: Callable[[], None], deps: list[Op], what: str) -> None:
+        self.fn = fn
+        self.deps = deps
+        self.done = threading.Event()
+        self.error: CudaError | None = None
+        self.what = what
+
+    def run(self, ctx: context.Context) -> None:
+        for dep in self.deps:
+            dep.done.wait()
+        try:
+            self.fn()
+        except CudaError as e:
+            self._fail(ctx, e)
+        except Exception as e:  # noqa: BLE001 - a worker must survive any failure
+            code, message = getattr(e, "code", None), getattr(e, "message", None)
+            if isinstance(code, int) and isinstance(message, str):
+                self._fail(ctx, CudaError(code, message))
+            else:
+                self._fail(ctx, CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}"))
+        finally:
+            self.done.set()
+
+    def _fail(self, ctx: context.Context, e: CudaError) -> None:
+        self.error = e
+        report(self.what, e.code, e.message + " (asynchronous; returned by the next "
+               "synchronising call)", e.subject)
+        with ctx.lock:
+            if ctx.sticky_error is None:
+                ctx.sticky_error = CudaError(
+                    e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
+
+
+class Stream:
+    def __init__(self, ctx: context.Context, flags: int, priority: int, kind: str = "created"):
+        self.context = ctx
+        self.flags = flags
+        self.priority = priority
+        self.kind = kind  # "created", "legacy" or "per-thread"
+        self.id = next(_ids)
+        self.last: Op | None = None
+        self._queue: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self.handle = {"legacy": LEGACY, "per-thread": PER_THREAD}.get(kind) or handles.new(self)
+
+    @property
+    def blocking(self) -> bool:
+        return not self.flags & K.CU_STREAM_NON_BLOCKING
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._drain, daemon=True,
+                                            name=f"cuport-stream-{self.id}")
+            self._worker.start()
+
+    def _drain(self) -> None:
+        while (op := self._queue.get()) is not None:
+            op.run(self.context)
+
+    def pending(self) -> bool:
+        return self.last is not None and not self.last.done.is_set()
+
+    def synchronize(self) -> None:
+        if self.last is not None:
+            self.last.done.wait()
+
+    def close(self) -> None:
+        """No more work: the worker finishes what is queued and exits."""
+        if self._worker is not None:
+            self._queue.put(None)
+
+
+class ContextStreams:
+    """The streams of one context and the lock that orders submissions to them."""
+
+    def __init__(self, ctx: context.Context) -> None:
+        self.lock = threading.Lock()
+        self.legacy = Stream(ctx, 0, 0, "legacy")
+        self.created: set[Stream] = set()
+        self.per_thread: dict[int, Stream] = {}
+
+    def all(self) -> list[Stream]:
+        return [self.legacy, *self.created, *self.per_thread.values()]
+
+
+def streams_of(ctx: context.Context) -> ContextStreams:
+    cs = getattr(ctx, "streams", None)
+    if cs is None:
+        with ctx.lock:
+            cs = getattr(ctx, "streams", None)
+            if cs is None:
+                cs = ctx.streams = ContextStreams(ctx)
+    return cs
+
+
+@contextlib.contextmanager
+def per_thread_default():
+    """Within a `_ptds`/`_ptsz` call, stream 0 means the per-thread default stream."""
+    previous = getattr(_tls, "ptds", False)
+    _tls.ptds = True
+    try:
+        yield
+    finally:
+        _tls.ptds = previous
+
+
+def _per_thread(ctx: context.Context) -> Stream:
+    cs = streams_of(ctx)
+    tid = threading.get_ident()
+    s = cs.per_thread.get(tid)
+    if s is None:
+        s = cs.per_thread[tid] = Stream(ctx, 0, 0, "per-thread")
+    return s
+
+
+def resolve(handle: int) -> Stream:
+    """The stream a CUstream argument names (0: legacy, or per-thread in a _ptds call)."""
+    if handle == 0:
+        handle = PER_THREAD if getattr(_tls, "ptds", False) else LEGACY
+    if handle == LEGACY:
+        return streams_of(context.current()).legacy
+    if handle == PER_THREAD:
+        return _per_thread(context.current())
+    s = handles.lookup(handle, Stream, "stream")
+    s.context.require_active()
+    return s
+
+
+def _dependencies(s: Stream) -> list[Op]:
+    """What new work on s must wait for besides s's own earlier work (lock held)."""
+    cs = streams_of(s.context)
+    if s.kind == "legacy":
+        return [o.last for o in cs.all() if o is not s and o.blocking and o.pending()]
+    if s.blocking and cs.legacy.pending():
+        return [cs.legacy.last]
+    return []
+
+
+def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None) -> Op:
+    """Queue fn on stream s; it runs after everything it must wait for."""
+    cs = streams_of(s.context)
+    with cs.lock:
+        deps = _dependencies(s) + [d for d in (extra or []) if not d.done.is_set()]
+        op = Op(fn, deps, what)
+        s.last = op
+        s._ensure_worker()
+        s._queue.put(op)
+    return op
+
+
+def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
+    """Run fn in stream order and return when it is done (synchronous API calls)."""
+    cs = streams_of(s.context)
+    with cs.lock:
+        idle = not s.pending() and not _dependencies(s)
+    if idle:
+        fn()
+        return
+    op = submit(s, fn, what)
+    op.done.wait()
+    if op.error is not None:
+        raise CudaError(op.error.code, op.error.message, subject=op.error.subject, quiet=True)
+
+
+def check_sticky(ctx: context.Context) -> None:
+    """Return (raise) an asynchronous failure once, the way synchronising calls do."""
+    with ctx.lock:
+        err, ctx.sticky_error = ctx.sticky_error, None
+    if err is not None:
+        raise err
+
+
+def synchronize_context(ctx: context.Context) -> None:
+    if getattr(ctx, "streams", None) is None:
+        return
+    for s in streams_of(ctx).all():
+        s.synchronize()
+
+
+def _release(ctx: context.Context) -> None:
+    cs = getattr(ctx, "streams", None)
+    if cs is None:
+        return
+    for s in cs.all():
+        s.close()
+        if s.kind == "created":
+            handles.drop(s.handle)
+    ctx.streams = None
+
+
+context.SYNC_HOOKS.append(synchronize_context)
+context.RESOURCE_HOOKS.append(_release)
+
+
+# -- API --------------------------------------------------------------------------------
+
+def _clamp_priority(priority: int) -> int:
+    return max(-5, min(0, priority))
+
+
+@implements("cuStreamCreate")
+def create(flags: int) -> int:
+    return create_with_priority(flags, 0)
+
+
+@implements("cuStreamCreateWithPriority")
+def create_with_priority(flags: int, priority: int) -> int:
+    if flags & ~K.CU_STREAM_NON_BLOCKING:
+        raise CudaError(E.INVALID_VALUE, f"stream flags {flags:#x} are not valid CUstream_flags")
+    ctx = context.current()
+    s = Stream(ctx, flags, _clamp_priority(priority))
+    cs = streams_of(ctx)
+    with cs.lock:
+        cs.created.add(s)
+    return s.handle
+
+
+@implements("cuStreamDestroy", "cuStreamDestroy_v2")
+def destroy(handle: int) -> None:
+    if handle in (0, LEGACY, PER_THREAD):
+        raise CudaError(E.INVALID_HANDLE, "the default streams cannot be destroyed")
+    s = handles.lookup(handle, Stream, "stream")
+    # NVIDIA: returns at once; queued work still completes, then resources go.
+    cs = streams_of(s.context)
+    with cs.lock:
+        cs.created.discard(s)
+    handles.drop(handle)
+    s.close()
+
+
+@implements("cuStreamSynchronize", "cuStreamSynchronize_ptsz")
+def synchronize(handle: int) -> None:
+    s = resolve(handle)
+    s.synchronize()
+    check_sticky(s.context)
+
+
+@implements("cuStreamQuery", "cuStreamQuery_ptsz")
+def query(handle: int) -> None:
+    s = resolve(handle)
+    cs = streams_of(s.context)
+    with cs.lock:
+        busy = s.pending() or bool(_dependencies(s))
+    if busy:
+        raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
+    check_sticky(s.context)
+
+
+@implements("cuStreamWaitEvent", "cuStreamWaitEvent_ptsz")
+def wait_event(handle: int, event_handle: int, flags: int) -> None:
+    from cuport.driver import event
+
+    s = resolve(handle)
+    e = event.lookup(event_handle)
+    if e.op is not None and not e.op.done.is_set():
+        submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
+
+
+@implements("cuStreamGetFlags", "cuStreamGetFlags_ptsz")
+def get_flags(handle: int) -> int:
+    return resolve(handle).flags
+
+
+@implements("cuStreamGetPriority", "cuStreamGetPriority_ptsz")
+def get_priority(handle: int) -> int:
+    return resolve(handle).priority
+
+
+@implements("cuStreamGetId", "cuStreamGetId_ptsz")
+def get_id(handle: int) -> int:
+    return resolve(handle).id
+
+
+@implements("cuStreamGetCtx", "cuStreamGetCtx_ptsz")
+def get_ctx(handle: int) -> int:
+    return resolve(handle).context.handle
+
+
+@implements("cuStreamGetCtx_v2", "cuStreamGetCtx_v2_ptsz", optional_outs=("pGreenCtx",))
+def get_ctx_v2(handle: int) -> tuple[int, int]:
+    return resolve(handle).context.handle, 0
+
+
+@implements("cuStreamGetDevice", "cuStreamGetDevice_ptsz")
+def get_device(handle: int) -> int:
+    return resolve(handle).context.device.ordinal
+
+
+@implements("cuStreamIsCapturing", "cuStreamIsCapturing_ptsz")
+def is_capturing(handle: int) -> int:
+    resolve(handle)
+    return K.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+@implements("cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_ptsz", optional_outs=("id_out",))
+def capture_info(handle: int) -> tuple[int, int]:
+    resolve(handle)
+    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0
+
+
+@implements("cuStreamGetCaptureInfo_v2", "cuStreamGetCaptureInfo_v2_ptsz",
+            optional_outs=("id_out", "graph_out", "dependencies_out", "numDependencies_out"))
+def capture_info_v2(handle: int) -> tuple[int, int, int, int, int]:
+    resolve(handle)
+    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, 0, 0
+
+
+@implements("cuStreamGetCaptureInfo_v3", "cuStreamGetCaptureInfo_v3_ptsz",
+            optional_outs=("id_out", "graph_out", "dependencies_out", "edgeData_out",
+                           "numDependencies_out"))
+def capture_info_v3(handle: int) -> tuple[int, int, int, int, int, int]:
+    resolve(handle)
+    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, 0, 0, 0
+
+
+@implements("cuStreamAttachMemAsync", "cuStreamAttachMemAsync_ptsz")
+def attach_mem(handle: int, dptr: int, length: int, flags: int) -> None:
+    resolve(handle)  # all memory is reachable from every stream and the host
+
+
+@implements("cuLaunchHostFunc", "cuLaunchHostFunc_ptsz")
+def launch_host_func(handle: int, fn: int, user_data: int) -> None:
+    from cuport.capi import types
+
+    if fn == 0:
+        raise CudaError(E.INVALID_VALUE, "fn is NULL")
+    s = resolve(handle)
+    call = types.c_function(fn, "CUhostFn")
+    submit(s, lambda: call(types.ffi().cast("void *", user_data)), "cuLaunchHostFunc")
+
+
+@implements("cuStreamAddCallback", "cuStreamAddCallback_ptsz")
+def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
+    from cuport.capi import types
+
+    if fn == 0:
+        raise CudaError(E.INVALID_VALUE, "callback is NULL")
+    if flags != 0:
+        raise CudaError(E.INVALID_VALUE, "flags must be 0")
+    s = resolve(handle)
+    call = types.c_function(fn, "CUstreamCallback")
+    ffi = types.ffi()
+
+    def run() -> None:
+        status = s.context.sticky_error.code if s.context.sticky_error else 0
+        call(ffi.cast("CUstream", handle), status, ffi.cast("void *", user_data))
+
+    submit(s, run, "cuStreamAddCallback")

@@ -1,0 +1,50 @@
+"""`cuport trace`: one stderr line per driver call (name, arguments, result, time).
+
+Switched on by CUPORT_TRACE=1 (which `cuport trace` sets); the dispatcher calls
+print_call after every call. Pointers and handles print in hex, strings quoted,
+out-parameters after the result as they were written.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from cuport.driver.errors import name_of
+
+_START = time.perf_counter()
+_lock = threading.Lock()
+
+
+def _format(ctype: str, value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, int) and (ctype.endswith("*") or ctype.startswith("CU") and value > 0xFFFF):
+        return hex(value)
+    return str(value)
+
+
+def _emit(text: str) -> None:
+    with _lock:
+        print(text, file=sys.stderr, flush=True)
+
+
+def print_call(func, values, ins, result, outs, code: int, seconds: float) -> None:
+    args = ", ".join(f"{func.params[i].name}={_format(func.params[i].ctype, v)}"
+                     for (i, _), v in zip(ins, values))
+    text = f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms " \
+           f"{func.symbol}({args}) -> {name_of(code)}"
+    if code == 0 and outs:
+        results = (result,) if len(outs) == 1 else result
+        text += " [" + ", ".join(f"{name}={_format(func.params[i].pointee, v)}"
+                                 for (i, name, _, _), v in zip(outs, results)) + "]"
+    text += f" {seconds * 1e6:.0f}us"
+    _emit(text)
+
+
+def print_unimplemented(func) -> None:
+    _emit(f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms "
+          f"{func.symbol}(...) -> CUDA_ERROR_NOT_SUPPORTED (not implemented)")
