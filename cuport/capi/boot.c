@@ -38,7 +38,7 @@ __attribute__((constructor)) static void cuport_promote_libpython(void)
 static const char cuport_path_setup[] =
     "def _cuport_path_setup():\n"
     "    import os, sys, site\n"
-    "    own = os.path.dirname(os.path.dirname(os.path.dirname(sys._cuport_library)))\n"
+    "    own = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(sys._cuport_library))))\n"
     "    extra = [p for p in os.environ.get('CUPORT_PYTHONPATH', '').split(os.pathsep) if p]\n"
     "    dirs = [d for d in extra + [own] + sys._cuport_site_dirs.split('\\n') if d and os.path.isdir(d)]\n"
     "    if sys._cuport_embedded:\n"

@@ -68,10 +68,10 @@ def cdef_text() -> str:
     """What cffi must know: types, the Python entries, the C tables Python reads."""
     funcs = table.functions()
     lines = [table.types_cdef()]
-    lines.append("int cuport_attached;")
+    lines.append("extern int cuport_attached;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
-    lines.append(f"const struct cuport_symbol cuport_symbols[{len(funcs)}];")
-    lines.append(f"void *const cuport_unknown_slots[{len(slot_stubs())}];")
+    lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
+    lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
     lines.append('extern "Python" {')
     for f in funcs.values():
         lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.c_params()});")
@@ -105,8 +105,8 @@ def c_source(libpython: str) -> str:
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
             f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
             f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
-    out.append(f"static const struct cuport_symbol {{ const char *name; void *fn; }} "
-               f"cuport_symbols[{len(funcs)}] = {{")
+    out.append("struct cuport_symbol { const char *name; void *fn; };")
+    out.append(f"static const struct cuport_symbol cuport_symbols[{len(funcs)}] = {{")
     out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())
     out.append("};")
     for t, s in slot_stubs():

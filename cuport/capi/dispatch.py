@@ -20,7 +20,7 @@ from collections.abc import Callable
 from cuport.capi import table
 from cuport.driver import device, errors, stream, trace
 from cuport.driver.api import IMPLEMENTATIONS, Implementation
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 UNKNOWN = int(E.UNKNOWN)
 NOT_SUPPORTED = int(E.NOT_SUPPORTED)
@@ -68,7 +68,7 @@ class Dispatcher:
         impl = IMPLEMENTATIONS.get(func.symbol)
         if impl is None:
             return self._unimplemented(func)
-        ffi, NULL = self.ffi, self.ffi.NULL
+        NULL = self.ffi.NULL
         readers = [self._reader(p) for p in func.params]
         ins = [(i, readers[i]) for i, p in enumerate(func.params) if not p.out]
         outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
@@ -77,6 +77,11 @@ class Dispatcher:
         symbol, ptds = func.symbol, func.ptds
         fn, before_init = impl.fn, impl.before_init
         do_trace = self.trace
+
+        def write_outs(args, values) -> None:
+            for (i, _, _, write), value in zip(outs, values, strict=True):
+                if args[i] != NULL:
+                    write(args[i], value)
 
         def call(*args):
             start = time.perf_counter() if do_trace else 0.0
@@ -95,13 +100,12 @@ class Dispatcher:
                 else:
                     result = fn(*values)
                 if outs:
-                    results = (result,) if single_out else result
-                    for (i, _, _, write), value in zip(outs, results, strict=True):
-                        if args[i] != NULL:
-                            write(args[i], value)
+                    write_outs(args, (result,) if single_out else result)
                 code = 0
             except CudaError as e:
                 code = e.code
+                if e.outs is not None:
+                    write_outs(args, e.outs)
                 if not e.quiet:
                     errors.report(symbol, e.code, e.message, e.subject)
             except Exception as e:  # noqa: BLE001 - nothing may reach C

@@ -1,1 +1,20 @@
-"""driver"""
+"""The driver: devices, contexts, memory, streams, events, modules and launches.
+
+Importing the package registers every implemented driver API symbol
+(cuport.driver.api.IMPLEMENTATIONS); capi/dispatch.py binds them to libcuda's
+exported entry points.
+"""
+
+from cuport.driver import (  # noqa: F401 - imported for their registrations
+    array,
+    context,
+    copy,
+    device,
+    errors,
+    event,
+    launch,
+    memory,
+    module,
+    profiler,
+    stream,
+)

@@ -11,7 +11,7 @@ from cuport.capi import types
 from cuport.driver import context, handles, memory
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 FORMAT_BYTES = {
     K.CU_AD_FORMAT_UNSIGNED_INT8: 1, K.CU_AD_FORMAT_SIGNED_INT8: 1,

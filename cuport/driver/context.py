@@ -20,7 +20,7 @@ from collections.abc import Callable
 from cuport.driver import device, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 _ids = itertools.count(1)
 
@@ -369,7 +369,8 @@ def cls_context(handle: int) -> Context:
     if handle == 0:
         ctx = current_or_none()
         if ctx is None:
-            raise CudaError(E.INVALID_CONTEXT, "no current context for context-local storage")
+            raise CudaError(E.INVALID_CONTEXT, "no current context for context-local storage",
+                            quiet=True)
         return ctx
     return lookup(handle)
 

@@ -22,7 +22,7 @@ from cuport.capi import types
 from cuport.driver import array, context, memory, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 Rows = list[tuple[int, int, int]]  # (dst, src, bytes)
 
@@ -273,7 +273,7 @@ def _run_plan(rows: Rows, src: _Side, dst: _Side, handle: int | None, what: str)
         data = [ctypes.string_at(s, n) for _, s, n in rows]
 
         def run() -> None:
-            for (d, _, n), chunk in zip(rows, data):
+            for (d, _, n), chunk in zip(rows, data, strict=False):
                 ctypes.memmove(d, chunk, n)
         _async(handle, run, what)
     elif dst.pageable_host:

@@ -18,7 +18,7 @@ from functools import cache
 
 from cuport.capi import table, types
 from cuport.driver.api import implements
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 DRIVER_VERSION = 13050  # the newest runtime whose start-up protocol cuport serves
 _initialized = False

@@ -146,16 +146,18 @@ class CudaError(Exception):
     `subject` names what the call was about (a kernel, a pointer) and is printed in
     parentheses after the call's name. `quiet` marks answers that are part of the
     protocol rather than a mistake (a cuStreamQuery that says NOT_READY, an export
-    table nobody serves): they are traced but not reported.
+    table nobody serves): they are traced but not reported. `outs`, when given, are
+    written through the out-parameters although the call fails.
     """
 
     def __init__(self, code: int, message: str, *, subject: str | None = None,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, outs: tuple | None = None) -> None:
         super().__init__(message)
         self.code = int(code)
         self.message = message
         self.subject = subject
         self.quiet = quiet
+        self.outs = outs  # out-parameter values NVIDIA writes even on failure (e.g. NULL)
 
 
 def quiet_mode() -> bool:
@@ -171,3 +173,43 @@ def report(call: str, code: int, message: str, subject: str | None = None) -> No
     """Print the one line that names the failing call, unless CUPORT_QUIET=1."""
     if not quiet_mode():
         print(report_line(call, code, message, subject), file=sys.stderr, flush=True)
+
+
+# -- cuGetErrorName / cuGetErrorString: C strings that live as long as the process --------
+
+_C_STRINGS: dict[str, object] = {}
+
+
+def _c_string(text: str) -> int:
+    import ctypes
+
+    buffer = _C_STRINGS.get(text)
+    if buffer is None:
+        buffer = _C_STRINGS[text] = ctypes.create_string_buffer(text.encode())
+    return ctypes.addressof(buffer)
+
+
+def _known(code: int) -> str:
+    name = NAMES.get(code)
+    if name is None:
+        raise CudaError(E.INVALID_VALUE, f"{code} is not a CUresult", outs=(0,))
+    return name
+
+
+def get_error_name(code: int) -> int:
+    return _c_string(_known(code))
+
+
+def get_error_string(code: int) -> int:
+    name = _known(code)
+    return _c_string(TEXTS.get(name, name))
+
+
+def _register() -> None:
+    from cuport.driver.api import implements
+
+    implements("cuGetErrorName", before_init=True)(get_error_name)
+    implements("cuGetErrorString", before_init=True)(get_error_string)
+
+
+_register()

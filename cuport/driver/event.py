@@ -7,7 +7,7 @@ import time
 from cuport.driver import context, handles, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 _VALID_FLAGS = K.CU_EVENT_BLOCKING_SYNC | K.CU_EVENT_DISABLE_TIMING | K.CU_EVENT_INTERPROCESS
 

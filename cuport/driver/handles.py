@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import TypeVar
 
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 T = TypeVar("T")
 

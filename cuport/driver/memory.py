@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from cuport.driver import context, device, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
@@ -392,7 +392,7 @@ def pointer_get_attributes(count: int, attributes: int, data: int, ptr: int) -> 
     kinds = (ctypes.c_int * count).from_address(attributes) if count else []
     slots = (ctypes.c_uint64 * count).from_address(data) if count else []
     a = TABLE.find(ptr)
-    for attribute, slot in zip(kinds, slots):
+    for attribute, slot in zip(kinds, slots, strict=False):
         ctype, getter = _attribute(attribute)
         if slot == 0:
             continue

@@ -28,7 +28,7 @@ from cuport import loader
 from cuport.driver import context, device, handles, memory
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError
+from cuport.driver.errors import CudaError, E
 
 _dump_counter = itertools.count(1)
 
@@ -309,7 +309,7 @@ def _with_jit_log(load, count: int, options: int, values: int):
         if count and options and values:
             kinds = (ctypes.c_int * count).from_address(options)
             slots = (ctypes.c_uint64 * count).from_address(values)
-            opts = dict(zip(kinds, range(count)))
+            opts = dict(zip(kinds, range(count), strict=False))
             buf, size = opts.get(K.CU_JIT_ERROR_LOG_BUFFER), \
                 opts.get(K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
             if buf is not None and size is not None and slots[buf] and slots[size]:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from cuport.driver import context, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import E, CudaError, report
+from cuport.driver.errors import CudaError, E, report
 
 LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
@@ -387,3 +387,17 @@ def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
         call(ffi.cast("CUstream", handle), status, ffi.cast("void *", user_data))
 
     submit(s, run, "cuStreamAddCallback")
+
+
+@implements("cuCtxSynchronize")
+def ctx_synchronize() -> None:
+    ctx = context.current()
+    synchronize_context(ctx)
+    check_sticky(ctx)
+
+
+@implements("cuCtxSynchronize_v2")
+def ctx_synchronize_v2(handle: int) -> None:
+    ctx = context.resolve(handle)
+    synchronize_context(ctx)
+    check_sticky(ctx)

@@ -34,13 +34,13 @@ def _emit(text: str) -> None:
 
 def print_call(func, values, ins, result, outs, code: int, seconds: float) -> None:
     args = ", ".join(f"{func.params[i].name}={_format(func.params[i].ctype, v)}"
-                     for (i, _), v in zip(ins, values))
+                     for (i, _), v in zip(ins, values, strict=False))
     text = f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms " \
            f"{func.symbol}({args}) -> {name_of(code)}"
     if code == 0 and outs:
         results = (result,) if len(outs) == 1 else result
         text += " [" + ", ".join(f"{name}={_format(func.params[i].pointee, v)}"
-                                 for (i, name, _, _), v in zip(outs, results)) + "]"
+                                 for (i, name, _, _), v in zip(outs, results, strict=False)) + "]"
     text += f" {seconds * 1e6:.0f}us"
     _emit(text)
 

@@ -1,0 +1,34 @@
+"""What libcuda.so.1's embedded Python runs first: attach Python to every C entry point.
+
+Called from the library's init code (capi/build.py INIT_CODE) with the compiled
+module's ffi and lib, in whichever interpreter runs it (embedded in a C program,
+or the running Python that dlopened the library).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import cuport.driver  # noqa: F401 - registers the driver's implementations
+from cuport.capi import export_tables, proc_address, table
+from cuport.capi.dispatch import UNKNOWN, Dispatcher
+
+
+def _onerror(exception, value, tb) -> None:
+    # Reached only if the dispatcher itself failed: still, nothing may reach C.
+    print("cuport: internal error in the dispatcher:", file=sys.stderr)
+    traceback.print_exception(exception, value, tb)
+
+
+def attach(ffi, lib) -> None:
+    dispatcher = Dispatcher(ffi)
+    for func in table.functions().values():
+        ffi.def_extern(name=f"cuport_py_{func.symbol}", error=UNKNOWN,
+                       onerror=_onerror)(dispatcher.entry(func))
+    for i in range(len(table.functions())):
+        entry = lib.cuport_symbols[i]
+        proc_address.ADDRESSES[ffi.string(entry.name).decode()] = int(ffi.cast("uintptr_t",
+                                                                                 entry.fn))
+    export_tables.install(ffi, lib)
+    lib.cuport_attached = 1

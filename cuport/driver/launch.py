@@ -1,0 +1,264 @@
+"""Kernel launches: checks, parameter packing, and the launch queued on its stream.
+
+Parameters arrive either as `kernelParams` (one pointer per parameter; each
+argument is copied at the offset and size the kernel's KernelInfo gives) or as
+the `extra` list (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END) holding the packed
+buffer; either way they are copied at the call, as the program may reuse them at
+once. Geometry and shared memory are checked against the device's limits and the
+function's settings before anything is queued.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from cuport.capi import types
+from cuport.driver import device, event, module, stream
+from cuport.driver.api import implements
+from cuport.driver.consts import K
+from cuport.driver.errors import CudaError, E
+
+KiB = 1024
+
+
+def _kib(n: int) -> str:
+    return f"{n // KiB} KiB" if n % KiB == 0 else f"{n} bytes"
+
+
+def pack_params(f: module.Function, kernel_params: int, extra: int) -> bytes:
+    info = f.info
+    if kernel_params and extra:
+        raise CudaError(E.INVALID_VALUE, "both kernelParams and extra are given; pass one",
+                        subject=f.name)
+    if extra:
+        return _from_extra(f, extra)
+    if not info.params:
+        return b""
+    if not kernel_params:
+        raise CudaError(E.INVALID_VALUE, f"the kernel takes {len(info.params)} parameters but "
+                                         "kernelParams and extra are NULL", subject=f.name)
+    buffer = bytearray(info.param_size)
+    pointers = types.read_pointers(kernel_params, len(info.params))
+    for i, (p, address) in enumerate(zip(info.params, pointers, strict=False)):
+        if not address:
+            raise CudaError(E.INVALID_VALUE, f"kernelParams[{i}] ({p.name}) is NULL",
+                            subject=f.name)
+        buffer[p.offset:p.offset + p.size] = ctypes.string_at(address, p.size)
+    return bytes(buffer)
+
+
+def _from_extra(f: module.Function, extra: int) -> bytes:
+    buffer = size_ptr = None
+    for index in range(0, 64, 2):
+        (key,) = types.read_pointers(extra + 8 * index, 1)
+        if key == K.CU_LAUNCH_PARAM_END_AS_INT:
+            break
+        (value,) = types.read_pointers(extra + 8 * index + 8, 1)
+        if key == K.CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT:
+            buffer = value
+        elif key == K.CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT:
+            size_ptr = value
+        else:
+            raise CudaError(E.INVALID_VALUE, f"extra[{index}] = {key:#x} is not a "
+                                             "CU_LAUNCH_PARAM_* key", subject=f.name)
+    else:
+        raise CudaError(E.INVALID_VALUE, "extra is not terminated by CU_LAUNCH_PARAM_END",
+                        subject=f.name)
+    if not buffer or not size_ptr:
+        raise CudaError(E.INVALID_VALUE, "extra needs CU_LAUNCH_PARAM_BUFFER_POINTER and "
+                                         "CU_LAUNCH_PARAM_BUFFER_SIZE", subject=f.name)
+    size = ctypes.c_size_t.from_address(size_ptr).value
+    if size < f.info.param_size:
+        raise CudaError(E.INVALID_VALUE, f"the parameter buffer has {size} bytes, the kernel's "
+                                         f"parameters take {f.info.param_size}", subject=f.name)
+    return ctypes.string_at(buffer, f.info.param_size)
+
+
+def check_geometry(f: module.Function, grid: tuple[int, int, int],
+                   block: tuple[int, int, int], dynamic_shared: int) -> None:
+    info = f.info
+    for axis, n, limit in zip("xyz", grid, device.MAX_GRID_DIM, strict=False):
+        if not 1 <= n <= limit:
+            raise CudaError(E.INVALID_VALUE, f"grid dimension {axis} is {n}, it must be "
+                                             f"1..{limit}", subject=f.name)
+    for axis, n, limit in zip("xyz", block, device.MAX_BLOCK_DIM, strict=False):
+        if not 1 <= n <= limit:
+            raise CudaError(E.INVALID_VALUE, f"block dimension {axis} is {n}, it must be "
+                                             f"1..{limit}", subject=f.name)
+    threads = block[0] * block[1] * block[2]
+    limit = min(info.max_threads_per_block, device.MAX_THREADS_PER_BLOCK)
+    if threads > limit:
+        why = "the device's limit" if limit == device.MAX_THREADS_PER_BLOCK else \
+            "the kernel's .maxntid/.reqntid"
+        raise CudaError(E.INVALID_VALUE, f"{threads} threads per block asked for "
+                                         f"({block[0]}x{block[1]}x{block[2]}), at most {limit} "
+                                         f"allowed ({why})", subject=f.name)
+    if info.reqntid is not None and tuple(block) != tuple(info.reqntid):
+        raise CudaError(E.INVALID_VALUE, f"the kernel requires blocks of {info.reqntid} "
+                                         f"(.reqntid), not {block}", subject=f.name)
+    if dynamic_shared > f.max_dynamic_shared:
+        raise CudaError(E.INVALID_VALUE,
+                        f"{_kib(dynamic_shared)} of dynamic shared memory asked for, "
+                        f"{_kib(f.max_dynamic_shared)} allowed unless cuFuncSetAttribute("
+                        "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) raised it",
+                        subject=f.name)
+    total = info.static_shared_bytes + dynamic_shared
+    if total > device.OPTIN_SHARED_PER_BLOCK:
+        raise CudaError(E.INVALID_VALUE, f"{_kib(total)} of shared memory per block "
+                                         f"(static {_kib(info.static_shared_bytes)} + dynamic "
+                                         f"{_kib(dynamic_shared)}), at most "
+                                         f"{_kib(device.OPTIN_SHARED_PER_BLOCK)}", subject=f.name)
+
+
+def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
+            params: bytes, what: str) -> stream.Op:
+    s = stream.resolve(stream_handle)
+    kernel, m = f.kernel, f.module
+
+    def run() -> None:
+        try:
+            kernel.launch(grid, block, dynamic_shared, params)
+        finally:
+            m.launch_finished()
+
+    m.launch_started()
+    try:
+        return stream.submit(s, run, f"{what}({f.name})")
+    except BaseException:
+        m.launch_finished()
+        raise
+
+
+@implements("cuLaunchKernel", "cuLaunchKernel_ptsz")
+def launch_kernel(handle: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                  shared: int, stream_handle: int, kernel_params: int, extra: int) -> None:
+    f = module.resolve_function(handle)
+    grid, block = (gx, gy, gz), (bx, by, bz)
+    check_geometry(f, grid, block, shared)
+    params = pack_params(f, kernel_params, extra)
+    enqueue(f, grid, block, shared, stream_handle, params, "cuLaunchKernel")
+
+
+# CUlaunchAttributeID -> None (a hint cuport may ignore) or a check of the value.
+def _cooperative(value) -> None:
+    if value.cooperative:
+        raise CudaError(E.NOT_SUPPORTED, "cooperative launches (grid-wide sync) are not "
+                                         "supported by cuport")
+
+
+def _cluster(value) -> None:
+    dims = (value.clusterDim.x, value.clusterDim.y, value.clusterDim.z)
+    if any(d > 1 for d in dims):
+        raise CudaError(E.NOT_SUPPORTED, f"thread block clusters ({dims}) are not supported "
+                                         "by cuport")
+
+
+def _graph_only(value) -> None:
+    if value.deviceUpdatableKernelNode.deviceUpdatable:
+        raise CudaError(E.INVALID_VALUE, "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE is "
+                                         "for graph kernel nodes only")
+
+
+LAUNCH_ATTRIBUTES = {
+    K.CU_LAUNCH_ATTRIBUTE_IGNORE: None,
+    K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: None,
+    K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE: _cooperative,
+    K.CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: None,
+    K.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: _cluster,
+    K.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: None,
+    K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: None,  # we serialise anyway
+    K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: None,  # recorded after the launch, below
+    K.CU_LAUNCH_ATTRIBUTE_PRIORITY: None,
+    K.CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: None,
+    K.CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: None,
+    K.CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: None,
+    K.CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: None,  # recorded after the launch, below
+    K.CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: _graph_only,
+    K.CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: None,
+    K.CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: None,
+}
+
+
+@implements("cuLaunchKernelEx", "cuLaunchKernelEx_ptsz")
+def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -> None:
+    if not config:
+        raise CudaError(E.INVALID_VALUE, "config is NULL")
+    c = types.struct_at(config, "CUlaunchConfig")
+    f = module.resolve_function(handle)
+    grid = (c.gridDimX, c.gridDimY, c.gridDimZ)
+    block = (c.blockDimX, c.blockDimY, c.blockDimZ)
+    stream_handle = int(types.ffi().cast("uintptr_t", c.hStream))
+    events = []
+    for i in range(c.numAttrs):
+        a = c.attrs[i]
+        if a.id not in LAUNCH_ATTRIBUTES:
+            raise CudaError(E.INVALID_VALUE, f"attrs[{i}].id = {a.id} is not a "
+                                             "CUlaunchAttributeID", subject=f.name)
+        check = LAUNCH_ATTRIBUTES[a.id]
+        if check is not None:
+            check(a.value)
+        if a.id == K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+            events.append(int(types.ffi().cast("uintptr_t", a.value.programmaticEvent.event)))
+        elif a.id == K.CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+            events.append(int(types.ffi().cast("uintptr_t", a.value.launchCompletionEvent.event)))
+    check_geometry(f, grid, block, c.sharedMemBytes)
+    params = pack_params(f, kernel_params, extra)
+    enqueue(f, grid, block, c.sharedMemBytes, stream_handle, params, "cuLaunchKernelEx")
+    for handle_ in events:
+        event.record_with_flags(handle_, stream_handle, 0)
+
+
+# -- occupancy: what the CPU device's limits allow -----------------------------------------
+
+def _blocks_per_sm(f: module.Function, block_size: int, dynamic_shared: int) -> int:
+    if block_size <= 0:
+        raise CudaError(E.INVALID_VALUE, f"blockSize {block_size} is not positive", subject=f.name)
+    if block_size > min(f.info.max_threads_per_block, device.MAX_THREADS_PER_BLOCK):
+        return 0
+    by_threads = device.ATTRIBUTES["MAX_THREADS_PER_MULTIPROCESSOR"] // block_size
+    by_blocks = device.ATTRIBUTES["MAX_BLOCKS_PER_MULTIPROCESSOR"]
+    shared = f.info.static_shared_bytes + dynamic_shared
+    by_shared = device.SHARED_PER_MULTIPROCESSOR // shared if shared else by_blocks
+    return max(0, min(by_threads, by_blocks, by_shared))
+
+
+@implements("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+def occupancy_blocks(handle: int, block_size: int, dynamic_shared: int) -> int:
+    return _blocks_per_sm(module.resolve_function(handle), block_size, dynamic_shared)
+
+
+@implements("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags")
+def occupancy_blocks_flags(handle: int, block_size: int, dynamic_shared: int, flags: int) -> int:
+    return occupancy_blocks(handle, block_size, dynamic_shared)
+
+
+@implements("cuOccupancyMaxPotentialBlockSize")
+def occupancy_block_size(handle: int, size_fn: int, dynamic_shared: int,
+                         limit: int) -> tuple[int, int]:
+    f = module.resolve_function(handle)
+    shared_of = types.c_function(size_fn, "CUoccupancyB2DSize") if size_fn else None
+    top = min(f.info.max_threads_per_block, device.MAX_THREADS_PER_BLOCK)
+    if limit > 0:
+        top = min(top, limit)
+    best = (0, 0)  # (resident threads per multiprocessor, block size)
+    for size in range(32 * (top // 32) or top, 0, -32):
+        shared = shared_of(size) if shared_of else dynamic_shared
+        blocks = _blocks_per_sm(f, size, shared)
+        best = max(best, (blocks * size, size))
+    blocks_per_sm = best[0] // best[1] if best[1] else 0
+    return blocks_per_sm * device.devices()[0].multiprocessors, best[1]
+
+
+@implements("cuOccupancyMaxPotentialBlockSizeWithFlags")
+def occupancy_block_size_flags(handle: int, size_fn: int, dynamic_shared: int, limit: int,
+                               flags: int) -> tuple[int, int]:
+    return occupancy_block_size(handle, size_fn, dynamic_shared, limit)
+
+
+@implements("cuOccupancyAvailableDynamicSMemPerBlock")
+def occupancy_dynamic_shared(handle: int, blocks: int, block_size: int) -> int:
+    f = module.resolve_function(handle)
+    if blocks <= 0:
+        raise CudaError(E.INVALID_VALUE, f"numBlocks {blocks} is not positive", subject=f.name)
+    per_block = device.SHARED_PER_MULTIPROCESSOR // blocks - f.info.static_shared_bytes
+    return max(0, min(per_block, f.max_dynamic_shared))
