@@ -1,3 +1,13 @@
 """Import every instruction family so that its lowerings register themselves."""
 
-from . import bits, compare, control, convert, data, floating, integer, memory  # noqa: F401
+from . import (  # noqa: F401
+    bits,
+    compare,
+    control,
+    convert,
+    data,
+    floating,
+    integer,
+    memory,
+    simd_video,
+)

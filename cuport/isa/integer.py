@@ -1,7 +1,21 @@
-"""Integer arithmetic: add, sub, mul, mad, div, rem, min, max, abs, neg and friends.
+"""Integer arithmetic: add, sub, mul, mad, mul24, mad24, sad, div, rem, min, max, abs, neg,
+the carry chain (add.cc, sub.cc, mad.cc, addc, subc, madc) and the dot products dp4a, dp2a.
 
-PTX ISA §9.7.1 (Integer Arithmetic Instructions). Results wrap modulo 2^n unless `.sat`
-asks for clamping. `.lo/.hi/.wide` select the half of the double-width product.
+PTX ISA §9.7.1 (Integer Arithmetic Instructions) and §9.7.2 (Extended-Precision Integer
+Arithmetic Instructions). Results wrap modulo 2^n unless `.sat` asks for clamping;
+`.lo/.hi/.wide` pick the half of the double-width product. `.u16x2/.s16x2` work on the two
+halves of a 32-bit register independently.
+
+Where the manual leaves the result to the hardware, cuport gives what ptxas makes an NVIDIA
+GPU compute (read from the SASS it emits for sm_90):
+- division by zero gives all ones, for div and rem, every width, signed or not;
+- INT_MIN / -1 gives INT_MIN and INT_MIN % -1 gives 0 (the quotient wraps);
+- the carry flag is the adder's carry-out. A subtraction is done as a + ~b + 1, so after
+  sub.cc the flag is 1 when there was *no* borrow, and subc computes a + ~b + CF, i.e.
+  a - b - (1 - CF). Chains of sub.cc/subc therefore behave as the manual says; mixing add and
+  sub carries (addc after sub.cc) gives what the GPU gives.
+LLVM never sees a division by zero or an overflowing signed division (x86 would trap, LLVM
+calls it undefined): the divisor is replaced by 1 first and the result chosen afterwards.
 """
 
 from __future__ import annotations
@@ -10,66 +24,356 @@ from llvmlite import ir as ll
 
 from ..ptx import ir
 from ..ptx.ir import TYPE_BITS
+from .operands import CARRY
 from .registry import lowers, type_suffix
 
+LANES = 32  # lanes of a warp: the width of a varying value
 
-def _signed(t: str) -> bool:
+#: Packed half-word types: element PTX type and signedness.
+PAIRS = {"u16x2": False, "s16x2": True}
+
+
+# ---------------------------------------------------------------- helpers shared by bits/video
+
+
+def ity(em, bits: int) -> ll.Type:
+    """The integer type of `bits` in the current mode (vectorised when varying)."""
+    t = ll.IntType(bits)
+    return ll.VectorType(t, LANES) if em.vec else t
+
+
+def intrinsic(em, name: str, args: list):
+    """`em.intrinsic` with the overload of the first argument, reusing a declaration that the
+    builder's own helpers (`b.ctpop`, used by the emitter for masks) already put in the module
+    under the same name (declaring it twice would be an error)."""
+    full = name + "." + _mangle(args[0].type)
+    fn = em.b.module.globals.get(full)
+    if fn is not None:
+        return em.b.call(fn, args)
+    return em.intrinsic(name, args)
+
+
+def _mangle(t: ll.Type) -> str:
+    if isinstance(t, ll.VectorType):
+        return f"v{t.count}{_mangle(t.element)}"
+    return f"i{t.width}"
+
+
+def width(v) -> int:
+    t = v.type
+    return (t.element if isinstance(t, ll.VectorType) else t).width
+
+
+def resize(em, v, bits: int, signed: bool):
+    """`v` truncated or sign/zero-extended to `bits`."""
+    have = width(v)
+    if have == bits:
+        return v
+    if have > bits:
+        return em.b.trunc(v, ity(em, bits))
+    return em.b.sext(v, ity(em, bits)) if signed else em.b.zext(v, ity(em, bits))
+
+
+def signed(t: str) -> bool:
     return t[0] == "s"
 
 
-def _wide(em, v, t: str, bits: int):
-    tgt = ll.VectorType(ll.IntType(bits), 32) if em.vec else ll.IntType(bits)
-    return em.b.sext(v, tgt) if _signed(t) else em.b.zext(v, tgt)
+def lt(em, sgn: bool, a, c):
+    return em.b.icmp_signed("<", a, c) if sgn else em.b.icmp_unsigned("<", a, c)
 
 
-def _product(em, ins: ir.Instr, t: str, a, b_):
-    """mul with .lo/.hi/.wide; returns (value, result type)."""
+def field(em, v, pos: int, bits: int, sgn: bool, out: int = 32):
+    """Bits pos..pos+bits-1 of `v`, sign- or zero-extended to `out` bits."""
     b = em.b
-    n = TYPE_BITS[t]
-    if "wide" in ins.mods:
-        rt = {"s": "s", "u": "u"}.get(t[0], "u") + str(2 * n)
-        return b.mul(_wide(em, a, t, 2 * n), _wide(em, b_, t, 2 * n)), rt
-    if "hi" in ins.mods:
-        p = b.mul(_wide(em, a, t, 2 * n), _wide(em, b_, t, 2 * n))
-        p = b.lshr(p, em.const_int(2 * n, n))
-        return b.trunc(p, em.bty(t)), t
-    return b.mul(a, b_), t
+    n = width(v)
+    if sgn:
+        x = b.shl(v, em.const_int(n, n - pos - bits)) if n - pos - bits else v
+        x = b.ashr(x, em.const_int(n, n - bits))
+    else:
+        x = b.lshr(v, em.const_int(n, pos)) if pos else v
+        x = b.and_(x, em.const_int(n, (1 << bits) - 1))
+    return resize(em, x, out, sgn)
+
+
+def pair_type(ins: ir.Instr) -> str | None:
+    return next((m for m in ins.mods if m in PAIRS), None)
+
+
+def as_halves(em, v):
+    """An i32 (or <32 x i32>) seen as its two 16-bit halves, low half first."""
+    n = 2 * LANES if em.vec else 2
+    return em.b.bitcast(v, ll.VectorType(ll.IntType(16), n))
+
+
+def from_halves(em, v):
+    return em.b.bitcast(v, ity(em, 32))
+
+
+def _pairwise(em, ins: ir.Instr, fn) -> None:
+    """Apply fn(a, c, signed) to both halves of the packed .u16x2/.s16x2 operands."""
+    sgn = PAIRS[pair_type(ins)]
+    a = as_halves(em, em.read_bits(ins.args[1], "b32"))
+    c = as_halves(em, em.read_bits(ins.args[2], "b32"))
+    em.write(ins.args[0], "b32", from_halves(em, fn(a, c, sgn)))
+
+
+# ---------------------------------------------------------------- add, sub and the carry chain
+
+
+def _add_carry(em, a, c, cin):
+    """a + c + cin and the carry out of the whole sum (`cin` an i1 value or None)."""
+    b = em.b
+    s = b.add(a, c)
+    cout = b.icmp_unsigned("<", s, a)
+    if cin is not None:
+        s2 = b.add(s, b.zext(cin, s.type))
+        cout = b.or_(cout, b.icmp_unsigned("<", s2, s))
+        s = s2
+    return s, cout
+
+
+def _carry_op(em, ins: ir.Instr, a, c, sub: bool, carry_in: bool):
+    """a ± c through the adder, reading CF if `carry_in`, writing it back under `.cc`."""
+    b = em.b
+    if carry_in:
+        cin = em.read_bits(CARRY, "pred")
+    else:
+        cin = em.const("pred", 1) if sub else None
+    if sub:
+        c = b.not_(c)
+    s, cout = _add_carry(em, a, c, cin)
+    if "cc" in ins.mods:
+        em.write(CARRY, "pred", cout)
+    return s
 
 
 @lowers("add", "sub", kind="int")
 def lower_add_sub(em, ins: ir.Instr) -> None:
-    t = type_suffix(ins)
     b = em.b
+    sub = ins.op == "sub"
+    if pair_type(ins):
+        if sub:  # PTX has add.u16x2/.s16x2 but no sub on packed halves
+            raise em.error("sub has no .u16x2/.s16x2 form")
+        _pairwise(em, ins, lambda x, y, _s: b.add(x, y))
+        return
+    t = type_suffix(ins)
     a = em.read_bits(ins.args[1], t)
     c = em.read_bits(ins.args[2], t)
-    if "sat" in ins.mods:
-        name = ("llvm.sadd.sat" if ins.op == "add" else "llvm.ssub.sat")
-        em.write(ins.args[0], t, em.intrinsic(name, [a, c]))
-        return
-    if "cc" in ins.mods or ins.op in ("addc", "subc"):
-        raise em.error("carry arithmetic is not supported yet")
-    em.write(ins.args[0], t, b.add(a, c) if ins.op == "add" else b.sub(a, c))
+    if "cc" in ins.mods:
+        v = _carry_op(em, ins, a, c, sub, carry_in=False)
+    elif "sat" in ins.mods:
+        if t != "s32":
+            raise em.error(f"`.sat` applies only to {ins.op}.s32")
+        v = intrinsic(em, "llvm.ssub.sat" if sub else "llvm.sadd.sat", [a, c])
+    else:
+        v = b.sub(a, c) if sub else b.add(a, c)
+    em.write(ins.args[0], t, v)
+
+
+@lowers("addc", "subc")
+def lower_addc_subc(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    a = em.read_bits(ins.args[1], t)
+    c = em.read_bits(ins.args[2], t)
+    em.write(ins.args[0], t, _carry_op(em, ins, a, c, ins.op == "subc", carry_in=True))
+
+
+# ---------------------------------------------------------------- products
+
+
+def _mode(ins: ir.Instr) -> str:
+    return next((m for m in ins.mods if m in ("hi", "lo", "wide")), "lo")
+
+
+def _product(em, ins: ir.Instr, t: str, a, c):
+    """a * c with .lo/.hi/.wide; returns (value, PTX type of the value)."""
+    b = em.b
+    n = TYPE_BITS[t]
+    sgn = signed(t)
+    mode = _mode(ins)
+    if mode == "lo":
+        return b.mul(a, c), t
+    if mode == "wide" and n > 32:
+        raise em.error(f"{ins.op}.wide exists only for 16- and 32-bit types")
+    p = b.mul(resize(em, a, 2 * n, sgn), resize(em, c, 2 * n, sgn))
+    if mode == "wide":
+        return p, ("s" if sgn else "u") + str(2 * n)
+    return b.trunc(b.lshr(p, em.const_int(2 * n, n)), ity(em, n)), t
 
 
 @lowers("mul", kind="int")
 def lower_mul(em, ins: ir.Instr) -> None:
     t = type_suffix(ins)
-    a = em.read_bits(ins.args[1], t)
-    c = em.read_bits(ins.args[2], t)
-    v, rt = _product(em, ins, t, a, c)
+    v, rt = _product(em, ins, t, em.read_bits(ins.args[1], t), em.read_bits(ins.args[2], t))
+    em.write(ins.args[0], rt, v)
+
+
+def _mad(em, ins: ir.Instr, carry_in: bool) -> None:
+    t = type_suffix(ins)
+    p, rt = _product(em, ins, t, em.read_bits(ins.args[1], t), em.read_bits(ins.args[2], t))
+    d = em.read_bits(ins.args[3], rt)
+    if "cc" in ins.mods or carry_in:
+        v = _carry_op(em, ins, p, d, sub=False, carry_in=carry_in)
+    elif "sat" in ins.mods:
+        if not (t == "s32" and _mode(ins) == "hi"):
+            raise em.error("`.sat` applies only to mad.hi.s32")
+        v = intrinsic(em, "llvm.sadd.sat", [p, d])
+    else:
+        v = em.b.add(p, d)
     em.write(ins.args[0], rt, v)
 
 
 @lowers("mad", kind="int")
 def lower_mad(em, ins: ir.Instr) -> None:
+    _mad(em, ins, carry_in=False)
+
+
+@lowers("madc")
+def lower_madc(em, ins: ir.Instr) -> None:
+    _mad(em, ins, carry_in=True)
+
+
+def _product24(em, ins: ir.Instr, t: str):
+    """The 48-bit product of the low 24 bits of a and b, its .lo or .hi 32 bits."""
+    b = em.b
+    sgn = signed(t)
+    a = field(em, em.read_bits(ins.args[1], t), 0, 24, sgn, 64)
+    c = field(em, em.read_bits(ins.args[2], t), 0, 24, sgn, 64)
+    p = b.mul(a, c)
+    if _mode(ins) == "hi":
+        p = b.lshr(p, em.const_int(64, 16))
+    return b.trunc(p, ity(em, 32))
+
+
+@lowers("mul24")
+def lower_mul24(em, ins: ir.Instr) -> None:
     t = type_suffix(ins)
-    if "cc" in ins.mods:
-        raise em.error("carry arithmetic is not supported yet")
+    em.write(ins.args[0], t, _product24(em, ins, t))
+
+
+@lowers("mad24")
+def lower_mad24(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    p = _product24(em, ins, t)
+    d = em.read_bits(ins.args[3], t)
+    if "sat" in ins.mods:
+        if not (t == "s32" and _mode(ins) == "hi"):
+            raise em.error("`.sat` applies only to mad24.hi.s32")
+        v = intrinsic(em, "llvm.sadd.sat", [p, d])
+    else:
+        v = em.b.add(p, d)
+    em.write(ins.args[0], t, v)
+
+
+@lowers("sad")
+def lower_sad(em, ins: ir.Instr) -> None:
+    """d = c + |a - b| (the difference taken in the type's signedness, the sum wrapping)."""
+    t = type_suffix(ins)
+    b = em.b
     a = em.read_bits(ins.args[1], t)
     c = em.read_bits(ins.args[2], t)
-    v, rt = _product(em, ins, t, a, c)
-    d = em.read_bits(ins.args[3], rt)
-    if "sat" in ins.mods:
-        em.write(ins.args[0], rt, em.intrinsic("llvm.sadd.sat", [v, d]))
-        return
-    em.write(ins.args[0], rt, em.b.add(v, d))
+    diff = b.select(lt(em, signed(t), a, c), b.sub(c, a), b.sub(a, c))
+    em.write(ins.args[0], t, b.add(em.read_bits(ins.args[3], t), diff))
+
+
+# ---------------------------------------------------------------- division
+
+
+@lowers("div", "rem", kind="int")
+def lower_div_rem(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    n = TYPE_BITS[t]
+    b = em.b
+    sgn = signed(t)
+    a = em.read_bits(ins.args[1], t)
+    c = em.read_bits(ins.args[2], t)
+    zero = b.icmp_unsigned("==", c, em.const_int(n, 0))
+    bad = zero
+    if sgn:  # INT_MIN / -1: dividing by 1 instead gives the GPU's INT_MIN and 0
+        ovf = b.and_(b.icmp_unsigned("==", a, em.const_int(n, 1 << (n - 1))),
+                     b.icmp_unsigned("==", c, em.const_int(n, -1)))
+        bad = b.or_(zero, ovf)
+    safe = b.select(bad, em.const_int(n, 1), c)
+    if ins.op == "div":
+        q = b.sdiv(a, safe) if sgn else b.udiv(a, safe)
+    else:
+        q = b.srem(a, safe) if sgn else b.urem(a, safe)
+    em.write(ins.args[0], t, b.select(zero, em.const_int(n, -1), q))
+
+
+# ---------------------------------------------------------------- min, max, abs, neg
+
+
+@lowers("min", "max", kind="int")
+def lower_min_max(em, ins: ir.Instr) -> None:
+    relu = "relu" in ins.mods
+    pair = pair_type(ins)
+    t = "b32" if pair else type_suffix(ins)
+    if relu and pair != "s16x2" and t != "s32":
+        raise em.error("`.relu` applies only to .s32 and .s16x2")
+    sgn = PAIRS[pair] if pair else signed(t)
+    name = f"llvm.{'s' if sgn else 'u'}{ins.op}"
+    a = em.read_bits(ins.args[1], t)
+    c = em.read_bits(ins.args[2], t)
+    if pair:
+        a, c = as_halves(em, a), as_halves(em, c)
+    v = intrinsic(em, name, [a, c])
+    if relu:
+        v = intrinsic(em, "llvm.smax", [v, ll.Constant(v.type, None)])
+    em.write(ins.args[0], t, from_halves(em, v) if pair else v)
+
+
+@lowers("abs", kind="int")
+def lower_abs(em, ins: ir.Instr) -> None:
+    """|a|; abs(INT_MIN) is INT_MIN, as two's complement negation gives."""
+    t = type_suffix(ins)
+    b = em.b
+    a = em.read_bits(ins.args[1], t)
+    zero = em.const_int(TYPE_BITS[t], 0)
+    em.write(ins.args[0], t, b.select(b.icmp_signed("<", a, zero), b.sub(zero, a), a))
+
+
+@lowers("neg", kind="int")
+def lower_neg(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    em.write(ins.args[0], t, em.b.sub(em.const_int(TYPE_BITS[t], 0), em.read_bits(ins.args[1], t)))
+
+
+# ---------------------------------------------------------------- dot products
+
+
+def _dot_types(em, ins: ir.Instr) -> tuple[bool, bool]:
+    ts = [m for m in ins.mods if m in ("u32", "s32")]
+    if len(ts) != 2:
+        raise em.error(f"{ins.op} needs two types (.atype.btype)")
+    return signed(ts[0]), signed(ts[1])
+
+
+@lowers("dp4a")
+def lower_dp4a(em, ins: ir.Instr) -> None:
+    """d = c + the four products of the bytes of a and b (each byte extended by its type)."""
+    b = em.b
+    sa, sb = _dot_types(em, ins)
+    a = em.read_bits(ins.args[1], "b32")
+    c = em.read_bits(ins.args[2], "b32")
+    acc = em.read_bits(ins.args[3], "b32")
+    for i in range(4):
+        acc = b.add(acc, b.mul(field(em, a, 8 * i, 8, sa), field(em, c, 8 * i, 8, sb)))
+    em.write(ins.args[0], "b32", acc)
+
+
+@lowers("dp2a")
+def lower_dp2a(em, ins: ir.Instr) -> None:
+    """d = c + the two products of the half-words of a with bytes 0,1 (.lo) or 2,3 (.hi) of b."""
+    b = em.b
+    sa, sb = _dot_types(em, ins)
+    mode = _mode(ins)
+    if mode == "wide":
+        raise em.error("dp2a takes .lo or .hi")
+    first = 2 if mode == "hi" else 0
+    a = em.read_bits(ins.args[1], "b32")
+    c = em.read_bits(ins.args[2], "b32")
+    acc = em.read_bits(ins.args[3], "b32")
+    for i in range(2):
+        acc = b.add(acc, b.mul(field(em, a, 16 * i, 16, sa), field(em, c, 8 * (first + i), 8, sb)))
+    em.write(ins.args[0], "b32", acc)

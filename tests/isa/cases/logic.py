@@ -27,3 +27,38 @@ for a in [1, 0x8000000000000001, 0xFFFFFFFFFFFFFFFF]:
 
 for a in [0, 1, 0xFFFF]:
     CASES.append(Case("cnot.b16", "b16", ["b16"], [a], [1 if a == 0 else 0]))
+
+# 16- and 64-bit logic, all three operations in one kernel
+for n, vals in ((16, [0, 0xFFFF, 0x8001, 0x1234]), (64, [0, 2**64 - 1, 1 << 63 | 1, 0x0123456789ABCDEF])):
+    m = (1 << n) - 1
+    for a in vals:
+        for b in vals:
+            CASES.append(Case(f"and.b{n}", [f"b{n}"] * 4, [f"b{n}", f"b{n}"], [a, b], [a & b, a | b, a ^ b, ~a & m],
+                              template=f"{{d0}}, {{a}}, {{b}}; or.b{n} {{d1}}, {{a}}, {{b}}; "
+                                       f"xor.b{n} {{d2}}, {{a}}, {{b}}; not.b{n} {{d3}}, {{a}}"))
+
+# predicates
+for p in (0, 1):
+    for q in (0, 1):
+        CASES.append(Case("and.pred", ["pred"] * 4, ["pred", "pred"], [p, q], [p & q, p | q, p ^ q, 1 - p],
+                          template="{d0}, {a}, {b}; or.pred {d1}, {a}, {b}; xor.pred {d2}, {a}, {b}; not.pred {d3}, {a}"))
+
+for a in [0, 1, 2, M32]:
+    CASES.append(Case("cnot.b32", "b32", ["b32"], [a], [1 if a == 0 else 0]))
+for a in [0, 1, 2**64 - 1, 1 << 63]:
+    CASES.append(Case("cnot.b64", "b64", ["b64"], [a], [1 if a == 0 else 0]))
+
+# 16-bit shifts (the amount is still a u32)
+for a in [1, 0x8001, 0xFFFF]:
+    for sh in [0, 1, 15, 16, 17, 0xFFFFFFFF]:
+        sa = a - (1 << 16) if a >> 15 else a
+        CASES.append(Case("shl.b16", ["b16", "u16", "s16"], ["b16", "u32"], [a, sh],
+                          [(a << sh) & 0xFFFF if sh < 16 else 0, a >> sh if sh < 16 else 0, sa >> min(sh, 15)],
+                          template="{d0}, {a}, {b}; shr.u16 {d1}, {a}, {b}; shr.s16 {d2}, {a}, {b}"))
+
+# immediates, and instructions whose operands are all immediates (uniform, not per-lane, code)
+CASES.append(Case("and.b32", "b32", ["b32"], [0x12345678], [0x78], template="{d}, {a}, 0xFF"))
+CASES.append(Case("shl.b32", "b32", ["b32"], [3], [3 << 7], template="{d}, {a}, 7"))
+CASES.append(Case("shr.s32", "s32", ["s32"], [-256], [-2], template="{d}, {a}, 7"))
+CASES.append(Case("shr.u64", "u64", [], [], [1], template="{d}, -1, 63"))
+CASES.append(Case("xor.b32", "b32", [], [], [0xFF00FF00 ^ 0x0FF00FF0], template="{d}, 0xFF00FF00, 0x0FF00FF0"))
