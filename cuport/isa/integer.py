@@ -306,6 +306,8 @@ def lower_div_rem(em, ins: ir.Instr) -> None:
 
 @lowers("min", "max", kind="int")
 def lower_min_max(em, ins: ir.Instr) -> None:
+    if len(ins.args) != 3:
+        raise em.error(f"integer {ins.op} takes two sources")
     relu = "relu" in ins.mods
     pair = pair_type(ins)
     t = "b32" if pair else type_suffix(ins)

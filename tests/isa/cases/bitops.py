@@ -236,3 +236,13 @@ for d in ("l", "r"):
                          [shf(a, b, c, d == "l", mode == "clamp")]))
 add(Case("shf.l.wrap.b32", "b32", ["b32", "b32"], [0x89ABCDEF, 0x01234567], [shf(0x89ABCDEF, 0x01234567, 8, True, False)],
          template="{d}, {a}, {b}, 8"))
+
+# all-immediate operands: uniform (scalar) code
+add(Case("prmt.b32", "b32", [], [], [prmt(0x11223344, 0x55667788, 0x8880, None)], template="{d}, 0x11223344, 0x55667788, 0x8880"))
+add(Case("prmt.b32.b4e", "b32", [], [], [prmt(0x11223344, 0x55667788, 1, "b4e")], template="{d}, 0x11223344, 0x55667788, 1"))
+add(Case("lop3.b32", "b32", [], [], [lop3(0x12345678, 0xFF00FF00, 0x0F0F0F0F, 0xE8)],
+         template="{d}, 0x12345678, 0xFF00FF00, 0x0F0F0F0F, 0xE8"))
+add(Case("shf.r.clamp.b32", "b32", [], [], [shf(0x89ABCDEF, 0x01234567, 40, False, True)], template="{d}, 0x89ABCDEF, 0x01234567, 40"))
+add(Case("fns.b32", "b32", [], [], [fns(0xAAAAAAAA, 2, -1)], template="{d}, 0xAAAAAAAA, 2, -1"))
+add(Case("bfind.s64", "u32", [], [], [bfind(2**64 - 2, "s64")[0]], template="{d}, -2"))
+add(Case("bfi.b64", "b64", [], [], [bfi(0xFF, 0, 60, 8, 64)], template="{d}, 0xFF, 0, 60, 8"))

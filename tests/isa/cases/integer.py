@@ -238,3 +238,16 @@ for ta in ("u32", "s32"):
                      [c + ha[0] * vb[0] + ha[1] * vb[1], c + ha[0] * vb[2] + ha[1] * vb[3]],
                      template=f"{{d0}}, {{a}}, {{b}}, {{c}}; dp2a.hi.{ta}.{tb} {{d1}}, {{a}}, {{b}}, {{c}}"))
 add(Case("dp4a.s32.s32", "s32", ["s32", "s32"], [0x01010101, 0xFFFFFFFF], [-4 + 10], template="{d}, {a}, {b}, 10"))
+
+# ---------------------------------------------------------------- all-immediate operands: uniform (scalar) code
+add(Case("div.s32", "s32", [], [], [-1], template="{d}, 7, 0", note="gpu"))
+add(Case("rem.s64", ["s64", "s64"], [], [], [0, -(2**63)], note="gpu",
+         template="{d0}, 0x8000000000000000, -1; div.s64 {d1}, 0x8000000000000000, -1"))
+add(Case("add.cc.u32", ["u32", "u32"], [], [], [0, 1], template="{d0}, -1, 1; addc.u32 {d1}, 0, 0"))
+add(Case("sub.cc.u32", ["u32", "u32"], [], [], [M[32], -1], template="{d0}, 1, 2; subc.u32 {d1}, 0, 0"))
+add(Case("mul.hi.u64", "u64", [], [], [(M[64] * M[64]) >> 64], template="{d}, -1, -1"))
+add(Case("mul.hi.s64", "s64", [], [], [(-(2**63) * 3) >> 64], template="{d}, 0x8000000000000000, 3"))
+add(Case("mul24.hi.s32", "s32", [], [], [(-(2**23) * -(2**23)) >> 16], template="{d}, 0x800000, 0xFF800000"))
+add(Case("dp4a.s32.u32", "s32", [], [], [-1 * 255 * 4 + 5], template="{d}, -1, -1, 5"))
+add(Case("min.s64", "s64", [], [], [-5], template="{d}, -5, 3"))
+add(Case("sad.s16", "s16", [], [], [1 + 0x7FFF + 0x8000], template="{d}, 0x7FFF, -0x8000, 1"))

@@ -73,3 +73,13 @@ for ts, mod in (("u32.u32.u32", ""), ("s32.s32.s32", ".sat"), ("s32.u32.s32", ".
         srcs = ["b32", "b32", "b32"] if op2 else ["b32", "b32"]
         add(Case(f"v{SOPS[0]}.{ts}{mod}", ["b32"] * 5, srcs, [a, b, c][:len(srcs)],
                  [scalar(op, ts, a, b, c, sat, op2) for op in SOPS], template=tmpl, note="gpu"))
+
+# all-immediate operands: uniform (scalar) code
+# (the SIMD forms take registers only: {d1}..{d3} receive the constants first)
+add(Case("mov.b32", ["b32"] * 4, [], [],
+         [simd("absdiff", 4, "u32.u32.u32", 0x01FF807F, 0x02017F80, 7, False, True), 0x01FF807F, 0x02017F80, 7],
+         template="{d1}, 0x01FF807F; mov.b32 {d2}, 0x02017F80; mov.b32 {d3}, 7; "
+                  "vabsdiff4.u32.u32.u32.add {d0}, {d1}, {d2}, {d3}",
+         note="gpu"))
+add(Case("vmax.s32.s32.s32.sat.add", "b32", [], [], [scalar("max", "s32.s32.s32", 5, -3, 10, True, "add")],
+         template="{d}, 5, -3, 10", note="gpu"))
