@@ -48,9 +48,9 @@ static const char cuport_path_setup[] =
     "        for d in dirs:\n"
     "            site.addsitedir(d)\n"
     "    else:\n"
-    "        import importlib.util\n"
-    "        if importlib.util.find_spec('cuport') is None or importlib.util.find_spec('_cffi_backend') is None:\n"
-    "            for d in dirs:\n"
+    "        # A running Python: add what it lacks behind its own path, never ahead of it.\n"
+    "        for d in dirs:\n"
+    "            if d not in sys.path:\n"
     "                site.addsitedir(d)\n"
     "    del sys._cuport_library, sys._cuport_site_dirs, sys._cuport_embedded\n"
     "_cuport_path_setup()\n"
@@ -80,12 +80,31 @@ fail:
     return -1;
 }
 
+/* Loaded into a process whose Python is another version (its symbols come first),
+ * the compiled C side would misuse that interpreter: refuse instead. */
+static int cuport_same_python(void)
+{
+    char expected[16];
+    const char *running = Py_GetVersion();
+    snprintf(expected, sizeof expected, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    if (strncmp(running, expected, strlen(expected)) == 0)
+        return 1;
+    fprintf(stderr, "cuport: this libcuda.so.1 was built for Python %d.%d but the process runs "
+                    "Python %.*s; install cuport with that Python and use its library\n",
+            PY_MAJOR_VERSION, PY_MINOR_VERSION, (int)strcspn(running, " "), running);
+    return 0;
+}
+
 static void cuport_boot(void)
 {
     Dl_info info;
-    int embedded = !Py_IsInitialized();
+    int embedded;
     PyGILState_STATE gil = PyGILState_UNLOCKED;
     int ok;
+
+    if (!cuport_same_python())
+        return;
+    embedded = !Py_IsInitialized();
 
     if (embedded) {
         if (cuport_start_interpreter() != 0)

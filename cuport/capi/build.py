@@ -17,7 +17,9 @@ directory is read-only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import shlex
 import shutil
@@ -141,7 +143,8 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
         c_file = Path(tmp) / f"{MODULE_NAME}.c"
-        ffi.emit_c_code(str(c_file))
+        with contextlib.redirect_stdout(io.StringIO()):  # cffi announces what it generates
+            ffi.emit_c_code(str(c_file))
         target = Path(tmp) / SONAME
         cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
         cmd = [
@@ -185,6 +188,8 @@ def library_dir(rebuild: bool = True) -> Path:
         return cached
     if not rebuild:
         raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
+    print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
+          file=sys.stderr)
     try:
         build(PACKAGE_NATIVE)
         return PACKAGE_NATIVE

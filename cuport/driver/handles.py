@@ -52,11 +52,16 @@ def lookup(handle: int, kind: type[T], what: str, code: int = E.INVALID_HANDLE) 
     if handle == 0:
         raise CudaError(code, f"{what} is NULL")
     if obj is not None:
-        raise CudaError(code, f"{what} {hex(handle)} is a {type(obj).__name__}, "
-                              f"not a {kind.__name__}")
+        raise CudaError(code, f"{what} {hex(handle)} is {_a(type(obj).__name__)} handle, "
+                              f"not {_a(kind.__name__)} handle")
     if was_issued(handle):
         raise CudaError(code, f"{what} {hex(handle)} was destroyed")
-    raise CudaError(code, f"{what} {hex(handle)} is not a {kind.__name__} handle")
+    raise CudaError(code, f"{what} {hex(handle)} is not {_a(kind.__name__)} handle")
+
+
+def _a(name: str) -> str:
+    name = name.lower()
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def peek(handle: int) -> object | None:

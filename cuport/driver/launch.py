@@ -149,8 +149,8 @@ def _cooperative(value) -> None:
 def _cluster(value) -> None:
     dims = (value.clusterDim.x, value.clusterDim.y, value.clusterDim.z)
     if any(d > 1 for d in dims):
-        raise CudaError(E.NOT_SUPPORTED, f"thread block clusters ({dims}) are not supported "
-                                         "by cuport")
+        raise CudaError(E.NOT_SUPPORTED, f"thread block clusters of {dims[0]}x{dims[1]}x{dims[2]} "
+                                         "blocks are not supported by cuport")
 
 
 def _graph_only(value) -> None:
@@ -196,7 +196,11 @@ def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -
                                              "CUlaunchAttributeID", subject=f.name)
         check = LAUNCH_ATTRIBUTES[a.id]
         if check is not None:
-            check(a.value)
+            try:
+                check(a.value)
+            except CudaError as e:
+                e.subject = f.name
+                raise
         if a.id == K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
             events.append(int(types.ffi().cast("uintptr_t", a.value.programmaticEvent.event)))
         elif a.id == K.CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:

@@ -72,12 +72,12 @@ class AllocationTable:
             self._by_base[a.base] = a
             self._freed.pop(a.base, None)
 
-    def remove(self, a: Allocation) -> None:
+    def remove(self, a: Allocation, why: str = "freed") -> None:
         with self.lock:
             i = bisect.bisect_left(self._bases, a.base)
             del self._bases[i]
             del self._by_base[a.base]
-            self._freed[a.base] = a.kind
+            self._freed[a.base] = f"{a.kind} memory, {why}"
             if len(self._freed) > 4096:
                 self._freed.popitem(last=False)
 
@@ -154,7 +154,7 @@ def register_range(base: int, size: int, kind: str, ctx: context.Context | None)
 def _release_context(ctx: context.Context) -> None:
     for a in TABLE.all():
         if a.context is ctx and a.kind != "global":
-            TABLE.remove(a)
+            TABLE.remove(a, "freed with its context")
             if a.owned:
                 _unmap(a)
 
@@ -172,7 +172,8 @@ def check_device_range(address: int, size: int, what: str) -> Allocation | None:
     if a is None or a.kind not in KINDS_DEVICE_VISIBLE:
         freed = TABLE.freed_kind(address)
         if freed:
-            raise CudaError(E.INVALID_VALUE, f"{what} {hex(address)} was freed ({freed} memory)")
+            raise CudaError(E.INVALID_VALUE, f"{what} {hex(address)} is no longer allocated "
+                                             f"({freed})")
         raise CudaError(E.INVALID_VALUE,
                         f"{what} {hex(address)} is not device memory: not from cuMemAlloc, "
                         "cuMemAllocManaged, cuMemHostAlloc or cuMemHostRegister, nor a module "
@@ -224,7 +225,8 @@ def _free(address: int, kinds: tuple[str, ...], call_for_others: str) -> None:
     if a is None or a.base != address:
         freed = TABLE.freed_kind(address)
         if freed is not None:
-            raise CudaError(E.INVALID_VALUE, f"{hex(address)} was already freed (double free)")
+            raise CudaError(E.INVALID_VALUE, f"{hex(address)} is no longer allocated ({freed}): "
+                                             "double free")
         if a is not None:
             raise CudaError(E.INVALID_VALUE, f"{hex(address)} is inside {a.describe()}, "
                                              "not its start")

@@ -21,6 +21,7 @@ import ctypes
 import importlib
 import itertools
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
 
 _dump_counter = itertools.count(1)
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 
 
 # -- the backend ----------------------------------------------------------------------------
@@ -223,12 +225,12 @@ class Library:
                 m = self.modules[ctx.id] = Module(ctx, self.entries, self)
             return m
 
-    def any_module(self) -> Module:
-        with self.lock:
-            for m in self.modules.values():
-                if handles.peek(m.handle) is m:
-                    return m
-        return self.module_for(context.current())
+    def kernel_names(self) -> list[str]:
+        """Entry names, without compiling: a CUlibrary needs no context to be asked."""
+        names: list[str] = []
+        for entry in self.entries:
+            names.extend(n for n in _ENTRY.findall(entry.text) if n not in names)
+        return names
 
     def kernel(self, name: str | None) -> Kernel:
         if name is None:
@@ -236,7 +238,10 @@ class Library:
         with self.lock:
             k = self.kernels.get(name)
             if k is None:
-                self.any_module().function(name)  # NOT_FOUND if there is no such kernel
+                if name not in self.kernel_names():
+                    raise CudaError(E.NOT_FOUND, f"the library has no kernel named {name!r}; it "
+                                                 f"has {', '.join(self.kernel_names()) or 'none'}",
+                                    subject=name)
                 k = self.kernels[name] = Kernel(self, name)
             return k
 
@@ -430,13 +435,13 @@ def library_get_global(handle: int, name: str | None) -> tuple[int, int]:
 
 @implements("cuLibraryGetKernelCount")
 def library_kernel_count(handle: int) -> int:
-    return len(lookup_library(handle).any_module().image.kernel_names())
+    return len(lookup_library(handle).kernel_names())
 
 
 @implements("cuLibraryEnumerateKernels")
 def library_enumerate_kernels(out: int, count: int, handle: int) -> None:
     lib = lookup_library(handle)
-    names = lib.any_module().image.kernel_names()
+    names = lib.kernel_names()
     if count < len(names) or (names and out == 0):
         raise CudaError(E.INVALID_VALUE, f"room for {count} kernels, the library has {len(names)}")
     slots = (ctypes.c_uint64 * len(names)).from_address(out) if names else []

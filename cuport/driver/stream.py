@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import queue
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 
 from cuport.driver import context, handles
@@ -58,6 +60,7 @@ class Op:
             if isinstance(code, int) and isinstance(message, str):
                 self._fail(ctx, CudaError(code, message))
             else:
+                _print_traceback_once(self.what)
                 self._fail(ctx, CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}"))
         finally:
             self.done.set()
@@ -70,6 +73,17 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
+
+
+_tracebacks_shown: set[str] = set()
+
+
+def _print_traceback_once(what: str) -> None:
+    """A bug in cuport (or a backend) while running queued work: show where, once."""
+    if what not in _tracebacks_shown:
+        _tracebacks_shown.add(what)
+        print(f"cuport: {what}: internal error, answering CUDA_ERROR_UNKNOWN:", file=sys.stderr)
+        traceback.print_exc()
 
 
 class Stream:

@@ -1,63 +1,251 @@
-"""cvt: conversions between integer and floating-point types.
+"""cvt: conversions between integer and floating-point types (PTX ISA §9.7.9.21).
 
-PTX ISA §9.7.9.21 (cvt). Float → integer conversions round as `.rni/.rzi/.rmi/.rpi` say
-(or toward zero by default) and saturate: NaN gives 0, out-of-range values clamp to the
-destination range, exactly what LLVM's `fptosi.sat`/`fptoui.sat` do.
+- integer → integer: truncate or extend by the source's signedness; `.sat` clamps to the
+  destination's range.
+- float → integer: `.rni/.rzi/.rmi/.rpi` round to an integer, out-of-range values clamp to
+  the destination's range (`.sat` is implied), NaN gives 0 except when the source is f64 or
+  the destination 64-bit, where it gives 1 << (width - 1) (the manual's rule).
+- integer → float and float → narrower float: `.rn/.rz/.rm/.rp` round exactly (fprt), `.rna`
+  (ties away) for tf32.
+- float → same float with `.rni/.rzi/.rmi/.rpi`: round to an integral value.
+- `.ftz` flushes f32 inputs and results, `.sat` clamps float results to [0, 1] (NaN → +0);
+  for f16/bf16/tf32/fp8 destinations `.relu` clamps negative results to +0 (NaN stays NaN) and
+  `.satfinite` turns overflow and infinities into the largest finite value.
+- packed forms: `cvt.frnd.{f16x2,bf16x2}.f32 d, a, b` (a → upper half), `cvt.rn.satfinite
+  .{e4m3x2,e5m2x2}.{f32,f16x2}` and `cvt.rn.f16x2.{e4m3x2,e5m2x2}` (upper half ↔ upper byte).
+f32 results that are NaN are the canonical NaN 0x7fffffff, f16/bf16 ones 0x7fff.
 """
 
 from __future__ import annotations
 
 from ..ptx import ir
-from ..ptx.ir import TYPE_BITS, is_float
+from ..ptx.ir import TYPE_BITS
+from . import fprt
 from .registry import lowers
 
+_IRND = {"rni": "llvm.roundeven", "rzi": "llvm.trunc", "rmi": "llvm.floor", "rpi": "llvm.ceil"}
+_FRND = ("rn", "rz", "rm", "rp", "rna")
+_INTS = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
+_FLOATS = {"f16", "bf16", "f32", "f64"}
+_FP8 = {"e4m3x2": "e4m3", "e5m2x2": "e5m2"}
 
-def _types(ins: ir.Instr) -> tuple[str, str]:
+
+def _types(em, ins: ir.Instr) -> tuple[str, str]:
     ts = [m for m in ins.mods if m in TYPE_BITS]
     if len(ts) != 2:
-        raise ValueError(ins.text())
+        raise em.error("cvt needs a destination and a source type")
     return ts[0], ts[1]
 
 
 @lowers("cvt")
 def lower_cvt(em, ins: ir.Instr) -> None:
-    dt, st = _types(ins)
+    dt, st = _types(em, ins)
+    irnd = next((m for m in ins.mods if m in _IRND), None)
+    frnd = next((m for m in ins.mods if m in _FRND), None)
+    if "rs" in ins.mods:
+        raise em.error("cvt.rs (stochastic rounding, sm_100a) is not supported")
+    if dt in ("f16x2", "bf16x2") and st == "f32":
+        return _pack_pair(em, ins, dt[:-2], frnd)
+    if dt in _FP8:
+        return _to_fp8(em, ins, _FP8[dt], st)
+    if st in _FP8:
+        return _from_fp8(em, ins, _FP8[st], dt)
+    if dt == "tf32" and st == "f32":
+        return _to_tf32(em, ins, frnd)
+    if dt in _INTS and st in _INTS:
+        return _int_to_int(em, ins, dt, st)
+    if dt in _INTS and st in _FLOATS:
+        return _float_to_int(em, ins, dt, st, irnd)
+    if dt in _FLOATS and st in _INTS:
+        return _int_to_float(em, ins, dt, st, frnd or "rn")
+    if dt in _FLOATS and st in _FLOATS:
+        return _float_to_float(em, ins, dt, st, irnd, frnd)
+    raise em.error(f"cvt from .{st} to .{dt} is not supported")
+
+
+# ---------------------------------------------------------------- reading and writing floats
+def read_float(em, ins: ir.Instr, op, st: str):
+    """A float operand as an exact f32 (f16, bf16, f32) or f64 value; .ftz flushes f32."""
+    if st in ("f16", "bf16"):
+        return fprt.to_f32(em, em.read_bits(op, "b16"), st)
+    v = em.read(op, st)
+    return fprt.flush(em, v, st) if st == "f32" and "ftz" in ins.mods else v
+
+
+def _f32_of(em, x):
+    """An f32 carrying what a narrow rounding needs: x itself, or f64 x rounded to odd."""
+    if x.type == em.ty("f32"):
+        return x
+    return fprt.f64_to_f32(em, x, None, "ro")
+
+
+def _narrow(em, ins: ir.Instr, x, elem: str, mode: str):
+    """x (f32 or f64 value) to f16/bf16 bits with the instruction's .sat/.relu/.satfinite."""
+    t = "f32" if x.type == em.ty("f32") else "f64"
+    if "sat" in ins.mods:
+        x = fprt.saturate(em, x, t)
+    kw = {}
+    if "relu" in ins.mods:
+        kw["relu"] = True
+    if "satfinite" in ins.mods:
+        kw["satfinite"] = True
+    return fprt.from_f32(em, _f32_of(em, x), elem, mode, **kw)
+
+
+def _finish_f32(em, ins: ir.Instr, v) -> None:
+    v = fprt.canon_nan(em, v, "f32")
+    if "ftz" in ins.mods:
+        v = fprt.flush(em, v, "f32")
+    if "sat" in ins.mods:
+        v = fprt.saturate(em, v, "f32")
+    em.write(ins.args[0], "f32", v)
+
+
+def _finish_f64(em, ins: ir.Instr, v) -> None:
+    if "sat" in ins.mods:
+        v = fprt.saturate(em, v, "f64")
+    em.write(ins.args[0], "f64", v)
+
+
+# ---------------------------------------------------------------- integer sources and results
+def _int_to_int(em, ins: ir.Instr, dt: str, st: str) -> None:
     b = em.b
-    if not is_float(dt) and not is_float(st):
-        v = em.read_bits(ins.args[1], st)
-        dn, sn = TYPE_BITS[dt], TYPE_BITS[st]
-        if "sat" in ins.mods:
-            raise em.error("cvt.sat between integers is not supported yet")
-        if dn < sn:
-            v = b.trunc(v, em.bty(dt))
-        elif dn > sn:
-            v = b.sext(v, em.bty(dt)) if st[0] == "s" else b.zext(v, em.bty(dt))
-        em.write(ins.args[0], dt, v)
-        return
-    if is_float(st) and not is_float(dt) and dt[0] in "su":
-        x = em.read(ins.args[1], st)
-        mode = next((m for m in ins.mods if m in ("rni", "rzi", "rmi", "rpi")), "rzi")
-        fn = {"rni": "llvm.roundeven", "rzi": "llvm.trunc", "rmi": "llvm.floor", "rpi": "llvm.ceil"}[mode]
-        x = em.intrinsic(fn, [x])
-        name = "llvm.fptosi.sat" if dt[0] == "s" else "llvm.fptoui.sat"
-        rt = em.bty(dt)
-        em.write(ins.args[0], dt, em.intrinsic(name, [x], overload=[rt, x.type], ret=rt))
-        return
-    if not is_float(st) and dt in ("f32", "f64"):
-        v = em.read_bits(ins.args[1], st)
-        mode = next((m for m in ins.mods if m in ("rn", "rz", "rm", "rp")), "rn")
-        if mode != "rn":
-            raise em.error(f"cvt.{mode} from an integer is not supported yet")
-        f = b.sitofp if st[0] == "s" else b.uitofp
-        em.write(ins.args[0], dt, f(v, em.ty(dt)))
-        return
-    if st == "f32" and dt == "f64":
-        em.write(ins.args[0], dt, b.fpext(em.read(ins.args[1], st), em.ty(dt)))
-        return
-    if st == "f64" and dt == "f32":
-        mode = next((m for m in ins.mods if m in ("rn", "rz", "rm", "rp")), "rn")
-        if mode != "rn":
-            raise em.error(f"cvt.{mode}.f32.f64 is not supported yet")
-        em.write(ins.args[0], dt, b.fptrunc(em.read(ins.args[1], st), em.ty(dt)))
-        return
-    raise em.error(f"cvt from .{st} to .{dt} is not supported yet")
+    v = em.read_bits(ins.args[1], st)
+    dn, sn = TYPE_BITS[dt], TYPE_BITS[st]
+    ss, ds = st[0] == "s", dt[0] == "s"
+    if "sat" in ins.mods:
+        w = max(dn, sn) + 1
+        x = b.sext(v, _ity(em, w)) if ss else b.zext(v, _ity(em, w))
+        lo = -(1 << (dn - 1)) if ds else 0
+        hi = (1 << (dn - 1)) - 1 if ds else (1 << dn) - 1
+        x = b.select(b.icmp_signed("<", x, em.const_int(w, lo)), em.const_int(w, lo), x)
+        x = b.select(b.icmp_signed(">", x, em.const_int(w, hi)), em.const_int(w, hi), x)
+        v = b.trunc(x, em.bty(dt))
+    elif dn < sn:
+        v = b.trunc(v, em.bty(dt))
+    elif dn > sn:
+        v = b.sext(v, em.bty(dt)) if ss else b.zext(v, em.bty(dt))
+    em.write(ins.args[0], dt, v)
+
+
+def _ity(em, width: int):
+    from llvmlite import ir as ll
+
+    t = ll.IntType(width)
+    return ll.VectorType(t, 32) if em.vec else t
+
+
+def _float_to_int(em, ins: ir.Instr, dt: str, st: str, irnd: str | None) -> None:
+    b = em.b
+    x = read_float(em, ins, ins.args[1], st)
+    x = em.intrinsic(_IRND[irnd or "rzi"], [x])
+    rt = em.bty(dt)
+    name = "llvm.fptosi.sat" if dt[0] == "s" else "llvm.fptoui.sat"
+    v = em.intrinsic(name, [x], overload=[rt, x.type], ret=rt)
+    n = TYPE_BITS[dt]
+    if st == "f64" or n == 64:
+        v = b.select(fprt.is_nan(em, x), em.const_int(n, 1 << (n - 1)), v)
+    em.write(ins.args[0], dt, v)
+
+
+def _int_to_float(em, ins: ir.Instr, dt: str, st: str, mode: str) -> None:
+    b = em.b
+    v = em.read_bits(ins.args[1], st)
+    signed, sn = st[0] == "s", TYPE_BITS[st]
+    if mode == "rna":
+        raise em.error("cvt.rna from an integer")
+    if dt in ("f32", "f64") and mode == "rn":
+        r = (b.sitofp if signed else b.uitofp)(v, em.ty(dt))
+        return _finish_f32(em, ins, r) if dt == "f32" else _finish_f64(em, ins, r)
+    s, e = fprt.int_to_f64_pair(em, v, signed, sn)
+    if dt == "f64":
+        return _finish_f64(em, ins, s if e is None else fprt.adjust_f64(em, s, e, mode))
+    if dt == "f32":
+        return _finish_f32(em, ins, fprt.f64_to_f32(em, s, e, mode))
+    x = fprt.f64_to_f32(em, s, e, "ro")
+    em.write(ins.args[0], "b16", _narrow(em, ins, x, dt, mode))
+
+
+# ---------------------------------------------------------------- float to float
+def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd: str | None) -> None:
+    b = em.b
+    x = read_float(em, ins, ins.args[1], st)
+    if irnd is not None:
+        if dt != st:
+            raise em.error("integer rounding between float types of different sizes")
+        x = em.intrinsic(_IRND[irnd], [x])
+    if dt == "f64":
+        return _finish_f64(em, ins, x if x.type == em.ty("f64") else b.fpext(x, em.ty("f64")))
+    if dt == "f32":
+        if x.type == em.ty("f64"):
+            mode = frnd or "rn"
+            x = b.fptrunc(x, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, x, None, mode)
+        return _finish_f32(em, ins, x)
+    # f16 / bf16 destinations (exact when the source is the same type)
+    mode = frnd or "rn"
+    if mode == "rna":
+        raise em.error(f"cvt.rna to .{dt}")
+    h = _narrow(em, ins, x, dt, mode)
+    if "ftz" in ins.mods and dt == "f16" and st == "f16":
+        h = fprt.flush_bits(em, h, "f16")
+    em.write(ins.args[0], "b16", h)
+
+
+# ---------------------------------------------------------------- packed and special formats
+def _pack_pair(em, ins: ir.Instr, elem: str, frnd: str | None) -> None:
+    """cvt.frnd.{f16x2,bf16x2}.f32 d, a, b: a goes to the upper half, b to the lower."""
+    mode = frnd or "rn"
+    if mode not in ("rn", "rz"):
+        raise em.error(f"cvt.{mode} to .{elem}x2")
+    hi = _narrow(em, ins, em.read(ins.args[1], "f32"), elem, mode)
+    lo = _narrow(em, ins, em.read(ins.args[2], "f32"), elem, mode)
+    b = em.b
+    v = b.or_(b.shl(b.zext(hi, em.bty("b32")), em.const_int(32, 16)), b.zext(lo, em.bty("b32")))
+    em.write(ins.args[0], "b32", v)
+
+
+def _to_tf32(em, ins: ir.Instr, frnd: str | None) -> None:
+    """cvt.{rna,rn,rz}{.satfinite}{.relu}.tf32.f32: 10 mantissa bits, the low 13 bits zero."""
+    mode = frnd or "rna"
+    if mode not in ("rna", "rn", "rz"):
+        raise em.error(f"cvt.{mode}.tf32.f32")
+    b = em.b
+    x = em.read(ins.args[1], "f32")
+    code = fprt.round_small(em, x, "tf32", mode, satfinite="satfinite" in ins.mods, relu="relu" in ins.mods)
+    v = b.shl(code, em.const_int(32, 13))
+    v = b.select(fprt.is_nan(em, x), em.const_int(32, 0x7FFFFFFF), v)
+    em.write(ins.args[0], "b32", v)
+
+
+def _to_fp8(em, ins: ir.Instr, fmt: str, st: str) -> None:
+    """cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b (a → upper byte) and
+    cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.{f16x2,bf16x2} d, a (upper half → upper byte)."""
+    b = em.b
+    if next((m for m in ins.mods if m in _FRND), None) != "rn" or "satfinite" not in ins.mods:
+        raise em.error("conversions to fp8 need .rn.satfinite")
+    if st == "f32":
+        xs = [em.read(ins.args[1], "f32"), em.read(ins.args[2], "f32")]
+    elif st in ("f16x2", "bf16x2"):
+        v = em.read_bits(ins.args[1], "b32")
+        hs = [b.trunc(b.lshr(v, em.const_int(32, 16)), em.bty("b16")), b.trunc(v, em.bty("b16"))]
+        xs = [fprt.to_f32(em, h, st[:-2]) for h in hs]
+    else:
+        raise em.error(f"cvt from .{st} to fp8")
+    hi, lo = (fprt.round_small(em, x, fmt, "rn", satfinite=True, relu="relu" in ins.mods) for x in xs)
+    v = b.or_(b.shl(hi, em.const_int(32, 8)), lo)
+    em.write(ins.args[0], "b16", b.trunc(v, em.bty("b16")))
+
+
+def _from_fp8(em, ins: ir.Instr, fmt: str, dt: str) -> None:
+    """cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a: each byte exactly to f16, upper to upper."""
+    if dt != "f16x2":
+        raise em.error(f"cvt from fp8 to .{dt}")
+    b = em.b
+    a = b.zext(em.read_bits(ins.args[1], "b16"), em.bty("b32"))
+    out = []
+    for byte in (b.and_(a, em.const_int(32, 0xFF)), b.lshr(a, em.const_int(32, 8))):
+        x = fprt.small_to_f32(em, byte, fmt)
+        out.append(fprt.from_f32(em, x, "f16", "rn", **({"relu": True} if "relu" in ins.mods else {})))
+    v = b.or_(b.zext(out[0], em.bty("b32")), b.shl(b.zext(out[1], em.bty("b32")), em.const_int(32, 16)))
+    em.write(ins.args[0], "b32", v)
+

@@ -1,6 +1,7 @@
 """Import every instruction family so that its lowerings register themselves."""
 
 from . import (  # noqa: F401
+    atomics,
     bits,
     compare,
     control,
@@ -10,4 +11,5 @@ from . import (  # noqa: F401
     integer,
     memory,
     simd_video,
+    warp,
 )

@@ -1,51 +1,41 @@
-"""Floating-point arithmetic on f32 and f64: add, sub, mul, fma, mad, div, neg, abs, min, max.
+"""Floating-point instructions on f32 and f64 (PTX ISA §9.7.3): add sub mul fma mad div rcp
+sqrt rsqrt sin cos lg2 ex2 tanh neg abs min max copysign testp. The f16/bf16 forms of the
+shared opcodes are handed to cuport.isa.half.
 
-PTX ISA §9.7.3 (Floating-Point Instructions). IEEE instructions round as their modifier
-says (.rn by default), `.ftz` flushes subnormal inputs and results to sign-preserving zero,
-`.sat` clamps to [0, 1] (NaN → 0). A `mul` followed by an `add` is never fused.
+IEEE instructions round as `.rn/.rz/.rm/.rp` say (directed modes exactly, see fprt), `.ftz`
+flushes f32 subnormal inputs and results to zero of the same sign (f64 never flushes),
+`.sat` clamps to [0, 1] with NaN → +0. A `mul` followed by an `add` is never fused. f32
+results that are NaN are the GPU's canonical NaN 0x7fffffff.
+
+Approximate instructions follow the GPU's special cases and stay within the documented error
+(div.approx 2 ulp for |b| in [2^-126, 2^126] and zero beyond; rcp.approx 1 ulp; sqrt.approx
+2^-23 relative; rsqrt.approx 2^-22.9; ex2.approx 2 ulp; lg2.approx 2^-22 absolute in (0.5, 2),
+relative elsewhere; sin/cos.approx 2^-20.5 absolute in [-2pi, 2pi]; tanh.approx 2^-11
+relative). Our values are closer to the exact ones than the hardware's; sin/cos reproduce the
+hardware's argument reduction (x * 1/2pi rounded towards zero in f32), so large arguments
+drift from the true sine exactly as they do on the GPU.
 """
 
 from __future__ import annotations
 
-from llvmlite import ir as ll
-
 from ..ptx import ir
+from . import fprt, half
+from .fprt import flush, saturate  # noqa: F401 (used by compare.py and others)
 from .registry import lowers, type_suffix
 
 _ROUND = ("rn", "rz", "rm", "rp")
+_LLOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
-def rounding(ins: ir.Instr) -> str:
-    return next((m for m in ins.mods if m in _ROUND), "rn")
+def rounding(ins: ir.Instr, default: str | None = "rn") -> str | None:
+    return next((m for m in ins.mods if m in _ROUND), default)
 
 
-def flush(em, v, t: str):
-    """Subnormal → signed zero (the .ftz rule), for f32; f64 is never flushed."""
-    if t != "f32":
-        return v
-    b = em.b
-    bits = em.to_bits(v, "f32")
-    exp = b.and_(bits, em.const_int(32, 0x7F800000))
-    is_sub = b.icmp_unsigned("==", exp, em.const_int(32, 0))
-    flushed = b.select(is_sub, b.and_(bits, em.const_int(32, 0x80000000)), bits)
-    return em.to_value(flushed, "f32")
-
-
-def saturate(em, v, t: str):
-    b = em.b
-    zero, one = em.const(t, 0.0), em.const(t, 1.0)
-    v = b.select(b.fcmp_unordered("uno", v, v), zero, v)  # NaN → 0
-    v = b.select(b.fcmp_ordered("<", v, zero), zero, v)  # also turns -0.0 into +0.0
-    v = b.select(b.fcmp_ordered("==", v, zero), zero, v)
-    return b.select(b.fcmp_ordered(">", v, one), one, v)
-
-
-def finish(em, ins: ir.Instr, t: str, v) -> None:
-    if "ftz" in ins.mods:
-        v = flush(em, v, t)
-    if "sat" in ins.mods:
-        v = saturate(em, v, t)
-    em.write(ins.args[0], t, v)
+def _check(em, ins: ir.Instr, t: str) -> None:
+    if t not in ("f32", "f64"):
+        raise em.error(f"`{ins.op}` on .{t} is not supported")
+    if t == "f64" and "ftz" in ins.mods and "approx" not in ins.mods:
+        raise em.error("`.ftz` on an f64 instruction")
 
 
 def operands(em, ins: ir.Instr, t: str, n: int):
@@ -55,46 +45,288 @@ def operands(em, ins: ir.Instr, t: str, n: int):
     return vals
 
 
-def with_rounding(em, ins: ir.Instr, t: str, op: str, args: list):
-    """Apply `op` (fadd/fsub/fmul/fdiv/fma/sqrt) in the rounding mode the instruction names."""
-    b = em.b
-    mode = rounding(ins)
+def finish(em, ins: ir.Instr, t: str, v) -> None:
+    """Canonical NaN, then .ftz on the result, then .sat; write the destination."""
+    v = fprt.canon_nan(em, v, t)
+    if "ftz" in ins.mods:
+        v = flush(em, v, t)
+    if "sat" in ins.mods:
+        v = saturate(em, v, t)
+    em.write(ins.args[0], t, v)
+
+
+def compute(em, t: str, op: str, args: list, mode: str):
+    """fadd/fsub/fmul/fdiv/fma/sqrt of `args` rounded in `mode`."""
     if mode == "rn":
         if op == "fma":
             return em.intrinsic("llvm.fma", args)
         if op == "sqrt":
             return em.intrinsic("llvm.sqrt", args)
-        return getattr(b, op)(*args)
-    raise em.error(f"rounding mode .{mode} is not supported yet")
+        return getattr(em.b, op)(*args)
+    if t == "f32":
+        return fprt.directed_f32(em, op, args, mode)
+    return fprt.strict(em, op, args, mode)
 
 
 @lowers("add", "sub", "mul", kind="float")
 def lower_add(em, ins: ir.Instr) -> None:
     t = type_suffix(ins)
+    if t in half.HALF:
+        return half.lower_arith(em, ins)
+    _check(em, ins, t)
     a, c = operands(em, ins, t, 2)
-    v = with_rounding(em, ins, t, {"add": "fadd", "sub": "fsub", "mul": "fmul"}[ins.op], [a, c])
-    finish(em, ins, t, v)
+    finish(em, ins, t, compute(em, t, _LLOP[ins.op], [a, c], rounding(ins)))
 
 
 @lowers("fma", "mad", kind="float")
 def lower_fma(em, ins: ir.Instr) -> None:
+    """fma.rnd and mad.rnd (the same instruction since sm_20); mad.f32 without a rounding
+    modifier is legacy PTX that ptxas reads as mad.rn.f32."""
     t = type_suffix(ins)
+    if t in half.HALF:
+        return half.lower_fma(em, ins)
+    if [m for m in ins.mods if m in ("f16", "bf16")]:
+        raise em.error("mixed-precision fma (.f32.f16/.f32.bf16, sm_100) is not supported")
+    _check(em, ins, t)
     a, c, d = operands(em, ins, t, 3)
-    finish(em, ins, t, with_rounding(em, ins, t, "fma", [a, c, d]))
+    finish(em, ins, t, compute(em, t, "fma", [a, c, d], rounding(ins)))
 
 
-@lowers("neg", kind="float")
+def _f32_approx(ins: ir.Instr) -> bool:
+    """Legacy PTX (ISA < 1.4) without .approx/.full/.rnd means the approximate, flushing form."""
+    return "approx" in ins.mods or rounding(ins, None) is None
+
+
+@lowers("div", kind="float")
+def lower_div(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    _check(em, ins, t)
+    b = em.b
+    mode = rounding(ins, None)
+    if t == "f64" or mode is not None:
+        a, c = operands(em, ins, t, 2)
+        return finish(em, ins, t, compute(em, t, "fdiv", [a, c], mode or "rn"))
+    ftz = "ftz" in ins.mods or mode is None and "full" not in ins.mods and "approx" not in ins.mods
+    a, c = (em.read(x, t) for x in ins.args[1:3])
+    if ftz:
+        a, c = flush(em, a, t), flush(em, c, t)
+    if "full" in ins.mods:
+        v = b.fdiv(a, c)
+    else:
+        # d = a * (1/b); the reciprocal of |b| > 2^126 is subnormal and the hardware's
+        # reciprocal flushes it: the quotient is a zero of the right sign (NaN when a is inf)
+        r = b.fdiv(em.const(t, 1.0), c)
+        big = b.fcmp_ordered(">", em.intrinsic("llvm.fabs", [c]), em.const(t, 2.0 ** 126))
+        r = b.select(big, flush(em, r, t), r)
+        v = b.fmul(a, r)
+    v = fprt.canon_nan(em, v, t)
+    em.write(ins.args[0], t, flush(em, v, t) if ftz else v)
+
+
+@lowers("rcp")
+def lower_rcp(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    if t == "f64" and "approx" in ins.mods:
+        return _upper_word_f64(em, ins, "rcp")
+    _check(em, ins, t)
+    mode = rounding(ins, None)
+    if t == "f32" and mode is None:
+        # rcp.approx.f32: 1 ulp; the correctly rounded reciprocal is within it
+        (a,) = operands(em, ins, t, 1)
+        if "approx" not in ins.mods:  # legacy rcp.f32 = rcp.approx.ftz.f32
+            a = flush(em, a, t)
+        v = em.b.fdiv(em.const(t, 1.0), a)
+        v = fprt.canon_nan(em, v, t)
+        em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods or "approx" not in ins.mods else v)
+        return
+    (a,) = operands(em, ins, t, 1)
+    finish(em, ins, t, compute(em, t, "fdiv", [em.const(t, 1.0), a], mode or "rn"))
+
+
+@lowers("sqrt")
+def lower_sqrt(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    _check(em, ins, t)
+    mode = rounding(ins, None)
+    legacy = t == "f32" and mode is None and "approx" not in ins.mods
+    (a,) = operands(em, ins, t, 1)
+    if legacy:
+        a = flush(em, a, t)
+    v = compute(em, t, "sqrt", [a], mode or "rn")  # sqrt.approx: 2^-23 relative, exact here
+    v = fprt.canon_nan(em, v, t)
+    if "ftz" in ins.mods or legacy:
+        v = flush(em, v, t)
+    em.write(ins.args[0], t, v)
+
+
+@lowers("rsqrt")
+def lower_rsqrt(em, ins: ir.Instr) -> None:
+    t = type_suffix(ins)
+    if t == "f64" and "ftz" in ins.mods:
+        return _upper_word_f64(em, ins, "rsqrt")
+    _check(em, ins, t)
+    b = em.b
+    (a,) = operands(em, ins, t, 1)
+    legacy = t == "f32" and "approx" not in ins.mods
+    if legacy:
+        a = flush(em, a, t)
+    # two correct roundings: within 2^-23 relative of 1/sqrt(a) (the GPU: 2^-22.9)
+    v = b.fdiv(em.const(t, 1.0), em.intrinsic("llvm.sqrt", [a]))
+    v = fprt.canon_nan(em, v, t)
+    em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods or legacy else v)
+
+
+def _upper_word_f64(em, ins: ir.Instr, op: str) -> None:
+    """rcp.approx.ftz.f64 / rsqrt.approx.ftz.f64: computed from the upper 32 bits of the
+    operand (sign, exponent, 20 mantissa bits); the lower 32 result bits are zero; subnormal
+    inputs and results flush; NaN gives 0x7fffffff00000000."""
+    b = em.b
+    hi_mask = em.const_int(64, 0xFFFFFFFF00000000)
+    x = em.read_bits(ins.args[1], "b64")
+    a = em.to_value(b.and_(x, hi_mask), "f64")
+    a = _flush_f64(em, a)
+    one = em.const("f64", 1.0)
+    v = b.fdiv(one, a) if op == "rcp" else b.fdiv(one, em.intrinsic("llvm.sqrt", [a]))
+    v = _flush_f64(em, v)
+    bits = b.and_(em.to_bits(v, "f64"), hi_mask)
+    bits = b.select(fprt.is_nan(em, v), em.const_int(64, 0x7FFFFFFF00000000), bits)
+    em.write(ins.args[0], "f64", bits)
+
+
+def _flush_f64(em, v):
+    b = em.b
+    bits = em.to_bits(v, "f64")
+    sub = b.icmp_unsigned("==", b.and_(bits, em.const_int(64, 0x7FF0000000000000)), em.const_int(64, 0))
+    return em.to_value(b.select(sub, b.and_(bits, em.const_int(64, 1 << 63)), bits), "f64")
+
+
+_APPROX = {
+    "sin": lambda em, x: fprt.sincos_f32(em, x, "sin"),
+    "cos": lambda em, x: fprt.sincos_f32(em, x, "cos"),
+    "lg2": fprt.lg2_f32,
+    "ex2": fprt.ex2_f32,
+    "tanh": fprt.tanh_f32,
+}
+
+
+@lowers("sin", "cos", "lg2", "ex2", "tanh")
+def lower_approx(em, ins: ir.Instr) -> None:
+    """The special-function-unit approximations (.approx; legacy PTX without it flushes)."""
+    t = type_suffix(ins)
+    if t in half.HALF and ins.op in ("ex2", "tanh"):
+        return half.lower_approx(em, ins)
+    if t != "f32":
+        raise em.error(f"`{ins.op}` on .{t} is not supported")
+    ftz = "ftz" in ins.mods or "approx" not in ins.mods
+    x = em.read(ins.args[1], t)
+    if ftz:
+        x = flush(em, x, t)
+    v = _APPROX[ins.op](em, x)
+    em.write(ins.args[0], t, flush(em, v, t) if ftz else v)
+
+
+@lowers("neg", "abs", kind="float")
 def lower_neg(em, ins: ir.Instr) -> None:
+    """Sign-bit operations. The GPU implements f32 neg/abs as an FADD with operand modifiers,
+    so a NaN input comes out as the canonical NaN; f64 keeps the NaN's bits."""
     t = type_suffix(ins)
+    if t in half.HALF:
+        return half.lower_signop(em, ins)
+    _check(em, ins, t)
+    b = em.b
     (a,) = operands(em, ins, t, 1)
-    finish(em, ins, t, em.b.fneg(a))
+    w = 32 if t == "f32" else 64
+    x = em.to_bits(a, t)
+    sign = em.const_int(w, 1 << (w - 1))
+    x = b.xor(x, sign) if ins.op == "neg" else b.and_(x, em.const_int(w, (1 << (w - 1)) - 1))
+    v = fprt.canon_nan(em, em.to_value(x, t), t)
+    em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods else v)
 
 
-@lowers("abs", kind="float")
-def lower_abs(em, ins: ir.Instr) -> None:
+@lowers("min", "max", kind="float")
+def lower_minmax(em, ins: ir.Instr) -> None:
+    """PTX min/max: a NaN operand is ignored (both NaN → canonical NaN), -0 < +0; `.NaN`
+    propagates NaN; `.abs` compares magnitudes, `.xorsign` then gives the result the XOR of
+    the operands' signs; three operands (sm_100) chain the two-operand form."""
     t = type_suffix(ins)
-    (a,) = operands(em, ins, t, 1)
-    finish(em, ins, t, em.intrinsic("llvm.fabs", [a]))
+    if t in half.HALF:
+        return half.lower_minmax(em, ins)
+    _check(em, ins, t)
+    if "xorsign" in ins.mods and t != "f32":
+        raise em.error("`.xorsign` on f64")
+    n = len(ins.args) - 1
+    vals = operands(em, ins, t, n)
+    v = minmax_values(em, ins, t, vals)
+    if "ftz" in ins.mods:
+        v = flush(em, v, t)
+    em.write(ins.args[0], t, v)
 
 
-del ll
+def minmax_values(em, ins: ir.Instr, t: str, vals: list):
+    """min/max of float values of type `t` (f32 or f64, f16/bf16 passed in as f32) with the
+    instruction's modifiers; NaN results are the canonical NaN of `t`."""
+    b = em.b
+    xorsign = None
+    if "xorsign" in ins.mods:
+        xorsign = b.xor(fprt.signbit(em, vals[0], _bt(t)), fprt.signbit(em, vals[1], _bt(t)))
+    if "abs" in ins.mods:
+        vals = [em.intrinsic("llvm.fabs", [v]) for v in vals]
+    name = ("llvm.minimum" if ins.op == "min" else "llvm.maximum") if "NaN" in ins.mods else \
+        ("llvm.minimumnum" if ins.op == "min" else "llvm.maximumnum")
+    v = vals[0]
+    for c in vals[1:]:
+        v = em.intrinsic(name, [v, c])
+    if xorsign is not None:
+        neg = em.b.fneg(em.intrinsic("llvm.fabs", [v]))
+        v = b.select(b.and_(xorsign, b.not_(fprt.is_nan(em, v))), neg, em.intrinsic("llvm.fabs", [v]))
+        # `.abs` already made v non-negative; the sign is now the XOR of the inputs' signs
+    nanbits = {"f32": 0x7FFFFFFF, "f64": 0x7FFFFFFFFFFFFFFF}[_bt(t)]
+    return b.select(fprt.is_nan(em, v), em.const_bits(_bt(t), nanbits), v)
+
+
+def _bt(t: str) -> str:
+    return "f64" if t == "f64" else "f32"
+
+
+@lowers("copysign")
+def lower_copysign(em, ins: ir.Instr) -> None:
+    """copysign d, a, b: b's magnitude with a's sign (note the operand order)."""
+    t = type_suffix(ins)
+    _check(em, ins, t)
+    b = em.b
+    w = 32 if t == "f32" else 64
+    a = em.read_bits(ins.args[1], t)
+    c = em.read_bits(ins.args[2], t)
+    sign = em.const_int(w, 1 << (w - 1))
+    em.write(ins.args[0], t, b.or_(b.and_(a, sign), b.and_(c, b.not_(sign))))
+
+
+@lowers("testp")
+def lower_testp(em, ins: ir.Instr) -> None:
+    """testp.{finite,infinite,number,notanumber,normal,subnormal}; zero counts as normal."""
+    t = type_suffix(ins)
+    _check(em, ins, t)
+    b = em.b
+    w, expmask = (32, 0x7F800000) if t == "f32" else (64, 0x7FF0000000000000)
+    x = em.read_bits(ins.args[1], t)
+    mag = b.and_(x, em.const_int(w, (1 << (w - 1)) - 1))
+    exp = b.and_(x, em.const_int(w, expmask))
+    c = em.const_int
+
+    def u(op, x, y):
+        return b.icmp_unsigned(op, x, y)
+
+    test = next(m for m in ins.mods if m in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"))
+    if test == "finite":
+        p = u("!=", exp, c(w, expmask))
+    elif test == "infinite":
+        p = u("==", mag, c(w, expmask))
+    elif test == "number":
+        p = u("<=", mag, c(w, expmask))
+    elif test == "notanumber":
+        p = u(">", mag, c(w, expmask))
+    elif test == "normal":
+        p = b.and_(u("!=", exp, c(w, expmask)), b.or_(u("!=", exp, c(w, 0)), u("==", mag, c(w, 0))))
+    else:
+        p = b.and_(u("==", exp, c(w, 0)), u("!=", mag, c(w, 0)))
+    em.write(ins.args[0], "pred", p)

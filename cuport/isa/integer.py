@@ -294,11 +294,31 @@ def lower_div_rem(em, ins: ir.Instr) -> None:
                      b.icmp_unsigned("==", c, em.const_int(n, -1)))
         bad = b.or_(zero, ovf)
     safe = b.select(bad, em.const_int(n, 1), c)
-    if ins.op == "div":
+    if em.vec and n <= 32 and not isinstance(ins.args[2], ir.Imm):
+        q = _vector_divide(em, ins.op, a, safe, sgn)
+    elif ins.op == "div":
         q = b.sdiv(a, safe) if sgn else b.udiv(a, safe)
     else:
         q = b.srem(a, safe) if sgn else b.urem(a, safe)
     em.write(ins.args[0], t, b.select(zero, em.const_int(n, -1), q))
+
+
+def _vector_divide(em, op: str, a, c, sgn: bool):
+    """div/rem of up to 32-bit lanes through f64, which x86 divides 4 or 8 lanes at a time
+    (integer vector division is 32 scalar divisions).
+
+    Exact: for |a| < 2^53 the rounding error of a/c is below 1/|c|, the smallest distance from
+    a non-integer quotient to the next integer, so truncating the rounded quotient gives the
+    integer quotient. (A constant divisor keeps the integer form, which LLVM turns into a
+    multiplication.)
+    """
+    b = em.b
+    f64 = ll.VectorType(ll.DoubleType(), LANES)
+    if sgn:
+        q = b.fptosi(b.fdiv(b.sitofp(a, f64), b.sitofp(c, f64)), a.type)
+    else:
+        q = b.fptoui(b.fdiv(b.uitofp(a, f64), b.uitofp(c, f64)), a.type)
+    return q if op == "div" else b.sub(a, b.mul(q, c))
 
 
 # ---------------------------------------------------------------- min, max, abs, neg

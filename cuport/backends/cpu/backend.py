@@ -234,8 +234,8 @@ class CpuBackend:
 
     # ------------------------------------------------------------ compile
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int]):
-        key = cache.make_key(module.text_key, kernel, repr(block), __version__, jit.host_description(),
-                             str(self.pool.n))
+        key = cache.make_key(module.text_key, kernel, repr(block), __version__, cache.code_fingerprint(),
+                             jit.host_description(), str(self.pool.n))
         hit = cache.load(key)
         if hit is not None:
             obj, meta = hit

@@ -29,6 +29,23 @@ def enabled() -> bool:
     return os.environ.get("CUPORT_CACHE", "1") not in ("0", "off", "no")
 
 
+_fingerprint: str | None = None
+
+
+def code_fingerprint() -> str:
+    """A hash of the compiler's own source: a changed cuport never reuses stale objects."""
+    global _fingerprint
+    if _fingerprint is None:
+        root = Path(__file__).resolve().parents[2]
+        h = hashlib.sha256()
+        for sub in ("ptx", "passes", "isa", "backends"):
+            for p in sorted((root / sub).rglob("*.py")):
+                h.update(p.relative_to(root).as_posix().encode())
+                h.update(p.read_bytes())
+        _fingerprint = h.hexdigest()[:16]
+    return _fingerprint
+
+
 def make_key(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:

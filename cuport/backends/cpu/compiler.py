@@ -269,6 +269,7 @@ class ModuleCompiler:
         self.uses_barriers = any(
             isinstance(s, ir.Instr) and cfgmod.is_barrier(s) for s in (self.kernel.body or ())
         )
+        self.simple_barriers = self._all_barriers_simple()
         self._declare_runtime()
         self._emitters: dict[str, FunctionEmitter] = {}
         kem = self._make_emitter(self.kernel)
@@ -290,6 +291,28 @@ class ModuleCompiler:
             host_symbols=list(self.host_symbols),
         )
         return self.llmod, info
+
+    def _all_barriers_simple(self) -> bool:
+        """True when every barrier is an unguarded `bar.sync 0` / `barrier.sync 0` (or bar.red
+        on barrier 0) without a thread count, in converged code: then warps only ever wait for
+        the whole block, and a round-robin over the warps implements the barrier."""
+        g = cfgmod.build(self.kernel)
+        div = divergence.analyze(g, self.block)
+        for blk in g.blocks:
+            t = blk.term
+            if t is None or not cfgmod.is_barrier(t):
+                continue
+            if t.guard is not None or blk.index in div.split_blocks:
+                return False
+            args = list(t.args)
+            if "red" in t.mods:
+                args = args[1:]
+                if len(args) != 2:
+                    return False
+                args = args[:1]
+            if len(args) != 1 or not isinstance(args[0], ir.Imm) or args[0].value != 0:
+                return False
+        return True
 
     def _declare_runtime(self) -> None:
         self.globaltimer_fn = ll.Function(self.llmod, ll.FunctionType(I64, []), name="cuport_globaltimer")
@@ -407,13 +430,22 @@ class ModuleCompiler:
         b.position_at_end(fin)
         b.ret(i32c(0))
         b.position_at_end(more)
+        if self.simple_barriers:
+            # every live warp waits at barrier 0: the round completes it
+            b.store(b.load(b.gep(blk, [i64c(L.BS_RED)], source_etype=I8), typ=I32),
+                    b.gep(blk, [i64c(L.BS_REDOUT)], source_etype=I8))
+            b.store(i32c(0), b.gep(blk, [i64c(L.BS_RED)], source_etype=I8))
+            b.branch(round_bb)
+            return self._emit_worker(rb, nw, wsb)
         ev1 = b.load(b.gep(blk, [i64c(L.BS_EVENTS)], source_etype=I8), typ=I32)
         stuck = rb.append_basic_block("stuck")
         b.cbranch(b.icmp_unsigned("==", ev0, ev1), stuck, round_bb)
         b.position_at_end(stuck)
         self.emit_error(b, ctx, blk, L.ERR_DEADLOCK, self.kernel.line)
         b.ret(i32c(FAILED))
+        self._emit_worker(rb, nw, wsb)
 
+    def _emit_worker(self, rb: ll.Function, nw: int, wsb: int) -> None:
         # ---- worker(ctx, worker_id)
         wf = ll.Function(self.llmod, ll.FunctionType(VOID, [PTR, I32]), name="worker")
         ctx, wid = wf.args

@@ -36,6 +36,8 @@ from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle,
 
 W = L.WARP
 ALL = (1 << W) - 1
+from ...passes.shapes import UNIFORM as UNIFORM_SHAPE  # noqa: E402
+from ...passes.shapes import access_pattern  # noqa: E402
 
 # warp function return codes
 DONE, SUSPENDED, FAILED = 0, 1, 2
@@ -49,6 +51,24 @@ class UnsupportedError(Exception):
         super().__init__(where + message + (f" (`{text}`)" if text else ""))
         self.line = line
         self.detail = message
+
+
+@dataclass
+class SegPtrs:
+    """Addresses of a warp-wide access known (checked) to be `kind` in runs of `seg` lanes:
+    one scalar pointer per run, to its first lane's address."""
+
+    kind: str
+    seg: int
+    ptrs: list
+    base: str
+    shape: object
+
+    @property
+    def type(self) -> ll.Type:
+        # looks like <32 x ptr> to code that only asks for the type; em.load/em.store and
+        # em.offset_ptrs are the only consumers of its contents
+        return vec(PTR)
 
 
 @dataclass
@@ -138,6 +158,9 @@ class FunctionEmitter:
         self.local_warp = b.gep(local_all, [b.mul(b.zext(self.warp, I64), i64c(W * win))], source_etype=I8)
         # ---- dispatch state: targets of pending lanes
         self._plan_dispatch()
+        from ...passes.shapes import predict
+
+        self.shapes = predict(self.cfg, self.div, self.mc.block)
         # ---- frames: this function's .local variables, .param variables of calls
         self._layout_locals()
         self._layout_params()
@@ -176,6 +199,21 @@ class FunctionEmitter:
         nt = max(len(self.targets), 1)
         self.nwords = (nt + 63) // 64
         b = self.b
+        self.simple_barriers = self.is_kernel and self.mc.simple_barriers
+        if self.simple_barriers:
+            # converged barriers need no pending masks: their continuations are not targets
+            conts = {blk.succs[0] for blk in self.barriers}
+            still = set()
+            for blk in self.blocks:
+                if blk.index in self.div.split_blocks or blk.index in self.div.divergent_branches:
+                    still.update(blk.succs)
+                t = blk.term
+                if t is not None and t.guard is not None and t.op in ("ret", "exit"):
+                    still.update(blk.succs)
+            self.targets = sorted(x for x in self.targets if x not in conts or x in still)
+            self.rank = {t: i for i, t in enumerate(self.targets)}
+            nt = max(len(self.targets), 1)
+            self.nwords = (nt + 63) // 64
         if self.barriers and not self.is_kernel:
             raise UnsupportedError(
                 f"a CTA barrier inside the device function {self.fn.name} that was not inlined",
@@ -196,22 +234,38 @@ class FunctionEmitter:
             self.bits_ptr = b.gep(self.ws, [i64c(self.ws_bits)], source_etype=I8)
             self.wait_ptr = b.gep(self.ws, [i64c(self.ws_wait)], source_etype=I8)
             self.wgen_ptr = b.gep(self.ws, [i64c(self.ws_wgen)], source_etype=I8)
-            # registers saved across barriers
-            saved: set[str] = set()
-            for blk in self.barriers:
-                for s in blk.succs:
-                    saved |= self.live[s]
-            self.saved_regs: list[tuple[str, int]] = []
+            # Each barrier has its own save area for the registers live at its continuation:
+            # arriving lanes store their values there (blended, so lanes arriving later do
+            # not clobber earlier ones), released lanes load them back. Restoring at the
+            # release, not at function entry, keeps the restored values from looking
+            # invariant to LLVM, which would hoist address computations of later blocks up
+            # to the entry and spill them.
+            self.saved_regs: list[list[tuple[str, int]]] = []
             off = (off + 63) & ~63
-            for name in sorted(saved):
-                if name not in self.regs:
-                    continue
-                slot, t, varying = self.regs[name]
-                size = max(t.width // 8, 1) * (W if varying else 1)
-                align = min(64, max(size, 1))
-                off = (off + align - 1) & ~(align - 1)
-                self.saved_regs.append((name, off))
-                off += size
+            if self.simple_barriers:
+                from ...passes.barrier_state import plan
+
+                self.bstate = plan(self.cfg, self.div, self.live)
+                self.slot_off: dict[str, int] = {}
+                for name in self.bstate.slots:
+                    slot, t, varying = self.regs[name]
+                    size = max(t.width // 8, 1) * (W if varying else 1)
+                    align = min(64, max(size, 1))
+                    off = (off + align - 1) & ~(align - 1)
+                    self.slot_off[name] = off
+                    off += size
+            for blk in self.barriers if not self.simple_barriers else ():
+                area: list[tuple[str, int]] = []
+                for name in sorted(self.live[blk.succs[0]]):
+                    if name not in self.regs:
+                        continue
+                    slot, t, varying = self.regs[name]
+                    size = max(t.width // 8, 1) * (W if varying else 1)
+                    align = min(64, max(size, 1))
+                    off = (off + align - 1) & ~(align - 1)
+                    area.append((name, off))
+                    off += size
+                self.saved_regs.append(area)
             self.mc.note_warp_state(off)
         else:
             self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
@@ -264,12 +318,16 @@ class FunctionEmitter:
         b.store(self.live_mask, self.active_slot)
         b.branch(self.llblocks[0])
         b.position_at_end(restore)
-        for name, off in self.saved_regs:
-            slot, t, varying = self.regs[name]
-            lt = vec(t) if varying else t
-            val = b.load(b.gep(self.ws, [i64c(off)], source_etype=I8), typ=lt)
-            b.store(val, slot)
-        b.branch(self.release_bb)
+        if not self.simple_barriers:
+            b.branch(self.release_bb)
+            return
+        # resume after a converged barrier: every live lane continues together
+        sw = b.switch(resume, self.release_bb)
+        self._simple_resume = []
+        for idx, blk in enumerate(self.barriers):
+            bb = self.llfn.append_basic_block(f"resume{idx}")
+            sw.add_case(i32c(L.WS_SIMPLE_BASE + idx), bb)
+            self._simple_resume.append(bb)
 
     def _func_prologue(self) -> None:
         b = self.b
@@ -294,11 +352,80 @@ class FunctionEmitter:
         self.split = blk.index in self.div.split_blocks
         self.active = b.load(self.active_slot, name="act")
         self._mask_cache = {}
+        self.version = None
         body = blk.instrs[:-1] if blk.term is not None else blk.instrs
-        for ins in body:
-            self._emit_instr(ins)
+        checks = self._hoistable_checks(body)
+        if checks:
+            # Block versioning: check every predicted address pattern once, up front, and
+            # emit the block twice: with vector loads/stores (all patterns hold) and with
+            # gathers/scatters. One straight-line body per version keeps LLVM from merging
+            # per-access diamonds into one path that holds every loaded value at once.
+            oks = []
+            for ins, mem, space, key in checks:
+                self.ins = ins
+                self.vec = True
+                ptrs = self.address(mem, space)
+                kind, seg, size = key[1:]
+                oks.append(self._pattern_check(b.ptrtoint(ptrs, vec(I64)), kind, seg, size))
+            ok = oks[0]
+            for o in oks[1:]:
+                ok = b.and_(ok, o)
+            fast = self.llfn.append_basic_block(blk.name.replace("$", "_") + "_vec")
+            slow = self.llfn.append_basic_block(blk.name.replace("$", "_") + "_gather")
+            join = self.llfn.append_basic_block(blk.name.replace("$", "_") + "_end")
+            b.cbranch(ok, fast, slow)
+            keys = {c[3] for c in checks}
+            for bb, mode in ((fast, "fast"), (slow, "slow")):
+                b.position_at_end(bb)
+                self.version = (mode, keys)
+                self._mask_cache = {}
+                for ins in body:
+                    self._emit_instr(ins)
+                b.branch(join)
+            b.position_at_end(join)
+            self.version = None
+            self.active = b.load(self.active_slot, name="act")
+            self._mask_cache = {}
+        else:
+            for ins in body:
+                self._emit_instr(ins)
         self.ins = blk.term
         self._emit_terminator(blk)
+
+    def _hoistable_checks(self, body: list[ir.Instr]) -> list:
+        """Memory accesses whose address pattern can be checked at the start of the block."""
+        from ...isa.memory import vector_width  # noqa: F401  (same module family)
+        from ...isa.registry import type_suffix
+
+        written: set[str] = set()
+        out = []
+        seen = set()
+        for ins in body:
+            ordered = any(m in ("relaxed", "acquire", "release", "acq_rel", "sc", "mmio") for m in ins.mods)
+            if ins.op in ("ld", "st", "ldu") and "volatile" not in ins.mods and ins.guard is None and not ordered:
+                mem = ins.args[1] if ins.op != "st" else ins.args[0]
+                space = self.space_of(ins)
+                if (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg)
+                        and mem.base.name in self.div.varying and mem.base.name not in written
+                        and space in ("global", "shared", "const", "generic")):
+                    try:
+                        t = type_suffix(ins)
+                    except ValueError:
+                        t = None
+                    shape = self.shapes.get(mem.base.name)
+                    if t is not None and shape is not None:
+                        size = max(TYPE_BITS[t] // 8, 1)
+                        pat = access_pattern(shape, size, self.mc.block)
+                        if pat is not None and pat[1] >= 8 and (ins.op != "st" or pat[0] == "contiguous"):
+                            key = (mem.base.name, pat[0], pat[1], size)
+                            if key not in seen:
+                                seen.add(key)
+                                out.append((ins, ir.Mem(mem.base, 0), space, key))
+            for r in defs(ins):
+                written.add(r.name)
+            if ins.op == "call":
+                break
+        return out
 
     def _emit_instr(self, ins: ir.Instr) -> None:
         from ...isa import families, registry  # noqa: F401
@@ -505,6 +632,9 @@ class FunctionEmitter:
         if t.guard is not None:
             raise UnsupportedError("a guarded barrier", t.line, t.text())
         idx = self.barriers.index(blk)
+        if self.simple_barriers:
+            self._emit_simple_barrier(blk, t, idx)
+            return
         mods = t.mods
         args = list(t.args)
         is_red = "red" in mods
@@ -541,11 +671,75 @@ class FunctionEmitter:
         wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
         b.store(b.or_(b.load(wp, typ=I32), self.active), wp)
         b.store(b.load(field(L.BS_GEN), typ=I32), b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8))
+        amask = b.bitcast(self.active, vec(I1))
+        for name, roff in self.saved_regs[idx]:
+            slot, rt, varying = self.regs[name]
+            sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
+            v = b.load(slot)
+            if varying:
+                v = b.select(amask, v, b.load(sp, typ=vec(rt)))
+            b.store(v, sp)
         self.mc.bump_events(b, self.blk)
         b.call(self.mc.barrier_check_fn, [self.blk, bar_id])
         b.branch(self.dispatch_bb)
         self.barrier_ids = getattr(self, "barrier_ids", {})
         self.barrier_ids[idx] = args[0] if args else ir.Imm(0)
+
+    def _emit_simple_barrier(self, blk: cfgmod.Block, t: ir.Instr, idx: int) -> None:
+        """A barrier in converged code: every live lane arrives at once, so the warp just
+        saves the registers the continuation needs and returns; the block runner calls it
+        again when all warps have arrived (a round), and it resumes right after."""
+        b = self.b
+        args = list(t.args)
+        dest = None
+        if "red" in t.mods:
+            dest = args.pop(0)
+            kind = next(m for m in t.mods if m in ("popc", "and", "or"))
+            pred_bits = self._pred_bits(args[-1])
+            if kind == "and":
+                contrib = b.ctpop(b.and_(self.active, b.not_(pred_bits)))
+            else:
+                contrib = b.ctpop(b.and_(self.active, pred_bits))
+            rp = b.gep(self.blk, [i64c(L.BS_RED)], source_etype=I8)
+            b.store(b.add(b.load(rp, typ=I32), contrib), rp)
+        for name in self.bstate.save[idx]:
+            slot, rt, varying = self.regs[name]
+            b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8))
+        b.store(i32c(L.WS_SIMPLE_BASE + idx), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
+        b.ret(i32c(SUSPENDED))
+        # the resume side
+        saved_block = self.block
+        b.position_at_end(self._simple_resume[idx])
+        for name in self.bstate.load[idx]:
+            slot, rt, varying = self.regs[name]
+            p = b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8)
+            b.store(b.load(p, typ=vec(rt) if varying else rt), slot)
+        ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
+        active = b.and_(self.live_mask, b.not_(ex))
+        b.store(active, self.active_slot)
+        # recompute what is cheaper to recompute than to keep (see passes/barrier_state.py)
+        self.active = active
+        self.split = False
+        self.version = None
+        self._mask_cache = {}
+        for ins in self.bstate.remat[idx]:
+            self._emit_instr(ins)
+        if dest is not None:
+            total = b.load(b.gep(self.blk, [i64c(L.BS_REDOUT)], source_etype=I8), typ=I32)
+            if kind == "popc":
+                val, ptype = total, "u32"
+            elif kind == "and":
+                val, ptype = b.icmp_unsigned("==", total, i32c(0)), "pred"
+            else:
+                val, ptype = b.icmp_unsigned("!=", total, i32c(0)), "pred"
+            self.ins = t
+            self.split = False
+            self.active = active
+            self._mask_cache = {}
+            self.vec = isinstance(dest, ir.Reg) and dest.name in self.div.varying
+            self.write(dest, ptype, self.splat(val) if self.vec else val)
+        b.branch(self.llblocks[blk.succs[0]])
+        self.block = saved_block
 
     def _uniform_int(self, op) -> ll.Value:
         """An integer operand that must be the same for the warp (barrier ids and counts)."""
@@ -608,8 +802,8 @@ class FunctionEmitter:
         """Lanes whose barrier completed become pending at its continuation; else suspend."""
         b = self.b
         b.position_at_end(self.release_bb)
-        if not self.barriers:
-            b.branch(self.done_bb)
+        if not self.barriers or self.simple_barriers:
+            b.branch(self.done_bb)  # converged barriers return at once: nobody waits here
             return
         any_rel = ll.Constant(I1, 0)
         any_wait = ll.Constant(I1, 0)
@@ -631,6 +825,14 @@ class FunctionEmitter:
             b.position_at_end(do)
             b.store(i32c(0), wp)
             cont = blk.succs[0]
+            wmask = b.bitcast(waiting, vec(I1))
+            for name, roff in self.saved_regs[idx]:
+                slot, rt, varying = self.regs[name]
+                sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
+                v = b.load(sp, typ=vec(rt) if varying else rt)
+                if varying:
+                    v = b.select(wmask, v, b.load(slot))
+                b.store(v, slot)
             if hasattr(self, "red_dest") and idx in self.red_dest:
                 dest, kind, t = self.red_dest[idx]
                 rp = b.gep(self.blk, [b.add(i64c(L.BS_REDOUT), b.mul(b.zext(bid, I64), i64c(4)))], source_etype=I8)
@@ -662,9 +864,6 @@ class FunctionEmitter:
         b.position_at_end(chk)
         b.cbranch(any_wait, suspend, self.done_bb)
         b.position_at_end(suspend)
-        for name, off in self.saved_regs:
-            slot, t, varying = self.regs[name]
-            b.store(b.load(slot), b.gep(self.ws, [i64c(off)], source_etype=I8))
         b.store(i32c(1), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
         b.ret(i32c(SUSPENDED))
 
@@ -677,6 +876,13 @@ class FunctionEmitter:
             sp_ptr = b.gep(self.ws, [i64c(L.WS_SP)], source_etype=I8)
             b.store(self.frame_base, sp_ptr)
         b.ret(i32c(DONE))
+
+    def dummy_slot(self) -> ll.Value:
+        """A harmless stack location to read when a load must not touch its real address."""
+        if getattr(self, "_dummy", None) is None:
+            self._dummy = self.entry_alloca(ll.ArrayType(I64, 4), "dummy")
+            self._dummy.type = PTR
+        return self._dummy
 
     def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
         """A stack slot allocated once in the entry block (never inside a loop)."""
@@ -979,7 +1185,24 @@ class FunctionEmitter:
                 return self._vp(p)
             # a register holding a kernel-parameter address: a host address
             space = "global"
+        pattern = None
+        uniform_base = space != "local" and (
+            not isinstance(base, ir.Reg) or base.name not in self.div.varying
+        )
+        if self.vec and uniform_base:
+            # the same address for every lane: compute it once, as a scalar
+            saved, self.vec = self.vec, False
+            scalar = self.address(mem, space)
+            self.vec = saved
+            ptrs = self.splat(scalar)
+            ptrs.cuport_scalar = scalar
+            return ptrs
         if isinstance(base, ir.Reg):
+            if self.vec and space != "local":
+                pattern = self.shapes.get(base.name)
+                seg = self._fast_segments(base.name, pattern)
+                if seg is not None:
+                    return self._segment_pointers(base, mem.offset, space, pattern, seg)
             a = self.read_bits(base, "u64")
             if mem.offset:
                 a = b.add(a, self.const_int(64, mem.offset))
@@ -987,7 +1210,52 @@ class FunctionEmitter:
             a = self.read_bits(ir.SymAddr(base.name, mem.offset), "u64")
         else:
             a = self.const_int(64, mem.offset)
-        return self.space_to_host(a, space)
+        ptrs = self.space_to_host(a, space)
+        if isinstance(ptrs.type, ll.VectorType) and pattern is not None:
+            ptrs.cuport_pattern = pattern
+            ptrs.cuport_base = base.name if isinstance(base, ir.Reg) else None
+        return ptrs
+
+    def _fast_segments(self, base: str, shape) -> tuple[str, int] | None:
+        """In the vector version of a versioned block: the checked pattern of `base`, if any."""
+        if self.version is None or self.version[0] != "fast" or shape is None:
+            return None
+        for key in self.version[1]:
+            if key[0] == base:
+                return key[1], key[2]
+        return None
+
+    def _segment_pointers(self, base: ir.Reg, offset: int, space: str, shape, seg) -> SegPtrs:
+        """Scalar addresses of the first lane of each run (the block checked the pattern)."""
+        b = self.b
+        kind, n = seg
+        v = self.read_bits(base, "u64")
+        ptrs = []
+        for j in range(W // n):
+            a = b.extract_element(v, i32c(j * n))
+            if offset:
+                a = b.add(a, i64c(offset))
+            saved, self.vec = self.vec, False
+            ptrs.append(self.space_to_host(a, space))
+            self.vec = saved
+        return SegPtrs(kind, n, ptrs, base.name, shape)
+
+    def offset_ptrs(self, ptrs, offset: int):
+        """`ptrs + offset` bytes, keeping the lane pattern of the address (vector ld/st elements)."""
+        if offset == 0:
+            return ptrs
+        if isinstance(ptrs, SegPtrs):
+            return SegPtrs(ptrs.kind, ptrs.seg, [self.b.gep(p, [i64c(offset)], source_etype=I8) for p in ptrs.ptrs],
+                           ptrs.base, ptrs.shape)
+        scalar = getattr(ptrs, "cuport_scalar", None)
+        out = self.b.gep(ptrs, [i64c(offset)], source_etype=I8)
+        if scalar is not None:
+            out.cuport_scalar = self.b.gep(scalar, [i64c(offset)], source_etype=I8)
+        pat = getattr(ptrs, "cuport_pattern", None)
+        if pat is not None:
+            out.cuport_pattern = pat
+            out.cuport_base = getattr(ptrs, "cuport_base", None)
+        return out
 
     def space_to_host(self, a: ll.Value, space: str) -> ll.Value:
         """Turn an address of `space` (i64 or <32 x i64>) into host pointer(s)."""
@@ -1021,31 +1289,196 @@ class FunctionEmitter:
         return self.b.inttoptr(self.splat(self.b.ptrtoint(p, I64)), vec(PTR))
 
     def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
-        """Load `t` from one pointer (uniform) or a vector of pointers (masked gather)."""
+        """Load `t` from one pointer (uniform) or a vector of pointers.
+
+        When the address shape analysis predicts that the warp's addresses are contiguous
+        (in runs of ntid.x lanes) or shared by each run, the prediction is checked at run
+        time and the access done with vector or scalar loads; otherwise a masked gather.
+        """
         b = self.b
+        if isinstance(ptrs, SegPtrs):
+            return self._segment_load(ptrs.ptrs, t, align, ptrs.kind, ptrs.seg)
+        scalar = getattr(ptrs, "cuport_scalar", None)
+        if scalar is not None:
+            ptrs = scalar
         if not isinstance(ptrs.type, ll.VectorType):
+            g = self._uniform_guard()
+            if g is None and self.vec and self.ins is not None and self.ins.guard is not None:
+                g = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
+            if g is not None:
+                return self._guarded_scalar_load(ptrs, t, align, volatile, g)
             ld = b.load(ptrs, typ=t, align=align)
             if volatile:
                 ld.volatile = True
             return self.splat(ld) if self.vec else ld
         mask = self.exec_mask_vec()
         vt = vec(t)
-        return self.intrinsic(
-            "llvm.masked.gather",
-            [ptrs, i32c(align), mask, ll.Constant(vt, None)],
-            overload=[vt, ptrs.type],
-            ret=vt,
-        )
 
-    def store(self, ptrs: ll.Value, value: ll.Value, align: int, volatile: bool = False) -> None:
+        def gather() -> ll.Value:
+            return self.intrinsic(
+                "llvm.masked.gather",
+                [ptrs, i32c(align), mask, ll.Constant(vt, None)],
+                overload=[vt, ptrs.type],
+                ret=vt,
+            )
+
+        pat = None if volatile else self._pattern(ptrs, t)
+        if pat is None:
+            return gather()
+        kind, seg = pat
+        ai = b.ptrtoint(ptrs, vec(I64))
+        if self._version_mode(ptrs, kind, seg, t) == "slow":
+            return gather()
+        ok = self._pattern_check(ai, kind, seg, self._size(t))
+        fast = self.llfn.append_basic_block("ld_fast")
+        slow = self.llfn.append_basic_block("ld_gather")
+        join = self.llfn.append_basic_block("ld_join")
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        v_fast = self._segment_load(self._leaders(ai, seg), t, align, kind, seg)
+        fast_end = b.block
+        b.branch(join)
+        b.position_at_end(slow)
+        v_slow = gather()
+        slow_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        phi = b.phi(vt)
+        phi.add_incoming(v_fast, fast_end)
+        phi.add_incoming(v_slow, slow_end)
+        return phi
+
+    @staticmethod
+    def _size(t: ll.Type) -> int:
+        if isinstance(t, ll.IntType):
+            return max(t.width // 8, 1)
+        return {"float": 4, "double": 8, "half": 2}.get(str(t), 4)
+
+    def _pattern(self, ptrs: ll.Value, t: ll.Type) -> tuple[str, int] | None:
+        shape = getattr(ptrs, "cuport_pattern", None)
+        pat = access_pattern(shape, self._size(t), self.mc.block)
+        if pat is not None and pat[1] < 8:
+            return None  # short runs: a gather is as good
+        return pat
+
+    def _pattern_check(self, ai: ll.Value, kind: str, seg: int, size: int) -> ll.Value:
+        """i1: the lanes' addresses (<32 x i64>) really follow the predicted pattern."""
         b = self.b
+        leaders = ll.Constant(vec(I32), [(i // seg) * seg for i in range(W)])
+        lead = b.shuffle_vector(ai, ll.Constant(vec(I64), None), leaders)
+        if kind == "contiguous":
+            lead = b.add(lead, ll.Constant(vec(I64), [(i % seg) * size for i in range(W)]))
+        eq = b.bitcast(b.icmp_unsigned("==", ai, lead), I32)
+        return b.icmp_unsigned("==", eq, i32c(ALL))
+
+    def _segment_mask(self, j: int, seg: int) -> ll.Value:
+        """i1: some lane of run j executes this instruction."""
+        b = self.b
+        m = b.and_(self.exec_mask(), i32c(((1 << seg) - 1) << (j * seg)))
+        return b.icmp_unsigned("!=", m, i32c(0))
+
+    def _leaders(self, ai: ll.Value, seg: int) -> list[ll.Value]:
+        b = self.b
+        return [b.inttoptr(b.extract_element(ai, i32c(j * seg)), PTR) for j in range(W // seg)]
+
+    def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
+        b = self.b
+        parts = []
+        for j in range(W // seg):
+            p = leaders[j]
+            if kind == "contiguous":
+                st = vec(t, seg)
+                if seg == W:
+                    m = self.exec_mask_vec()
+                else:
+                    sub = b.lshr(self.exec_mask(), i32c(j * seg))
+                    m = b.bitcast(b.trunc(sub, ll.IntType(seg)), vec(I1, seg))
+                parts.append(self.intrinsic("llvm.masked.load", [p, i32c(align), m, ll.Constant(st, None)],
+                                            overload=[st, PTR], ret=st))
+            else:
+                # one element for the run; a run with no executing lane reads a dummy slot
+                # instead (no branch, and its address may be garbage)
+                p = b.select(self._segment_mask(j, seg), p, self.dummy_slot())
+                parts.append(b.load(p, typ=t, align=align))
+        if kind == "contiguous":
+            if len(parts) == 1:
+                return parts[0]
+            while len(parts) > 1:
+                n = parts[0].type.count
+                idx = ll.Constant(vec(I32, 2 * n), list(range(2 * n)))
+                parts = [b.shuffle_vector(parts[i], parts[i + 1], idx) for i in range(0, len(parts), 2)]
+            return parts[0]
+        out = ll.Constant(vec(t), None)
+        for j, v in enumerate(parts):
+            out = b.insert_element(out, v, i32c(j))
+        return b.shuffle_vector(out, ll.Constant(vec(t), None), ll.Constant(vec(I32), [i // seg for i in range(W)]))
+
+    def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
+        b = self.b
+        for j in range(W // seg):
+            p = leaders[j]
+            if seg == W:
+                part, m = value, self.exec_mask_vec()
+            else:
+                part = b.shuffle_vector(value, ll.Constant(value.type, None),
+                                        ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
+                m = b.bitcast(b.trunc(b.lshr(self.exec_mask(), i32c(j * seg)), ll.IntType(seg)), vec(I1, seg))
+            self.intrinsic("llvm.masked.store", [part, p, i32c(align), m], overload=[part.type, PTR],
+                           ret=ll.VoidType())
+
+    def _version_mode(self, ptrs: ll.Value, kind: str, seg: int, t: ll.Type) -> str | None:
+        """"fast"/"slow" when the block was versioned on this access's pattern, else None."""
+        if self.version is None:
+            return None
+        key = (getattr(ptrs, "cuport_base", None), kind, seg, self._size(t))
+        mode, keys = self.version
+        return mode if key in keys else None
+
+    def _uniform_guard(self) -> ll.Value | None:
+        """The i1 guard of the current instruction when it is uniform, else None."""
+        if self.ins is None or self.ins.guard is None:
+            return None
+        g = self.guard_value(self.ins)
+        return g if g.type == I1 else None
+
+    def _guarded_scalar_load(self, ptr, t, align, volatile, g) -> ll.Value:
+        b = self.b
+        pre = b.block
+        do = self.llfn.append_basic_block("ld_guarded")
+        join = self.llfn.append_basic_block("ld_guarded_join")
+        b.cbranch(g, do, join)
+        b.position_at_end(do)
+        ld = b.load(ptr, typ=t, align=align)
+        if volatile:
+            ld.volatile = True
+        b.branch(join)
+        b.position_at_end(join)
+        phi = b.phi(t)
+        phi.add_incoming(ld, do)
+        phi.add_incoming(ll.Constant(t, None), pre)
+        return self.splat(phi) if self.vec else phi
+
+    def store(self, ptrs, value: ll.Value, align: int, volatile: bool = False) -> None:
+        b = self.b
+        if isinstance(ptrs, SegPtrs):
+            if not isinstance(value.type, ll.VectorType):
+                value = self.splat(value)
+            self._segment_store(ptrs.ptrs, value, align, ptrs.seg)
+            return
+        scalar = getattr(ptrs, "cuport_scalar", None)
+        if scalar is not None:
+            ptrs = scalar
         if not isinstance(ptrs.type, ll.VectorType):
             if isinstance(value.type, ll.VectorType):
-                raise self.error("internal: vector value stored through a uniform pointer")
+                # one address for the warp: the highest executing lane's value wins
+                last = b.sub(i32c(W - 1), b.ctlz(self.exec_mask(), ll.Constant(I1, 1)))
+                value = b.extract_element(value, last)
             g = None
             if self.ins is not None and self.ins.guard is not None:
                 g = self.guard_value(self.ins)
-            if g is not None and g.type == I1:
+                if g.type != I1:
+                    g = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
+            if g is not None:
                 with b.if_then(g):
                     st = b.store(value, ptrs, align=align)
             else:
@@ -1056,12 +1489,37 @@ class FunctionEmitter:
         if not isinstance(value.type, ll.VectorType):
             value = self.splat(value)
         mask = self.exec_mask_vec()
-        self.intrinsic(
-            "llvm.masked.scatter",
-            [value, ptrs, i32c(align), mask],
-            overload=[value.type, ptrs.type],
-            ret=ll.VoidType(),
-        )
+        t = value.type.element
+
+        def scatter() -> None:
+            self.intrinsic(
+                "llvm.masked.scatter",
+                [value, ptrs, i32c(align), mask],
+                overload=[value.type, ptrs.type],
+                ret=ll.VoidType(),
+            )
+
+        pat = None if volatile else self._pattern(ptrs, t)
+        if pat is None or pat[0] != "contiguous":
+            scatter()
+            return
+        kind, seg = pat
+        ai = b.ptrtoint(ptrs, vec(I64))
+        if self._version_mode(ptrs, kind, seg, t) == "slow":
+            scatter()
+            return
+        ok = self._pattern_check(ai, kind, seg, self._size(t))
+        fast = self.llfn.append_basic_block("st_fast")
+        slow = self.llfn.append_basic_block("st_scatter")
+        join = self.llfn.append_basic_block("st_join")
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        self._segment_store(self._leaders(ai, seg), value, align, seg)
+        b.branch(join)
+        b.position_at_end(slow)
+        scatter()
+        b.branch(join)
+        b.position_at_end(join)
 
     # ---------------------------------------------------------------- calls
     def emit_call(self, ins: ir.Instr) -> None:

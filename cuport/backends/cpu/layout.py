@@ -67,7 +67,9 @@ BS_REDOUT = BS_RED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 bar.red result of th
 BLOCK_STATE_BYTES = BS_REDOUT + 4 * MAX_BARRIERS
 
 # WarpState header; the rest of a warp's state is laid out per kernel by the emitter
-WS_RESUME = 0  # u32: 0 = not started, 1 = suspended at a barrier, 2 = finished
+WS_RESUME = 0  # u32: 0 = not started, 1 = suspended at a barrier, 2 = finished,
+#                     WS_SIMPLE_BASE + i = suspended at converged barrier i (simple protocol)
+WS_SIMPLE_BASE = 16
 WS_EXITED = 4  # u32 lanes that executed exit
 WS_SP = 8  # u32 local stack pointer (bytes into each lane's window)
 WS_HEADER = 16

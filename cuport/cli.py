@@ -1,0 +1,133 @@
+"""The `cuport` command: run CUDA programs on the CPU, trace them, say what is there.
+
+    cuport run PROGRAM [ARGS...]                 run with cuport's libcuda.so.1
+    cuport trace [--ptx-dir DIR] PROGRAM [...]   the same, logging every driver call
+    cuport info                                  the device cuport presents, and where things are
+
+`run` puts the directory of cuport's libcuda.so.1 first on LD_LIBRARY_PATH (so the
+program's CUDA runtime, or cuda-python, dlopens ours) and passes this Python's
+sys.path in CUPORT_PYTHONPATH (so the interpreter embedded in a C program finds
+cuport and its dependencies). The program's exit status is passed through; death by
+signal N gives 128+N, as a shell would report it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+
+def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, str]:
+    from cuport.capi import build
+
+    env = dict(os.environ)
+    library_dir = str(build.library_dir())
+    old = env.get("LD_LIBRARY_PATH")
+    env["LD_LIBRARY_PATH"] = library_dir + (os.pathsep + old if old else "")
+    env["CUPORT_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    if trace:
+        env["CUPORT_TRACE"] = "1"
+    if ptx_dir:
+        env["CUPORT_PTX_DIR"] = os.path.abspath(ptx_dir)
+    return env
+
+
+def run_program(argv: list[str], env: dict[str, str]) -> int:
+    program = argv[0]
+    if os.sep not in program and shutil.which(program, path=env.get("PATH")) is None:
+        print(f"cuport: {program}: command not found", file=sys.stderr)
+        return 127
+    # The terminal's ^C goes to the program; cuport waits and reports what it did.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(argv, env=env, restore_signals=True)
+    except OSError as e:
+        print(f"cuport: {program}: {e.strerror}", file=sys.stderr)
+        signal.signal(signal.SIGINT, previous)
+        return 126 if os.path.exists(program) else 127
+    try:
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return run_program([args.program, *args.args], program_env())
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    return run_program([args.program, *args.args], program_env(True, args.ptx_dir))
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import cuport
+    from cuport.capi import build, dispatch, table
+    from cuport.driver import device
+
+    major, minor = device.compute_capability()
+    d = device.devices()[0]
+    implemented, missing = dispatch.coverage()
+    lines = [
+        ("cuport", f"{cuport.__version__} ({os.path.dirname(cuport.__file__)})"),
+        ("python", f"{sys.version.split()[0]} ({sys.executable})"),
+        ("device", d.name),
+        ("compute capability", f"{major}.{minor}" + (" (CUPORT_CC)" if "CUPORT_CC" in os.environ
+                                                     else " (default; set CUPORT_CC)")),
+        ("multiprocessors", f"{d.multiprocessors} (one per core this process may use)"),
+        ("memory", f"{device.total_memory() / 2**30:.1f} GiB"),
+        ("driver version", f"{device.driver_version()} (what cuDriverGetVersion answers)"),
+        ("driver API", f"{len(implemented)} of {len(table.functions())} functions implemented "
+                       f"(CUDA {table.header_version()} headers)"),
+    ]
+    try:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+        wanted = ("avx2", "avx512f", "fma", "sse4.2", "neon", "sve")
+        present = [f for f in wanted if features.get(f)]
+        lines.append(("LLVM", ".".join(map(str, llvm.llvm_version_info))
+                      + f" (llvmlite {__import__('llvmlite').__version__})"))
+        lines.append(("CPU", f"{llvm.get_host_cpu_name()}; " + (" ".join(present) or "baseline")))
+    except ImportError as e:
+        lines.append(("LLVM", f"unavailable: {e}"))
+    try:
+        from cuport.backends.cpu import cache
+
+        lines.append(("kernel cache", str(cache.cache_dir())))
+    except ImportError:
+        pass
+    try:
+        lines.append(("libcuda.so.1", str(build.library_dir() / build.SONAME)))
+    except Exception as e:  # noqa: BLE001 - a failed build is worth showing, not raising
+        lines.append(("libcuda.so.1", f"cannot be built: {e}"))
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cuport", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a CUDA program on the CPU")
+    run.add_argument("program")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    run.set_defaults(fn=cmd_run)
+    trace = sub.add_parser("trace", help="run a program, logging every driver call to stderr")
+    trace.add_argument("--ptx-dir", help="write the PTX of every module the program loads here")
+    trace.add_argument("program")
+    trace.add_argument("args", nargs=argparse.REMAINDER)
+    trace.set_defaults(fn=cmd_trace)
+    info = sub.add_parser("info", help="the device cuport presents and where things are")
+    info.set_defaults(fn=cmd_info)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""atom and red: atomic read-modify-write on global, shared and generic addresses.
+
+PTX ISA §9.7.13.5 (atom), §9.7.13.6 (red). `atom` returns the old value, `red` only
+updates memory. Operations: add (integers, f32, f64, and .noftz f16/f16x2/bf16/bf16x2),
+min/max (s32/u32/s64/u64), inc/dec (u32, wrapping in [0..b]), and/or/xor (b32/b64),
+exch, cas (b16/b32/b64).
+
+How a warp does it. The lanes of a warp act one after another in lane order, so when
+several lanes hit one address each sees the previous lane's result:
+- global and generic addresses: every lane does a real LLVM atomic (`atomicrmw`,
+  `cmpxchg`, or a compare-and-swap loop for operations LLVM lacks), because other worker
+  threads run other blocks at the same time;
+- shared addresses: only this worker thread touches the block's shared memory, so a
+  plain load, combine and store per lane is atomic already;
+- integer add to one address from the whole warp (the counter idiom): one atomic add of
+  the warp's total, each lane's old value from an exclusive prefix sum in lane order.
+Lanes that do not execute (inactive, guard false) never touch memory.
+
+`.sem` maps to the LLVM ordering (.relaxed → monotonic, the default); `.scope` needs
+nothing more, since a CPU atomic is visible to every thread. atom.add.f32 on global
+memory flushes subnormal inputs and results to zero, as the ISA says the GPU does (not on
+shared memory; a generic address decides by where it points).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ..backends.cpu.types import F16, F32, F64, I1, I16, I32, I64, vec
+from ..ptx import ir
+from ..ptx.ir import TYPE_BITS
+from .memory import for_each_lane, in_shared_window
+from .registry import lowers, type_suffix
+
+_OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
+_SEM = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+_FAIL = {"monotonic": "monotonic", "acquire": "acquire", "release": "monotonic", "acq_rel": "acquire"}
+
+#: (op, kind) → the LLVM atomicrmw operation; kind is "s" / "u" / "b" / "f" (f32/f64)
+_RMW = {
+    ("add", "u"): "add", ("add", "s"): "add", ("add", "f"): "fadd",
+    ("min", "s"): "min", ("min", "u"): "umin", ("max", "s"): "max", ("max", "u"): "umax",
+    ("inc", "u"): "uinc_wrap", ("dec", "u"): "udec_wrap",
+    ("and", "b"): "and", ("or", "b"): "or", ("xor", "b"): "xor",
+    ("exch", "b"): "xchg", ("exch", "u"): "xchg", ("exch", "s"): "xchg",
+}
+
+_ALLOWED = {
+    "add": {"u32", "s32", "u64", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"},
+    "min": {"u32", "s32", "u64", "s64"},
+    "max": {"u32", "s32", "u64", "s64"},
+    "inc": {"u32"},
+    "dec": {"u32"},
+    "and": {"b32", "b64"},
+    "or": {"b32", "b64"},
+    "xor": {"b32", "b64"},
+    "exch": {"b32", "b64", "u32", "s32", "u64", "s64"},
+    "cas": {"b16", "b32", "b64", "u32", "s32", "u64", "s64"},
+}
+
+
+def _kind(t: str) -> str:
+    """s / u / b, f for f32 and f64, h for the half-precision types (no atomicrmw of their own)."""
+    if t in ("f32", "f64"):
+        return "f"
+    return "h" if t[0] in "fb" and "16" in t else t[0]
+
+
+def _c(t: ll.IntType, v: int) -> ll.Constant:
+    return ll.Constant(t, v & ((1 << t.width) - 1))
+
+
+# ---------------------------------------------------------------- scalar semantics
+
+
+def _flush32(b: ll.IRBuilder, bits: ll.Value) -> ll.Value:
+    """f32 bits with a subnormal turned into a zero of the same sign."""
+    sub = b.icmp_unsigned("==", b.and_(bits, _c(I32, 0x7F800000)), _c(I32, 0))
+    return b.select(sub, b.and_(bits, _c(I32, 0x80000000)), bits)
+
+
+def _bf16_to_f32(b, h: ll.Value) -> ll.Value:
+    return b.bitcast(b.shl(b.zext(h, I32), _c(I32, 16)), F32)
+
+
+def _f32_to_bf16(b, f: ll.Value) -> ll.Value:
+    """Round to nearest even; NaN stays a quiet NaN."""
+    x = b.bitcast(f, I32)
+    lsb = b.and_(b.lshr(x, _c(I32, 16)), _c(I32, 1))
+    r = b.lshr(b.add(x, b.add(_c(I32, 0x7FFF), lsb)), _c(I32, 16))
+    nan = b.or_(b.lshr(x, _c(I32, 16)), _c(I32, 0x40))
+    r = b.select(b.fcmp_unordered("uno", f, f), nan, r)
+    return b.trunc(r, I16)
+
+
+def _add_halves(b, t: str, old: ll.Value, v: ll.Value) -> ll.Value:
+    """Packed or single f16/bf16 add, each half rounded to nearest even."""
+    n = 2 if t.endswith("x2") else 1
+    out = None
+    for k in range(n):
+        x = b.trunc(b.lshr(old, _c(old.type, 16 * k)), I16) if n == 2 else old
+        y = b.trunc(b.lshr(v, _c(v.type, 16 * k)), I16) if n == 2 else v
+        if t.startswith("bf16"):
+            s = _f32_to_bf16(b, b.fadd(_bf16_to_f32(b, x), _bf16_to_f32(b, y)))
+        else:
+            s = b.bitcast(b.fadd(b.bitcast(x, F16), b.bitcast(y, F16)), I16)
+        if n == 1:
+            return s
+        s = b.shl(b.zext(s, I32), _c(I32, 16 * k))
+        out = s if out is None else b.or_(out, s)
+    return out
+
+
+def combine(b: ll.IRBuilder, op: str, t: str, old: ll.Value, v: ll.Value, c: ll.Value | None,
+            ftz: ll.Value | None = None) -> ll.Value:
+    """The new memory value (bits) from the old one and the operands, per the ISA's table."""
+    if op == "add":
+        if t in ("f16", "f16x2", "bf16", "bf16x2"):
+            return _add_halves(b, t, old, v)
+        if t == "f32":
+            plain = b.bitcast(b.fadd(b.bitcast(old, F32), b.bitcast(v, F32)), I32)
+            if ftz is None:
+                return plain
+            fo, fv = _flush32(b, old), _flush32(b, v)
+            flushed = _flush32(b, b.bitcast(b.fadd(b.bitcast(fo, F32), b.bitcast(fv, F32)), I32))
+            return b.select(ftz, flushed, plain)
+        if t == "f64":
+            return b.bitcast(b.fadd(b.bitcast(old, F64), b.bitcast(v, F64)), I64)
+        return b.add(old, v)
+    if op in ("min", "max"):
+        cmp = b.icmp_signed if t[0] == "s" else b.icmp_unsigned
+        keep = cmp("<" if op == "min" else ">", old, v)
+        return b.select(keep, old, v)
+    if op == "inc":
+        return b.select(b.icmp_unsigned(">=", old, v), _c(old.type, 0), b.add(old, _c(old.type, 1)))
+    if op == "dec":
+        wrap = b.or_(b.icmp_unsigned("==", old, _c(old.type, 0)), b.icmp_unsigned(">", old, v))
+        return b.select(wrap, v, b.sub(old, _c(old.type, 1)))
+    if op == "and":
+        return b.and_(old, v)
+    if op == "or":
+        return b.or_(old, v)
+    if op == "xor":
+        return b.xor(old, v)
+    if op == "exch":
+        return v
+    if op == "cas":
+        return b.select(b.icmp_unsigned("==", old, v), c, old)
+    raise ValueError(op)
+
+
+# ---------------------------------------------------------------- one lane, one address
+
+
+def _cas_loop(em, p: ll.Value, et: ll.IntType, order: str, new_of) -> ll.Value:
+    """Atomically replace *p by new_of(old) with a compare-and-swap loop; returns old."""
+    b = em.b
+    size = et.width // 8
+    pre = b.block
+    first = b.load_atomic(p, "monotonic", size, typ=et)
+    loop = em.llfn.append_basic_block("cas")
+    done = em.llfn.append_basic_block("cas_done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(et)
+    old.add_incoming(first, pre)
+    new = new_of(old)
+    res = b.cmpxchg(p, old, new, order, _FAIL[order])
+    old.add_incoming(b.extract_value(res, 0), b.block)
+    b.cbranch(b.extract_value(res, 1), done, loop)
+    b.position_at_end(done)
+    return old
+
+
+def _one_lane(em, op: str, t: str, space: str, order: str, p: ll.Value, v: ll.Value,
+              c: ll.Value | None) -> ll.Value:
+    """Apply the operation at host address `p` for one lane; returns the old value (bits)."""
+    b = em.b
+    et = ll.IntType(TYPE_BITS[t])
+    size = et.width // 8
+    if space == "shared":
+        old = b.load(p, typ=et, align=size)
+        b.store(combine(b, op, t, old, v, c), p, align=size)
+        return old
+    if op == "cas":
+        res = b.cmpxchg(p, v, c, order, _FAIL[order])
+        return b.extract_value(res, 0)
+    if op == "add" and t == "f32":
+        # the GPU flushes subnormals of atom.add.f32 on global memory, not on shared
+        if space == "global":
+            ftz = ll.Constant(I1, 1)
+        else:
+            saved = em.vec
+            em.vec = False
+            ftz = b.not_(in_shared_window(em, b.ptrtoint(p, I64)))
+            em.vec = saved
+        return _cas_loop(em, p, et, order, lambda old: combine(b, op, t, old, v, c, ftz))
+    name = _RMW.get((op, _kind(t)))
+    if name is None:
+        return _cas_loop(em, p, et, order, lambda old: combine(b, op, t, old, v, c))
+    if name == "fadd":
+        ft = F64 if t == "f64" else F32
+        r = b.atomic_rmw(name, p, b.bitcast(v, ft), order)
+        return b.bitcast(r, et)
+    return b.atomic_rmw(name, p, v, order)
+
+
+# ---------------------------------------------------------------- the warp
+
+
+def _uniform_address(em, mem: ir.Mem) -> bool:
+    base = mem.base
+    return not (isinstance(base, ir.Reg) and base.name in em.div.varying)
+
+
+def _exclusive_scan(em, x: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """(exclusive prefix sums in lane order, total) of a 32-lane integer vector."""
+    b = em.b
+    zero = ll.Constant(x.type, None)
+    incl = x
+    s = 1
+    while s < 32:
+        idx = [i - s if i >= s else 32 for i in range(32)]
+        incl = b.add(incl, b.shuffle_vector(incl, zero, ll.Constant(vec(I32), idx)))
+        s *= 2
+    return b.sub(incl, x), b.extract_element(incl, ll.Constant(I32, 31))
+
+
+@lowers("atom", "red")
+def lower_atomic(em, ins: ir.Instr) -> None:
+    em.vec = True  # red has no result, but its lanes still act one by one
+    b = em.b
+    t = type_suffix(ins)
+    op = next((m for m in ins.mods if m in _OPS), None)
+    if op is None:
+        raise em.error(f"{ins.op} without an operation")
+    if any(m in ("v2", "v4", "v8") for m in ins.mods):
+        raise em.error(f"vector {ins.op} (.v2/.v4/.v8) is not supported")
+    if t not in _ALLOWED[op]:
+        raise em.error(f"{ins.op}.{op} on .{t} is not supported")
+    if op in ("add",) and t in ("f16", "f16x2", "bf16", "bf16x2") and "noftz" not in ins.mods:
+        raise em.error(f"{ins.op}.add.{t} requires .noftz")
+    space = em.space_of(ins)
+    if space not in ("global", "shared", "generic"):
+        raise em.error(f"{ins.op} on the .{space} state space")
+    order = next((_SEM[m] for m in ins.mods if m in _SEM), "monotonic")
+    args = list(ins.args)
+    if any(m.endswith("cache_hint") for m in ins.mods):
+        args.pop()  # the cache policy operand
+    dst = args.pop(0) if ins.op == "atom" else None
+    mem = args[0]
+    if not isinstance(mem, ir.Mem):
+        raise em.error(f"{ins.op} whose address is not [address]")
+    if len(args) != (3 if op == "cas" else 2):
+        raise em.error(f"wrong number of operands for {ins.op}.{op}")
+    v = em.read_bits(args[1], t)
+    c = em.read_bits(args[2], t) if op == "cas" else None
+    ptrs = em.address(mem, space)
+    exec_mask = em.exec_mask()
+
+    if op == "add" and _kind(t) in "us" and _uniform_address(em, mem):
+        # the whole warp adds to one counter: one atomic, old values by prefix sum
+        x = b.select(em.exec_mask_vec(), v, ll.Constant(v.type, None))
+        before, total = _exclusive_scan(em, x)
+        p = b.extract_element(ptrs, ll.Constant(I32, 0))
+        pre = b.block
+        with b.if_then(b.icmp_unsigned("!=", exec_mask, ll.Constant(I32, 0))):
+            base = _one_lane(em, op, t, space, order, p, total, None)
+            then = b.block
+        if dst is not None:
+            phi = b.phi(total.type)
+            phi.add_incoming(base, then)
+            phi.add_incoming(ll.Constant(total.type, 0), pre)
+            em.write(dst, t, b.add(em.splat(phi), before))
+        return
+
+    def body(lane, accs):
+        p = b.extract_element(ptrs, lane)
+        old = _one_lane(em, op, t, space, order, p, b.extract_element(v, lane),
+                        b.extract_element(c, lane) if c is not None else None)
+        return [b.insert_element(accs[0], old, lane)] if accs else []
+
+    init = [ll.Constant(v.type, ll.Undefined)] if dst is not None else []
+    res = for_each_lane(em, exec_mask, init, body)
+    if dst is not None:
+        em.write(dst, t, res[0])

@@ -1,0 +1,142 @@
+"""What a warp keeps across a converged barrier, and how it gets it back.
+
+Needs: a Cfg, its Divergence and live-in sets; every barrier in converged code (the
+"simple" barrier protocol of backends/cpu/emit.py). Leaves: a `BarrierState` plan.
+
+A warp that reaches a barrier returns to the block runner, so the registers its
+continuation reads must survive in the warp's state. Two things keep that traffic small,
+which matters: kernels such as a tiled matrix multiply cross two barriers per tile, and
+every varying 32-bit register is 128 bytes of a warp's state.
+- Rematerialization: a register with one definition computed only from constants,
+  symbols, thread/block indices and uniform registers is recomputed after the barrier
+  (shared-memory addresses like `As + 64*tid.y + 4*tid.x`) instead of saved and loaded.
+- One slot per register, written only when the register may have changed since the
+  warp last resumed: a loop-invariant value is saved once, at the first barrier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..isa.operands import defs, uses
+from ..ptx import ir
+from .cfg import Cfg, is_barrier
+from .divergence import Divergence
+
+#: Opcodes whose result depends only on their operands (safe to recompute).
+_PURE = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "cvt", "cvta",
+         "neg", "min", "max", "selp", "mul24", "mad24"}
+#: Special registers that keep their value for a whole block.
+_BLOCK_INVARIANT = ("%tid.", "%ntid.", "%ctaid.", "%nctaid.", "%laneid", "%warpid", "%nwarpid",
+                    "%lanemask_")
+
+
+@dataclass
+class BarrierState:
+    slots: list[str]  # registers with a save slot, in slot order
+    save: list[list[str]]  # per barrier: registers to store at arrival
+    load: list[list[str]]  # per barrier: registers to load at resume
+    remat: list[list[ir.Instr]] = field(default_factory=list)  # per barrier: instructions to re-run
+
+
+def plan(cfg: Cfg, div: Divergence, live: list[set[str]]) -> BarrierState:
+    blocks = cfg.blocks
+    barriers = [b for b in blocks if b.term is not None and is_barrier(b.term)]
+    def_count: dict[str, int] = {}
+    def_ins: dict[str, ir.Instr] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for r in defs(ins):
+                def_count[r.name] = def_count.get(r.name, 0) + 1
+                def_ins[r.name] = ins
+
+    # ---- rematerializable registers (a fixed point: operands must be remat, uniform or constant)
+    remat: set[str] = set()
+    changed = True
+
+    def operand_ok(o) -> bool:
+        if isinstance(o, (ir.Imm, ir.FImm, ir.Sym, ir.SymAddr)):
+            return True
+        if isinstance(o, ir.Special):
+            return o.name.startswith(_BLOCK_INVARIANT)
+        if isinstance(o, ir.Reg):
+            if def_count.get(o.name, 0) != 1:
+                return False
+            return o.name in remat or o.name not in div.varying
+        return False
+
+    while changed:
+        changed = False
+        for name, ins in def_ins.items():
+            if name in remat or def_count[name] != 1 or ins.guard is not None:
+                continue
+            if ins.op not in _PURE or len(defs(ins)) != 1 or any(m in ("cc", "sat") for m in ins.mods):
+                continue
+            if isinstance(ins.args[0], ir.Vec) or any(isinstance(a, (ir.Vec, ir.Mem)) for a in ins.args[1:]):
+                continue
+            if all(operand_ok(a) for a in ins.args[1:]):
+                remat.add(name)
+                changed = True
+    # only varying registers are worth recomputing; uniform ones are one scalar load
+    remat = {r for r in remat if r in div.varying}
+
+    # ---- per barrier: what to recompute (with its dependencies) and what to load
+    loads: list[list[str]] = []
+    remats: list[list[ir.Instr]] = []
+    needed_uniform: set[str] = set()
+    for b in barriers:
+        want = live[b.succs[0]]
+        order: list[ir.Instr] = []
+        done: set[str] = set()
+        extra: set[str] = set()
+
+        def visit(name: str) -> None:
+            if name in done:
+                return
+            done.add(name)
+            ins = def_ins[name]
+            for u in uses(ins):
+                if u.name in remat:
+                    visit(u.name)
+                else:
+                    extra.add(u.name)
+            order.append(ins)
+
+        for name in sorted(want):
+            if name in remat:
+                visit(name)
+        ld = sorted((set(want) - remat) | extra)
+        needed_uniform |= extra
+        loads.append(ld)
+        remats.append(order)
+
+    slots = sorted({n for ld in loads for n in ld})
+
+    # ---- may-be-modified-since-resume: forward over the blocks
+    cont_of = {b.succs[0] for b in barriers}
+    barrier_edges = {(b.index, b.succs[0]) for b in barriers}
+    everything = set(def_count)
+    out: dict[int, set[str]] = {b.index: set() for b in blocks}
+    inn: dict[int, set[str]] = {b.index: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            new_in: set[str] = set(everything) if b.index == 0 else set()
+            for p in b.preds:
+                if (p, b.index) in barrier_edges:
+                    continue  # resuming: every live register is in its slot
+                new_in |= out[p]
+            new_out = set(new_in)
+            for ins in b.instrs:
+                for r in defs(ins):
+                    new_out.add(r.name)
+            if new_in != inn[b.index] or new_out != out[b.index]:
+                inn[b.index], out[b.index] = new_in, new_out
+                changed = True
+    del cont_of
+    # A value read after a resume at barrier B was either saved at B (it changed since the
+    # warp last resumed) or is still in its slot from an earlier barrier: a register live
+    # across B and unchanged since the last resume was live across that one too.
+    saves = [sorted(out[b.index] & set(ld)) for b, ld in zip(barriers, loads)]
+    return BarrierState(slots, saves, loads, remats)
