@@ -1,0 +1,123 @@
+"""Exact reference rounding for the floating-point test cases (pure Python, no cuport).
+
+`rnd(q, fmt, mode)` rounds an exact rational (Fraction or int) to the bit pattern of a binary
+format in mode rn/rna/rz/rm/rp, with subnormals and overflow as IEEE 754 says; `val` turns a
+bit pattern back into a Python float. Expected values of directed-rounding cases, of cvt and
+of the narrow formats are computed with these, independently of the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from fractions import Fraction
+
+#: name: (exponent bits, mantissa bits, has infinities)
+FORMATS = {
+    "f64": (11, 52, True), "f32": (8, 23, True), "f16": (5, 10, True), "bf16": (8, 7, True),
+    "tf32": (8, 10, True), "e4m3": (4, 3, False), "e5m2": (5, 2, True),
+}
+
+
+def width(fmt: str) -> int:
+    e, m, _ = FORMATS[fmt]
+    return 1 + e + m
+
+
+def max_bits(fmt: str) -> int:
+    e, m, has_inf = FORMATS[fmt]
+    top = ((1 << e) - 1) << m
+    return top - 1 if has_inf else top - 2
+
+
+def exact(x: float) -> Fraction:
+    return Fraction(x)
+
+
+def rnd(q, fmt: str, mode: str = "rn", neg_zero: bool = False, satfinite: bool = False) -> int:
+    """Bits of the rational `q` rounded to `fmt`. A zero result is -0 when q < 0 or, for an
+    exact zero, when `neg_zero`."""
+    e, m, has_inf = FORMATS[fmt]
+    w = 1 + e + m
+    q = Fraction(q)
+    sign = 1 if q < 0 or (q == 0 and neg_zero) else 0
+    a = abs(q)
+    bias = (1 << (e - 1)) - 1
+    emin = 1 - bias
+    if a == 0:
+        return sign << (w - 1)
+    ex = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** ex > a:
+        ex -= 1
+    ex = max(ex, emin)
+    quantum = Fraction(2) ** (ex - m)
+    n, r = divmod(a, quantum)
+    n = int(n)
+    up = False
+    if r:
+        if mode == "rn":
+            up = r > quantum / 2 or (r == quantum / 2 and n & 1)
+        elif mode == "rna":
+            up = r >= quantum / 2
+        elif mode == "rz":
+            up = False
+        elif mode == "rm":
+            up = bool(sign)
+        elif mode == "rp":
+            up = not sign
+        else:
+            raise ValueError(mode)
+    n += up
+    if n >= 1 << (m + 1):  # carried into the next binade
+        n >>= 1
+        ex += 1
+    if n < 1 << m:  # subnormal (or zero)
+        code = n
+    else:
+        code = ((ex - emin + 1) << m) | (n - (1 << m))
+    mx = max_bits(fmt)
+    if code > mx:
+        toward = satfinite or mode == "rz" or (mode == "rm" and not sign) or (mode == "rp" and sign)
+        if toward or not has_inf:
+            code = mx if (toward or satfinite) else (1 << (w - 1)) - 1
+        else:
+            code = mx + 1
+    return code | (sign << (w - 1))
+
+
+def val(bits: int, fmt: str) -> float:
+    """The value of a bit pattern (NaN as float('nan'))."""
+    e, m, has_inf = FORMATS[fmt]
+    w = 1 + e + m
+    sign = -1.0 if bits >> (w - 1) & 1 else 1.0
+    ex = bits >> m & ((1 << e) - 1)
+    frac = bits & ((1 << m) - 1)
+    bias = (1 << (e - 1)) - 1
+    if has_inf and ex == (1 << e) - 1:
+        return sign * math.inf if frac == 0 else math.nan
+    if not has_inf and ex == (1 << e) - 1 and frac == (1 << m) - 1:
+        return math.nan
+    if ex == 0:
+        return sign * math.ldexp(frac, 1 - bias - m)
+    return sign * math.ldexp(frac | (1 << m), ex - bias - m)
+
+
+def f32(x: float) -> float:
+    """x rounded to nearest f32 (struct does IEEE rounding)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def f64_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def bits_f32(b: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def bits_f64(b: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", b & 0xFFFFFFFFFFFFFFFF))[0]
