@@ -5,6 +5,8 @@ zero, INT_MIN / -1, the carry flag after a subtraction, sm_90-only forms); `expe
 what ptxas's sm_90 expansion computes, and the H200 recording is the oracle.
 """
 
+import random
+
 from ptxgen import Case
 
 M = {n: (1 << n) - 1 for n in (8, 16, 32, 64)}
@@ -193,6 +195,15 @@ for t in ("u16", "s16", "u32", "s32", "u64", "s64"):
     for a, b in pairs(n) + [(-(2**(n - 1)), -1), (100, 7), (-100, 7), (100, -7), (-100, -7)]:
         q, r, note = divrem(a, b, t)
         add(Case(f"div.{t}", [t, t], [t, t], [a, b], [q, r], note=note,
+                 template=f"{{d0}}, {{a}}, {{b}}; rem.{t} {{d1}}, {{a}}, {{b}}"))
+_rng = random.Random(1234)  # many ordinary quotients: division goes through f64 in vector code
+for t in ("u16", "s16", "u32", "s32"):
+    n = int(t[1:])
+    for _ in range(200):
+        a = _rng.getrandbits(n)
+        b = _rng.getrandbits(_rng.choice((3, 8, n // 2, n))) or 1
+        q, r, _ = divrem(a, b, t)
+        add(Case(f"div.{t}", [t, t], [t, t], [a, b], [q, r],
                  template=f"{{d0}}, {{a}}, {{b}}; rem.{t} {{d1}}, {{a}}, {{b}}"))
 add(Case("div.u32", "u32", ["u32"], [1000], [142], template="{d}, {a}, 7"))
 add(Case("rem.s32", "s32", ["s32"], [-1000], [-6], template="{d}, {a}, 7"))
