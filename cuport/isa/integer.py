@@ -152,8 +152,8 @@ def lower_add_sub(em, ins: ir.Instr) -> None:
     b = em.b
     sub = ins.op == "sub"
     if pair_type(ins):
-        if sub:  # PTX has add.u16x2/.s16x2 but no sub on packed halves
-            raise em.error("sub has no .u16x2/.s16x2 form")
+        if sub or "sat" in ins.mods or "cc" in ins.mods:  # PTX has only the plain add on halves
+            raise em.error(f"{'.'.join((ins.op, *ins.mods))} does not exist")
         _pairwise(em, ins, lambda x, y, _s: b.add(x, y))
         return
     t = type_suffix(ins)
