@@ -134,6 +134,10 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     """Generate and compile the library into out_dir; return its path."""
     import cffi
 
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not header.exists():
+        raise RuntimeError(f"cuport's libcuda.so.1 embeds Python and needs its development files: "
+                           f"{header} is missing (on Debian/Ubuntu: apt install python3-dev)")
     link, libpython = python_link()
     ffi = cffi.FFI()
     ffi.cdef(cdef_text())

@@ -150,8 +150,15 @@ class Dispatcher:
         return call
 
 
+def load_implementations() -> None:
+    """Import every module that registers implementations (the driver, and capi's own)."""
+    import cuport.driver  # noqa: F401
+    from cuport.capi import export_tables, proc_address  # noqa: F401
+
+
 def coverage() -> tuple[list[str], list[str]]:
     """(implemented, not implemented) symbols of the table."""
+    load_implementations()
     done, missing = [], []
     for symbol in table.functions():
         (done if symbol in IMPLEMENTATIONS else missing).append(symbol)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 import traceback
 
-import cuport.driver  # noqa: F401 - registers the driver's implementations
 from cuport.capi import export_tables, proc_address, table
-from cuport.capi.dispatch import UNKNOWN, Dispatcher
+from cuport.capi.dispatch import UNKNOWN, Dispatcher, load_implementations
 
 
 def _onerror(exception, value, tb) -> None:
@@ -22,6 +21,7 @@ def _onerror(exception, value, tb) -> None:
 
 
 def attach(ffi, lib) -> None:
+    load_implementations()
     dispatcher = Dispatcher(ffi)
     for func in table.functions().values():
         ffi.def_extern(name=f"cuport_py_{func.symbol}", error=UNKNOWN,

@@ -1,0 +1,77 @@
+"""Shared by tests/capi and tests/driver: cuport's libcuda.so.1, C and CUDA toolchains.
+
+Programs under test run in subprocesses with a clean cuport environment, the way a
+user's program would: a C program dlopens the library (which starts Python inside
+itself), an nvcc-built program goes through `cuport run`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def library() -> Path:
+    from cuport.capi import build
+
+    return build.library_dir() / build.SONAME
+
+
+def cuda_home() -> Path | None:
+    for candidate in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if candidate and (Path(candidate) / "include" / "cuda.h").exists():
+            return Path(candidate)
+    nvcc = shutil.which("nvcc")
+    if nvcc and (Path(nvcc).resolve().parents[1] / "include" / "cuda.h").exists():
+        return Path(nvcc).resolve().parents[1]
+    return None
+
+
+def need_cuda_home() -> Path:
+    home = cuda_home()
+    if home is None:
+        pytest.skip("no CUDA toolkit (cuda.h) on this machine")
+    return home
+
+
+def need_nvcc() -> str:
+    home = need_cuda_home()
+    nvcc = shutil.which("nvcc") or str(home / "bin" / "nvcc")
+    if not Path(nvcc).exists():
+        pytest.skip("nvcc is not available")
+    return nvcc
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment a user's program gets: no cuport switches left over from the tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    env.update(extra)
+    return env
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 120,
+        cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, env=env if env is not None else clean_env(), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def compile_c(sources: list[Path], out: Path, *flags: str) -> Path:
+    home = need_cuda_home()
+    cmd = ["gcc", "-O1", "-Wall", "-Wno-unused-parameter", "-Wno-deprecated-declarations",
+           f"-I{home / 'include'}", *map(str, sources), "-o", str(out), *flags, "-ldl",
+           "-lpthread"]
+    result = run(cmd)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def cuport_command() -> list[str]:
+    return [sys.executable, "-m", "cuport.cli"]
