@@ -93,12 +93,11 @@ def _narrow(em, ins: ir.Instr, x, elem: str, mode: str):
 
 
 def _finish_f32(em, ins: ir.Instr, v) -> None:
-    v = fprt.canon_nan(em, v, "f32")
     if "ftz" in ins.mods:
         v = fprt.flush(em, v, "f32")
     if "sat" in ins.mods:
         v = fprt.saturate(em, v, "f32")
-    em.write(ins.args[0], "f32", v)
+    em.write(ins.args[0], "f32", fprt.canon_nan(em, v, "f32"))
 
 
 def _finish_f64(em, ins: ir.Instr, v) -> None:

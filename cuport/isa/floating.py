@@ -46,13 +46,12 @@ def operands(em, ins: ir.Instr, t: str, n: int):
 
 
 def finish(em, ins: ir.Instr, t: str, v) -> None:
-    """Canonical NaN, then .ftz on the result, then .sat; write the destination."""
-    v = fprt.canon_nan(em, v, t)
+    """.ftz on the result, then .sat, then the canonical NaN; write the destination."""
     if "ftz" in ins.mods:
         v = flush(em, v, t)
     if "sat" in ins.mods:
         v = saturate(em, v, t)
-    em.write(ins.args[0], t, v)
+    em.write(ins.args[0], t, fprt.canon_nan(em, v, t))
 
 
 def compute(em, t: str, op: str, args: list, mode: str):
@@ -119,8 +118,7 @@ def lower_div(em, ins: ir.Instr) -> None:
         big = b.fcmp_ordered(">", em.intrinsic("llvm.fabs", [c]), em.const(t, 2.0 ** 126))
         r = b.select(big, flush(em, r, t), r)
         v = b.fmul(a, r)
-    v = fprt.canon_nan(em, v, t)
-    em.write(ins.args[0], t, flush(em, v, t) if ftz else v)
+    em.write(ins.args[0], t, fprt.canon_nan(em, flush(em, v, t) if ftz else v, t))
 
 
 @lowers("rcp")
@@ -136,8 +134,8 @@ def lower_rcp(em, ins: ir.Instr) -> None:
         if "approx" not in ins.mods:  # legacy rcp.f32 = rcp.approx.ftz.f32
             a = flush(em, a, t)
         v = em.b.fdiv(em.const(t, 1.0), a)
-        v = fprt.canon_nan(em, v, t)
-        em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods or "approx" not in ins.mods else v)
+        v = flush(em, v, t) if "ftz" in ins.mods or "approx" not in ins.mods else v
+        em.write(ins.args[0], t, fprt.canon_nan(em, v, t))
         return
     (a,) = operands(em, ins, t, 1)
     finish(em, ins, t, compute(em, t, "fdiv", [em.const(t, 1.0), a], mode or "rn"))
@@ -153,10 +151,9 @@ def lower_sqrt(em, ins: ir.Instr) -> None:
     if legacy:
         a = flush(em, a, t)
     v = compute(em, t, "sqrt", [a], mode or "rn")  # sqrt.approx: 2^-23 relative, exact here
-    v = fprt.canon_nan(em, v, t)
     if "ftz" in ins.mods or legacy:
         v = flush(em, v, t)
-    em.write(ins.args[0], t, v)
+    em.write(ins.args[0], t, fprt.canon_nan(em, v, t))
 
 
 @lowers("rsqrt")
@@ -172,8 +169,8 @@ def lower_rsqrt(em, ins: ir.Instr) -> None:
         a = flush(em, a, t)
     # two correct roundings: within 2^-23 relative of 1/sqrt(a) (the GPU: 2^-22.9)
     v = b.fdiv(em.const(t, 1.0), em.intrinsic("llvm.sqrt", [a]))
-    v = fprt.canon_nan(em, v, t)
-    em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods or legacy else v)
+    v = flush(em, v, t) if "ftz" in ins.mods or legacy else v
+    em.write(ins.args[0], t, fprt.canon_nan(em, v, t))
 
 
 def _upper_word_f64(em, ins: ir.Instr, op: str) -> None:
@@ -222,7 +219,7 @@ def lower_approx(em, ins: ir.Instr) -> None:
     if ftz:
         x = flush(em, x, t)
     v = _APPROX[ins.op](em, x)
-    em.write(ins.args[0], t, flush(em, v, t) if ftz else v)
+    em.write(ins.args[0], t, fprt.canon_nan(em, flush(em, v, t) if ftz else v, t))
 
 
 @lowers("neg", "abs", kind="float")
@@ -239,8 +236,8 @@ def lower_neg(em, ins: ir.Instr) -> None:
     x = em.to_bits(a, t)
     sign = em.const_int(w, 1 << (w - 1))
     x = b.xor(x, sign) if ins.op == "neg" else b.and_(x, em.const_int(w, (1 << (w - 1)) - 1))
-    v = fprt.canon_nan(em, em.to_value(x, t), t)
-    em.write(ins.args[0], t, flush(em, v, t) if "ftz" in ins.mods else v)
+    v = em.to_value(x, t)
+    em.write(ins.args[0], t, fprt.canon_nan(em, flush(em, v, t) if "ftz" in ins.mods else v, t))
 
 
 @lowers("min", "max", kind="float")
@@ -259,12 +256,12 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     v = minmax_values(em, ins, t, vals)
     if "ftz" in ins.mods:
         v = flush(em, v, t)
-    em.write(ins.args[0], t, v)
+    em.write(ins.args[0], t, fprt.canon_nan(em, v, t))
 
 
 def minmax_values(em, ins: ir.Instr, t: str, vals: list):
     """min/max of float values of type `t` (f32 or f64, f16/bf16 passed in as f32) with the
-    instruction's modifiers; NaN results are the canonical NaN of `t`."""
+    instruction's modifiers (callers canonicalise a NaN result)."""
     b = em.b
     xorsign = None
     if "xorsign" in ins.mods:
@@ -280,8 +277,7 @@ def minmax_values(em, ins: ir.Instr, t: str, vals: list):
         neg = em.b.fneg(em.intrinsic("llvm.fabs", [v]))
         v = b.select(b.and_(xorsign, b.not_(fprt.is_nan(em, v))), neg, em.intrinsic("llvm.fabs", [v]))
         # `.abs` already made v non-negative; the sign is now the XOR of the inputs' signs
-    nanbits = {"f32": 0x7FFFFFFF, "f64": 0x7FFFFFFFFFFFFFFF}[_bt(t)]
-    return b.select(fprt.is_nan(em, v), em.const_bits(_bt(t), nanbits), v)
+    return v
 
 
 def _bt(t: str) -> str:

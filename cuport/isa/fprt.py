@@ -48,10 +48,14 @@ def is_nan(em, v):
 
 
 def canon_nan(em, v, t: str):
-    """NaN → the GPU's canonical NaN of `t` (f32: 0x7fffffff); other values unchanged."""
+    """The bits of `v` (integer type), a NaN replaced by the GPU's canonical NaN of `t` (f32:
+    0x7fffffff; f64 NaNs keep their bits). Done on the integer bits and last, right before the
+    write: LLVM treats NaN payloads as unspecified and folds a float-typed select away."""
+    bits = em.to_bits(v, t)
     if t not in CANON_NAN:
-        return v
-    return em.b.select(is_nan(em, v), em.const_bits(t, CANON_NAN[t]), v)
+        return bits
+    w = {"f32": 32, "f16": 16, "bf16": 16}[t]
+    return em.b.select(is_nan(em, v), ci(em, w, CANON_NAN[t]), bits)
 
 
 def flush(em, v, t: str):
@@ -453,7 +457,7 @@ def exp2_f64(em, x):
 
 def ex2_f32(em, x):
     """ex2.approx.f32: 2^x, correctly rounded up to the final rounding (GPU: 2 ulp)."""
-    return canon_nan(em, em.b.fptrunc(exp2_f64(em, fpext(em, x)), em.ty("f32")), "f32")
+    return em.b.fptrunc(exp2_f64(em, fpext(em, x)), em.ty("f32"))
 
 
 def log2_f64(em, xd):
@@ -481,7 +485,7 @@ def lg2_f32(em, x):
     r = b.select(b.fcmp_ordered("==", xd, em.const("f64", 0.0)), em.const("f64", float("-inf")), r)
     r = b.select(b.fcmp_unordered("<", xd, em.const("f64", 0.0)), em.const("f64", float("nan")), r)
     r = b.select(b.fcmp_ordered("==", xd, em.const("f64", float("inf"))), xd, r)
-    return canon_nan(em, b.fptrunc(r, em.ty("f32")), "f32")
+    return b.fptrunc(r, em.ty("f32"))
 
 
 _INV_2PI_F32 = 0x3E22F983  # 1/(2 pi) rounded to f32, the constant of FMUL.RZ before MUFU.SIN
@@ -515,7 +519,7 @@ def sincos_f32(em, x, want: str):
     r = b.fptrunc(r, em.ty("f32"))
     if want == "sin":
         r = b.select(b.fcmp_ordered("==", x, em.const("f32", 0.0)), x, r)  # sin(-0) = -0
-    return canon_nan(em, r, "f32")
+    return r
 
 
 def tanh_f64(em, xd):
@@ -529,4 +533,4 @@ def tanh_f64(em, xd):
 
 
 def tanh_f32(em, x):
-    return canon_nan(em, em.b.fptrunc(tanh_f64(em, fpext(em, x)), em.ty("f32")), "f32")
+    return em.b.fptrunc(tanh_f64(em, fpext(em, x)), em.ty("f32"))

@@ -1,0 +1,404 @@
+"""Floating-point instructions on f32/f64 (PTX ISA §9.7.3).
+
+Expected values: IEEE results are computed exactly with Python fractions and rounded by
+fpref.rnd in the instruction's mode (zero signs by IEEE 754's rules); approximate functions
+against Python's libm with the PTX ISA's documented bound as the tolerance.
+
+The GPU-specific answers are marked: note="exact-nan" where we claim the GPU's canonical NaN
+0x7fffffff (FADD and friends never propagate payloads), note="gpu" where the manual leaves
+the result open (f64 NaN bits, .ftz boundaries after rounding, approximate forms outside the
+documented range). Several rounding modes of one instruction share a kernel: the template runs
+each mode into its own destination.
+"""
+
+import math
+import random
+from fractions import Fraction as Q
+
+from fpref import bits_f32, bits_f64, f32, f32_bits, f64_bits, rnd
+from ptxgen import Case, bits
+
+CASES: list[Case] = []
+add = CASES.append
+INF, NAN = math.inf, math.nan
+MODES = ("rn", "rz", "rm", "rp")
+CANON32 = bits(0x7FFFFFFF)
+MIN_SUB32, MIN_NORM32, MAX32 = bits_f32(1), 2.0 ** -126, bits_f32(0x7F7FFFFF)
+MIN_SUB64, MAX64 = bits_f64(1), bits_f64(0x7FEFFFFFFFFFFFFF)
+PAYLOAD_NAN32 = bits(0x7FC12345)
+
+
+def r32(x: float):
+    """x rounded to nearest f32 (overflow to inf), as an expected value."""
+    return x if not math.isfinite(x) else bits(rnd(Q(x), "f32"))
+
+
+def fin(*xs) -> bool:
+    return all(math.isfinite(x) for x in xs)
+
+
+def neg(x: float) -> bool:
+    return math.copysign(1.0, x) < 0
+
+
+def ftz32(x: float) -> float:
+    return math.copysign(0.0, x) if x != 0 and abs(x) < MIN_NORM32 else x
+
+
+def ieee(t: str, mode: str, op: str, xs: list[float]):
+    """The exactly rounded result (bits) of op on values xs, or NaN/inf for special operands."""
+    if not fin(*xs):
+        with_inf = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+                    "fma": lambda a, b, c: a * b + c if not (math.isinf(a) or math.isinf(b)) or (a and b)
+                    else NAN, "div": lambda a, b: a / b if b else math.copysign(INF, a) * (1 if not neg(b) else -1),
+                    "sqrt": lambda a: math.sqrt(a) if a >= 0 else NAN,
+                    "rcp": lambda a: 1 / a}[op]
+        try:
+            return with_inf(*xs)
+        except (ValueError, ZeroDivisionError):
+            return NAN
+    q = [Q(x) for x in xs]
+    negz = False
+    if op in ("add", "sub"):
+        b = xs[1] if op == "add" else -xs[1]
+        r = q[0] + Q(b)
+        negz = (neg(xs[0]) and neg(b)) or (mode == "rm" and r == 0 and (neg(xs[0]) or neg(b)))
+    elif op == "mul":
+        r = q[0] * q[1]
+        negz = neg(xs[0]) != neg(xs[1])
+    elif op == "fma":
+        r = q[0] * q[1] + q[2]
+        pn = neg(xs[0]) != neg(xs[1])
+        negz = (pn and neg(xs[2])) or (mode == "rm" and r == 0 and (pn or neg(xs[2])))
+    elif op == "div":
+        if xs[1] == 0:
+            return NAN if xs[0] == 0 else (-INF if neg(xs[0]) != neg(xs[1]) else INF)
+        r = q[0] / q[1]
+        negz = neg(xs[0]) != neg(xs[1])
+    elif op == "rcp":
+        return ieee(t, mode, "div", [1.0, xs[0]])
+    elif op == "sqrt":
+        if xs[0] < 0:
+            return NAN
+        r = sqrt_q(q[0])
+        negz = neg(xs[0])
+    else:
+        raise ValueError(op)
+    return bits(rnd(r, t, mode, neg_zero=negz))
+
+
+def sqrt_q(q: Q) -> Q:
+    """sqrt(q) exactly when it is rational, else a value strictly inside the same 2^-1300 cell."""
+    k = 1300
+    n = q * 4 ** k
+    i = n.numerator // n.denominator
+    r = math.isqrt(i)
+    if r * r == i and n.denominator == 1:
+        return Q(r, 2 ** k)
+    return Q(2 * r + 1, 2 ** (k + 1))
+
+
+def modes(op: str, t: str, n: int, ms=MODES, extra: str = "") -> tuple[str, str, list[str]]:
+    """Instruction, template and destination types running `op` in every mode of `ms`."""
+    ops = ", ".join("{" + "abc"[i] + "}" for i in range(n))
+    first = f"{op}.{ms[0]}{extra}.{t}"
+    rest = "".join(f"; {op}.{m}{extra}.{t} {{d{i + 1}}}, {ops}" for i, m in enumerate(ms[1:]))
+    return first, f"{{d0}}, {ops}{rest}", [t] * len(ms)
+
+
+def all_modes(op: str, t: str, xs: list[float], ms=MODES, note: str = "") -> None:
+    instr, tmpl, dsts = modes(op, t, len(xs), ms)
+    xs = [f32(x) if t == "f32" and math.isfinite(x) else x for x in xs]
+    ins = [bits(f32_bits(x) if t == "f32" else f64_bits(x)) for x in xs]
+    add(Case(instr, dsts, [t] * len(xs), ins, [ieee(t, m, op, xs) for m in ms], template=tmpl, note=note))
+
+
+def rand32(rng: random.Random) -> float:
+    k = rng.random()
+    if k < 0.4:
+        return f32(rng.uniform(-4, 4))
+    if k < 0.6:
+        return bits_f32(rng.getrandbits(23) | rng.getrandbits(1) << 31)  # subnormal
+    b = rng.getrandbits(32)
+    return bits_f32(b) if (b >> 23) & 0xFF != 0xFF else 1.5
+
+
+def rand64(rng: random.Random) -> float:
+    k = rng.random()
+    if k < 0.4:
+        return rng.uniform(-4, 4)
+    if k < 0.6:
+        return bits_f64(rng.getrandbits(52) | rng.getrandbits(1) << 63)
+    b = rng.getrandbits(64)
+    return bits_f64(b) if (b >> 52) & 0x7FF != 0x7FF else 1.5
+
+
+# ---------------------------------------------------------------- add, sub, mul in every mode
+E24 = 2.0 ** -24
+ADD32 = [(1.0, E24), (1.0, 3 * E24 / 2), (-1.0, -E24), (1.0, -E24 / 2), (0.1, 0.2), (1e30, 1e-30), (MAX32, MAX32),
+         (MAX32, -MAX32), (MIN_SUB32, MIN_SUB32), (MIN_NORM32, -MIN_SUB32), (0.0, -0.0), (-0.0, -0.0), (1.5, -1.5),
+         (-MAX32, -bits_f32(0x73000000)), (3.0, f32(1 / 3))]
+MUL32 = [(1 + 2 ** -23, 1 + 2 ** -23), (3.0, f32(1 / 3)), (2.0 ** -100, 2.0 ** -100), (-(2.0 ** -100), 2.0 ** -100),
+         (MAX32, 2.0), (-0.0, 5.0), (MIN_SUB32, 0.5), (MIN_SUB32, 1.5), (f32(0.1), f32(0.1)), (-MAX32, 1.5)]
+ADD64 = [(1.0, 2.0 ** -53), (1.0, 3 * 2.0 ** -54), (-1.0, -(2.0 ** -53)), (0.1, 0.2), (MAX64, MAX64),
+         (MIN_SUB64, MIN_SUB64), (1.5, -1.5), (-0.0, -0.0), (1e300, 1e-300)]
+MUL64 = [(1 + 2.0 ** -52, 1 + 2.0 ** -52), (3.0, 1 / 3), (1e-200, 1e-200), (-1e-200, 1e-200), (MAX64, 2.0),
+         (MIN_SUB64, 0.5), (MIN_SUB64, 1.5), (0.1, 0.1)]
+rng = random.Random(1234)
+for x, y in ADD32 + [(rand32(rng), rand32(rng)) for _ in range(24)]:
+    all_modes("add", "f32", [x, y])
+    all_modes("sub", "f32", [x, y])
+for x, y in MUL32 + [(rand32(rng), rand32(rng)) for _ in range(24)]:
+    all_modes("mul", "f32", [x, y])
+for x, y in ADD64 + [(rand64(rng), rand64(rng)) for _ in range(16)]:
+    all_modes("add", "f64", [x, y])
+    all_modes("sub", "f64", [x, y])
+for x, y in MUL64 + [(rand64(rng), rand64(rng)) for _ in range(16)]:
+    all_modes("mul", "f64", [x, y])
+# infinities and NaN: the same in every mode; f32 NaN results are the canonical NaN
+for x, y in [(INF, 1.0), (INF, -INF), (-INF, -INF)]:
+    all_modes("add", "f32", [x, y])
+for ins in (["add", "f32", [INF, -INF]], ["mul", "f32", [0.0, INF]], ["sub", "f32", [INF, INF]]):
+    op, t, xs = ins
+    add(Case(f"{op}.rn.f32", t, [t, t], xs, [CANON32], note="exact-nan"))
+add(Case("add.rn.f32", "f32", ["f32", "f32"], [PAYLOAD_NAN32, 1.0], [CANON32], note="exact-nan"))
+add(Case("mul.rz.f32", "f32", ["f32", "f32"], [2.0, PAYLOAD_NAN32], [CANON32], note="exact-nan"))
+add(Case("add.rn.f64", "f64", ["f64", "f64"], [INF, -INF], [NAN], note="gpu"))
+add(Case("add.rn.f64", "f64", ["f64", "f64"], [bits(0x7FF8000000012345), 1.0], [NAN], note="gpu"))
+
+# .ftz: subnormal inputs and results become zeros of the same sign; .sat clamps to [0, 1]
+for x, y in [(MIN_SUB32, MIN_SUB32), (MIN_NORM32, -MIN_SUB32), (bits_f32(0x00400000), 1.0), (-MIN_SUB32, 0.0),
+             (1.5 * MIN_NORM32, -MIN_NORM32), (1.0, 2.0)]:
+    r = ieee("f32", "rn", "add", [ftz32(x), ftz32(y)])
+    add(Case("add.ftz.f32", "f32", ["f32", "f32"], [x, y], [ftz32(bits_f32(r.value)) if not isinstance(r, float) else r]))
+for x, y in [(2.0 ** -70, 2.0 ** -70), (MIN_NORM32, 1 - 2 ** -24), (-MIN_NORM32, 0.5), (MIN_SUB32, 2.0 ** 30)]:
+    r = ieee("f32", "rn", "mul", [ftz32(x), ftz32(y)])
+    add(Case("mul.rn.ftz.f32", "f32", ["f32", "f32"], [x, y], [ftz32(bits_f32(r.value))]))
+# rounding first, then the flush: a product that rounds up to the smallest normal is kept
+add(Case("mul.rp.ftz.f32", "f32", ["f32", "f32"], [MIN_NORM32, 1 - 2 ** -24], [MIN_NORM32], note="gpu"))
+add(Case("mul.rz.ftz.f32", "f32", ["f32", "f32"], [MIN_NORM32, 1 - 2 ** -24], [0.0]))
+for x, y, want in [(0.25, 0.5, 0.75), (0.5, 0.75, 1.0), (-0.5, 0.25, 0.0), (-0.0, 0.0, 0.0), (-0.0, -0.0, 0.0),
+                   (INF, -INF, 0.0), (MAX32, MAX32, 1.0), (1.0, -2.0, 0.0)]:
+    add(Case("add.sat.f32", "f32", ["f32", "f32"], [x, y], [want]))
+
+# ---------------------------------------------------------------- fma / mad
+A, A2 = 1 + 2 ** -12, 1 + 2 ** -11
+FMA32 = [(A, A, -A2), (2.0, 3.0, 4.0), (1.0, 1.0, E24), (1.0, 1.0, -(2.0 ** -25)), (1e38, 10.0, -1e38),
+         (-1.0, 1.0, 1.0), (2.0 ** -75, 2.0 ** -75, 0.0), (-(2.0 ** -75), 2.0 ** -75, -0.0), (MAX32, 2.0, -MAX32),
+         (MAX32, 1.5, 0.0), (f32(0.1), 10.0, -1.0), (-0.0, 1.0, 0.0), (0.0, -1.0, -0.0),
+         # expf's first step: t = fma.rm(x, log2(e)/..., 0.5) style values
+         (f32(0.7), f32(1.442695), 12582912.0), (f32(-3.3), bits_f32(0x3FB8AA3B), bits_f32(0x4B400001))]
+FMA64 = [(1 + 2.0 ** -27, 1 + 2.0 ** -27, -(1 + 2.0 ** -26)), (2.0, 3.0, 4.0), (1.0, 1.0, 2.0 ** -53),
+         (-1.0, 1.0, 1.0), (1e-200, 1e-200, 0.0), (MAX64, 2.0, -MAX64), (0.1, 10.0, -1.0)]
+for xs in FMA32 + [(rand32(rng), rand32(rng), rand32(rng)) for _ in range(32)]:
+    all_modes("fma", "f32", list(xs))
+for xs in FMA64 + [(rand64(rng), rand64(rng), rand64(rng)) for _ in range(16)]:
+    all_modes("fma", "f64", list(xs))
+for xs in [(A, A, -A2), (1.0, 1.0, E24), (2.0, 3.0, 4.0)]:
+    add(Case("mad.rn.f32", "f32", ["f32"] * 3, list(xs), [ieee("f32", "rn", "fma", list(xs))]))
+    add(Case("mad.rm.f64", "f64", ["f64"] * 3, list(xs), [ieee("f64", "rm", "fma", list(xs))]))
+# mul then add is never contracted: A*A rounds to A2 first, so the sum is 0 (the fma gives 2^-24)
+add(Case("mul.rn.f32", "f32", ["f32", "f32", "f32"], [A, A, -A2], [0.0],
+         template="{d}, {a}, {b}; add.rn.f32 {d}, {d}, {c}"))
+add(Case("mul.f32", "f32", ["f32", "f32", "f32"], [A, A, -A2], [0.0], template="{d}, {a}, {b}; add.f32 {d}, {d}, {c}",
+         note="gpu"))
+for xs, want in [((0.5, 0.5, 0.5), 0.75), ((2.0, 2.0, 0.0), 1.0), ((-1.0, 1.0, 0.5), 0.0), ((INF, 0.0, 1.0), 0.0),
+                 ((MIN_SUB32, 1.0, 0.0), 0.0), ((MIN_NORM32, 1.0, 0.0), MIN_NORM32)]:
+    add(Case("fma.rn.ftz.sat.f32", "f32", ["f32"] * 3, list(xs), [want]))
+add(Case("fma.rn.f32", "f32", ["f32"] * 3, [INF, 0.0, 1.0], [CANON32], note="exact-nan"))
+
+# ---------------------------------------------------------------- div, rcp, sqrt (IEEE)
+DIV32 = [(1.0, 3.0), (-1.0, 3.0), (2.0, 3.0), (1.0, MAX32), (MAX32, 0.5), (MIN_SUB32, 2.0), (MIN_SUB32, -3.0),
+         (1.0, MIN_SUB32), (0.0, -5.0), (7.0, 7.0), (f32(0.3), f32(0.1))]
+for x, y in DIV32 + [(rand32(rng), rand32(rng)) for _ in range(24)]:
+    all_modes("div", "f32", [x, y])
+for x, y in [(1.0, 3.0), (-2.0, 3.0), (1.0, MAX64), (MIN_SUB64, 3.0), (0.3, 0.1)] + [(rand64(rng), rand64(rng))
+                                                                                    for _ in range(8)]:
+    all_modes("div", "f64", [x, y])
+for x, y, want in [(1.0, 0.0, INF), (-1.0, 0.0, -INF), (1.0, -0.0, -INF), (0.0, 0.0, NAN), (INF, INF, NAN)]:
+    add(Case("div.rn.f32", "f32", ["f32", "f32"], [x, y], [want]))
+    add(Case("div.rz.f64", "f64", ["f64", "f64"], [x, y], [want]))
+for x, y in [(MIN_SUB32, 1.0), (1.0, 3.0), (MIN_NORM32, 1.5), (1.0, MIN_SUB32)]:
+    r = ieee("f32", "rn", "div", [ftz32(x), ftz32(y)])
+    add(Case("div.rn.ftz.f32", "f32", ["f32", "f32"], [x, y], [r if isinstance(r, float) else ftz32(bits_f32(r.value))]))
+for x in [3.0, -7.0, 0.1, MAX32, MIN_SUB32, -1e-30, 1.0, 2.0 ** -127] + [rand32(rng) for _ in range(12)]:
+    all_modes("rcp", "f32", [x])
+for x in [3.0, -7.0, 0.1, MAX64, MIN_SUB64, 1e-300] + [rand64(rng) for _ in range(8)]:
+    all_modes("rcp", "f64", [x])
+for x in [2.0, 3.0, 0.5, 1e-30, MIN_SUB32, bits_f32(0x7F7FFFFF), 1 + 2 ** -23, 4.0] + [abs(rand32(rng)) for _ in range(24)]:
+    all_modes("sqrt", "f32", [x])
+for x in [2.0, 3.0, 0.1, MIN_SUB64, MAX64, 1 + 2.0 ** -52] + [abs(rand64(rng)) for _ in range(12)]:
+    all_modes("sqrt", "f64", [x])
+for x, want in [(-0.0, -0.0), (0.0, 0.0), (-1.0, NAN), (INF, INF), (-INF, NAN)]:
+    add(Case("sqrt.rn.f32", "f32", ["f32"], [x], [want]))
+    add(Case("sqrt.rm.f64", "f64", ["f64"], [x], [want]))
+    add(Case("sqrt.approx.f32", "f32", ["f32"], [x], [want]))
+add(Case("sqrt.rn.f32", "f32", ["f32"], [-1.0], [CANON32], note="exact-nan"))
+for x, want in [(MIN_SUB32, 0.0), (-MIN_SUB32, -0.0), (4.0, 2.0), (MIN_NORM32, 2.0 ** -63)]:
+    add(Case("sqrt.rn.ftz.f32", "f32", ["f32"], [x], [want]))
+    add(Case("sqrt.approx.ftz.f32", "f32", ["f32"], [x], [want]))
+
+# ---------------------------------------------------------------- approximate f32 forms
+for x in [2.0, 3.0, 0.1, 1e-30, 1e30, MIN_SUB32 * 5, 7.5, 1234.5678]:
+    add(Case("sqrt.approx.f32", "f32", ["f32"], [x], [r32(math.sqrt(x))], tolerance_ulps=1))  # 2^-23 relative
+    add(Case("rcp.approx.f32", "f32", ["f32"], [x], [r32(1 / f32(x))], tolerance_ulps=1))
+    add(Case("rsqrt.approx.f32", "f32", ["f32"], [x], [r32(1 / math.sqrt(f32(x)))], tolerance_ulps=3))  # 2^-22.9
+for x, want in [(-INF, -0.0), (-0.0, -INF), (0.0, INF), (INF, 0.0), (NAN, NAN)]:
+    add(Case("rcp.approx.f32", "f32", ["f32"], [x], [want]))
+for x, want in [(-INF, NAN), (-2.0, NAN), (-0.0, -INF), (0.0, INF), (INF, 0.0), (NAN, NAN)]:
+    add(Case("rsqrt.approx.f32", "f32", ["f32"], [x], [want]))
+for x, want in [(MIN_SUB32, INF), (-MIN_SUB32, -INF), (2.0 ** 127, 0.0), (4.0, 0.25)]:
+    add(Case("rcp.approx.ftz.f32", "f32", ["f32"], [x], [want]))  # 1/2^127 is subnormal: flushed
+for x, want in [(MIN_SUB32, INF), (-MIN_SUB32, -INF), (4.0, 0.5)]:
+    add(Case("rsqrt.approx.ftz.f32", "f32", ["f32"], [x], [want]))
+add(Case("rcp.approx.f32", "f32", ["f32"], [2.0 ** 127], [2.0 ** -127], note="gpu"))  # non-ftz keeps subnormals
+for x in [3.0, 0.1, 1e-300, 1e300, MIN_SUB64 * 7]:
+    add(Case("rsqrt.approx.f64", "f64", ["f64"], [x], [1 / math.sqrt(x)], tolerance_ulps=2 ** 30, note="gpu"))
+add(Case("rsqrt.approx.f64", "f64", ["f64"], [-0.0], [-INF]))
+add(Case("rsqrt.approx.f64", "f64", ["f64"], [-1.0], [NAN]))
+
+
+def upper_word(x: float) -> float:
+    """The operand as rcp/rsqrt.approx.ftz.f64 see it: the lower 32 bits cleared."""
+    return bits_f64(f64_bits(x) & 0xFFFFFFFF00000000)
+
+
+# rcp/rsqrt.approx.ftz.f64 work on the upper word; the lower 32 result bits are zero
+for x in [3.0, -7.0, 0.1, 1.0 + 2.0 ** -40, 1e300, 1e-300]:
+    for op, f in (("rcp", lambda v: 1 / v), ("rsqrt", lambda v: 1 / math.sqrt(v))):
+        if op == "rsqrt" and x < 0:
+            continue
+        want = f(upper_word(x))
+        add(Case(f"{op}.approx.ftz.f64", ["f64", "b32"], ["f64"], [x], [want, 0], tolerance_ulps=2 ** 33,
+                 template="{d0}, {a}; mov.b64 {{%r_lo, %r_hi}}, {d0}; mov.b32 {d1}, %r_lo",
+                 extra_decls=".reg .b32 %r_lo, %r_hi;", note="gpu"))
+for x, want in [(MIN_SUB64, INF), (-MIN_SUB64, -INF), (-0.0, -INF), (INF, 0.0), (-INF, -0.0), (1e308, 0.0)]:
+    add(Case("rcp.approx.ftz.f64", "f64", ["f64"], [x], [want]))
+add(Case("rcp.approx.ftz.f64", "f64", ["f64"], [bits(0x7FF8000000000001)], [bits(0x7FFFFFFF00000000)],
+         note="exact-nan"))
+for x, want in [(MIN_SUB64, INF), (-MIN_SUB64, -INF), (-0.0, -INF), (INF, 0.0), (-2.0, NAN)]:
+    add(Case("rsqrt.approx.ftz.f64", "f64", ["f64"], [x], [want]))
+
+# div.approx: a * (1/b), 2 ulp for |b| in [2^-126, 2^126]; beyond, the reciprocal flushes
+for x, y in [(1.0, 3.0), (-5.0, 7.0), (1e30, 1e-30), (f32(0.3), f32(0.1)), (MIN_SUB32 * 8, 0.5), (1.0, 2.0 ** 126)]:
+    add(Case("div.approx.f32", "f32", ["f32", "f32"], [x, y], [r32(f32(x) / f32(y))], tolerance_ulps=2))
+    add(Case("div.full.f32", "f32", ["f32", "f32"], [x, y], [r32(f32(x) / f32(y))], tolerance_ulps=2))
+for x, y, want in [(1.0, 2.0 ** 127, 0.0), (-3.0, 1.5 * 2.0 ** 127, -0.0), (2.0 ** 126, MAX32, 0.0),
+                   (INF, 2.0 ** 127, NAN), (1.0, 0.0, INF), (0.0, 0.0, NAN)]:
+    add(Case("div.approx.f32", "f32", ["f32", "f32"], [x, y], [want]))
+for x, y, want in [(1.0, 2.0 ** 127, 2.0 ** -127), (2.0 ** 126, MAX32, f32(2.0 ** 126 / MAX32)), (1.0, 0.0, INF)]:
+    add(Case("div.full.f32", "f32", ["f32", "f32"], [x, y], [want], tolerance_ulps=2, note="gpu"))
+for x, y, want in [(MIN_SUB32, 1.0, 0.0), (1.0, MIN_SUB32, INF), (2.0 ** -120, 2.0 ** 10, 0.0), (6.0, 3.0, 2.0)]:
+    add(Case("div.approx.ftz.f32", "f32", ["f32", "f32"], [x, y], [want]))
+    add(Case("div.full.ftz.f32", "f32", ["f32", "f32"], [x, y], [want]))
+
+# sin/cos: 2^-20.5 absolute in [-2pi, 2pi], 2^-14.7 in [-100pi, 100pi]; inf → NaN
+SIN_NEAR = [0.5, 1.0, -1.0, 2.0, 3.0, math.pi / 2, -math.pi, 6.0, -6.2, 1e-3, 2.5e-5]
+SIN_FAR = [100.0, -250.0, 314.0, 77.7]
+for x in SIN_NEAR:
+    add(Case("sin.approx.f32", "f32", ["f32"], [x], [math.sin(f32(x))], abs_tolerance=2 ** -20.5))
+    add(Case("cos.approx.f32", "f32", ["f32"], [x], [math.cos(f32(x))], abs_tolerance=2 ** -20.5))
+    add(Case("sin.approx.ftz.f32", "f32", ["f32"], [x], [math.sin(f32(x))], abs_tolerance=2 ** -20.5))
+for x in SIN_FAR:
+    add(Case("sin.approx.f32", "f32", ["f32"], [x], [math.sin(f32(x))], abs_tolerance=2 ** -14.7))
+    add(Case("cos.approx.f32", "f32", ["f32"], [x], [math.cos(f32(x))], abs_tolerance=2 ** -14.7))
+for x, s, c in [(0.0, 0.0, 1.0), (-0.0, -0.0, 1.0), (INF, NAN, NAN), (-INF, NAN, NAN), (NAN, NAN, NAN)]:
+    add(Case("sin.approx.f32", "f32", ["f32"], [x], [s]))
+    add(Case("cos.approx.f32", "f32", ["f32"], [x], [c]))
+add(Case("sin.approx.f32", "f32", ["f32"], [INF], [CANON32], note="exact-nan"))
+add(Case("sin.approx.f32", "f32", ["f32"], [1e6], [math.sin(1e6)], abs_tolerance=0.25, note="gpu"))  # best effort
+add(Case("sin.approx.ftz.f32", "f32", ["f32"], [-MIN_SUB32], [-0.0]))
+add(Case("cos.approx.ftz.f32", "f32", ["f32"], [MIN_SUB32], [1.0]))
+
+# lg2: 2^-22 absolute for x in (0.5, 2), 2^-22 relative elsewhere (4 ulp)
+for x in [0.75, 1.5, 1.0001, 0.9999, 1.25]:
+    add(Case("lg2.approx.f32", "f32", ["f32"], [x], [math.log2(f32(x))], abs_tolerance=2 ** -22))
+for x in [10.0, 1e-30, 3e38, 1024.0, 0.1, MIN_SUB32 * 3, 7e-42]:
+    add(Case("lg2.approx.f32", "f32", ["f32"], [x], [r32(math.log2(f32(x)))], tolerance_ulps=4))
+for x, want in [(0.0, -INF), (-0.0, -INF), (-1.0, NAN), (-INF, NAN), (INF, INF), (NAN, NAN), (1.0, 0.0),
+                (2.0, 1.0), (0.5, -1.0)]:
+    add(Case("lg2.approx.f32", "f32", ["f32"], [x], [want]))
+add(Case("lg2.approx.ftz.f32", "f32", ["f32"], [MIN_SUB32 * 3], [-INF]))
+add(Case("lg2.approx.ftz.f32", "f32", ["f32"], [8.0], [3.0]))
+
+# ex2: 2 ulp across the full range; -inf → +0; subnormal results unless .ftz
+for x in [0.5, -0.5, 3.3, -3.3, 10.25, 100.0, -100.0, 127.9, 1e-7, -125.5, -130.0, -149.0]:
+    add(Case("ex2.approx.f32", "f32", ["f32"], [x], [r32(2.0 ** f32(x))], tolerance_ulps=2))
+for x, want in [(-INF, 0.0), (-0.0, 1.0), (0.0, 1.0), (INF, INF), (NAN, NAN), (128.0, INF), (-151.0, 0.0),
+                (1.0, 2.0), (-1.0, 0.5), (10.0, 1024.0)]:
+    add(Case("ex2.approx.f32", "f32", ["f32"], [x], [want]))
+for x, want in [(-130.0, 0.0), (-126.0, MIN_NORM32), (MIN_SUB32, 1.0), (2.0, 4.0)]:
+    add(Case("ex2.approx.ftz.f32", "f32", ["f32"], [x], [want]))
+
+# tanh: 2^-11 relative (8192 ulp), subnormals pass through
+for x in [0.5, -0.5, 1.0, 2.0, -3.0, 0.01, 5e-5, 8.0, 20.0]:
+    add(Case("tanh.approx.f32", "f32", ["f32"], [x], [r32(math.tanh(f32(x)))], tolerance_ulps=8192))
+for x, want in [(INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (NAN, NAN), (MIN_SUB32, MIN_SUB32),
+                (-MIN_SUB32 * 9, -MIN_SUB32 * 9), (100.0, 1.0)]:
+    add(Case("tanh.approx.f32", "f32", ["f32"], [x], [want]))
+
+# ---------------------------------------------------------------- min, max
+# one NaN → the other operand; both NaN → canonical NaN; -0 < +0; .NaN propagates
+MINMAX = [(1.0, 2.0), (-1.0, -2.0), (0.0, -0.0), (-0.0, 0.0), (NAN, 3.0), (3.0, NAN), (NAN, NAN), (INF, -INF),
+          (MIN_SUB32, -MIN_SUB32), (PAYLOAD_NAN32, -5.0)]
+for x, y in MINMAX:
+    xv = bits_f32(x.value) if isinstance(x, type(PAYLOAD_NAN32)) else x
+    yv = y
+    nx, ny = math.isnan(xv), math.isnan(yv)
+    if nx and ny:
+        lo = hi = CANON32
+    elif nx or ny:
+        lo = hi = yv if nx else xv
+    else:
+        lo = xv if (xv < yv or (xv == yv and neg(xv))) else yv
+        hi = xv if (xv > yv or (xv == yv and not neg(xv))) else yv
+    note = "exact-nan" if nx and ny else ""
+    add(Case("min.f32", ["f32", "f32"], ["f32", "f32"], [x, y], [lo, hi], template="{d0}, {a}, {b}; max.f32 {d1}, {a}, {b}",
+             note=note))
+    nanres = CANON32 if nx or ny else None
+    add(Case("min.NaN.f32", ["f32", "f32"], ["f32", "f32"], [x, y], [nanres or lo, nanres or hi],
+             template="{d0}, {a}, {b}; max.NaN.f32 {d1}, {a}, {b}", note="exact-nan" if nanres else ""))
+    if not (nx or ny):
+        add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [xv, yv], [lo, hi],
+                 template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}"))
+add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [NAN, 2.0], [2.0, 2.0], template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}"))
+add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [NAN, NAN], [NAN, NAN], template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}",
+         note="gpu"))
+for x, y, lo, hi in [(MIN_SUB32, 1.0, 0.0, 1.0), (-MIN_SUB32, MIN_SUB32, -0.0, 0.0), (-3.0, MIN_SUB32, -3.0, 0.0)]:
+    add(Case("min.ftz.f32", ["f32", "f32"], ["f32", "f32"], [x, y], [lo, hi],
+             template="{d0}, {a}, {b}; max.ftz.f32 {d1}, {a}, {b}"))
+# .xorsign.abs: the smaller/larger magnitude, with the XOR of the signs; NaN ignores both
+for x, y, lo, hi in [(-2.0, 3.0, -2.0, -3.0), (-2.0, -3.0, 2.0, 3.0), (5.0, 0.5, 0.5, 5.0), (-0.0, 1.0, -0.0, -1.0),
+                     (NAN, -4.0, -4.0, -4.0)]:  # the sign XOR uses both inputs, NaN's too
+    add(Case("min.xorsign.abs.f32", ["f32", "f32"], ["f32", "f32"], [x, y], [lo, hi],
+             template="{d0}, {a}, {b}; max.xorsign.abs.f32 {d1}, {a}, {b}", note="gpu" if math.isnan(x) else ""))
+
+# ---------------------------------------------------------------- abs, neg, copysign, testp
+for x in [1.5, -1.5, 0.0, -0.0, INF, -INF, MIN_SUB32, -MAX32]:
+    add(Case("abs.f32", ["f32", "f32"], ["f32"], [x], [abs(x), -x], template="{d0}, {a}; neg.f32 {d1}, {a}"))
+    add(Case("abs.f64", ["f64", "f64"], ["f64"], [x], [abs(x), -x], template="{d0}, {a}; neg.f64 {d1}, {a}"))
+for x, a, n in [(MIN_SUB32, 0.0, -0.0), (-MIN_SUB32, 0.0, 0.0), (-2.0, 2.0, 2.0)]:
+    add(Case("abs.ftz.f32", ["f32", "f32"], ["f32"], [x], [a, n], template="{d0}, {a}; neg.ftz.f32 {d1}, {a}"))
+# NaN: the GPU's f32 abs/neg are FADDs (canonical NaN); f64 abs passes the NaN through unchanged
+add(Case("abs.f32", ["f32", "f32"], ["f32"], [bits(0xFFC00001)], [CANON32, CANON32], template="{d0}, {a}; neg.f32 {d1}, {a}",
+         note="exact-nan"))
+add(Case("abs.f64", ["f64", "f64"], ["f64"], [bits(0xFFF8000000000001)], [bits(0x7FF8000000000001), bits(0x7FF8000000000001)],
+         template="{d0}, {a}; neg.f64 {d1}, {a}", note="gpu"))
+for a, b_ in [(-1.0, 2.0), (1.0, -2.0), (-0.0, 0.0), (0.0, -INF), (-3.0, NAN)]:
+    want = math.copysign(b_, a) if not math.isnan(b_) else NAN
+    add(Case("copysign.f32", "f32", ["f32", "f32"], [a, b_], [want]))
+    add(Case("copysign.f64", "f64", ["f64", "f64"], [a, b_], [want]))
+add(Case("copysign.f32", "f32", ["f32", "f32"], [-1.0, bits(0x7FC00001)], [bits(0xFFC00001)], note="exact-nan"))
+
+TESTP = {"finite": lambda v: math.isfinite(v), "infinite": lambda v: math.isinf(v),
+         "number": lambda v: not math.isnan(v), "notanumber": lambda v: math.isnan(v),
+         "normal": lambda v: math.isfinite(v) and (v == 0 or abs(v) >= MIN_NORM32),
+         "subnormal": lambda v: v != 0 and abs(v) < MIN_NORM32}
+for x in [1.0, -0.0, 0.0, INF, -INF, NAN, MIN_SUB32, -MIN_NORM32, MAX32, bits_f32(0x007FFFFF)]:
+    ts = list(TESTP)
+    tmpl = "{d0}, {a}" + "".join(f"; testp.{op}.f32 {{d{i + 1}}}, {{a}}" for i, op in enumerate(ts[1:]))
+    add(Case("testp.finite.f32", ["pred"] * 6, ["f32"], [x], [TESTP[op](x) for op in ts], template=tmpl))
+for x, sub in [(1.0, False), (MIN_SUB64, True), (MIN_SUB32, False), (NAN, False), (INF, False), (-0.0, False)]:
+    add(Case("testp.subnormal.f64", ["pred", "pred", "pred"], ["f64"], [x],
+             [sub, math.isfinite(x) and not sub, not math.isnan(x)],
+             template="{d0}, {a}; testp.normal.f64 {d1}, {a}; testp.number.f64 {d2}, {a}"))
