@@ -91,6 +91,8 @@ class Case:
     tolerance_ulps: int = 0  # for approximate instructions: accepted distance from `expect`
     abs_tolerance: float = 0.0
     extra_decls: str = ""
+    target: str = "sm_80"  # the PTX target the case needs (e.g. sm_90 for .u16x2 arithmetic)
+    version: str = "8.0"  # the PTX ISA version it needs
     id: str = field(default="", compare=False)
 
     @property
@@ -104,7 +106,8 @@ class Case:
         return f"{self.instr}|{'/'.join(self.dsts)}|{'/'.join(self.srcs)}|{tmpl}|{ins}"
 
     def group(self) -> str:
-        return f"{self.instr}|{'/'.join(self.dsts)}|{'/'.join(self.srcs)}|{self.template or ''}|{self.extra_decls}"
+        return (f"{self.instr}|{'/'.join(self.dsts)}|{'/'.join(self.srcs)}|{self.template or ''}|"
+                f"{self.extra_decls}|{self.target}|{self.version}")
 
 
 def _container(t: str) -> str:
@@ -120,9 +123,11 @@ def kernel_for(cases: list[Case], name: str = "t") -> str:
     """
     c0 = cases[0]
     srcs, dsts = c0.srcs, c0.dsts
+    version = max((c.version for c in cases), default="8.0")
+    target = max((c.target for c in cases), default="sm_80")
     lines = [
-        ".version 8.0",
-        ".target sm_80",
+        f".version {version}",
+        f".target {target}",
         ".address_size 64",
         "",
         f".visible .entry {name}(",
@@ -164,12 +169,14 @@ def kernel_for(cases: list[Case], name: str = "t") -> str:
         else:
             lines.append(f"    cvt.u{_cvt_bits(t)}.u64 %s{i}, %raw{i};" if BITS[t] != 8 else
                          f"    cvt.u16.u64 %s{i}, %raw{i};")
+    # sources are {a}, {b}, ...; destinations {d0}, {d1}, ... and {d} for the first one
+    # (with four sources {d} is the fourth source: use {d0} then)
     names = {"d": "%d0", **{k: f"%s{i}" for i, k in enumerate("abcdefgh"[: len(srcs)])}}
     for i in range(len(dsts)):
         names[f"d{i}"] = f"%d{i}"
     template = c0.template
     if template is None:
-        template = ", ".join(["{d}"] + ["{" + "abcdefgh"[i] + "}" for i in range(len(srcs))])
+        template = ", ".join(["{d0}"] + ["{" + "abcdefgh"[i] + "}" for i in range(len(srcs))])
     # keys 'a'.. map to sources; destination placeholders d, d0, d1...
     body = template.format(**{k: v for k, v in names.items()})
     instr = c0.instr

@@ -209,7 +209,10 @@ class ModuleCompiler:
     def declare(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         f = self._decls.get(name)
         if f is None:
-            f = ll.Function(self.llmod, ll.FunctionType(ret, args), name=name)
+            try:
+                f = self.llmod.get_global(name)  # declared already by an llvmlite builder helper
+            except KeyError:
+                f = ll.Function(self.llmod, ll.FunctionType(ret, args), name=name)
             self._decls[name] = f
         return f
 
