@@ -1,0 +1,7 @@
+from cases.compare import CASES
+from runner import check
+
+
+def test_compare():
+    errors = check(CASES, "compare")
+    assert not errors, "\n".join(errors[:60])
