@@ -19,8 +19,8 @@ import sys
 import threading
 import traceback
 
-from cuport.capi import export_layout, md2, types
-from cuport.driver import context, device
+from cuport.capi import dispatch, export_layout, md2, types
+from cuport.driver import context, device, trace
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E, report
@@ -118,16 +118,20 @@ def _guard(name: str, fn, ret: str):
 
     def call(*args):
         try:
-            return fn(*args)
+            result = fn(*args)
         except CudaError as e:
             if not e.quiet:
                 report(f"export table slot {name}", e.code, e.message, e.subject)
-            return None if ret == "void" else e.code
+            result = None if ret == "void" else e.code
         except Exception:  # noqa: BLE001
             print(f"cuport: export table slot {name}: internal error:", file=sys.stderr)
             traceback.print_exc()
-            return failure
+            result = failure
+        if tracing:
+            trace.print_slot(name, result)
+        return result
 
+    tracing = dispatch.tracing()
     return call
 
 

@@ -17,6 +17,7 @@ import itertools
 import threading
 from collections.abc import Callable
 
+from cuport.capi import types
 from cuport.driver import device, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -163,8 +164,6 @@ def create_v3(params: int, count: int, flags: int, dev: int) -> int:
 @implements("cuCtxCreate_v4")
 def create_v4(params: int, flags: int, dev: int) -> int:
     if params:
-        from cuport.capi import types
-
         p = types.struct_at(params, "CUctxCreateParams")
         if p.execAffinityParams != types.ffi().NULL and p.numExecAffinityParams > 0:
             raise CudaError(E.UNSUPPORTED_EXEC_AFFINITY,

@@ -34,18 +34,36 @@ def _copy_rows(rows: Rows) -> Callable[[], None]:
     return run
 
 
+def _copy(rows: Rows, handle: int | None, what: str) -> None:
+    """Run a checked copy plan: synchronously in default-stream order (handle None), or
+    queued on a stream, where pageable host memory is read now / written before return."""
+    if handle is None:
+        _sync(_copy_rows(rows), what)
+        return
+    s = stream.resolve(handle)
+    if not rows:
+        return
+    dst, src, _ = rows[0]
+    if not memory.accessed_in_stream_order(src):
+        chunks = [ctypes.string_at(a, n) for _, a, n in rows]
+
+        def run() -> None:
+            for (d, _, n), chunk in zip(rows, chunks, strict=True):
+                ctypes.memmove(d, chunk, n)
+        op = stream.submit(s, run, what)
+    else:
+        op = stream.submit(s, _copy_rows(rows), what)
+    if not memory.accessed_in_stream_order(dst):
+        op.done.wait()
+
+
 def _sync(fn: Callable[[], None], what: str) -> None:
+    """In the order of the calling thread's default stream, done when this returns."""
     stream.run_sync(stream.resolve(0), fn, what)
 
 
 def _async(handle: int, fn: Callable[[], None], what: str) -> None:
     stream.submit(stream.resolve(handle), fn, what)
-
-
-def _snapshot(src: int, n: int) -> Callable[[int], None]:
-    """Bytes taken from pageable host memory now, written to dst later."""
-    data = ctypes.string_at(src, n)
-    return lambda dst: ctypes.memmove(dst, data, n)
 
 
 # -- 1D copies ----------------------------------------------------------------------------
@@ -70,28 +88,32 @@ def _unified(dst: int, src: int, n: int) -> None:
     memory.check_host_range(src, n, "src")
 
 
+def _rows(dst: int, src: int, n: int) -> Rows:
+    return [(dst, src, n)] if n else []
+
+
 @implements("cuMemcpy", "cuMemcpy_ptds")
 def memcpy(dst: int, src: int, n: int) -> None:
     _unified(dst, src, n)
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpy")
+    _copy(_rows(dst, src, n), None, "cuMemcpy")
 
 
 @implements("cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds")
 def memcpy_htod(dst: int, src: int, n: int) -> None:
     _htod(dst, src, n)
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyHtoD")
+    _copy(_rows(dst, src, n), None, "cuMemcpyHtoD")
 
 
 @implements("cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds")
 def memcpy_dtoh(dst: int, src: int, n: int) -> None:
     _dtoh(dst, src, n)
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoH")
+    _copy(_rows(dst, src, n), None, "cuMemcpyDtoH")
 
 
 @implements("cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds")
 def memcpy_dtod(dst: int, src: int, n: int) -> None:
     _dtod(dst, src, n)
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoD")
+    _copy(_rows(dst, src, n), None, "cuMemcpyDtoD")
 
 
 def _peer_contexts(dst_ctx: int, src_ctx: int) -> None:
@@ -105,49 +127,28 @@ def memcpy_peer(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int) -> None:
     memcpy_dtod(dst, src, n)
 
 
-def _async_from_host(handle: int, dst: int, src: int, n: int, what: str) -> None:
-    if n == 0:
-        stream.resolve(handle)
-        return
-    if memory.is_pinned(src):
-        _async(handle, _copy_rows([(dst, src, n)]), what)
-    else:
-        write = _snapshot(src, n)
-        _async(handle, lambda: write(dst), what)
-
-
-def _async_to_host(handle: int, dst: int, src: int, n: int, what: str) -> None:
-    s = stream.resolve(handle)
-    op = stream.submit(s, _copy_rows([(dst, src, n)]), what)
-    if not memory.is_pinned(dst):
-        op.done.wait()
-
-
 @implements("cuMemcpyAsync", "cuMemcpyAsync_ptsz")
 def memcpy_async(dst: int, src: int, n: int, handle: int) -> None:
     _unified(dst, src, n)
-    if memory.is_pinned(dst):
-        _async_from_host(handle, dst, src, n, "cuMemcpyAsync")
-    else:
-        _async_to_host(handle, dst, src, n, "cuMemcpyAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyAsync")
 
 
 @implements("cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz")
 def memcpy_htod_async(dst: int, src: int, n: int, handle: int) -> None:
     _htod(dst, src, n)
-    _async_from_host(handle, dst, src, n, "cuMemcpyHtoDAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyHtoDAsync")
 
 
 @implements("cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync_v2_ptsz")
 def memcpy_dtoh_async(dst: int, src: int, n: int, handle: int) -> None:
     _dtoh(dst, src, n)
-    _async_to_host(handle, dst, src, n, "cuMemcpyDtoHAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyDtoHAsync")
 
 
 @implements("cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync_v2_ptsz")
 def memcpy_dtod_async(dst: int, src: int, n: int, handle: int) -> None:
     _dtod(dst, src, n)
-    _async(handle, _copy_rows([(dst, src, n)]), "cuMemcpyDtoDAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyDtoDAsync")
 
 
 @implements("cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz")
@@ -163,49 +164,49 @@ def memcpy_peer_async(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int,
 def memcpy_htoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_host_range(src, n, "srcHost")
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyHtoA")
+    _copy(_rows(dst, src, n), None, "cuMemcpyHtoA")
 
 
 @implements("cuMemcpyAtoH_v2", "cuMemcpyAtoH_v2_ptds")
 def memcpy_atoh(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_host_range(dst, n, "dstHost")
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoH")
+    _copy(_rows(dst, src, n), None, "cuMemcpyAtoH")
 
 
 @implements("cuMemcpyDtoA_v2", "cuMemcpyDtoA_v2_ptds")
 def memcpy_dtoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_device_range(src, n, "srcDevice")
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyDtoA")
+    _copy(_rows(dst, src, n), None, "cuMemcpyDtoA")
 
 
 @implements("cuMemcpyAtoD_v2", "cuMemcpyAtoD_v2_ptds")
 def memcpy_atod(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_device_range(dst, n, "dstDevice")
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoD")
+    _copy(_rows(dst, src, n), None, "cuMemcpyAtoD")
 
 
 @implements("cuMemcpyAtoA_v2", "cuMemcpyAtoA_v2_ptds")
 def memcpy_atoa(dst_arr: int, dst_off: int, src_arr: int, src_off: int, n: int) -> None:
     dst = array.lookup(dst_arr).check(dst_off, n, "dstArray")
     src = array.lookup(src_arr).check(src_off, n, "srcArray")
-    _sync(_copy_rows([(dst, src, n)]), "cuMemcpyAtoA")
+    _copy(_rows(dst, src, n), None, "cuMemcpyAtoA")
 
 
 @implements("cuMemcpyHtoAAsync_v2", "cuMemcpyHtoAAsync_v2_ptsz")
 def memcpy_htoa_async(arr: int, offset: int, src: int, n: int, handle: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_host_range(src, n, "srcHost")
-    _async_from_host(handle, dst, src, n, "cuMemcpyHtoAAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyHtoAAsync")
 
 
 @implements("cuMemcpyAtoHAsync_v2", "cuMemcpyAtoHAsync_v2_ptsz")
 def memcpy_atoh_async(dst: int, arr: int, offset: int, n: int, handle: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_host_range(dst, n, "dstHost")
-    _async_to_host(handle, dst, src, n, "cuMemcpyAtoHAsync")
+    _copy(_rows(dst, src, n), handle, "cuMemcpyAtoHAsync")
 
 
 # -- 2D and 3D ----------------------------------------------------------------------------
@@ -249,61 +250,39 @@ class _Side:
                 memory.check_device_range(self.start, span, what)
             else:
                 memory.check_host_range(self.start, span, what)
-        self.pageable_host = kind in (K.CU_MEMORYTYPE_HOST, K.CU_MEMORYTYPE_UNIFIED) and \
-            not memory.is_pinned(self.start)
 
 
-def _plan(p, has_z: bool) -> tuple[Rows, _Side, _Side]:
+def _plan(p, has_z: bool) -> Rows:
+    """The row copies of a CUDA_MEMCPY2D/3D(_PEER), all checked."""
     width, height = p.WidthInBytes, p.Height
     depth = p.Depth if has_z else 1
     if has_z and (p.srcLOD or p.dstLOD):
         raise CudaError(E.INVALID_VALUE, "mipmap levels (srcLOD/dstLOD) are not supported")
     src = _Side(p, "src", width, height, depth, has_z)
     dst = _Side(p, "dst", width, height, depth, has_z)
-    rows = [(dst.start + k * dst.slice + r * dst.pitch, src.start + k * src.slice + r * src.pitch,
+    return [(dst.start + k * dst.slice + r * dst.pitch, src.start + k * src.slice + r * src.pitch,
              width) for k in range(depth) for r in range(height)] if width else []
-    return rows, src, dst
-
-
-def _run_plan(rows: Rows, src: _Side, dst: _Side, handle: int | None, what: str) -> None:
-    if handle is None:
-        _sync(_copy_rows(rows), what)
-        return
-    if src.pageable_host:
-        data = [ctypes.string_at(s, n) for _, s, n in rows]
-
-        def run() -> None:
-            for (d, _, n), chunk in zip(rows, data, strict=False):
-                ctypes.memmove(d, chunk, n)
-        _async(handle, run, what)
-    elif dst.pageable_host:
-        op = stream.submit(stream.resolve(handle), _copy_rows(rows), what)
-        op.done.wait()
-    else:
-        _async(handle, _copy_rows(rows), what)
 
 
 @implements("cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy2DUnaligned_v2",
             "cuMemcpy2DUnaligned_v2_ptds")
 def memcpy_2d(p: int) -> None:
-    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), None, "cuMemcpy2D")
+    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), None, "cuMemcpy2D")
 
 
 @implements("cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz")
 def memcpy_2d_async(p: int, handle: int) -> None:
-    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), handle,
-              "cuMemcpy2DAsync")
+    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), handle, "cuMemcpy2DAsync")
 
 
 @implements("cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds")
 def memcpy_3d(p: int) -> None:
-    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), None, "cuMemcpy3D")
+    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), None, "cuMemcpy3D")
 
 
 @implements("cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz")
 def memcpy_3d_async(p: int, handle: int) -> None:
-    _run_plan(*_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), handle,
-              "cuMemcpy3DAsync")
+    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), handle, "cuMemcpy3DAsync")
 
 
 def _peer_3d(p: int):
@@ -316,12 +295,12 @@ def _peer_3d(p: int):
 
 @implements("cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds")
 def memcpy_3d_peer(p: int) -> None:
-    _run_plan(*_plan(_peer_3d(p), True), None, "cuMemcpy3DPeer")
+    _copy(_plan(_peer_3d(p), True), None, "cuMemcpy3DPeer")
 
 
 @implements("cuMemcpy3DPeerAsync", "cuMemcpy3DPeerAsync_ptsz")
 def memcpy_3d_peer_async(p: int, handle: int) -> None:
-    _run_plan(*_plan(_peer_3d(p), True), handle, "cuMemcpy3DPeerAsync")
+    _copy(_plan(_peer_3d(p), True), handle, "cuMemcpy3DPeerAsync")
 
 
 def _nonnull(p: int) -> int:

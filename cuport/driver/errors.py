@@ -9,11 +9,13 @@ what to do; the dispatcher prints it as one line naming the call.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 import sys
 
 from cuport.capi import table
+from cuport.driver.api import implements
 
 CODES: dict[str, int] = table.enums()["CUresult"]
 NAMES: dict[int, str] = {v: k for k, v in CODES.items()}
@@ -181,8 +183,6 @@ _C_STRINGS: dict[str, object] = {}
 
 
 def _c_string(text: str) -> int:
-    import ctypes
-
     buffer = _C_STRINGS.get(text)
     if buffer is None:
         buffer = _C_STRINGS[text] = ctypes.create_string_buffer(text.encode())
@@ -196,20 +196,12 @@ def _known(code: int) -> str:
     return name
 
 
+@implements("cuGetErrorName", before_init=True)
 def get_error_name(code: int) -> int:
     return _c_string(_known(code))
 
 
+@implements("cuGetErrorString", before_init=True)
 def get_error_string(code: int) -> int:
     name = _known(code)
     return _c_string(TEXTS.get(name, name))
-
-
-def _register() -> None:
-    from cuport.driver.api import implements
-
-    implements("cuGetErrorName", before_init=True)(get_error_name)
-    implements("cuGetErrorString", before_init=True)(get_error_string)
-
-
-_register()

@@ -198,9 +198,16 @@ def check_host_range(address: int, size: int, what: str) -> None:
                         f"{address + size - a.end} bytes past the end of {a.describe()}")
 
 
-def is_pinned(address: int) -> bool:
+def accessed_in_stream_order(address: int) -> bool:
+    """Whether an asynchronous copy may touch this memory when its stream gets there.
+
+    True for memory cuport knows (device, managed, page-locked host): as with NVIDIA's
+    driver the program must leave it alone until the stream is done. False for
+    pageable host memory, which an asynchronous copy reads at the call and writes
+    before returning.
+    """
     a = TABLE.find(address)
-    return a is not None and a.kind in ("host", "registered", "managed", "device")
+    return a is not None and a.kind != "array"
 
 
 # -- API ----------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import threading
 import traceback
 from collections.abc import Callable
 
+from cuport.capi import types
 from cuport.driver import context, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -375,8 +376,6 @@ def attach_mem(handle: int, dptr: int, length: int, flags: int) -> None:
 
 @implements("cuLaunchHostFunc", "cuLaunchHostFunc_ptsz")
 def launch_host_func(handle: int, fn: int, user_data: int) -> None:
-    from cuport.capi import types
-
     if fn == 0:
         raise CudaError(E.INVALID_VALUE, "fn is NULL")
     s = resolve(handle)
@@ -386,8 +385,6 @@ def launch_host_func(handle: int, fn: int, user_data: int) -> None:
 
 @implements("cuStreamAddCallback", "cuStreamAddCallback_ptsz")
 def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
-    from cuport.capi import types
-
     if fn == 0:
         raise CudaError(E.INVALID_VALUE, "callback is NULL")
     if flags != 0:

@@ -11,18 +11,29 @@ import sys
 import threading
 import time
 
+from cuport.capi import table, types
 from cuport.driver.errors import name_of
 
 _START = time.perf_counter()
 _lock = threading.Lock()
 
 
+def _uuid(address: int) -> str:
+    return types.read_bytes(address, 16).hex() if address else "NULL"
+
+
+# How an argument of a C type prints, where the default (str) is not it.
+FORMATS = {"const CUuuid *": _uuid}
+
+
 def _format(ctype: str, value) -> str:
     if value is None:
         return "NULL"
+    if ctype in FORMATS:
+        return FORMATS[ctype](value)
     if isinstance(value, str):
         return repr(value)
-    if isinstance(value, int) and (ctype.endswith("*") or ctype.startswith("CU") and value > 0xFFFF):
+    if isinstance(value, int) and (ctype.endswith("*") or ctype in table.handle_types()):
         return hex(value)
     return str(value)
 
@@ -48,3 +59,10 @@ def print_call(func, values, ins, result, outs, code: int, seconds: float) -> No
 def print_unimplemented(func) -> None:
     _emit(f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms "
           f"{func.symbol}(...) -> CUDA_ERROR_NOT_SUPPORTED (not implemented)")
+
+
+def print_slot(name: str, result) -> None:
+    """A call through one of the private export tables (cudart's start-up protocol)."""
+    shown = "" if result is None else f" -> {result}"
+    _emit(f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms "
+          f"export table slot {name}{shown}")
