@@ -98,7 +98,7 @@ def gather_lanes(em, values: ll.Value, src: ll.Value) -> ll.Value:
     et = values.type.element
     size = et.width // 8
     slot = _scratch(em)
-    b.store(values, slot)
+    b.store(values, slot, align=64)
     base = em.splat(b.ptrtoint(slot, I64))
     off = b.mul(b.zext(src, vec(I64)), em.splat(ll.Constant(I64, size)))
     ptrs = b.inttoptr(b.add(base, off), vec(PTR))

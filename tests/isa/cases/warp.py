@@ -1,0 +1,113 @@
+"""Warp collectives (PTX ISA §9.7.9.6 shfl.sync, §9.7.13 vote/match/redux/activemask):
+reference models written from the ISA's pseudocode, and the operand tables the tests sweep.
+
+The models take the 32 lanes' inputs and the set of participating lanes (see
+cuport/isa/warp.py: lanes executing, plus non-exited lanes of the member mask) and return
+the 32 lanes' results. Lanes that do not execute are not compared by the tests.
+"""
+
+from __future__ import annotations
+
+M32 = 0xFFFFFFFF
+
+
+def shfl_ref(mode: str, a: list[int], b: list[int], c: int, part: int = M32) -> tuple[list[int], list[int]]:
+    """(d, p) per lane, the ISA's pseudocode; a non-participating source lane reads its own value."""
+    cval = c & 31
+    mask = (c >> 8) & 31
+    d, p = [], []
+    for lane in range(32):
+        bval = b[lane] & 31
+        max_lane = (lane & mask) | (cval & ~mask & 31)
+        min_lane = lane & mask
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~mask & 31)
+            ok = j <= max_lane
+        if not ok or not (part >> j) & 1:
+            j = lane
+        d.append(a[j])
+        p.append(int(ok))
+    return d, p
+
+
+def cuda_shfl_ref(fn: str, a: list, arg: list[int], width: int) -> list:
+    """The CUDA C++ intrinsics as the Programming Guide defines them (in-range arguments)."""
+    out = []
+    for lane in range(len(a)):
+        w = lane % 32
+        seg = (w // width) * width
+        base = lane - w
+        if fn == "idx":
+            src = seg + (arg[lane] % width)
+        elif fn == "up":
+            src = w - arg[lane] if (w - seg) >= arg[lane] else w
+        elif fn == "down":
+            src = w + arg[lane] if (w - seg) + arg[lane] < width else w
+        else:
+            src = w ^ arg[lane]
+            if src >= seg + width:
+                src = w
+        out.append(a[base + src])
+    return out
+
+
+#: `c` operands: clamp 31 / 0 / odd values, segment masks of widths 32, 16, 8, 4, 2, 1, stray bits
+C_VALUES = [0x1F, 0x0, 0x7, 0x10, 0x101F, 0x181F, 0x1C1F, 0x1E1F, 0x1F1F, 0x1F00, 0x1000, 0x1800,
+            0x1C00, 0x0C03, 0x0305, 0xFFFF_E01F, 0x1E]
+
+#: uniform `b` operands (low 5 bits used; larger ones wrap), per-lane patterns come from the test
+B_VALUES = [0, 1, 2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 0xFFFFFFFF]
+
+#: member masks / participants for the partial-warp sweeps
+PARTS = [M32, 0x0000FFFF, 0xFFFF0000, 0x55555555, 0x80000001]
+
+
+def ballot_ref(pred: list[bool], part: int) -> int:
+    return sum(1 << i for i in range(32) if pred[i] and (part >> i) & 1)
+
+
+def match_any_ref(vals: list[int], part: int) -> list[int]:
+    out = []
+    for i in range(32):
+        out.append(sum(1 << j for j in range(32) if (part >> j) & 1 and vals[j] == vals[i]))
+    return out
+
+
+def match_all_ref(vals: list[int], part: int) -> tuple[int, int]:
+    lanes = [vals[j] for j in range(32) if (part >> j) & 1]
+    same = all(v == lanes[0] for v in lanes)
+    return (part if same else 0), int(same)
+
+
+def redux_ref(op: str, vals: list[int], part: int) -> int:
+    xs = [vals[j] for j in range(32) if (part >> j) & 1]
+    if op == "add":
+        return sum(xs) & M32
+    if op == "and":
+        r = M32
+        for x in xs:
+            r &= x
+        return r
+    if op == "or":
+        r = 0
+        for x in xs:
+            r |= x
+        return r
+    if op == "xor":
+        r = 0
+        for x in xs:
+            r ^= x
+        return r
+    signed = op.endswith("s")
+    key = (lambda x: x - (1 << 32) if x >> 31 else x) if signed else (lambda x: x)
+    f = min if op.startswith("min") else max
+    return f(xs, key=key)
