@@ -39,6 +39,8 @@ def _types(em, ins: ir.Instr) -> tuple[str, str]:
 
 @lowers("cvt")
 def lower_cvt(em, ins: ir.Instr) -> None:
+    if "pack" in ins.mods:
+        return _pack_ints(em, ins)
     dt, st = _types(em, ins)
     irnd = next((m for m in ins.mods if m in _IRND), None)
     frnd = next((m for m in ins.mods if m in _FRND), None)
@@ -191,6 +193,32 @@ def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd:
 
 
 # ---------------------------------------------------------------- packed and special formats
+_PACK_BITS = {"u2": 2, "s2": 2, "u4": 4, "s4": 4, "u8": 8, "s8": 8, "u16": 16, "s16": 16}
+
+
+def _pack_ints(em, ins: ir.Instr) -> None:
+    """cvt.pack.sat.{u16,s16}.s32 d, a, b and cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c
+    (PTX ISA §9.7.9.22): a and b saturated to the narrow type, a above b in the low bits of
+    d; the remaining upper bits of d come from the low bits of c."""
+    conv = next((m for m in ins.mods if m in _PACK_BITS), None)
+    if conv is None or "sat" not in ins.mods:
+        raise em.error("cvt.pack needs .sat and a destination type (u2 s2 u4 s4 u8 s8 u16 s16)")
+    b = em.b
+    n = _PACK_BITS[conv]
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if conv[0] == "s" else (0, (1 << n) - 1)
+
+    def sat(op):
+        x = em.read_bits(op, "s32")
+        x = b.select(b.icmp_signed("<", x, em.const_int(32, lo)), em.const_int(32, lo), x)
+        x = b.select(b.icmp_signed(">", x, em.const_int(32, hi)), em.const_int(32, hi), x)
+        return b.and_(x, em.const_int(32, (1 << n) - 1))
+
+    d = b.or_(b.shl(sat(ins.args[1]), em.const_int(32, n)), sat(ins.args[2]))
+    if n < 16:
+        d = b.or_(d, b.shl(em.read_bits(ins.args[3], "b32"), em.const_int(32, 2 * n)))
+    em.write(ins.args[0], "u32", d)
+
+
 def _pack_pair(em, ins: ir.Instr, elem: str, frnd: str | None) -> None:
     """cvt.frnd.{f16x2,bf16x2}.f32 d, a, b: a goes to the upper half, b to the lower."""
     mode = frnd or "rn"

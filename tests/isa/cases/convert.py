@@ -217,3 +217,20 @@ for fmt in ("e4m3", "e5m2"):
         hv = [val(h >> 16, "f16"), val(h & 0xFFFF, "f16")]
         want = rnd(Q(hv[0]), fmt, "rn", satfinite=True) << 8 | rnd(Q(hv[1]), fmt, "rn", satfinite=True)
         add(Case(f"cvt.rn.satfinite.{fmt}x2.f16x2", "b16", ["b32"], [h], [want]))
+
+# ---------------------------------------------------------------- cvt.pack: saturate two s32, pack a above b
+
+
+def packed(a: int, b: int, c: int, t: str) -> int:
+    n = {"2": 2, "4": 4, "8": 8, "16": 16}[t[1:]]
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if t[0] == "s" else (0, (1 << n) - 1)
+    m = (1 << n) - 1
+    d = (max(lo, min(hi, a)) & m) << n | (max(lo, min(hi, b)) & m)
+    return d if n == 16 else (d | c << 2 * n) & 0xFFFFFFFF
+
+
+for a, b in [(1, 2), (-1, 300), (-40000, 40000), (7, -8), (2**31 - 1, -(2**31))]:
+    add(Case("cvt.pack.sat.s16.s32", ["u32", "u32"], ["s32", "s32"], [a, b], [packed(a, b, 0, "s16"), packed(a, b, 0, "u16")],
+             template="{d0}, {a}, {b}; cvt.pack.sat.u16.s32 {d1}, {a}, {b}"))
+    for t in ("u8", "s8", "u4", "s2"):
+        add(Case(f"cvt.pack.sat.{t}.s32.b32", "u32", ["s32", "s32", "b32"], [a, b, 0xABCD1234], [packed(a, b, 0xABCD1234, t)]))
