@@ -48,7 +48,7 @@ def pack_params(info: KernelInfo, args) -> bytes:
     if len(args) != len(info.params):
         raise TypeError(f"{info.name} takes {len(info.params)} arguments, {len(args)} given")
     buf = bytearray(info.param_size)
-    for p, a in zip(info.params, args):
+    for p, a in zip(info.params, args, strict=True):
         if isinstance(a, np.ndarray):
             data = struct.pack("<Q", a.ctypes.data)
         elif isinstance(a, Pointer):

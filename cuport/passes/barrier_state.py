@@ -90,7 +90,7 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]]) -> BarrierState:
         done: set[str] = set()
         extra: set[str] = set()
 
-        def visit(name: str) -> None:
+        def visit(name: str, done=done, extra=extra, order=order) -> None:
             if name in done:
                 return
             done.add(name)
@@ -138,5 +138,5 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]]) -> BarrierState:
     # A value read after a resume at barrier B was either saved at B (it changed since the
     # warp last resumed) or is still in its slot from an earlier barrier: a register live
     # across B and unchanged since the last resume was live across that one too.
-    saves = [sorted(out[b.index] & set(ld)) for b, ld in zip(barriers, loads)]
+    saves = [sorted(out[b.index] & set(ld)) for b, ld in zip(barriers, loads, strict=True)]
     return BarrierState(slots, saves, loads, remats)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..isa.operands import defs, uses
 from ..ptx import ir
-from .cfg import Cfg, postdominators
+from .cfg import Cfg, is_barrier, postdominators
 
 
 @dataclass
@@ -149,6 +149,17 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
                 seen.add(x)
                 split.add(x)
                 stack.extend(s for s in blocks[x].succs if not blocks[s].exit_sink)
+            if stop != -1 and any(blocks[x].term is not None and is_barrier(blocks[x].term) for x in seen):
+                # Lanes that leave the region early may run on past the post-dominator
+                # while others wait at a barrier inside it: nothing after it is converged.
+                stack = [stop]
+                while stack:
+                    x = stack.pop()
+                    if x in seen:
+                        continue
+                    seen.add(x)
+                    split.add(x)
+                    stack.extend(s for s in blocks[x].succs if not blocks[s].exit_sink)
         # multi-definition registers defined in split blocks
         for name, bs in def_blocks.items():
             if name not in varying and def_count[name] > 1 and bs & split:

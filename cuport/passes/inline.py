@@ -107,7 +107,7 @@ def _instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err) ->
     if len(params) != len(callee.params) or len(rets) != len(callee.rets):
         raise err(f"a call of {callee.name} with the wrong number of arguments", call.line, call.text())
     rename: dict[str, str] = {}
-    for formal, actual in zip(list(callee.params) + list(callee.rets), list(params) + list(rets)):
+    for formal, actual in zip(list(callee.params) + list(callee.rets), list(params) + list(rets), strict=True):
         if not isinstance(actual, ir.Sym):
             raise err("a call argument that is not a .param variable", call.line, call.text())
         rename[formal.name] = actual.name

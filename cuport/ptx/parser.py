@@ -16,7 +16,17 @@ import re
 import struct
 
 from . import ir
-from .lexer import EOF, FHEX, FLOAT, INT, LINEDIR, PUNCT, STRING, WORD, PtxSyntaxError, Tokens, parse_int
+from .lexer import (
+    EOF,
+    FHEX,
+    FLOAT,
+    INT,
+    LINEDIR,
+    WORD,
+    PtxSyntaxError,
+    Tokens,
+    parse_int,
+)
 
 _SPACES = {".global", ".const", ".shared", ".local", ".param", ".tex", ".surf"}
 _LINKAGE = {".visible": "visible", ".extern": "extern", ".weak": "weak", ".common": "common"}

@@ -8,6 +8,7 @@ code is specialised for it), through the disk cache.
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import threading
 import time
@@ -235,7 +236,8 @@ class CpuBackend:
     # ------------------------------------------------------------ compile
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int]):
         key = cache.make_key(module.text_key, kernel, repr(block), __version__, cache.code_fingerprint(),
-                             jit.host_description(), str(self.pool.n))
+                             jit.host_description(), str(self.pool.n),
+                             os.environ.get("CUPORT_CHECK_CONVERGENCE", ""))
         hit = cache.load(key)
         if hit is not None:
             obj, meta = hit

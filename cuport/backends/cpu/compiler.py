@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
-from ...ptx import ir
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
+from ...ptx import ir
 from . import layout as L
 from .emit import FAILED, SUSPENDED, FunctionEmitter, UnsupportedError, i32c, i64c
 from .types import I8, I32, I64, PTR, VOID
@@ -88,6 +88,9 @@ class ModuleCompiler:
         self.warp_state_bytes = L.WS_HEADER
         self.frames: dict[str, int] = {}
         self.host_symbols: list[str] = []
+        import os
+
+        self.check_convergence = os.environ.get("CUPORT_CHECK_CONVERGENCE") == "1"
 
     # ------------------------------------------------------------ analysis helpers
     def _reachable(self) -> list[ir.Function]:

@@ -27,16 +27,15 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from ...isa.operands import defs, uses
-from ...ptx import ir
-from ...ptx.ir import TYPE_BITS
 from ...passes import cfg as cfgmod
 from ...passes.divergence import Divergence, special_is_varying
+from ...ptx import ir
+from ...ptx.ir import TYPE_BITS
 from . import layout as L
 from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle, value_type, vec
 
 W = L.WARP
 ALL = (1 << W) - 1
-from ...passes.shapes import UNIFORM as UNIFORM_SHAPE  # noqa: E402
 from ...passes.shapes import access_pattern  # noqa: E402
 
 # warp function return codes
@@ -272,6 +271,8 @@ class FunctionEmitter:
             self.bits_ptr = opaque_alloca(b, ll.ArrayType(I64, self.nwords), "bits")
             for w in range(self.nwords):
                 b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+            for r in range(nt):
+                b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
 
     def _layout_locals(self) -> None:
         """Offsets of this function's `.local` variables inside each lane's stack frame."""
@@ -298,7 +299,7 @@ class FunctionEmitter:
                 self.param_slots[v.name] = slot
         if not self.is_kernel:
             args = self.llfn.args[5:]
-            for v, a in zip(list(self.fn.params) + list(self.fn.rets), args):
+            for v, a in zip(list(self.fn.params) + list(self.fn.rets), args, strict=True):
                 self.param_slots[v.name] = ParamSlot(max(v.size, 1), a)
 
     def _kernel_prologue(self) -> None:
@@ -311,6 +312,8 @@ class FunctionEmitter:
         b.position_at_end(start)
         for w in range(self.nwords):
             b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+        for r in range(max(len(self.targets), 1)):
+            b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
         for i in range(len(self.barriers)):
             b.store(i32c(0), b.gep(self.wait_ptr, [i64c(4 * i)], source_etype=I8))
         b.store(i32c(0), b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8))
@@ -324,7 +327,7 @@ class FunctionEmitter:
         # resume after a converged barrier: every live lane continues together
         sw = b.switch(resume, self.release_bb)
         self._simple_resume = []
-        for idx, blk in enumerate(self.barriers):
+        for idx in range(len(self.barriers)):
             bb = self.llfn.append_basic_block(f"resume{idx}")
             sw.add_case(i32c(L.WS_SIMPLE_BASE + idx), bb)
             self._simple_resume.append(bb)
@@ -353,6 +356,13 @@ class FunctionEmitter:
         self.active = b.load(self.active_slot, name="act")
         self._mask_cache = {}
         self.version = None
+        if self.mc.check_convergence and self.is_kernel and not self.split:
+            # debug mode: a converged block must run with every live lane of the warp
+            ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
+            want = b.and_(self.live_mask, b.not_(ex))
+            with b.if_then(b.icmp_unsigned("!=", self.active, want), likely=False):
+                self.mc.emit_error(b, self.ctx, self.blk, L.ERR_CONVERGENCE, blk.line)
+                b.ret(i32c(FAILED))
         body = blk.instrs[:-1] if blk.term is not None else blk.instrs
         checks = self._hoistable_checks(body)
         if checks:

@@ -8,6 +8,7 @@ addresses of the module's global variables and of the host callbacks it imports.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 
 import llvmlite.binding as llvm
@@ -59,7 +60,8 @@ def optimize_and_emit(ir_text: str) -> bytes:
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
-    mpm.run(mod, pb)
+    if os.environ.get("CUPORT_NO_OPT") != "1":
+        mpm.run(mod, pb)
     return tm.emit_object(mod)
 
 

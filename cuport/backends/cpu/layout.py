@@ -42,6 +42,7 @@ ERR_STACK = 3
 ERR_ASSERT = 4
 ERR_MISALIGNED = 5
 ERR_ILLEGAL_ADDRESS = 6
+ERR_CONVERGENCE = 7
 
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
@@ -50,6 +51,8 @@ ERROR_NAMES = {
     ERR_ASSERT: "a device-side assert failed",
     ERR_MISALIGNED: "misaligned address",
     ERR_ILLEGAL_ADDRESS: "illegal address",
+    ERR_CONVERGENCE: "internal error: a converged block ran with part of the warp (cuport bug; "
+                     "CUPORT_CHECK_CONVERGENCE found it)",
 }
 
 # BlockState: fixed header followed by per-barrier arrays
