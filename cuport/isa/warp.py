@@ -28,6 +28,7 @@ import weakref
 from llvmlite import ir as ll
 
 from ..backends.cpu import layout as L
+from ..backends.cpu.emit import opaque_alloca
 from ..backends.cpu.types import I1, I32, I64, PTR, vec
 from ..ptx import ir
 from .registry import lowers, type_suffix
@@ -85,9 +86,7 @@ def _scratch(em) -> ll.Value:
         entry = em.llfn.entry_basic_block
         eb = ll.IRBuilder(entry)
         eb.position_at_start(entry)
-        a = eb.alloca(ll.ArrayType(I64, W), name="xlane")
-        a.align = 64
-        slot = eb.inttoptr(eb.ptrtoint(a, I64), PTR)  # untyped, to store vectors of any type
+        slot = opaque_alloca(eb, ll.ArrayType(I64, W), "xlane", align=64)
         _SCRATCH[em] = slot
     return slot
 
@@ -96,15 +95,13 @@ def gather_lanes(em, values: ll.Value, src: ll.Value) -> ll.Value:
     """result[i] = values[src[i]] for every executing lane (others keep values[i])."""
     b = em.b
     et = values.type.element
-    size = et.width // 8
     slot = _scratch(em)
     b.store(values, slot, align=64)
-    base = em.splat(b.ptrtoint(slot, I64))
-    off = b.mul(b.zext(src, vec(I64)), em.splat(ll.Constant(I64, size)))
-    ptrs = b.inttoptr(b.add(base, off), vec(PTR))
+    ptrs = b.gep(slot, [src], source_etype=et)
+    ptrs.type = vec(PTR)  # llvmlite types a GEP with vector indices as a scalar pointer
     return em.intrinsic(
         "llvm.masked.gather",
-        [ptrs, _i32(size), em.exec_mask_vec(), values],
+        [ptrs, _i32(et.width // 8), em.exec_mask_vec(), values],
         overload=[values.type, ptrs.type],
         ret=values.type,
     )
