@@ -121,3 +121,47 @@ def bits_f32(b: int) -> float:
 
 def bits_f64(b: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", b & 0xFFFFFFFFFFFFFFFF))[0]
+
+
+def uniform(case):
+    """The same case with every source in a uniform register (set by `mov` from an immediate),
+    so the instruction is emitted in cuport's scalar (uniform) mode rather than per lane."""
+    from ptxgen import BITS, Case, to_bits
+
+    decls, movs, names = [], [], {}
+    for i, t in enumerate(case.srcs):
+        n = BITS[t]
+        v = to_bits(case.inputs[i], t)
+        if t == "pred":
+            decls.append(f".reg .pred %up{i};")
+            movs.append(f"setp.ne.u32 %up{i}, {v}, 0")
+            names["abcdefgh"[i]] = f"%up{i}"
+        else:
+            w = max(n, 16)
+            decls.append(f".reg .b{w} %u{i};")
+            movs.append(f"mov.b{w} %u{i}, {v:#x}")
+            names["abcdefgh"[i]] = f"%u{i}"
+    tmpl = case.template
+    if tmpl is None:
+        tmpl = ", ".join(["{d}"] + ["{" + "abcdefgh"[i] + "}" for i in range(len(case.srcs))])
+    for i in range(len(case.dsts)):
+        names[f"d{i}"] = f"\x00{i}\x00"
+    names["d"] = "\x000\x00"
+    body = tmpl.format(**names).replace("{", "{{").replace("}", "}}")
+    for i in range(len(case.dsts)):
+        body = body.replace(f"\x00{i}\x00", f"{{d{i}}}")
+    first, rest = movs[0].split(" ", 1)
+    text = "; ".join([rest] + movs[1:] + [f"{case.instr} {body}"])
+    return Case(first, case.dst, [], [], case.expect, template=text, note=case.note,
+                tolerance_ulps=case.tolerance_ulps, abs_tolerance=case.abs_tolerance,
+                extra_decls=" ".join(decls + ([case.extra_decls] if case.extra_decls else [])))
+
+
+def uniform_variants(cases: list) -> list:
+    """One uniform-mode copy (see `uniform`) of the first case of every kernel group."""
+    seen, out = set(), []
+    for c in cases:
+        if c.group() not in seen and c.srcs:
+            seen.add(c.group())
+            out.append(uniform(c))
+    return out

@@ -6,7 +6,7 @@ All fourteen float comparisons of one type run in one kernel (one predicate each
 
 import math
 
-from fpref import bits_f32, rnd
+from fpref import bits_f32, rnd, uniform_variants
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -153,3 +153,6 @@ for c in [0.0, -0.0, 1.0, -1.0, NAN, INF, -INF, -MIN_SUB32]:
     add(Case("slct.f64.f32", "f64", ["f64", "f64", "f32"], [1.5, -2.5, c], [want]))
     add(Case("slct.ftz.b16.f32", "b16", ["b16", "b16", "f32"], [0x1111, 0x2222, c],
              [0x1111 if (not math.isnan(c) and (c >= 0 or c == -MIN_SUB32)) else 0x2222]))
+
+# every kernel once more with its operands in uniform registers: the scalar code path
+CASES += uniform_variants(CASES)

@@ -9,7 +9,7 @@ fp8) cannot be recorded by the sm_80 recording kernel.
 import math
 from fractions import Fraction as Q
 
-from fpref import bits_f32, f32, f32_bits, max_bits, rnd, val
+from fpref import bits_f32, f32, f32_bits, max_bits, rnd, uniform_variants, val
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -234,3 +234,6 @@ for a, b in [(1, 2), (-1, 300), (-40000, 40000), (7, -8), (2**31 - 1, -(2**31))]
              template="{d0}, {a}, {b}; cvt.pack.sat.u16.s32 {d1}, {a}, {b}"))
     for t in ("u8", "s8", "u4", "s2"):
         add(Case(f"cvt.pack.sat.{t}.s32.b32", "u32", ["s32", "s32", "b32"], [a, b, 0xABCD1234], [packed(a, b, 0xABCD1234, t)]))
+
+# every kernel once more with its operands in uniform registers: the scalar code path
+CASES += uniform_variants(CASES)

@@ -15,7 +15,7 @@ import math
 import random
 from fractions import Fraction as Q
 
-from fpref import bits_f32, bits_f64, f32, f32_bits, f64_bits, rnd
+from fpref import bits_f32, bits_f64, f32, f32_bits, f64_bits, rnd, uniform_variants
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -402,3 +402,6 @@ for x, sub in [(1.0, False), (MIN_SUB64, True), (MIN_SUB32, False), (NAN, False)
     add(Case("testp.subnormal.f64", ["pred", "pred", "pred"], ["f64"], [x],
              [sub, math.isfinite(x) and not sub, not math.isnan(x)],
              template="{d0}, {a}; testp.normal.f64 {d1}, {a}; testp.number.f64 {d2}, {a}"))
+
+# every kernel once more with its operands in uniform registers: the scalar code path
+CASES += uniform_variants(CASES)

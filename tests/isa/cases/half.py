@@ -9,7 +9,7 @@ the sm_80 recording kernel cannot record them.
 import math
 from fractions import Fraction as Q
 
-from fpref import rnd, val
+from fpref import rnd, uniform_variants, val
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -194,3 +194,6 @@ for x, want in [(-INF, 0.0), (2.0 ** -130, 1.0), (-130.0, 0.0), (INF, INF)]:
     add(Case("ex2.approx.ftz.bf16", "bf16", ["bf16"], [x], [want]))
 add(Case("ex2.approx.ftz.bf16x2", ["bf16", "bf16"], ["b32"], [0x3F80C000], [0.25, 2.0], tolerance_ulps=2,
          template="%hx, {a}; mov.b32 {{{d0}, {d1}}}, %hx", extra_decls=".reg .b32 %hx;"))
+
+# every kernel once more with its operands in uniform registers: the scalar code path
+CASES += uniform_variants(CASES)
