@@ -4,8 +4,10 @@ brev, bfe, bfi, bfind, fns, bmsk, szext, prmt.
 PTX ISA §9.7.8 (Logic and Shift Instructions) and §9.7.1 (the bit-manipulation members of the
 integer family). PTX defines every out-of-range amount (shift by ≥ width, field positions and
 lengths past the msb) where LLVM would give poison, so each lowering clamps or selects
-explicitly before an LLVM shift sees the amount. The semantics are the manual's pseudo-code;
-ptxas's sm_90 expansions (SHF, SGXT, BMSK, FLO, PRMT) agree with it.
+explicitly before an LLVM shift sees the amount. The semantics are the manual's pseudo-code,
+which ptxas's sm_90 expansions (SHF, SGXT, BMSK, FLO, PRMT) follow, except where the H200
+recording (tests/isa/gpu/bitops.json) shows otherwise: 64-bit bfe/bfi saturate a position or
+length above 255 instead of keeping its low byte, and fns with offset -2**31 answers 0.
 """
 
 from __future__ import annotations
@@ -194,7 +196,10 @@ def _select_bit(em, m, k):
 def lower_fns(em, ins: ir.Instr) -> None:
     """Find the offset-th set bit of mask from base, upwards (offset > 0) or downwards (< 0).
 
-    A base above 31 is undefined in PTX; the manual's loop finds nothing then (0xffffffff).
+    A base above 31 is undefined in PTX; the manual's loop finds nothing then (0xffffffff),
+    and so does the H200. An offset of -2**31 gives 0 on the H200 whatever mask and base are:
+    ptxas's sm_90 expansion negates the offset (still -2**31), its signed `popc < count` test
+    never reports "not found", and the bit search of the reversed mask runs to the top (0).
     """
     b = em.b
     c32 = lambda v: em.const_int(32, v)  # noqa: E731
@@ -218,16 +223,31 @@ def lower_fns(em, ins: ir.Instr) -> None:
     k = b.select(neg, b.add(b.sub(cnt, need), c32(1)), need)
     pos = b.select(found, _select_bit(em, m, k), none)
     v = b.select(b.icmp_unsigned("==", off, c32(0)), at_base, pos)
-    em.write(ins.args[0], "b32", b.select(in_range, v, none))
+    v = b.select(in_range, v, none)
+    em.write(ins.args[0], "b32", b.select(b.icmp_unsigned("==", off, c32(-(1 << 31))), c32(0), v))
 
 
 # ---------------------------------------------------------------- bit fields
 
 
 def _pos_len(em, ins: ir.Instr, i: int, n: int):
-    """Field position and length operands (u32, only their low byte counts) as n-bit values."""
-    return [resize(em, em.b.and_(em.read_bits(ins.args[j], "u32"), em.const_int(32, 0xFF)), n, False)
-            for j in (i, i + 1)]
+    """Field position and length operands (u32) as n-bit values in 0..255.
+
+    The manual keeps their low byte, and so does the H200 for .b32/.u32/.s32 (ptxas picks the
+    bytes with PRMT). For the 64-bit types the H200 saturates instead: ptxas builds the field
+    with 64-bit shifts of the whole u32 amount, where any amount from 64 up shifts everything
+    out, so a position or length above 255 acts as 255, not as its low byte.
+    """
+    b = em.b
+    out = []
+    for j in (i, i + 1):
+        v = em.read_bits(ins.args[j], "u32")
+        if n == 64:
+            v = b.select(b.icmp_unsigned(">", v, em.const_int(32, 0xFF)), em.const_int(32, 0xFF), v)
+        else:
+            v = b.and_(v, em.const_int(32, 0xFF))
+        out.append(resize(em, v, n, False))
+    return out
 
 
 def _low_mask(em, ln, n: int):

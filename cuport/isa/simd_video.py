@@ -4,9 +4,13 @@ and the 32-bit scalar forms vadd, vsub, vabsdiff, vmin, vmax.
 PTX ISA §9.7.16 (Video Instructions). Each element is extended by its source type and the
 operation done in full precision; `.sat` clamps to the destination type's element range; the
 SIMD forms then either add the elements to c (`.add`) or merge them into c's bytes, the
-scalar forms apply an optional secondary `.add/.min/.max` with c. ptxas's expansions for sm_90
-do the same (the secondary min/max compares the full-precision result with c extended by the
-destination type; `.add` wraps).
+scalar forms apply an optional secondary `.add/.min/.max` with c. The manual does not say at
+what precision the secondary operation sees the result; the H200 (tests/isa/gpu/video.json) and
+ptxas's sm_90 expansion agree: vabsdiff/vmin/vmax and every `.sat` result keep full precision,
+but vadd/vsub without `.sat` add in 32 bits, so the secondary min/max sees the wrapped result
+sign-extended (vadd.s32.u32.s32.max 0x80808080, 0x7f7f7f7f, 0 is 0, not 0xffffffff). The
+comparison is 64-bit against c extended by the destination type, signed or unsigned as that
+type is; `.add` wraps.
 
 Only the default operand selectors and masks are supported: the parser keeps a selector as part
 of the register name (`%r1.b0`), so a register name with a dot is refused here.
@@ -106,12 +110,18 @@ def _scalar(em, ins: ir.Instr, op: str) -> None:
     t = _apply(em, op, a, c, 64)
     if "sat" in ins.mods:
         t = _clamp(em, t, *((-(1 << 31), (1 << 31) - 1) if sd else (0, (1 << 32) - 1)), 64)
+    elif op in ("add", "sub"):  # a 32-bit sum, sign-extended (see the module docstring)
+        t = resize(em, b.trunc(t, ity(em, 32)), 64, True)
     op2 = next((m for m in ins.mods if m in ("add", "min", "max")), None)
     if op2 is not None:
         if len(ins.args) != 4:
             raise em.error(f"{ins.op}.{op2} needs the operand c")
         acc = resize(em, em.read_bits(ins.args[3], "b32"), 64, sd)
-        t = b.add(t, acc) if op2 == "add" else _apply(em, op2, t, acc, 64)
+        if op2 == "add":
+            t = b.add(t, acc)
+        else:
+            cmp = b.icmp_signed if sd else b.icmp_unsigned
+            t = b.select(cmp("<" if op2 == "min" else ">", t, acc), t, acc)
     elif len(ins.args) != 3:
         raise em.error("the data-merge form of the scalar video instructions is not supported")
     em.write(ins.args[0], "b32", b.trunc(t, ity(em, 32)))

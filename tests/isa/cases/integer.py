@@ -67,18 +67,18 @@ def pack(h: list[int]) -> int:
     return (h[0] & 0xFFFF) | (h[1] & 0xFFFF) << 16
 
 
-# add/min/max on .u16x2/.s16x2 (and .relu) exist from sm_90 on: the sm_80 recording kernel refuses them
+# add/min/max on .u16x2/.s16x2 (and .relu) exist from sm_90 on (PTX ISA 8.0): their kernels target sm_90
 for a, b in [(0x7FFF0001, 0x0001FFFF), (0x80008000, 0xFFFF0001), (0x12345678, 0xFEDCBA98), (0, 0xFFFFFFFF)]:
     ha, hb = halves(a), halves(b)
-    add(Case("add.u16x2", "b32", ["b32", "b32"], [a, b], [pack([x + y for x, y in zip(ha, hb, strict=True)])], note="gpu"))
-    add(Case("add.s16x2", "b32", ["b32", "b32"], [a, b], [pack([x + y for x, y in zip(ha, hb, strict=True)])], note="gpu"))
+    add(Case("add.u16x2", "b32", ["b32", "b32"], [a, b], [pack([x + y for x, y in zip(ha, hb, strict=True)])], note="gpu", target="sm_90"))
+    add(Case("add.s16x2", "b32", ["b32", "b32"], [a, b], [pack([x + y for x, y in zip(ha, hb, strict=True)])], note="gpu", target="sm_90"))
     for t, f in (("u16x2", lambda x: x), ("s16x2", lambda x: s(x, 16))):
         mins = [min(f(x), f(y)) for x, y in zip(ha, hb, strict=True)]
         maxs = [max(f(x), f(y)) for x, y in zip(ha, hb, strict=True)]
         add(Case(f"min.{t}", ["b32", "b32"], ["b32", "b32"], [a, b], [pack(mins), pack(maxs)],
-                 template=f"{{d0}}, {{a}}, {{b}}; max.{t} {{d1}}, {{a}}, {{b}}", note="gpu"))
+                 template=f"{{d0}}, {{a}}, {{b}}; max.{t} {{d1}}, {{a}}, {{b}}", note="gpu", target="sm_90"))
     relu = [max(0, min(s(x, 16), s(y, 16))) for x, y in zip(ha, hb, strict=True)]
-    add(Case("min.relu.s16x2", "b32", ["b32", "b32"], [a, b], [pack(relu)], note="gpu"))
+    add(Case("min.relu.s16x2", "b32", ["b32", "b32"], [a, b], [pack(relu)], note="gpu", target="sm_90"))
 
 # ---------------------------------------------------------------- carry chain
 # {d1} first receives the carry-in (cin + 0xffffffff carries iff cin != 0), then the carry-out.
@@ -224,7 +224,7 @@ for t in ("s16", "s32", "s64"):
                  template=f"{{d0}}, {{a}}; neg.{t} {{d1}}, {{a}}"))
 for a, b in pairs(32)[::2]:
     x, y = s(a, 32), s(b, 32)
-    add(Case("max.relu.s32", "s32", ["s32", "s32"], [a, b], [max(0, x, y)], note="gpu"))  # sm_90
+    add(Case("max.relu.s32", "s32", ["s32", "s32"], [a, b], [max(0, x, y)], note="gpu", target="sm_90"))
 add(Case("max.s32", "s32", ["s32"], [-5], [0], template="{d}, {a}, 0"))
 add(Case("min.u32", "u32", ["u32"], [5], [3], template="{d}, 3, {a}"))
 
