@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable
 
 from cuport.capi import table
@@ -33,7 +32,6 @@ def tracing() -> bool:
 class Dispatcher:
     def __init__(self, ffi) -> None:
         self.ffi = ffi
-        self._tracebacks_shown: set[str] = set()
         self._unimplemented_shown: set[str] = set()
         self.trace = tracing()
 
@@ -109,7 +107,9 @@ class Dispatcher:
                 if not e.quiet:
                     errors.report(symbol, e.code, e.message, e.subject)
             except Exception as e:  # noqa: BLE001 - nothing may reach C
-                code = self._unexpected(symbol, e)
+                err = errors.from_exception(e, symbol)
+                code = err.code
+                errors.report(symbol, err.code, err.message)
             if do_trace:
                 trace.print_call(func, values, ins, result, outs, code,
                                  time.perf_counter() - start)
@@ -117,21 +117,6 @@ class Dispatcher:
 
         call.__name__ = symbol
         return call
-
-    def _unexpected(self, symbol: str, e: Exception) -> int:
-        # Failures from the loader and the backends carry their own CUresult.
-        code, message = getattr(e, "code", None), getattr(e, "message", None)
-        if isinstance(code, int) and isinstance(message, str):
-            errors.report(symbol, code, message)
-            return code
-        if symbol not in self._tracebacks_shown:
-            self._tracebacks_shown.add(symbol)
-            print(f"cuport: {symbol}: internal error, answering CUDA_ERROR_UNKNOWN:",
-                  file=sys.stderr)
-            traceback.print_exc()
-        else:
-            errors.report(symbol, UNKNOWN, f"internal error: {type(e).__name__}: {e}")
-        return UNKNOWN
 
     def _unimplemented(self, func: table.Function) -> Callable:
         symbol, do_trace = func.symbol, self.trace

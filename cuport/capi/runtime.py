@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from cuport.capi import export_tables, proc_address, table
+from cuport.capi import export_tables, proc_address, table, types
 from cuport.capi.dispatch import UNKNOWN, Dispatcher, load_implementations
 
 
@@ -21,6 +21,7 @@ def _onerror(exception, value, tb) -> None:
 
 
 def attach(ffi, lib) -> None:
+    types.install(ffi)
     load_implementations()
     dispatcher = Dispatcher(ffi)
     for func in table.functions().values():

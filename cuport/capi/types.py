@@ -2,8 +2,9 @@
 
 The dispatcher hands driver functions plain addresses; a function that reads a
 struct the program passed (CUDA_MEMCPY2D, CUlaunchConfig) or fills one
-(CUuuid, CUdevprop) views it through this ABI-mode cffi instance, declared from the
-same generated table as the library itself.
+(CUuuid, CUdevprop) views it through a cffi instance that knows the table's types:
+inside libcuda.so.1 the library's own (compiled, nothing to parse), elsewhere an
+ABI-mode one declared from the same generated table.
 """
 
 from __future__ import annotations
@@ -15,9 +16,21 @@ import cffi
 
 from cuport.capi import table
 
+_compiled = None
+
+
+def install(compiled_ffi) -> None:
+    """Use the library's own ffi (capi/runtime.py, at start-up)."""
+    global _compiled
+    _compiled = compiled_ffi
+
+
+def ffi():
+    return _compiled if _compiled is not None else _abi_ffi()
+
 
 @cache
-def ffi() -> cffi.FFI:
+def _abi_ffi() -> cffi.FFI:
     f = cffi.FFI()
     f.cdef(table.types_cdef())
     return f

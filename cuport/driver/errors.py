@@ -13,6 +13,7 @@ import ctypes
 import enum
 import os
 import sys
+import traceback
 
 from cuport.capi import table
 from cuport.driver.api import implements
@@ -160,6 +161,26 @@ class CudaError(Exception):
         self.subject = subject
         self.quiet = quiet
         self.outs = outs  # out-parameter values NVIDIA writes even on failure (e.g. NULL)
+
+
+_tracebacks_shown: set[str] = set()
+
+
+def from_exception(e: Exception, where: str) -> CudaError:
+    """The CudaError a failure inside cuport becomes.
+
+    The loader's and the backends' errors carry their CUresult (`code`, `message`);
+    anything else is a bug in cuport: CUDA_ERROR_UNKNOWN, with its traceback printed
+    the first time it happens in `where` (a call name).
+    """
+    code, message = getattr(e, "code", None), getattr(e, "message", None)
+    if isinstance(code, int) and isinstance(message, str):
+        return CudaError(code, message)
+    if where not in _tracebacks_shown:
+        _tracebacks_shown.add(where)
+        print(f"cuport: {where}: internal error, answering CUDA_ERROR_UNKNOWN:", file=sys.stderr)
+        traceback.print_exception(type(e), e, e.__traceback__)
+    return CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}")
 
 
 def quiet_mode() -> bool:

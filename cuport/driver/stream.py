@@ -20,16 +20,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import queue
-import sys
 import threading
-import traceback
 from collections.abc import Callable
 
 from cuport.capi import types
 from cuport.driver import context, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import CudaError, E, report
+from cuport.driver.errors import CudaError, E, from_exception, report
 
 LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
@@ -57,12 +55,7 @@ class Op:
         except CudaError as e:
             self._fail(ctx, e)
         except Exception as e:  # noqa: BLE001 - a worker must survive any failure
-            code, message = getattr(e, "code", None), getattr(e, "message", None)
-            if isinstance(code, int) and isinstance(message, str):
-                self._fail(ctx, CudaError(code, message))
-            else:
-                _print_traceback_once(self.what)
-                self._fail(ctx, CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}"))
+            self._fail(ctx, from_exception(e, self.what))
         finally:
             self.done.set()
 
@@ -74,17 +67,6 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
-
-
-_tracebacks_shown: set[str] = set()
-
-
-def _print_traceback_once(what: str) -> None:
-    """A bug in cuport (or a backend) while running queued work: show where, once."""
-    if what not in _tracebacks_shown:
-        _tracebacks_shown.add(what)
-        print(f"cuport: {what}: internal error, answering CUDA_ERROR_UNKNOWN:", file=sys.stderr)
-        traceback.print_exc()
 
 
 class Stream:
