@@ -19,6 +19,7 @@ drift from the true sine exactly as they do on the GPU.
 from __future__ import annotations
 
 from ..ptx import ir
+from ..ptx.ir import TYPE_BITS
 from . import fprt, half
 from .fprt import flush, saturate  # noqa: F401 (used by compare.py and others)
 from .registry import lowers, type_suffix
@@ -67,8 +68,26 @@ def compute(em, t: str, op: str, args: list, mode: str):
     return fprt.strict(em, op, args, mode)
 
 
+def _mixed(ins: ir.Instr) -> str | None:
+    """The f16/bf16 operand type of a mixed-precision f32 instruction (`add.rn.f32.f16`)."""
+    ts = [m for m in ins.mods if m in TYPE_BITS]
+    return ts[1] if len(ts) == 2 and ts[0] == "f32" and ts[1] in ("f16", "bf16") else None
+
+
+def _mixed_operands(em, ins: ir.Instr, low: str, n_low: int, n: int) -> list:
+    """The first `n_low` operands converted exactly from f16/bf16, the rest f32."""
+    vals = [fprt.to_f32(em, em.read_bits(ins.args[1 + i], "b16"), low) for i in range(n_low)]
+    return vals + [em.read(ins.args[1 + i], "f32") for i in range(n_low, n)]
+
+
 @lowers("add", "sub", "mul", kind="float")
 def lower_add(em, ins: ir.Instr) -> None:
+    """add/sub/mul; mixed precision `add/sub{.rnd}{.sat}.f32.{f16,bf16} d, a, c` (sm_100)
+    converts a exactly and computes in f32."""
+    low = _mixed(ins)
+    if low is not None and ins.op != "mul":
+        a, c = _mixed_operands(em, ins, low, 1, 2)
+        return finish(em, ins, "f32", compute(em, "f32", _LLOP[ins.op], [a, c], rounding(ins)))
     t = type_suffix(ins)
     if t in half.HALF:
         return half.lower_arith(em, ins)
@@ -81,11 +100,13 @@ def lower_add(em, ins: ir.Instr) -> None:
 def lower_fma(em, ins: ir.Instr) -> None:
     """fma.rnd and mad.rnd (the same instruction since sm_20); mad.f32 without a rounding
     modifier is legacy PTX that ptxas reads as mad.rn.f32."""
+    low = _mixed(ins)
+    if low is not None:  # fma.rnd{.sat}.f32.{f16,bf16} d, a, b, c (sm_100): a, b converted
+        a, c, d = _mixed_operands(em, ins, low, 2, 3)
+        return finish(em, ins, "f32", compute(em, "f32", "fma", [a, c, d], rounding(ins)))
     t = type_suffix(ins)
     if t in half.HALF:
         return half.lower_fma(em, ins)
-    if [m for m in ins.mods if m in ("f16", "bf16")]:
-        raise em.error("mixed-precision fma (.f32.f16/.f32.bf16, sm_100) is not supported")
     _check(em, ins, t)
     a, c, d = operands(em, ins, t, 3)
     finish(em, ins, t, compute(em, t, "fma", [a, c, d], rounding(ins)))

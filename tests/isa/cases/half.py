@@ -195,5 +195,15 @@ for x, want in [(-INF, 0.0), (2.0 ** -130, 1.0), (-130.0, 0.0), (INF, INF)]:
 add(Case("ex2.approx.ftz.bf16x2", ["bf16", "bf16"], ["b32"], [0x3F80C000], [0.25, 2.0], tolerance_ulps=2,
          template="%hx, {a}; mov.b32 {{{d0}, {d1}}}, %hx", extra_decls=".reg .b32 %hx;"))
 
+# ---------------------------------------------------------------- mixed precision (sm_100): f16/bf16 operands, f32 result
+for e in ("f16", "bf16"):
+    for x, y, z in [(1.0 + 2.0 ** -7, 3.0, 2.0 ** -24), (-2.5, 0.5, 1e-8), (65504.0 if e == "f16" else 3e38, 2.0, -1.0)]:
+        x, y = hv(x, e), hv(y, e)
+        z32 = val(rnd(Q(z), "f32"), "f32")
+        want = [bits(rnd(Q(x) + Q(z32), "f32", "rn")), bits(rnd(Q(x) - Q(z32), "f32", "rz")),
+                bits(rnd(Q(x) * Q(y) + Q(z32), "f32", "rm"))]
+        add(Case(f"add.rn.f32.{e}", ["f32"] * 3, [e, e, "f32"], [bits(hb(x, e)), bits(hb(y, e)), z], want,
+                 template=f"{{d0}}, {{a}}, {{c}}; sub.rz.f32.{e} {{d1}}, {{a}}, {{c}}; fma.rm.f32.{e} {{d2}}, {{a}}, {{b}}, {{c}}"))
+
 # every kernel once more with its operands in uniform registers: the scalar code path
 CASES += uniform_variants(CASES)
