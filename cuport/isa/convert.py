@@ -4,7 +4,8 @@
   destination's range.
 - float → integer: `.rni/.rzi/.rmi/.rpi` round to an integer, out-of-range values clamp to
   the destination's range (`.sat` is implied), NaN gives 0 except when the source is f64 or
-  the destination 64-bit, where it gives 1 << (width - 1) (the manual's rule).
+  the destination 64-bit, where it gives 1 << (width - 1) (the manual's rule). The manual
+  makes the rounding modifier mandatory; legacy PTX without one gets C's truncation (.rzi).
 - integer → float and float → narrower float: `.rn/.rz/.rm/.rp` round exactly (fprt), `.rna`
   (ties away) for tf32.
 - float → same float with `.rni/.rzi/.rmi/.rpi`: round to an integral value.

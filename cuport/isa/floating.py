@@ -112,13 +112,11 @@ def lower_fma(em, ins: ir.Instr) -> None:
     finish(em, ins, t, compute(em, t, "fma", [a, c, d], rounding(ins)))
 
 
-def _f32_approx(ins: ir.Instr) -> bool:
-    """Legacy PTX (ISA < 1.4) without .approx/.full/.rnd means the approximate, flushing form."""
-    return "approx" in ins.mods or rounding(ins, None) is None
-
-
 @lowers("div", kind="float")
 def lower_div(em, ins: ir.Instr) -> None:
+    """div.rnd (IEEE), div.full (2 ulp everywhere: the IEEE quotient), div.approx (a * 1/b).
+    Legacy PTX (ISA < 1.4) without .approx/.full/.rnd meant div.approx.ftz.f32 / div.rn.f64;
+    rcp, sqrt, rsqrt, sin, cos, lg2 and ex2 likewise default to their approximate .ftz form."""
     t = type_suffix(ins)
     _check(em, ins, t)
     b = em.b
