@@ -1,0 +1,109 @@
+"""The on-disk kernel cache: reuse, corruption detection, several processes at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cuport
+from cuport.backends.cpu.backend import get_cpu_backend
+
+PTX = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry scale(.param .u64 p, .param .f32 s, .param .u32 n)
+{
+    .reg .pred %q;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    ld.param.f32 %f1, [s];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ctaid.x;
+    mad.lo.u32 %r2, %r3, 128, %r2;
+    setp.ge.u32 %q, %r2, %r1;
+    @%q bra END;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f2, [%rd3];
+    mul.f32 %f2, %f2, %f1;
+    st.global.f32 [%rd3], %f2;
+END:
+    ret;
+}
+"""
+
+
+def run_scale(seed: int) -> None:
+    x = np.arange(1000, dtype=np.float32) + seed
+    cuport.Module(PTX).kernel("scale")(8, 128, (x, 2.0, 1000))
+    assert (x == (np.arange(1000, dtype=np.float32) + seed) * 2).all()
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("CUPORT_CACHE_DIR", str(d))
+    monkeypatch.setenv("CUPORT_CACHE", "1")
+    return d
+
+
+def test_second_load_comes_from_the_cache(cache_dir):
+    be = get_cpu_backend()
+    c0, h0 = be.stats["compiles"], be.stats["cache_hits"]
+    run_scale(1)
+    assert be.stats["compiles"] == c0 + 1
+    assert list(cache_dir.glob("*.o")) and list(cache_dir.glob("*.json"))
+    run_scale(2)  # a new module of the same PTX: no compilation
+    assert be.stats["compiles"] == c0 + 1
+    assert be.stats["cache_hits"] == h0 + 1
+
+
+def test_a_corrupt_entry_is_rebuilt(cache_dir):
+    be = get_cpu_backend()
+    run_scale(3)
+    (obj,) = cache_dir.glob("*.o")
+    data = bytearray(obj.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    obj.write_bytes(bytes(data))
+    c0 = be.stats["compiles"]
+    run_scale(4)
+    assert be.stats["compiles"] == c0 + 1  # detected by its checksum, compiled again
+    run_scale(5)
+    assert be.stats["compiles"] == c0 + 1  # and the rebuilt entry is good
+
+
+def test_truncated_record_is_rebuilt(cache_dir):
+    be = get_cpu_backend()
+    run_scale(6)
+    (meta,) = cache_dir.glob("*.json")
+    meta.write_text(meta.read_text()[:10])
+    c0 = be.stats["compiles"]
+    run_scale(7)
+    assert be.stats["compiles"] == c0 + 1
+
+
+def test_several_processes_fill_the_cache_at_once(cache_dir):
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        "from test_cache import run_scale; run_scale(int(sys.argv[1])); print('ok')"
+    )
+    env = dict(os.environ, CUPORT_CACHE_DIR=str(cache_dir))
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip() == "ok"
+    assert len(list(cache_dir.glob("*.o"))) == 1
+    assert not list(cache_dir.glob("*.tmp"))
+    run_scale(9)  # and what they left is a valid entry
