@@ -29,7 +29,7 @@ from llvmlite import ir as ll
 from ..backends.cpu.types import F16, F32, F64, I1, I16, I32, I64, vec
 from ..ptx import ir
 from ..ptx.ir import TYPE_BITS
-from .memory import for_each_lane, in_shared_window
+from .memory import for_each_lane, in_shared_window, lane_pointers
 from .registry import lowers, type_suffix
 
 _OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
@@ -208,11 +208,6 @@ def _one_lane(em, op: str, t: str, space: str, order: str, p: ll.Value, v: ll.Va
 # ---------------------------------------------------------------- the warp
 
 
-def _uniform_address(em, mem: ir.Mem) -> bool:
-    base = mem.base
-    return not (isinstance(base, ir.Reg) and base.name in em.div.varying)
-
-
 def _exclusive_scan(em, x: ll.Value) -> tuple[ll.Value, ll.Value]:
     """(exclusive prefix sums in lane order, total) of a 32-lane integer vector."""
     b = em.b
@@ -255,14 +250,15 @@ def lower_atomic(em, ins: ir.Instr) -> None:
         raise em.error(f"wrong number of operands for {ins.op}.{op}")
     v = em.read_bits(args[1], t)
     c = em.read_bits(args[2], t) if op == "cas" else None
-    ptrs = em.address(mem, space)
+    ptrs = lane_pointers(em, mem, space)
+    uniform = not isinstance(ptrs.type, ll.VectorType)
     exec_mask = em.exec_mask()
 
-    if op == "add" and _kind(t) in "us" and _uniform_address(em, mem):
+    if op == "add" and _kind(t) in "us" and uniform:
         # the whole warp adds to one counter: one atomic, old values by prefix sum
         x = b.select(em.exec_mask_vec(), v, ll.Constant(v.type, None))
         before, total = _exclusive_scan(em, x)
-        p = b.extract_element(ptrs, ll.Constant(I32, 0))
+        p = ptrs
         pre = b.block
         with b.if_then(b.icmp_unsigned("!=", exec_mask, ll.Constant(I32, 0))):
             base = _one_lane(em, op, t, space, order, p, total, None)
@@ -275,7 +271,7 @@ def lower_atomic(em, ins: ir.Instr) -> None:
         return
 
     def body(lane, accs):
-        p = b.extract_element(ptrs, lane)
+        p = ptrs if uniform else b.extract_element(ptrs, lane)
         old = _one_lane(em, op, t, space, order, p, b.extract_element(v, lane),
                         b.extract_element(c, lane) if c is not None else None)
         return [b.insert_element(accs[0], old, lane)] if accs else []

@@ -111,14 +111,14 @@ def _scalar_store(b: ll.IRBuilder, v: ll.Value, p: ll.Value, size: int, order: s
         st.volatile = True
 
 
-def _guarded(em, ins: ir.Instr, emit: Callable[[], list[ll.Value]]) -> list[ll.Value]:
-    """Run `emit` (uniform-mode accesses) only when the uniform guard holds, so that a
-    guarded-off access never touches memory; loaded values are undefined otherwise."""
-    if ins.guard is None:
+def _when(em, cond: ll.Value | None, emit: Callable[[], list[ll.Value]]) -> list[ll.Value]:
+    """Run `emit` (scalar accesses) only when the i1 `cond` holds (always when None), so that
+    an access no lane executes never touches memory; loaded values are undefined otherwise."""
+    if cond is None:
         return emit()
     b = em.b
     pre = b.block
-    with b.if_then(em.guard_value(ins)):
+    with b.if_then(cond):
         vals = emit()
         then = b.block
     out = []
@@ -130,14 +130,28 @@ def _guarded(em, ins: ir.Instr, emit: Callable[[], list[ll.Value]]) -> list[ll.V
     return out
 
 
-def _mode_ptrs(em, ptrs: ll.Value) -> ll.Value:
-    """Pointers in the current mode: a scalar in uniform mode, 32 of them in vector mode."""
-    if em.vec and not isinstance(ptrs.type, ll.VectorType):
-        b = em.b
-        return b.inttoptr(em.splat(b.ptrtoint(ptrs, I64)), vec(PTR))
-    if not em.vec and isinstance(ptrs.type, ll.VectorType):
-        raise em.error("internal: per-lane addresses in uniform mode")
-    return ptrs
+def _uniform_condition(em, ins: ir.Instr) -> ll.Value | None:
+    """When a single access serves the warp: the i1 saying whether any lane executes it."""
+    if not em.vec:
+        return em.guard_value(ins) if ins.guard is not None else None
+    return em.b.icmp_unsigned("!=", em.exec_mask(), ll.Constant(I32, 0))
+
+
+def lane_pointers(em, mem: ir.Mem, space: str) -> ll.Value:
+    """One host pointer per lane (<32 x ptr>), or one scalar pointer when the address is
+    the same for every lane (in either mode)."""
+    ptrs = em.address(mem, space)
+    scalar = getattr(ptrs, "cuport_scalar", None)
+    if scalar is not None:
+        return scalar
+    if isinstance(ptrs, ll.Value):
+        return ptrs
+    # checked run pattern (emit.SegPtrs): rebuild the lanes' addresses from the register
+    b = em.b
+    a = em.read_bits(mem.base, "u64")
+    if mem.offset:
+        a = b.add(a, em.const_int(64, mem.offset))
+    return em.space_to_host(a, space)
 
 
 def _space_and_operands(em, ins: ir.Instr, mem_index: int, data_index: int):
@@ -162,20 +176,21 @@ def _space_and_operands(em, ins: ir.Instr, mem_index: int, data_index: int):
 def lower_ld(em, ins: ir.Instr) -> None:
     t, space, mem, items, order, volatile = _space_and_operands(em, ins, 1, 0)
     size = max(TYPE_BITS[t] // 8, 1)
-    ptrs = em.address(mem, space)
     et = bits_type(t)
     b = em.b
-    ptrs = _mode_ptrs(em, ptrs)
-    if not em.vec:
-        # uniform mode: one access for the warp
-        vals = _guarded(em, ins, lambda: [
+    if order is None and not volatile:
+        # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
+        ptrs = em.address(mem, space)
+        for i, d in enumerate(items):
+            em.write(d, t, em.load(em.offset_ptrs(ptrs, i * size), et, size))
+        return
+    ptrs = lane_pointers(em, mem, space)
+    if not isinstance(ptrs.type, ll.VectorType):
+        # one address for the warp: one access
+        vals = _when(em, _uniform_condition(em, ins), lambda: [
             _scalar_load(b, _elem_ptrs(em, ptrs, i * size), et, size, order, volatile) for i in range(len(items))])
         for d, v in zip(items, vals, strict=True):
-            em.write(d, t, v)
-        return
-    if order is None and not volatile:
-        for i, d in enumerate(items):
-            em.write(d, t, em.load(_elem_ptrs(em, ptrs, i * size), et, size))
+            em.write(d, t, em.splat(v) if em.vec else v)
         return
 
     def body(lane, accs):
@@ -196,23 +211,24 @@ def lower_ld(em, ins: ir.Instr) -> None:
 def lower_st(em, ins: ir.Instr) -> None:
     t, space, mem, items, order, volatile = _space_and_operands(em, ins, 0, 1)
     size = max(TYPE_BITS[t] // 8, 1)
-    ptrs = em.address(mem, space)
     vals = [em.read_bits(s, t) for s in items]
     b = em.b
-    ptrs = _mode_ptrs(em, ptrs)
+    if order is None and not volatile:
+        ptrs = em.address(mem, space)
+        for i, v in enumerate(vals):
+            em.store(em.offset_ptrs(ptrs, i * size), v, size)
+        return
+    ptrs = lane_pointers(em, mem, space)
     if not em.vec:
-        # uniform mode: one store for the warp, under the (uniform) guard
         def emit() -> list:
             for i, v in enumerate(vals):
                 _scalar_store(b, v, _elem_ptrs(em, ptrs, i * size), size, order, volatile)
             return []
 
-        _guarded(em, ins, emit)
+        _when(em, _uniform_condition(em, ins), emit)
         return
-    if order is None and not volatile:
-        for i, v in enumerate(vals):
-            em.store(_elem_ptrs(em, ptrs, i * size), v, size)
-        return
+    if not isinstance(ptrs.type, ll.VectorType):
+        ptrs = b.inttoptr(em.splat(b.ptrtoint(ptrs, I64)), vec(PTR))
 
     def body(lane, accs):
         p = b.extract_element(ptrs, lane)
