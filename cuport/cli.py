@@ -2,7 +2,8 @@
 
     cuport run PROGRAM [ARGS...]                 run with cuport's libcuda.so.1
     cuport trace [--ptx-dir DIR] PROGRAM [...]   the same, logging every driver call
-    cuport info                                  the device cuport presents, and where things are
+    cuport info [--coverage]                     the device cuport presents, and where things are
+                                                 (--coverage: every driver function, implemented or not)
 
 `run` puts the directory of cuport's libcuda.so.1 first on LD_LIBRARY_PATH (so the
 program's CUDA runtime, or cuda-python, dlopens ours) and passes this Python's
@@ -69,6 +70,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     from cuport.capi import build, dispatch, table
     from cuport.driver import device
 
+    if args.coverage:
+        implemented, _ = dispatch.coverage()
+        done = set(implemented)
+        for symbol in table.functions():
+            print(f"{'implemented' if symbol in done else 'not implemented':<16} {symbol}")
+        return 0
+
     major, minor = device.compute_capability()
     d = device.devices()[0]
     implemented, missing = dispatch.coverage()
@@ -124,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     trace.add_argument("args", nargs=argparse.REMAINDER)
     trace.set_defaults(fn=cmd_trace)
     info = sub.add_parser("info", help="the device cuport presents and where things are")
+    info.add_argument("--coverage", action="store_true",
+                      help="list every driver API function and whether cuport implements it")
     info.set_defaults(fn=cmd_info)
     args = parser.parse_args(argv)
     return args.fn(args)

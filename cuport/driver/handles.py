@@ -3,8 +3,8 @@
 A handle is a number the program holds; it is never reused, so a handle to a
 destroyed object stays invalid forever and is reported as such (NVIDIA's driver
 may reuse addresses; being stricter only turns silent misuse into an error).
-Handles are spaced in a range of the address space that is not mapped, so a
-program cannot mistake one for memory it owns.
+Handles are spaced numbers in a range where the allocator does not place memory,
+so they do not look like pointers the program owns; cuport never dereferences them.
 """
 
 from __future__ import annotations

@@ -161,11 +161,21 @@ def test_run_finds_programs_on_path(tmp_path):
 def test_info():
     result = run([*cuport_command(), "info"])
     assert result.returncode == 0, result.stderr
-    info = dict(line.split(None, 1) if "  " not in line else
-                [part.strip() for part in line.split("  ", 1)]
+    info = dict((part.strip() for part in line.split("  ", 1))
                 for line in result.stdout.splitlines())
     assert info["device"].startswith("cuport CPU")
     assert info["compute capability"].startswith("9.0")
     assert info["libcuda.so.1"].endswith("libcuda.so.1") and Path(info["libcuda.so.1"]).exists()
     assert info["LLVM"][0].isdigit()
     assert sys.version.split()[0] in info["python"]
+
+
+def test_info_coverage():
+    from cuport.capi import table
+
+    result = run([*cuport_command(), "info", "--coverage"])
+    assert result.returncode == 0, result.stderr
+    rows = dict(reversed(line.rsplit(None, 1)) for line in result.stdout.splitlines())
+    assert set(rows) == set(table.functions())
+    assert rows["cuLaunchKernel"] == "implemented"
+    assert rows["cuGraphCreate"] == "not implemented"
