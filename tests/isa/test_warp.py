@@ -495,3 +495,12 @@ def test_elect_picks_one_executing_member(member):
             assert out[lane].tolist() == [99, 99]
         elif (member >> lane) & 1:
             assert out[lane].tolist() == [leader, int(lane == leader)]
+
+
+def test_one_warp_case_table():
+    """shfl/vote/match/redux with one warp of rows (recordable on a GPU: cases/warp.py)."""
+    from cases.warp import CASES
+    from runner import check
+
+    errors = check(CASES, "warp")
+    assert not errors, "\n".join(errors[:40])

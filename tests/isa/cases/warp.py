@@ -8,6 +8,8 @@ the 32 lanes' results. Lanes that do not execute are not compared by the tests.
 
 from __future__ import annotations
 
+from ptxgen import Case
+
 M32 = 0xFFFFFFFF
 
 
@@ -111,3 +113,78 @@ def redux_ref(op: str, vals: list[int], part: int) -> int:
     key = (lambda x: x - (1 << 32) if x >> 31 else x) if signed else (lambda x: x)
     f = min if op.startswith("min") else max
     return f(xs, key=key)
+
+
+# ---------------------------------------------------------------- the one-warp case table
+#
+# Each group below is one 32-row kernel (one warp, every lane executing), so row i is lane
+# i and its expectation comes from the model applied to the group's 32 inputs. The operand
+# `c`, the member mask and the mode are in the instruction text; a and b vary per lane.
+
+def _rng(seed: int):
+    x = seed
+
+    def nxt() -> int:
+        nonlocal x
+        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+        return x >> 32
+
+    return nxt
+
+
+_TAG = [0]
+
+
+def _warp_group(instr: str, template: str, dsts, srcs, inputs: list[list], outs: list[list]) -> list:
+    """32 rows; each gets a last, unused source: a running tag that keeps every row's key
+    unique (groups with the same instruction text run as consecutive warps of one kernel)."""
+    rows = []
+    for i in range(32):
+        _TAG[0] += 1
+        rows.append(Case(instr, dsts, [*srcs, "u32"], [*inputs[i], _TAG[0]], outs[i], template=template))
+    return rows
+
+
+CASES: list[Case] = []
+_r = _rng(2024)
+for mode in ("up", "down", "bfly", "idx"):
+    for c in (0x1F, 0x0, 0x7, 0x181F, 0x1C1F, 0x1E00, 0x0C03, 0x1F1F):
+        a = [_r() for _ in range(32)]
+        b = [_r() % 40 for _ in range(32)]
+        d, p = shfl_ref(mode, a, b, c)
+        CASES += _warp_group(f"shfl.sync.{mode}.b32", f"{{d0}}|{{d1}}, {{a}}, {{b}}, {c:#x}, -1", ["b32", "pred"],
+                             ["b32", "b32"], [[a[i], b[i]] for i in range(32)], [[d[i], p[i]] for i in range(32)])
+    # immediate lane operand, no predicate destination
+    a = [_r() for _ in range(32)]
+    d, _ = shfl_ref(mode, a, [5] * 32, 0x101F)
+    CASES += _warp_group(f"shfl.sync.{mode}.b32", "{d0}, {a}, 5, 0x101f, 0xffffffff", "b32", ["b32"],
+                         [[x] for x in a], [[x] for x in d])
+
+for pattern in ([_r() % 3 == 0 for _ in range(32)], [True] * 32, [False] * 32):
+    bal = ballot_ref(pattern, M32)
+    rows = [[int(x)] for x in pattern]
+    CASES += _warp_group("vote.sync.ballot.b32", "{d0}, {a}, -1", "b32", ["pred"], rows, [[bal]] * 32)
+    CASES += _warp_group("vote.sync.all.pred", "{d0}, {a}, -1", "pred", ["pred"], rows, [[int(all(pattern))]] * 32)
+    CASES += _warp_group("vote.sync.any.pred", "{d0}, !{a}, -1", "pred", ["pred"], rows,
+                         [[int(not all(pattern))]] * 32)
+    CASES += _warp_group("vote.sync.uni.pred", "{d0}, {a}, -1", "pred", ["pred"], rows,
+                         [[int(all(pattern) or not any(pattern))]] * 32)
+
+vals = [_r() % 4 for _ in range(32)]
+CASES += _warp_group("match.any.sync.b32", "{d0}, {a}, -1", "b32", ["b32"], [[v] for v in vals],
+                     [[m] for m in match_any_ref(vals, M32)])
+vals64 = [(v << 40) | 7 for v in (_r() % 3 for _ in range(32))]
+CASES += _warp_group("match.any.sync.b64", "{d0}, {a}, -1", "b32", ["b64"], [[v] for v in vals64],
+                     [[m] for m in match_any_ref(vals64, M32)])
+for vs in ([9] * 32, [9] * 31 + [8]):
+    d, p = match_all_ref(vs, M32)
+    CASES += _warp_group("match.all.sync.b32", "{d0}|{d1}, {a}, -1", ["b32", "pred"], ["b32"], [[v] for v in vs],
+                         [[d, p]] * 32)
+
+red_vals = [_r() for _ in range(32)]
+red_vals[3] = 0x8000_0000
+for op, t, model in [("add", "u32", "add"), ("add", "s32", "add"), ("min", "u32", "minu"), ("max", "u32", "maxu"),
+                     ("min", "s32", "mins"), ("max", "s32", "maxs"), ("and", "b32", "and"), ("or", "b32", "or"),
+                     ("xor", "b32", "xor")]:
+    r = redux_ref(model, red_vals, M32)
+    CASES += _warp_group(f"redux.sync.{op}.{t}", "{d0}, {a}, -1", t, [t], [[v] for v in red_vals], [[r]] * 32)
