@@ -9,8 +9,10 @@ Ordering rules (NVIDIA's):
   `_ptsz` call) is an ordinary blocking stream, one per thread and context;
 - cuStreamWaitEvent makes later work on a stream wait for an event's record.
 
-An operation is a Python callable; a failure inside one is kept as the context's
-sticky error and returned by the next synchronising call. Synchronous calls (e.g.
+An operation is a Python callable; a failure inside one is reported when it happens,
+kept as the context's error and returned once, by the next synchronising call
+(NVIDIA's driver keeps a faulted context's error for good; cuport lets the program
+go on after it has been told). Synchronous calls (e.g.
 cuMemcpyHtoD) run inline on the caller's thread when nothing they must wait for
 is pending, else they are queued and waited for.
 """

@@ -42,6 +42,8 @@ def build_flags(runtime: str) -> list[str]:
         return []
     if runtime == "toolkit-shared":
         return ["-cudart", "shared"]
+    if runtime == "toolkit-rdc":  # separate compilation: the driver finds and links the PTX
+        return ["-rdc=true"]
     major, kind = runtime.split("-")
     home = wheel_runtimes().get(major)
     if home is None:
@@ -56,7 +58,7 @@ def build_flags(runtime: str) -> list[str]:
 
 RUNTIMES = ["toolkit-static", "toolkit-shared", "12-static", "12-shared", "13-static",
             "13-shared"]
-LAUNCH_RUNTIMES = ["toolkit-static", "12-static", "13-static"]
+LAUNCH_RUNTIMES = ["toolkit-static", "toolkit-rdc", "12-static", "13-static"]
 
 
 @pytest.fixture(scope="session")
