@@ -8,6 +8,9 @@ the 32 lanes' results. Lanes that do not execute are not compared by the tests.
 
 from __future__ import annotations
 
+import math
+import struct
+
 from ptxgen import Case
 
 M32 = 0xFFFFFFFF
@@ -188,3 +191,40 @@ for op, t, model in [("add", "u32", "add"), ("add", "s32", "add"), ("min", "u32"
                      ("xor", "b32", "xor")]:
     r = redux_ref(model, red_vals, M32)
     CASES += _warp_group(f"redux.sync.{op}.{t}", "{d0}, {a}, -1", t, [t], [[v] for v in red_vals], [[r]] * 32)
+
+# redux.sync.min/max.f32 (sm_100a): -0 < +0; NaNs ignored unless .NaN; all NaN gives the canonical NaN
+_F = struct.Struct("<f")
+
+
+def _f32(bits_: int) -> float:
+    return _F.unpack(struct.pack("<I", bits_))[0]
+
+
+def _fredux(op: str, xs: list[int], absolute: bool, nan: bool) -> int:
+    vals = [x & 0x7FFFFFFF if absolute else x for x in xs]
+    nans = [v for v in vals if math.isnan(_f32(v))]
+    nums = [v for v in vals if not math.isnan(_f32(v))]
+    if not nums or (nan and nans):
+        return 0x7FFFFFFF
+    def key(v: int) -> tuple[float, int]:  # by value, -0 before +0
+        return _f32(v), 0 if v >> 31 else 1
+
+    return (min if op == "min" else max)(nums, key=key)
+
+
+_FSETS = {
+    "mixed": [0x3F800000, 0xBF800000, 0x80000000, 0x00000000, 0x7F800000, 0xFF800000, 0x00000001, 0x80000001]
+    + [0x7FC00000] * 2 + [0x40490FDB] * 22,
+    "zeros": [0x80000000, 0x00000000] * 16,
+    "nans": [0x7FC00000, 0xFFC00001] * 16,
+}
+for xs in _FSETS.values():
+    for op in ("min", "max"):
+        for mods in ("", ".abs", ".NaN", ".abs.NaN"):
+            want = _fredux(op, xs, "abs" in mods, "NaN" in mods)
+            rows = _warp_group(f"redux.sync.{op}{mods}.f32", "{d0}, {a}, -1", "b32", ["b32"], [[x] for x in xs],
+                               [[want]] * 32)
+            for r in rows:
+                r.target = "sm_100a"
+                r.version = "8.6"
+            CASES += rows
