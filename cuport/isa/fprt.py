@@ -157,8 +157,7 @@ def f64_to_f32(em, s, e, mode: str):
     fabs_s = em.intrinsic("llvm.fabs", [s])
     over = b.fcmp_ordered(">", em.intrinsic("llvm.fabs", [back]), fabs_s)
     if e is not None:
-        opposite = b.fcmp_ordered("<", b.fmul(e, s), zero)
-        over = b.or_(over, b.and_(b.fcmp_ordered("==", s, back), opposite))
+        over = b.or_(over, b.and_(b.fcmp_ordered("==", s, back), _opposite(em, e, s)))
     rz = b.select(over, toward_zero(em, r, "f32"), r)
     if mode == "rz":
         return rz
@@ -180,8 +179,15 @@ def adjust_f64(em, s, e, mode: str):
     if mode == "rp":
         return b.select(b.fcmp_ordered(">", e, zero), next_up(em, s, "f64"), s)
     if mode == "rz":
-        return b.select(b.fcmp_ordered("<", b.fmul(e, s), zero), toward_zero(em, s, "f64"), s)
+        return b.select(_opposite(em, e, s), toward_zero(em, s, "f64"), s)
     return s
+
+
+def _opposite(em, e, s):
+    """e is non-zero and of the other sign than s (the exact value lies towards zero)."""
+    b = em.b
+    nonzero = b.fcmp_ordered("!=", e, em.const("f64", 0.0))
+    return b.and_(nonzero, b.xor(signbit(em, e, "f64"), signbit(em, s, "f64")))
 
 
 def rm_zero_sign(em, r, s, *addends):
@@ -247,12 +253,9 @@ def strict(em, op: str, args: list, mode: str, ret: ll.Type | None = None):
         set.add(old.attributes, "strictfp")
         c = bb.call(setr, [ll.Constant(i32, _HOST_MODE[mode])])
         set.add(c.attributes, "strictfp")
-        name = {"fadd": "fadd", "fsub": "fsub", "fmul": "fmul", "fdiv": "fdiv", "fma": "fma",
-                "sqrt": "sqrt", "sitofp": "sitofp", "uitofp": "uitofp", "fptrunc": "fptrunc"}[op]
+        cname = f"llvm.experimental.constrained.{op}.{mangle(rt)}"
         if op in ("sitofp", "uitofp", "fptrunc"):
-            cname = f"llvm.experimental.constrained.{name}.{mangle(rt)}.{mangle(args[0].type)}"
-        else:
-            cname = f"llvm.experimental.constrained.{name}.{mangle(rt)}"
+            cname += f".{mangle(args[0].type)}"
         cfn = mc.declare(cname, rt, [a.type for a in args] + [md, md])
         r = bb.call(cfn, list(fn.args) + [ll.MetaDataString(mc.llmod, _MD_MODE[mode]),
                                           ll.MetaDataString(mc.llmod, "fpexcept.ignore")])

@@ -206,6 +206,7 @@ for fmt in ("e4m3", "e5m2"):
         hi, lo = (fp8(f32(x) if math.isfinite(x) else x, fmt) for x in (a, b))
         add(Case(f"cvt.rn.satfinite.{fmt}x2.f32", "b16", ["f32", "f32"], [a, b], [hi << 8 | lo],
                  note="gpu" if math.isnan(a) else ""))
+    add(Case(f"cvt.rn.satfinite.relu.{fmt}x2.f32", "b16", ["f32", "f32"], [-1.0, 2.0], [fp8(2.0, fmt)]))
     for code in [0x3C, 0x01, 0xFE, 0x7E, 0x80, 0x42C1]:
         want = 0
         for k in (0, 1):
