@@ -3,7 +3,7 @@
 PTX ISA §9.7.13.5 (atom), §9.7.13.6 (red). `atom` returns the old value, `red` only
 updates memory. Operations: add (integers, f32, f64, and .noftz f16/f16x2/bf16/bf16x2),
 min/max (s32/u32/s64/u64), inc/dec (u32, wrapping in [0..b]), and/or/xor (b32/b64),
-exch, cas (b16/b32/b64).
+exch (b32/b64/b128), cas (b16/b32/b64/b128; 16-byte atomics need the host's cmpxchg16b).
 
 How a warp does it. The lanes of a warp act one after another in lane order, so when
 several lanes hit one address each sees the previous lane's result:
@@ -54,8 +54,8 @@ _ALLOWED = {
     "and": {"b32", "b64"},
     "or": {"b32", "b64"},
     "xor": {"b32", "b64"},
-    "exch": {"b32", "b64", "u32", "s32", "u64", "s64"},
-    "cas": {"b16", "b32", "b64", "u32", "s32", "u64", "s64"},
+    "exch": {"b32", "b64", "u32", "s32", "u64", "s64", "b128"},
+    "cas": {"b16", "b32", "b64", "u32", "s32", "u64", "s64", "b128"},
 }
 
 

@@ -346,3 +346,75 @@ def test_red_global_shared_generic():
     for b in range(grid):
         blk = v[b * block:(b + 1) * block]
         assert out[3 * b:3 * b + 3].tolist() == [3 * (block // 2), int(np.bitwise_and.reduce(blk)), block]
+
+
+WIDE = """
+.version 8.3
+.target sm_90
+.address_size 64
+.visible .entry wide(.param .u64 pslots, .param .u64 pold, .param .u64 pctr)
+{
+    .reg .b128 %q<8>;
+    .reg .b64 %rd<20>;
+    .reg .b32 %r<4>;
+    .reg .pred %p<3>;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.u32 %r1, %r2, %r3, %r1;
+    cvt.u64.u32 %rd1, %r1;
+    shl.b64 %rd2, %rd1, 4;
+    ld.param.u64 %rd3, [pslots];
+    add.u64 %rd3, %rd3, %rd2;
+    ld.param.u64 %rd4, [pold];
+    shl.b64 %rd16, %rd1, 5;
+    add.u64 %rd4, %rd4, %rd16;
+    // cas on the thread's own slot: odd threads compare with a wrong value
+    ld.global.v2.u64 {%rd5, %rd6}, [%rd3];
+    and.b64 %rd7, %rd1, 1;
+    xor.b64 %rd6, %rd6, %rd7;
+    mov.b128 %q1, {%rd5, %rd6};
+    mov.b128 %q2, {%rd1, %rd2};
+    atom.global.cas.b128 %q3, [%rd3], %q1, %q2;
+    st.global.b128 [%rd4], %q3;
+    // a 128-bit counter every thread bumps with a CAS loop: low half += 1, high half += id
+    ld.param.u64 %rd8, [pctr];
+    mov.u64 %rd15, 0;
+    mov.b128 %q4, {%rd15, %rd15};
+LOOP:
+    mov.b128 {%rd9, %rd10}, %q4;
+    add.u64 %rd11, %rd9, 1;
+    add.u64 %rd12, %rd10, %rd1;
+    mov.b128 %q5, {%rd11, %rd12};
+    atom.global.cas.b128 %q6, [%rd8], %q4, %q5;
+    mov.b128 {%rd13, %rd14}, %q6;
+    setp.ne.u64 %p1, %rd13, %rd9;
+    setp.ne.or.u64 %p1, %rd14, %rd10, %p1;
+    mov.b128 %q4, %q6;
+    @%p1 bra LOOP;
+    // exchange: the counter's second slot collects one id, every old value comes back
+    mov.b128 %q7, {%rd1, %rd2};
+    atom.global.exch.b128 %q7, [%rd8+16], %q7;
+    st.global.b128 [%rd4+16], %q7;
+    ret;
+}
+"""
+
+
+def test_128_bit_cas_and_exchange():
+    grid, block = 8, 64
+    n = grid * block
+    slots = RNG.integers(0, 2**63, (n, 2), dtype=np.uint64)
+    before = slots.copy()
+    old = np.zeros((n, 4), dtype=np.uint64)
+    ctr = np.array([[0, 0], [2**64 - 1, 7]], dtype=np.uint64)
+    run(ptx_module(WIDE), "wide", grid, block, slots, old, ctr)
+    ids = np.arange(n, dtype=np.uint64)
+    assert (old[:, :2] == before).all(), "cas returns the old value"
+    even = ids % 2 == 0
+    assert (slots[even] == np.stack([ids, ids << np.uint64(4)], axis=1)[even]).all()
+    assert (slots[~even] == before[~even]).all()
+    assert ctr[0].tolist() == [n, int(ids.sum())]
+    got = sorted(map(tuple, old[:, 2:].tolist())) + [tuple(ctr[1].tolist())]
+    want = sorted([(int(i), int(i) << 4) for i in ids] + [(2**64 - 1, 7)])
+    assert sorted(got) == want
