@@ -163,7 +163,9 @@ for ins in (["add", "f32", [INF, -INF]], ["mul", "f32", [0.0, INF]], ["sub", "f3
     add(Case(f"{op}.rn.f32", t, [t, t], xs, [CANON32], note="exact-nan"))
 add(Case("add.rn.f32", "f32", ["f32", "f32"], [PAYLOAD_NAN32, 1.0], [CANON32], note="exact-nan"))
 add(Case("mul.rz.f32", "f32", ["f32", "f32"], [2.0, PAYLOAD_NAN32], [CANON32], note="exact-nan"))
-add(Case("add.rn.f64", "f64", ["f64", "f64"], [INF, -INF], [NAN], note="gpu"))
+# f64 invalid operations give 0xfff8000000000000 (CUDA's CUDART_NAN; x86's default NaN too)
+add(Case("add.rn.f64", "f64", ["f64", "f64"], [INF, -INF], [bits(0xFFF8000000000000)], note="exact-nan"))
+add(Case("div.rn.f64", "f64", ["f64", "f64"], [0.0, 0.0], [bits(0xFFF8000000000000)], note="exact-nan"))
 add(Case("add.rn.f64", "f64", ["f64", "f64"], [bits(0x7FF8000000012345), 1.0], [NAN], note="gpu"))
 
 # .ftz: subnormal inputs and results become zeros of the same sign; .sat clamps to [0, 1]
