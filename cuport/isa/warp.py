@@ -64,7 +64,7 @@ def live_lanes(em) -> ll.Value:
     return b.and_(em.live_mask, b.not_(exited))
 
 
-def participants(em, ins: ir.Instr, member_op) -> ll.Value:
+def participants(em, member_op) -> ll.Value:
     """The lanes whose values a collective combines (see the module docstring)."""
     b = em.b
     ex = em.exec_mask()
@@ -145,7 +145,7 @@ def lower_shfl(em, ins: ir.Instr) -> None:
             j = b.or_(min_lane, b.and_(bval, b.xor(seg, c31)))
         inrange = b.icmp_unsigned("<=", j, max_lane)
     src = b.select(inrange, j, lane)
-    part = participants(em, ins, member)
+    part = participants(em, member)
     src_in = b.trunc(b.lshr(em.splat(part), src), vec(I1))
     src = b.select(src_in, src, lane)
     d = gather_lanes(em, a, src)
@@ -169,7 +169,7 @@ def lower_vote(em, ins: ir.Instr) -> None:
     sync = "sync" in ins.mods
     if len(ins.args) != (3 if sync else 2):
         raise em.error("vote takes d, p" + (", membermask" if sync else ""))
-    part = participants(em, ins, ins.args[2] if sync else None)
+    part = participants(em, ins.args[2] if sync else None)
     pred = b.bitcast(em.read_bits(ins.args[1], "pred"), I32)
     yes = b.and_(part, pred)
     if mode == "ballot":
@@ -222,7 +222,7 @@ def lower_match(em, ins: ir.Instr) -> None:
     if mode is None or len(ins.args) != 3:
         raise em.error("match.any/all.sync takes d, a, membermask")
     a = em.read_bits(ins.args[1], t)
-    part = participants(em, ins, ins.args[2])
+    part = participants(em, ins.args[2])
     dst = ins.args[0]
     if mode == "all":
         first = b.cttz(part, ll.Constant(I1, 0))
@@ -276,7 +276,7 @@ def lower_redux(em, ins: ir.Instr) -> None:
     op = next((m for m in ins.mods if m in ("add", "min", "max", "and", "or", "xor")), None)
     if op is None or len(ins.args) != 3:
         raise em.error("redux.sync takes .op, d, a, membermask")
-    part = participants(em, ins, ins.args[2])
+    part = participants(em, ins.args[2])
     pv = mask_vec(em, part)
     if t == "f32":
         r = _redux_float(em, ins, op, em.read(ins.args[1], "f32"), pv)
