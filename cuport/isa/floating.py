@@ -5,7 +5,7 @@ shared opcodes are handed to cuport.isa.half.
 IEEE instructions round as `.rn/.rz/.rm/.rp` say (directed modes exactly, see fprt), `.ftz`
 flushes f32 subnormal inputs and results to zero of the same sign (f64 never flushes),
 `.sat` clamps to [0, 1] with NaN → +0. A `mul` followed by an `add` is never fused. f32
-results that are NaN are the GPU's canonical NaN 0x7fffffff.
+results that are NaN are the GPU's canonical NaN 0x7fffffff, f64 ones 0xfff8000000000000.
 
 Approximate instructions follow the GPU's special cases and stay within the documented error
 (div.approx 2 ulp for |b| in [2^-126, 2^126] and zero beyond; rcp.approx 1 ulp; sqrt.approx
@@ -255,6 +255,8 @@ def lower_neg(em, ins: ir.Instr) -> None:
     x = em.to_bits(a, t)
     sign = em.const_int(w, 1 << (w - 1))
     x = b.xor(x, sign) if ins.op == "neg" else b.and_(x, em.const_int(w, (1 << (w - 1)) - 1))
+    if t == "f64":  # abs.f64 passes a NaN through unchanged (the manual); neg likewise here
+        return em.write(ins.args[0], t, x)
     v = em.to_value(x, t)
     em.write(ins.args[0], t, fprt.canon_nan(em, flush(em, v, t) if "ftz" in ins.mods else v, t))
 

@@ -19,8 +19,9 @@ Directed rounding (.rz/.rm/.rp) without touching the host's rounding mode:
   operations on the f32 bits. Wider sources first go to f32 with round-to-odd, which keeps
   the information any later rounding to a format of at most 22 bits needs.
 
-GPU conventions (PTX ISA §9.7.3; measured behaviour of FADD and friends): an f32 operation
-whose result is NaN returns the canonical NaN 0x7fffffff; f16/bf16 results 0x7fff.
+GPU conventions (PTX ISA §9.7.3; FADD's measured behaviour; CUDA's math_constants.h): an f32
+operation whose result is NaN returns the canonical NaN 0x7fffffff, f64 0xfff8000000000000,
+f16/bf16 0x7fff.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 MODES = ("rn", "rz", "rm", "rp")
-CANON_NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFF, "bf16": 0x7FFF}
+CANON_NAN = {"f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000, "f16": 0x7FFF, "bf16": 0x7FFF}
 F32_MAX_BITS = 0x7F7FFFFF
 
 # host rounding mode numbers of llvm.set.rounding, and constrained-intrinsic metadata
@@ -49,12 +50,13 @@ def is_nan(em, v):
 
 def canon_nan(em, v, t: str):
     """The bits of `v` (integer type), a NaN replaced by the GPU's canonical NaN of `t` (f32:
-    0x7fffffff; f64 NaNs keep their bits). Done on the integer bits and last, right before the
-    write: LLVM treats NaN payloads as unspecified and folds a float-typed select away."""
+    0x7fffffff, f64: 0xfff8000000000000, CUDA's CUDART_NAN_F and CUDART_NAN). Done on the
+    integer bits and last, right before the write: LLVM treats NaN payloads as unspecified
+    (its constant folder and the host FPU disagree on them) and folds float-typed selects."""
     bits = em.to_bits(v, t)
     if t not in CANON_NAN:
         return bits
-    w = {"f32": 32, "f16": 16, "bf16": 16}[t]
+    w = {"f32": 32, "f64": 64, "f16": 16, "bf16": 16}[t]
     return em.b.select(is_nan(em, v), ci(em, w, CANON_NAN[t]), bits)
 
 
