@@ -16,44 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from capi_support import clean_env, cuport_command, need_nvcc, run
+from capi_support import build_flags, clean_env, cuport_command, need_nvcc, run
 
 HERE = Path(__file__).resolve().parent
 C = HERE / "c"
-
-
-def wheel_runtimes() -> dict[str, Path]:
-    """{"12": dir, "13": dir} of the CUDA runtimes installed from PyPI (their lib/ and include/)."""
-    try:
-        import nvidia
-    except ImportError:
-        return {}
-    found = {}
-    for base in map(Path, nvidia.__path__):
-        for major, sub in (("12", "cuda_runtime"), ("13", "cu13")):
-            if (base / sub / "lib" / f"libcudart.so.{major}").exists():
-                found[major] = base / sub
-    return found
-
-
-def build_flags(runtime: str) -> list[str]:
-    """nvcc options for one runtime: "toolkit-static", "toolkit-shared", "12-static", ..."""
-    if runtime == "toolkit-static":
-        return []
-    if runtime == "toolkit-shared":
-        return ["-cudart", "shared"]
-    if runtime == "toolkit-rdc":  # separate compilation: the driver finds and links the PTX
-        return ["-rdc=true"]
-    major, kind = runtime.split("-")
-    home = wheel_runtimes().get(major)
-    if home is None:
-        pytest.skip(f"the CUDA {major} runtime wheel is not installed (pip install '.[test]')")
-    lib = home / "lib"
-    flags = [f"-I{home / 'include'}", "-cudart", "none"]
-    if kind == "static":
-        return flags + [str(lib / "libcudart_static.a"), "-ldl", "-lpthread", "-lrt"]
-    return flags + ["-Xlinker", f"-L{lib}", "-Xlinker", f"-l:libcudart.so.{major}",
-                    "-Xlinker", f"-rpath,{lib}"]
 
 
 RUNTIMES = ["toolkit-static", "toolkit-shared", "12-static", "12-shared", "13-static",

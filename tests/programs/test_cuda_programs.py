@@ -1,0 +1,64 @@
+"""The project's own CUDA programs, built with nvcc and run unmodified under `cuport run`.
+
+Every program in this folder is self-checking (a host reference, one PASS/FAIL line) and
+was first confirmed on a real NVIDIA H200. Each is built with the toolkit's static runtime
+(nvcc's default) and with `-cudart shared`; a few are also built against the newest CUDA
+12.x and 13.x runtimes from PyPI, statically and shared, whose start-up asks the driver for
+more (shared/reference/cudart-protocol.md). The test requires the program's PASS and exit
+status 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "capi"))
+
+from capi_support import build_flags, clean_env, cuport_command, need_nvcc, run  # noqa: E402
+
+PROGRAMS = sorted(p.stem for p in HERE.glob("*.cu"))
+OTHER_RUNTIMES = ["12-static", "12-shared", "13-static", "13-shared"]
+# programs that also run against the PyPI runtimes: kernels, streams, symbols, printf-free
+ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
+
+JOBS = [(p, r) for p in PROGRAMS for r in ("toolkit-static", "toolkit-shared")] + [
+    (p, r) for p in ON_OTHER_RUNTIMES for r in OTHER_RUNTIMES
+]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    nvcc = need_nvcc()
+    out = tmp_path_factory.mktemp("cuda-programs")
+
+    def build(job):
+        name, runtime = job
+        try:
+            flags = build_flags(runtime)
+        except pytest.skip.Exception as e:
+            return job, None, str(e)
+        exe = out / f"{name}-{runtime}"
+        r = run([nvcc, "-O3", "-o", str(exe), str(HERE / f"{name}.cu"), *flags], timeout=600)
+        return job, exe if r.returncode == 0 else None, r.stderr
+
+    with ThreadPoolExecutor(2) as pool:
+        return {job: (exe, log) for job, exe, log in pool.map(build, JOBS)}
+
+
+@pytest.mark.parametrize("name, runtime", JOBS, ids=[f"{n}-{r}" for n, r in JOBS])
+def test_program_passes_under_cuport_run(built, name, runtime):
+    exe, log = built[(name, runtime)]
+    if exe is None:
+        if "not installed" in log:
+            pytest.skip(log)
+        pytest.fail(f"nvcc failed for {name} ({runtime}):\n{log}")
+    r = run([*cuport_command(), "run", str(exe)], env=clean_env(), timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert r.returncode == 0 and lines and lines[-1] == "PASS", (
+        f"{name} ({runtime}) exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+    )
