@@ -91,8 +91,8 @@ class Case:
     tolerance_ulps: int = 0  # for approximate instructions: accepted distance from `expect`
     abs_tolerance: float = 0.0
     extra_decls: str = ""
-    target: str = "sm_80"  # the PTX target the case needs (e.g. sm_90 for .u16x2 arithmetic)
-    version: str = "8.0"  # the PTX ISA version it needs
+    target: str = "sm_90"  # the PTX target the case needs (the H200 recording runs sm_90)
+    version: str = "8.5"  # the PTX ISA version it needs
     id: str = field(default="", compare=False)
 
     @property

@@ -117,7 +117,7 @@ extern "C" __global__ void warp_divergent(const int* in, int* out) {
     for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0x0000ffffu, s, o);
     r = s;
   } else if (lane % 2 == 0) {
-    r = __shfl_sync(0x55550000u, v, (lane + 2) & 31);
+    r = __shfl_sync(0x55550000u, v, 16 + ((lane + 2) & 15));  // an even lane in 16..30
   } else {
     unsigned b = __ballot_sync(0xaaaa0000u, v > 50);
     r = __popc(b) * 1000 + __shfl_down_sync(0xaaaa0000u, v, 2);
