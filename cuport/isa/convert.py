@@ -14,7 +14,15 @@
   `.satfinite` turns overflow and infinities into the largest finite value.
 - packed forms: `cvt.frnd.{f16x2,bf16x2}.f32 d, a, b` (a → upper half), `cvt.rn.satfinite
   .{e4m3x2,e5m2x2}.{f32,f16x2}` and `cvt.rn.f16x2.{e4m3x2,e5m2x2}` (upper half ↔ upper byte).
-f32 results that are NaN are the canonical NaN 0x7fffffff, f16/bf16 ones 0x7fff.
+  e4m3 has no infinities: S.1111.111 is its NaN, 448 = S.1111.110 its largest value.
+- cvt.rna.tf32.f32 is integer code in ptxas (no instruction rounds to tf32 with ties away):
+  (bits + 0x1000) & 0xffffe000 for finite x, bits & 0xffffe000 for inf and NaN; `.satfinite`
+  then steps a result with the top exponent down by 0x2000 (±inf → ±max, a NaN stays a NaN).
+- `.ftz` on an f32 result flushes it when it is tiny after rounding (fprt.flush_tiny).
+NaN results follow the instruction ptxas uses (fprt's docstring): f32 results from f32/f16
+sources (FRND, HADD2.F32) are 0x7fffffff and f16/bf16 results from f32 (F2FP) 0x7fff; F2F
+conversions to or from f64 and between f16 and bf16 keep the sign and the top of the payload,
+quieted; cvt.f32.bf16 is a shift and keeps a NaN's bits exactly.
 """
 
 from __future__ import annotations
@@ -95,17 +103,22 @@ def _narrow(em, ins: ir.Instr, x, elem: str, mode: str):
     return fprt.from_f32(em, _f32_of(em, x), elem, mode, **kw)
 
 
-def _finish_f32(em, ins: ir.Instr, v) -> None:
+def _finish_f32(em, ins: ir.Instr, v, nan_bits=None) -> None:
+    """.ftz, .sat, then a NaN result: `nan_bits` (i32) where given, else the canonical NaN."""
     if "ftz" in ins.mods:
         v = fprt.flush(em, v, "f32")
     if "sat" in ins.mods:
         v = fprt.saturate(em, v, "f32")
-    em.write(ins.args[0], "f32", fprt.canon_nan(em, v, "f32"))
+    if nan_bits is None:
+        return em.write(ins.args[0], "f32", fprt.canon_nan(em, v, "f32"))
+    em.write(ins.args[0], "f32", em.b.select(fprt.is_nan(em, v), nan_bits, em.to_bits(v, "f32")))
 
 
-def _finish_f64(em, ins: ir.Instr, v) -> None:
+def _finish_f64(em, ins: ir.Instr, v, nan_bits=None) -> None:
     if "sat" in ins.mods:
         v = fprt.saturate(em, v, "f64")
+    if nan_bits is not None:
+        v = em.b.select(fprt.is_nan(em, v), nan_bits, em.to_bits(v, "f64"))
     em.write(ins.args[0], "f64", v)
 
 
@@ -169,20 +182,36 @@ def _int_to_float(em, ins: ir.Instr, dt: str, st: str, mode: str) -> None:
 
 
 # ---------------------------------------------------------------- float to float
+# (destination, source) pairs converted by F2F, which carries NaN payloads across
+_F2F = {("f64", "f32"), ("f64", "f16"), ("f64", "bf16"), ("f32", "f64"), ("f16", "f64"), ("bf16", "f64"),
+        ("f16", "bf16"), ("bf16", "f16")}
+
+
 def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd: str | None) -> None:
     b = em.b
     x = read_float(em, ins, ins.args[1], st)
+    src_bits = em.read_bits(ins.args[1], st)
+    nan = fprt.nan_convert(em, src_bits, st, dt) if (dt, st) in _F2F else None
     if irnd is not None:
         if dt != st:
             raise em.error("integer rounding between float types of different sizes")
         x = em.intrinsic(_IRND[irnd], [x])
     if dt == "f64":
-        return _finish_f64(em, ins, x if x.type == em.ty("f64") else b.fpext(x, em.ty("f64")))
+        if st == "f64":  # FRND.F64: a NaN comes back quieted, as from any f64 operation
+            nan = b.or_(src_bits, em.const_int(64, 1 << 51))
+        return _finish_f64(em, ins, x if x.type == em.ty("f64") else b.fpext(x, em.ty("f64")), nan)
     if dt == "f32":
+        if st == "bf16":  # a shift: the NaN's bits unchanged
+            nan = b.shl(b.zext(src_bits, em.bty("b32")), em.const_int(32, 16))
         if x.type == em.ty("f64"):
             mode = frnd or "rn"
-            x = b.fptrunc(x, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, x, None, mode)
-        return _finish_f32(em, ins, x)
+            r = b.fptrunc(x, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, x, None, mode)
+            if "ftz" in ins.mods:  # tiny after rounding: round x * 2^32 (exact) the same way
+                xs = b.fmul(x, em.const("f64", 2.0 ** 32))
+                t = b.fptrunc(xs, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, xs, None, mode)
+                r = fprt.flush_tiny(em, r, t, 32)
+            x = r
+        return _finish_f32(em, ins, x, nan)
     # f16 / bf16 destinations (exact when the source is the same type)
     mode = frnd or "rn"
     if mode == "rna":
@@ -190,6 +219,8 @@ def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd:
     h = _narrow(em, ins, x, dt, mode)
     if "ftz" in ins.mods and dt == "f16" and st == "f16":
         h = fprt.flush_bits(em, h, "f16")
+    if nan is not None and "sat" not in ins.mods:
+        h = b.select(fprt.is_nan(em, x), nan, h)
     em.write(ins.args[0], "b16", h)
 
 
@@ -233,11 +264,22 @@ def _pack_pair(em, ins: ir.Instr, elem: str, frnd: str | None) -> None:
 
 
 def _to_tf32(em, ins: ir.Instr, frnd: str | None) -> None:
-    """cvt.{rna,rn,rz}{.satfinite}{.relu}.tf32.f32: 10 mantissa bits, the low 13 bits zero."""
+    """cvt.{rna,rn,rz}{.satfinite}{.relu}.tf32.f32: 10 mantissa bits, the low 13 bits zero.
+    .rna is ptxas's integer sequence (see the module docstring), .rn/.rz the F2FP instruction
+    (the NaN it gives, 0x7fffffff here, is F2FP's canonical pattern extended)."""
     mode = frnd or "rna"
     if mode not in ("rna", "rn", "rz"):
         raise em.error(f"cvt.{mode}.tf32.f32")
     b = em.b
+    if mode == "rna" and "relu" not in ins.mods:
+        c = em.const_int
+        bits = em.read_bits(ins.args[1], "b32")
+        finite = b.icmp_unsigned("<", b.and_(bits, c(32, 0x7FFFFFFF)), c(32, 0x7F800000))
+        v = b.and_(b.select(finite, b.add(bits, c(32, 0x1000)), bits), c(32, 0xFFFFE000))
+        if "satfinite" in ins.mods:
+            top = b.icmp_unsigned("==", b.and_(v, c(32, 0x7F800000)), c(32, 0x7F800000))
+            v = b.select(top, b.sub(v, c(32, 0x2000)), v)
+        return em.write(ins.args[0], "b32", v)
     x = em.read(ins.args[1], "f32")
     code = fprt.round_small(em, x, "tf32", mode, satfinite="satfinite" in ins.mods, relu="relu" in ins.mods)
     v = b.shl(code, em.const_int(32, 13))

@@ -19,9 +19,20 @@ Directed rounding (.rz/.rm/.rp) without touching the host's rounding mode:
   operations on the f32 bits. Wider sources first go to f32 with round-to-odd, which keeps
   the information any later rounding to a format of at most 22 bits needs.
 
-GPU conventions (PTX ISA §9.7.3; FADD's measured behaviour; CUDA's math_constants.h): an f32
-operation whose result is NaN returns the canonical NaN 0x7fffffff, f64 0xfff8000000000000,
-f16/bf16 0x7fff.
+NaN results (the H200's recordings in tests/isa/gpu and ptxas's sm_90 code):
+- f32, f16 and bf16 arithmetic (FADD/FMUL/FFMA/MUFU, HADD2/HFMA2, F2FP) returns a canonical
+  NaN: 0x7fffffff, 0x7fff, 0x7fff, whatever the operands' payloads.
+- f64 arithmetic propagates: the result is the first NaN operand in PTX operand order (a, b,
+  c) with its quiet bit (bit 51) set, sign and payload kept; only an invalid operation on
+  non-NaN operands (inf - inf, 0 * inf, 0/0, sqrt(-1)) generates 0xfff8000000000000.
+  ptxas's own f64 code follows the same rule (div.rn.f64's slow path returns a's NaN, then
+  b's, with the quiet bit or-ed in; sqrt/rsqrt return x + x). Operand modifiers do not touch a
+  propagated NaN: neg.f64 and abs.f64 are DADD -RZ, -a / |a| and return a NaN unchanged.
+- Conversions by F2F (f64 to or from a narrower format, f16 <-> bf16) keep the sign and the
+  payload's top bits, quieted (0x7ff8000000000000 → f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0).
+  The recordings pin these on payload-free NaNs only; which operand wins when two are NaN and
+  payloads through F2F are ptxas's pattern and x86's convention, to be confirmed by the
+  recorded cases that test them.
 """
 
 from __future__ import annotations
@@ -32,6 +43,9 @@ from llvmlite import ir as ll
 
 MODES = ("rn", "rz", "rm", "rp")
 CANON_NAN = {"f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000, "f16": 0x7FFF, "bf16": 0x7FFF}
+DEFAULT_NAN64 = 0xFFF8000000000000  # what an invalid f64 operation generates (CUDART_NAN)
+#: (width, mantissa bits) of the formats whose NaN payloads F2F carries across
+NAN_LAYOUT = {"f64": (64, 52), "f32": (32, 23), "f16": (16, 10), "bf16": (16, 7)}
 F32_MAX_BITS = 0x7F7FFFFF
 
 # host rounding mode numbers of llvm.set.rounding, and constrained-intrinsic metadata
@@ -58,6 +72,52 @@ def canon_nan(em, v, t: str):
         return bits
     w = {"f32": 32, "f64": 64, "f16": 16, "bf16": 16}[t]
     return em.b.select(is_nan(em, v), ci(em, w, CANON_NAN[t]), bits)
+
+
+def nan_f64(em, v, srcs: list):
+    """The bits of the f64 result `v` with the GPU's NaN rule: the first NaN among the
+    operands `srcs` (values, PTX operand order) quieted, else 0xfff8000000000000. Done on
+    integer bits: LLVM leaves NaN payloads unspecified (constant folding, commuted operands)."""
+    b = em.b
+    out = ci(em, 64, DEFAULT_NAN64)
+    for s in reversed(srcs):
+        q = b.or_(em.to_bits(s, "f64"), ci(em, 64, 1 << 51))
+        out = b.select(is_nan(em, s), q, out)
+    return b.select(is_nan(em, v), out, em.to_bits(v, "f64"))
+
+
+def nan_convert(em, bits, src: str, dst: str):
+    """A NaN's bit pattern (integer of `src`'s width) converted the way F2F does: sign kept,
+    payload truncated or extended at its top, quiet bit set."""
+    b = em.b
+    sw, sm = NAN_LAYOUT[src]
+    dw, dm = NAN_LAYOUT[dst]
+    sign = b.lshr(bits, ci(em, sw, sw - 1))
+    mant = b.and_(bits, ci(em, sw, (1 << sm) - 1))
+    if dw < sw:
+        sign, mant = b.trunc(sign, em.bty(f"b{dw}")), b.trunc(b.lshr(mant, ci(em, sw, sm - dm)), em.bty(f"b{dw}"))
+    elif dw > sw:
+        sign, mant = b.zext(sign, em.bty(f"b{dw}")), b.shl(b.zext(mant, em.bty(f"b{dw}")), ci(em, dw, dm - sm))
+    elif dm != sm:  # f16 <-> bf16
+        mant = b.shl(mant, ci(em, dw, dm - sm)) if dm > sm else b.lshr(mant, ci(em, dw, sm - dm))
+    top = ((1 << (dw - dm - 1)) - 1) << dm | 1 << (dm - 1)  # exponent all ones, quiet bit
+    return b.or_(b.or_(b.shl(sign, ci(em, dw, dw - 1)), mant), ci(em, dw, top))
+
+
+def flush_tiny(em, r, t, scale: int):
+    """.ftz on the f32 result `r`: zero of r's sign when the result is tiny *after rounding*
+    (IEEE 754's tininess: rounded to 24 bits with an unbounded exponent, below 2^-126).
+    `t` is that rounding, computed on operands scaled by 2^scale so that it stays normal.
+
+    The H200 flushes a product that rounds to FLT_MIN only from below (FLT_MIN * (1 - 2^-24)
+    → 0, the recordings), and cvt.rn.ftz.f32.f64 keeps 2^-126 * (1 - 2^-30), which rounds
+    up to FLT_MIN at 24 bits: tininess after rounding, not before. ptxas's div.rn.ftz.f32
+    slow path likewise rounds the scaled quotient and flushes when its exponent is too small.
+    """
+    b = em.b
+    tiny = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [t]), em.const("f32", 2.0 ** (scale - 126)))
+    zero = em.to_value(b.and_(em.to_bits(r, "f32"), ci(em, 32, 1 << 31)), "f32")
+    return flush(em, b.select(tiny, zero, r), "f32")
 
 
 def flush(em, v, t: str):
@@ -282,7 +342,8 @@ class Fmt:
     @property
     def max_finite(self) -> int:
         top = ((1 << self.ebits) - 1) << self.mbits
-        return top - 1 if self.has_inf else top - 2  # e4m3: S.1111.111 is NaN, .110 the max
+        # below the infinity; e4m3 has none: S.1111.111 is its only NaN, S.1111.110 = 448 the max
+        return top - 1 if self.has_inf else (top | ((1 << self.mbits) - 1)) - 1
 
     @property
     def bias(self) -> int:

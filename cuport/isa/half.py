@@ -9,8 +9,10 @@ f32 (24 >= 2*11+1 bits, so rounding twice equals rounding once), everything else
 every fma) in f64, where the product is exact and the sum's single rounding cannot land on a
 tie of the narrow format unless the exact value is that tie; the f64 value then goes to f32
 by round-to-odd and from there to the narrow format. `.ftz` (f16 only) flushes subnormal
-inputs and results, `.sat` clamps to [0, 1] with NaN → +0, `.relu` clamps negative results
-to +0 and turns NaN into the canonical NaN 0x7fff.
+inputs, and results that are tiny after rounding (11 bits, unbounded exponent, below 2^-14:
+the f32 rule, fprt.flush_tiny), `.sat` clamps to [0, 1] with NaN → +0, `.relu` clamps
+negative results to +0. NaN results are the canonical 0x7fff, neg/abs included: ptxas
+implements them as HADD2 -RZ, -a (f16) and HFMA2.BF16 -RZ, RZ, -a (bf16).
 """
 
 from __future__ import annotations
@@ -73,6 +75,18 @@ def _round(em, v, t: str, elem: str):
     return fprt.from_f32(em, v, elem)
 
 
+def _ftz_tiny(em, h, v, wide: str, elem: str):
+    """f16 `.ftz` on the rounded result h of the wide value v: zero of h's sign when v rounded
+    to 11 bits with an unbounded exponent is below 2^-14, found by rounding v * 2^16 (exact)
+    and comparing with 2^2 (f16 0x4400)."""
+    if elem != "f16":
+        return h
+    b = em.b
+    t = _round(em, b.fmul(v, em.const(wide, 2.0 ** 16)), wide, elem)
+    tiny = b.icmp_unsigned("<", b.and_(t, em.const_int(16, 0x7FFF)), em.const_int(16, 0x4400))
+    return b.select(tiny, b.and_(h, em.const_int(16, 0x8000)), h)
+
+
 def _finish(em, ins: ir.Instr, t: str, hs: list) -> None:
     elem = HALF[t][0]
     if "ftz" in ins.mods:
@@ -102,7 +116,11 @@ def lower_arith(em, ins: ir.Instr) -> None:
         x, y = to_f32(em, a, elem), to_f32(em, c, elem)
         if wide == "f64":
             x, y = fprt.fpext(em, x), fprt.fpext(em, y)
-        out.append(_round(em, _clamp(em, ins, op(x, y), wide), wide, elem))
+        v = _clamp(em, ins, op(x, y), wide)
+        h = _round(em, v, wide, elem)
+        if "ftz" in ins.mods and ins.op == "mul":  # a tiny sum or difference is exact
+            h = _ftz_tiny(em, h, v, wide, elem)
+        out.append(h)
     _finish(em, ins, t, out)
 
 
@@ -117,22 +135,25 @@ def lower_fma(em, ins: ir.Instr) -> None:
     out = []
     for a, c, d in _inputs(em, ins, t, 3, "ftz" in ins.mods):
         x, y, z = (fprt.fpext(em, to_f32(em, h, elem)) for h in (a, c, d))
-        v = b.fadd(b.fmul(x, y), z)  # the product is exact; see the module docstring
-        out.append(_round(em, _clamp(em, ins, v, "f64"), "f64", elem))
+        v = _clamp(em, ins, b.fadd(b.fmul(x, y), z), "f64")  # the product is exact; see the module docstring
+        h = _round(em, v, "f64", elem)
+        out.append(_ftz_tiny(em, h, v, "f64", elem) if "ftz" in ins.mods else h)
     _finish(em, ins, t, out)
 
 
 def lower_signop(em, ins: ir.Instr) -> None:
-    """neg/abs: sign-bit operations on each half (`.ftz` flushes first)."""
+    """neg/abs: the sign bit of each half (`.ftz` flushes first); a NaN gives 0x7fff, as
+    from the addition ptxas turns them into."""
     t = type_suffix(ins)
     _check(em, ins, t)
     b = em.b
+    c = em.const_int
+    expmask = 0x7C00 if HALF[t][0] == "f16" else 0x7F80
     out = []
     for (a,) in _inputs(em, ins, t, 1, "ftz" in ins.mods):
-        if ins.op == "neg":
-            out.append(b.xor(a, em.const_int(16, 0x8000)))
-        else:
-            out.append(b.and_(a, em.const_int(16, 0x7FFF)))
+        r = b.xor(a, c(16, 0x8000)) if ins.op == "neg" else b.and_(a, c(16, 0x7FFF))
+        nan = b.icmp_unsigned(">", b.and_(a, c(16, 0x7FFF)), c(16, expmask))
+        out.append(b.select(nan, c(16, 0x7FFF), r))
     _finish(em, ins, t, out)
 
 

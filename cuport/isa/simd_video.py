@@ -4,13 +4,18 @@ and the 32-bit scalar forms vadd, vsub, vabsdiff, vmin, vmax.
 PTX ISA §9.7.16 (Video Instructions). Each element is extended by its source type and the
 operation done in full precision; `.sat` clamps to the destination type's element range; the
 SIMD forms then either add the elements to c (`.add`) or merge them into c's bytes, the
-scalar forms apply an optional secondary `.add/.min/.max` with c. The manual does not say at
-what precision the secondary operation sees the result; the H200 (tests/isa/gpu/video.json) and
-ptxas's sm_90 expansion agree: vabsdiff/vmin/vmax and every `.sat` result keep full precision,
-but vadd/vsub without `.sat` add in 32 bits, so the secondary min/max sees the wrapped result
-sign-extended (vadd.s32.u32.s32.max 0x80808080, 0x7f7f7f7f, 0 is 0, not 0xffffffff). The
-comparison is 64-bit against c extended by the destination type, signed or unsigned as that
-type is; `.add` wraps.
+scalar forms apply an optional secondary `.add/.min/.max` with c.
+
+The scalar forms follow ptxas's sm_90 expansion, which the H200 (tests/isa/gpu/video.json)
+confirms where the manual is silent or says otherwise:
+- `.sat` with an s32 destination clamps to [-2^31, 2^31 - 1]; with a u32 destination it only
+  turns a negative result into 0: there is no upper clamp, the low 32 bits are kept
+  (vadd.u32.u32.u32.sat 0xffffffff, 1 is 0, not 0xffffffff).
+- What the secondary min/max sees: vadd/vsub produce a 32-bit result (after `.sat`, or wrapped
+  without it) that is sign-extended (vadd.s32.u32.s32.max 0x80808080, 0x7f7f7f7f, 0 is 0;
+  vsub.u32.u32.u32.sat.max 0xffffffff, 1, 0xffffffff is 0xfffffffe); vabsdiff/vmin/vmax keep
+  their full-precision value (after `.sat`). The comparison is 64-bit against c extended by
+  the destination type, signed or unsigned as that type is; `.add` wraps.
 
 Only the default operand selectors and masks are supported: the parser keeps a selector as part
 of the register name (`%r1.b0`), so a register name with a dot is refused here.
@@ -108,9 +113,12 @@ def _scalar(em, ins: ir.Instr, op: str) -> None:
     a = resize(em, em.read_bits(ins.args[1], "b32"), 64, sa)
     c = resize(em, em.read_bits(ins.args[2], "b32"), 64, sb)
     t = _apply(em, op, a, c, 64)
-    if "sat" in ins.mods:
-        t = _clamp(em, t, *((-(1 << 31), (1 << 31) - 1) if sd else (0, (1 << 32) - 1)), 64)
-    elif op in ("add", "sub"):  # a 32-bit sum, sign-extended (see the module docstring)
+    if "sat" in ins.mods and sd:
+        t = _clamp(em, t, -(1 << 31), (1 << 31) - 1, 64)
+    elif "sat" in ins.mods:  # u32: negative → 0, no upper clamp (see the module docstring)
+        zero = em.const_int(64, 0)
+        t = b.select(b.icmp_signed("<", t, zero), zero, t)
+    if op in ("add", "sub"):  # a 32-bit result, sign-extended (see the module docstring)
         t = resize(em, b.trunc(t, ity(em, 32)), 64, True)
     op2 = next((m for m in ins.mods if m in ("add", "min", "max")), None)
     if op2 is not None:

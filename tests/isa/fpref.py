@@ -25,9 +25,11 @@ def width(fmt: str) -> int:
 
 
 def max_bits(fmt: str) -> int:
+    """The largest finite encoding: below the infinity (S.11..1.00..0) where there is one,
+    else below the only NaN (e4m3: S.1111.111 is NaN, S.1111.110 = 448 the largest)."""
     e, m, has_inf = FORMATS[fmt]
     top = ((1 << e) - 1) << m
-    return top - 1 if has_inf else top - 2
+    return top - 1 if has_inf else (top | ((1 << m) - 1)) - 1
 
 
 def exact(x: float) -> Fraction:
@@ -83,6 +85,57 @@ def rnd(q, fmt: str, mode: str = "rn", neg_zero: bool = False, satfinite: bool =
         else:
             code = mx + 1
     return code | (sign << (w - 1))
+
+
+def tiny(q, fmt: str, mode: str = "rn") -> bool:
+    """IEEE 754 tininess *after* rounding, what `.ftz` flushes on the GPU: the nonzero
+    rational q, rounded to fmt's precision with an unbounded exponent range, is smaller in
+    magnitude than fmt's smallest normal number."""
+    e, m, _ = FORMATS[fmt]
+    a = abs(Fraction(q))
+    if a == 0:
+        return False
+    ex = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** ex > a:
+        ex -= 1
+    quantum = Fraction(2) ** (ex - m)
+    n, r = divmod(a, quantum)
+    if r:
+        neg = q < 0
+        up = {"rn": r > quantum / 2 or (r == quantum / 2 and n % 2 == 1), "rz": False,
+              "rm": neg, "rp": not neg}[mode]
+        n += up
+    return n * quantum < Fraction(2) ** (2 - (1 << (e - 1)))
+
+
+# NaN bit patterns (fprt's docstring has the evidence for each rule)
+NAN_LAYOUT = {"f64": (64, 52), "f32": (32, 23), "f16": (16, 10), "bf16": (16, 7)}
+DEFAULT_NAN64 = 0xFFF8000000000000
+
+
+def is_nan_bits(b: int, fmt: str) -> bool:
+    w, m = NAN_LAYOUT[fmt]
+    e = w - 1 - m
+    return (b >> m) & ((1 << e) - 1) == (1 << e) - 1 and b & ((1 << m) - 1) != 0
+
+
+def nan64(*operands: int) -> int:
+    """The f64 result of an operation that gives NaN: its first NaN operand (bit patterns, PTX
+    operand order) with the quiet bit set, or 0xfff8000000000000 when no operand is NaN."""
+    for b in operands:
+        if is_nan_bits(b, "f64"):
+            return b | 1 << 51
+    return DEFAULT_NAN64
+
+
+def nan_convert(b: int, src: str, dst: str) -> int:
+    """A NaN converted by F2F: sign kept, payload cut (or extended) at its top, quieted."""
+    sw, sm = NAN_LAYOUT[src]
+    dw, dm = NAN_LAYOUT[dst]
+    sign = b >> (sw - 1) & 1
+    mant = b & ((1 << sm) - 1)
+    mant = mant >> (sm - dm) if sm >= dm else mant << (dm - sm)
+    return sign << (dw - 1) | ((1 << (dw - 1 - dm)) - 1) << dm | 1 << (dm - 1) | mant
 
 
 def val(bits: int, fmt: str) -> float:
@@ -153,7 +206,7 @@ def uniform(case):
     first, rest = movs[0].split(" ", 1)
     text = "; ".join([rest] + movs[1:] + [f"{case.instr} {body}"])
     return Case(first, case.dst, [], [], case.expect, template=text, note=case.note,
-                tolerance_ulps=case.tolerance_ulps, abs_tolerance=case.abs_tolerance,
+                tolerance_ulps=case.tolerance_ulps, abs_tolerance=case.abs_tolerance, gpu_differs=case.gpu_differs,
                 extra_decls=" ".join(decls + ([case.extra_decls] if case.extra_decls else [])))
 
 

@@ -1,15 +1,18 @@
 """cvt (PTX ISA §9.7.9.21): expected values from Python integers and fpref's exact rounding.
 
 note="gpu": NaN → integer (the manual: 0, or 1 << (width-1) when the source is f64 or the
-destination 64-bit), NaN bits of f16/bf16/tf32/fp8 results, .relu of -0.0. Several rounding
-modes share a kernel through templates. Forms that need sm_89/sm_90 (bf16 from integers,
-fp8) cannot be recorded by the sm_80 recording kernel.
+destination 64-bit), .relu of -0.0, and predictions the recordings do not cover yet. NaN
+results (note="exact-nan" compares their bits) follow the instruction ptxas picks
+(cuport/isa/convert.py): F2F keeps the sign and the top of the payload, quieted
+(fpref.nan_convert); F2FP and HADD2.F32 give the canonical 0x7fff / 0x7fffffff;
+cvt.f32.bf16 is a shift; cvt.rna.tf32.f32 is ptxas's integer sequence (`tf32_rna`).
+Several rounding modes share a kernel through templates.
 """
 
 import math
 from fractions import Fraction as Q
 
-from fpref import bits_f32, f32, f32_bits, max_bits, rnd, uniform_variants, val
+from fpref import bits_f32, f32, f32_bits, max_bits, nan_convert, rnd, tiny, uniform_variants, val
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -117,7 +120,9 @@ for dt in ("f32", "f16", "bf16"):
     for x in F64S + [-0.0, INF, -INF]:
         add(Case(first, [dt] * 4, ["f64"], [x], [bits(rnd(Q(x), dt, m, neg_zero=x == 0 and math.copysign(1, x) < 0))
                                                  if math.isfinite(x) else x for m in MODES], template=tmpl))
-    add(Case(first, [dt] * 4, ["f64"], [NAN], [NAN] * 4, template=tmpl))
+    for x in (0x7FF8000000000000, 0xFFF4000123456789):  # F2F: sign and top of the payload, quieted
+        add(Case(first, [dt] * 4, ["f64"], [bits(x)], [bits(nan_convert(x, "f64", dt))] * 4, template=tmpl,
+                 note="exact-nan"))
 F32S = [f32(x) for x in (1 / 3, -1 / 3, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -12, 1 + 2.0 ** -8 + 2.0 ** -20, 65520.0, 65519.0,
                          6e-8, 3e-8, -1e-6, 3.0e38, 1.00390625, 0.1)] + [MIN_SUB32, MAX32]
 for dt in ("f16", "bf16"):
@@ -135,10 +140,30 @@ for x in [1.5, 2.0 ** -24 * 3, -65504.0, INF, -0.0, 2.0 ** -24]:
     add(Case("cvt.f64.f16", "f64", ["f16"], [x], [x]))
 for x in [1.5, -(2.0 ** 127) * 1.5, 2.0 ** -133, INF]:
     add(Case("cvt.f32.bf16", "f32", ["bf16"], [x], [x]))
-add(Case("cvt.f32.f16", "f32", ["f16"], [bits(0x7E01)], [bits(0x7FFFFFFF)], note="exact-nan"))
-for x, want in [(1e-45, 0.0), (-1e-45, -0.0), (2.0 ** -126, 2.0 ** -126)]:
-    add(Case("cvt.rn.ftz.f32.f64", "f32", ["f64"], [x], [want]))
-add(Case("cvt.rn.ftz.f32.f64", "f32", ["f64"], [2.0 ** -126 * (1 - 2.0 ** -30)], [2.0 ** -126]))  # rounds up: kept
+add(Case("cvt.f32.f16", "f32", ["f16"], [bits(0x7E01)], [bits(0x7FFFFFFF)], note="exact-nan"))  # HADD2.F32
+# NaN through F2F (f32/f16/bf16 → f64, f16 ↔ bf16, FRND.F64) and the shift of cvt.f32.bf16
+for dt, st, x in [("f64", "f32", 0xFFC12345), ("f64", "f32", 0x7F800001), ("f64", "f16", 0x7E01), ("f64", "bf16", 0xFF81),
+                  ("bf16", "f16", 0xFD01), ("f16", "bf16", 0x7FC1)]:
+    add(Case(f"cvt.{'rn.' if dt in ('f16', 'bf16') else ''}{dt}.{st}", dt, [st], [bits(x)],
+             [bits(nan_convert(x, st, dt))], note="exact-nan"))
+for x in (0x7FC12345, 0xFF800001):
+    add(Case("cvt.f32.bf16", "f32", ["bf16"], [bits(x >> 16)], [bits(x & 0xFFFF0000)], note="exact-nan"))
+add(Case("cvt.rni.f64.f64", "f64", ["f64"], [bits(0xFFF0000000000123)], [bits(0xFFF8000000000123)], note="exact-nan"))
+
+
+def ftz_f32(x: float, mode: str = "rn"):
+    """cvt.ftz.f32.f64: zero when tiny after rounding (rounded to 24 bits, below 2^-126)."""
+    q = Q(x)
+    return math.copysign(0.0, x) if tiny(q, "f32", mode) else bits(rnd(q, "f32", mode, neg_zero=x < 0))
+
+
+# 2^-126 (1 - 2^-30) rounds up to 2^-126 at 24 bits: kept (the H200); 2^-126 (1 - 2^-24) is
+# exact at 24 bits: tiny, flushed, although it rounds to 2^-126 in the subnormal range
+for x in [1e-45, -1e-45, 2.0 ** -126, 2.0 ** -126 * (1 - 2.0 ** -30), -(2.0 ** -126) * (1 - 2.0 ** -24)]:
+    add(Case("cvt.rn.ftz.f32.f64", "f32", ["f64"], [x], [ftz_f32(x)], note="gpu" if x == -(2.0 ** -126) * (1 - 2.0 ** -24)
+             else ""))
+add(Case("cvt.rp.ftz.f32.f64", "f32", ["f64"], [2.0 ** -126 * (1 - 2.0 ** -24)], [ftz_f32(2.0 ** -126 * (1 - 2.0 ** -24),
+                                                                                        "rp")], note="gpu"))
 # round to integral in the same format, with .ftz and .sat
 first, tmpl = multi("cvt.rni.f32.f32", ["cvt.rzi.f32.f32", "cvt.rmi.f32.f32", "cvt.rpi.f32.f32"])
 for x in [0.5, 1.5, 2.5, -0.5, -1.5, -2.7, 8388609.0, 1e20, -0.0, MIN_SUB32, -MIN_SUB32, INF, 0.49999997]:
@@ -188,7 +213,22 @@ for x in [1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -11 + 2.0 ** -23,
              template="{d0}, {a}; cvt.rn.tf32.f32 {d1}, {a}; cvt.rz.tf32.f32 {d2}, {a}"))
     sat = rnd(Q(x), "tf32", "rna", satfinite=True) << 13 if math.isfinite(x) else 0x7F7FE000
     add(Case("cvt.rna.satfinite.tf32.f32", "b32", ["f32"], [x], [sat]))
-add(Case("cvt.rna.tf32.f32", "b32", ["f32"], [NAN], [0x7FFFFFFF], note="gpu"))
+
+
+def tf32_rna(b: int, satfinite: bool = False) -> int:
+    """ptxas's cvt.rna{.satfinite}.tf32.f32 (sm_90): add half an ulp to the magnitude of a finite
+    value and cut the low 13 bits, cut them only for inf and NaN (so NaN 0x7f800001 becomes inf);
+    .satfinite then takes 0x2000 off a result with the top exponent (inf → max, NaN stays NaN)."""
+    r = ((b + 0x1000) if b & 0x7FFFFFFF < 0x7F800000 else b) & 0xFFFFE000
+    return r - 0x2000 if satfinite and r & 0x7F800000 == 0x7F800000 else r
+
+
+for x in (0x7FC00000, 0xFFC12345, 0x7F800001, 0x7F7FF000, 0x80001000):
+    add(Case("cvt.rna.tf32.f32", "b32", ["f32"], [bits(x)], [tf32_rna(x)], note="exact-nan"))
+    add(Case("cvt.rna.satfinite.tf32.f32", "b32", ["f32"], [bits(x)], [tf32_rna(x, True)], note="exact-nan"))
+# .rn/.rz: the F2FP instruction; its NaN is taken to be 0x7fffffff (unrecorded)
+add(Case("cvt.rn.tf32.f32", ["b32", "b32"], ["f32"], [bits(0x7FC12345)], [0x7FFFFFFF] * 2,
+         template="{d0}, {a}; cvt.rz.tf32.f32 {d1}, {a}", note="gpu"))
 
 
 def fp8(x: float, fmt: str) -> int:

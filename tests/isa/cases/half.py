@@ -1,15 +1,16 @@
 """Half-precision arithmetic (PTX ISA §9.7.4): f16, f16x2, bf16, bf16x2.
 
 Expected values: the exact rational result rounded once to nearest-even by fpref.rnd (an fma
-of halves is a single rounding). NaN results are the canonical 0x7fff (note="exact-nan");
-approximate forms use the documented bound. bf16 add/sub/mul and ex2/tanh on bf16 need sm_90:
+of halves is a single rounding); `.ftz` flushes results that are tiny after rounding
+(fpref.tiny, the rule the H200 follows for f32). NaN results are the canonical 0x7fff, from
+neg/abs too (note="exact-nan"); approximate forms use the documented bound. bf16 add/sub/mul and ex2/tanh on bf16 need sm_90:
 the sm_80 recording kernel cannot record them.
 """
 
 import math
 from fractions import Fraction as Q
 
-from fpref import rnd, uniform_variants, val
+from fpref import rnd, tiny, uniform_variants, val
 from ptxgen import Case, bits
 
 CASES: list[Case] = []
@@ -71,10 +72,9 @@ def arith(op: str, e: str, xs: list[float], ftz: bool = False, sat: bool = False
         negz = False
     if relu and q <= 0:
         q, negz = Q(0), False
-    r = rnd(q, e, neg_zero=negz)
-    if ftz and r & 0x7C00 == 0 and e == "f16":
-        r &= 0x8000
-    return r
+    if ftz and e == "f16" and tiny(q, e):
+        return 0x8000 if q < 0 else 0
+    return rnd(q, e, neg_zero=negz)
 
 
 PAIRS16 = [(1.0, 2.0), (1.0, 2.0 ** -11), (1.0, 3 * 2.0 ** -12), (65504.0, 32.0), (65504.0, 16.0), (SUB16, SUB16),
@@ -90,10 +90,13 @@ for e, pairs in (("f16", PAIRS16), ("bf16", PAIRSBF)):
         add(Case(f"add.{e}", [e, e, e], [e, e], [bits(hb(x, e)), bits(hb(y, e))], [bits(w) for w in want],
                  template=f"{{d0}}, {{a}}, {{b}}; sub.{e} {{d1}}, {{a}}, {{b}}; mul.rn.{e} {{d2}}, {{a}}, {{b}}",
                  note="exact-nan" if nan else ""))
-for x, y in [(SUB16, SUB16), (NORM16, -SUB16), (2.0 ** -13, -(2.0 ** -14) - SUB16), (1.0, 2.0), (0.25, 2.0 ** -13)]:
+# NORM16 * (1 - 2^-11) is exact in 11 bits, so tiny (flushed) though it rounds to NORM16 among the
+# subnormals; 2^-14 (1 - 2^-12) rounds up to NORM16 at 11 bits, so it is kept (predictions)
+for x, y in [(SUB16, SUB16), (NORM16, -SUB16), (2.0 ** -13, -(2.0 ** -14) - SUB16), (1.0, 2.0), (0.25, 2.0 ** -13),
+             (NORM16, 1 - 2.0 ** -11), (NORM16 * (1 + 2.0 ** -6), 1 - 2.0 ** -6)]:
     add(Case("add.ftz.f16", ["f16", "f16"], ["f16", "f16"], [x, y],
              [bits(arith("add", "f16", [x, y], ftz=True)), bits(arith("mul", "f16", [x, y], ftz=True))],
-             template="{d0}, {a}, {b}; mul.ftz.f16 {d1}, {a}, {b}"))
+             template="{d0}, {a}, {b}; mul.ftz.f16 {d1}, {a}, {b}", note="gpu" if 0.9 < y < 1 else ""))
 for x, y in [(0.25, 0.5), (0.75, 0.5), (-1.0, 0.5), (NAN, 1.0), (INF, 1.0), (-0.0, 0.0)]:
     add(Case("add.sat.f16", "f16", ["f16", "f16"], [x, y], [bits(arith("add", "f16", [x, y], sat=True))]))
 
@@ -127,7 +130,8 @@ for e, rows in (("f16", FMA16), ("bf16", FMABF)):
         v0, v1 = [hv(x, e) for x in r0], [hv(x, e) for x in r1]
         ins = [hb(v0[i], e) | hb(v1[i], e) << 16 for i in range(3)]
         add(Case(f"fma.rn.{e}x2", "b32", ["b32"] * 3, ins, [arith("fma", e, v0) | arith("fma", e, v1) << 16]))
-for xs in [(SUB16, 1.0, 0.0), (NORM16, 0.5, 0.0), (2.0, 0.25, 0.125), (0.5, 0.5, 0.75), (-1.0, 1.0, 0.5)]:
+for xs in [(SUB16, 1.0, 0.0), (NORM16, 0.5, 0.0), (2.0, 0.25, 0.125), (0.5, 0.5, 0.75), (-1.0, 1.0, 0.5),
+           (-NORM16, 1 - 2.0 ** -11, 0.0), (NORM16 * (1 + 2.0 ** -6), 1 - 2.0 ** -6, -0.0)]:
     add(Case("fma.rn.ftz.f16", ["f16", "f16"], ["f16"] * 3, list(xs),
              [bits(arith("fma", "f16", list(xs), ftz=True)), bits(arith("fma", "f16", list(xs), sat=True))],
              template="{d0}, {a}, {b}, {c}; fma.rn.sat.f16 {d1}, {a}, {b}, {c}"))
@@ -140,8 +144,14 @@ add(Case("neg.f16x2", ["b32", "b32"], ["b32"], [0xBC003C00], [0x3C00BC00, 0x3C00
          template="{d0}, {a}; abs.f16x2 {d1}, {a}"))
 add(Case("neg.bf16x2", ["b32", "b32"], ["b32"], [0xBF803F80], [0x3F80BF80, 0x3F803F80],
          template="{d0}, {a}; abs.bf16x2 {d1}, {a}"))
-add(Case("neg.f16", ["f16", "f16"], ["f16"], [bits(0x7E01)], [bits(0xFE01), bits(0x7E01)],
-         template="{d0}, {a}; abs.f16 {d1}, {a}", note="gpu"))  # NaN bits: unspecified
+# NaN: neg/abs are HADD2 -RZ, -a (f16) and HFMA2.BF16 -RZ, RZ, -a (bf16): the canonical NaN
+for x in (0x7E01, 0xFD00):
+    add(Case("neg.f16", ["f16", "f16"], ["f16"], [bits(x)], [CANON, CANON], template="{d0}, {a}; abs.f16 {d1}, {a}",
+             note="exact-nan"))
+for x in (0x7FC1, 0xFF81):
+    add(Case("neg.bf16", ["bf16", "bf16"], ["bf16"], [bits(x)], [CANON, CANON], template="{d0}, {a}; abs.bf16 {d1}, {a}",
+             note="exact-nan"))
+add(Case("neg.bf16x2", "b32", ["b32"], [0x7FC1BF80], [0x7FFF3F80], note="exact-nan"))
 add(Case("neg.ftz.f16", ["f16", "f16"], ["f16"], [SUB16], [-0.0, 0.0], template="{d0}, {a}; abs.ftz.f16 {d1}, {a}"))
 
 MM = [(1.0, 2.0), (-1.0, -2.0), (0.0, -0.0), (-0.0, 0.0), (NAN, 3.0), (3.0, NAN), (NAN, NAN), (INF, -INF)]

@@ -1,7 +1,8 @@
 """Video instructions (PTX ISA §9.7.16), default selectors only: vop2/vop4 SIMD forms and the
-32-bit scalar forms. Expected values follow the manual's pseudo-code, and the H200 where the
-manual leaves a gap (the precision of the scalar forms' secondary min/max, see `scalar`); all
-are note="gpu" since ptxas emulates these on current GPUs and the recording is the oracle.
+32-bit scalar forms. Expected values follow the manual's pseudo-code, and ptxas's sm_90
+expansion (which the H200 confirms) where the manual leaves a gap or the GPU departs from it:
+the scalar forms' `.sat` to u32 and the precision of their secondary min/max, see `scalar`.
+All are note="gpu" since ptxas emulates these on current GPUs and the recording is the oracle.
 """
 
 from ptxgen import Case
@@ -37,18 +38,20 @@ def simd(op: str, n: int, ts: str, a: int, b: int, c: int, sat: bool, acc: bool)
 
 
 def scalar(op: str, ts: str, a: int, b: int, c: int, sat: bool, op2: str | None) -> int:
-    """The manual's pseudo-code, with the H200's answer to what it leaves open.
+    """The manual's pseudo-code, with ptxas's sm_90 expansion (and the H200) where the manual
+    leaves a gap or the GPU departs from it.
 
-    The secondary min/max sees vabsdiff/vmin/vmax and `.sat` results at full precision, but
-    vadd/vsub without `.sat` as their 32-bit result sign-extended (the H200 and ptxas's sm_90
-    expansion); it compares that as a 64-bit value with c extended by the destination type,
-    signed or unsigned as the destination type is.
+    `.sat` clamps to the s32 range, but for a u32 destination it only makes negative results
+    0 (no upper clamp: vadd.u32.u32.u32.sat 0xffffffff, 1 is 0). The secondary min/max sees
+    vabsdiff/vmin/vmax results at full precision (after `.sat`), but vadd/vsub results as
+    their 32-bit value sign-extended; it compares that as a 64-bit value with c extended by
+    the destination type, signed or unsigned as the destination type is.
     """
     sd, sa, sb = (t == "s32" for t in ts.split("."))
     x = prim(op, elems(a, 32, sa)[0], elems(b, 32, sb)[0])
     if sat:
-        x = max(-(2**31), min(2**31 - 1, x)) if sd else max(0, min(M32, x))
-    elif op in ("add", "sub"):
+        x = max(-(2**31), min(2**31 - 1, x)) if sd else max(0, x)
+    if op in ("add", "sub"):
         x = elems(x & M32, 32, True)[0]
     if op2 is not None:
         y = elems(c, 32, sd)[0]
@@ -80,13 +83,14 @@ SOPS = ("add", "sub", "absdiff", "min", "max")
 # the last rows overflow 32 bits: u32 + u32 past 0xffffffff, s32 - u32 below -2**31, |s32 - u32| past 2**32
 for ts, mod in (("u32.u32.u32", ""), ("s32.s32.s32", ".sat"), ("s32.u32.s32", ".add"), ("s32.u32.s32", ".max"),
                 ("u32.s32.u32", ".sat.min"), ("u32.u32.u32", ".sat"), ("u32.u32.u32", ".sat.max"),
-                ("u32.u32.s32", ".min"), ("u32.s32.s32", ".max"), ("s32.s32.u32", ".sat.min")):
+                ("u32.u32.s32", ".min"), ("u32.s32.s32", ".max"), ("s32.s32.u32", ".sat.min"), ("u32.s32.u32", ".sat.max")):
     sat = ".sat" in mod
     op2 = next((o for o in ("add", "min", "max") if f".{o}" in mod), None)
     args = "{a}, {b}, {c}" if op2 else "{a}, {b}"
     tmpl = f"{{d0}}, {args}; " + "; ".join(f"v{op}.{ts}{mod} {{d{i}}}, {args}" for i, op in enumerate(SOPS) if i)
     for a, b, c in ROWS + [(0x7FFFFFFF, 0x80000000, 1), (0, M32, 0x80000000),
-                           (M32, M32, 0x90000000), (0x80000000, M32, 0x7FFFFFFF), (0x90000000, 0x80000001, 0x80000000)]:
+                           (M32, M32, 0x90000000), (0x80000000, M32, 0x7FFFFFFF), (0x90000000, 0x80000001, 0x80000000),
+                           (0x80000000, M32, 0x80000000)]:
         srcs = ["b32", "b32", "b32"] if op2 else ["b32", "b32"]
         add(Case(f"v{SOPS[0]}.{ts}{mod}", ["b32"] * 5, srcs, [a, b, c][:len(srcs)],
                  [scalar(op, ts, a, b, c, sat, op2) for op in SOPS], template=tmpl, note="gpu"))
