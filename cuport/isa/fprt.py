@@ -64,9 +64,10 @@ def is_nan(em, v):
 
 def canon_nan(em, v, t: str):
     """The bits of `v` (integer type), a NaN replaced by the GPU's canonical NaN of `t` (f32:
-    0x7fffffff, f64: 0xfff8000000000000, CUDA's CUDART_NAN_F and CUDART_NAN). Done on the
-    integer bits and last, right before the write: LLVM treats NaN payloads as unspecified
-    (its constant folder and the host FPU disagree on them) and folds float-typed selects."""
+    0x7fffffff, f16/bf16: 0x7fff; for f64, 0xfff8000000000000 is only what an invalid
+    operation generates: f64 operations with operands use nan_f64). Done on the integer bits
+    and last, right before the write: LLVM treats NaN payloads as unspecified (its constant
+    folder and the host FPU disagree on them) and folds float-typed selects."""
     bits = em.to_bits(v, t)
     if t not in CANON_NAN:
         return bits
