@@ -70,6 +70,9 @@ class KernelInfo:
 class Kernel(Protocol):
     info: KernelInfo
 
+    def prepare(self, block: tuple[int, int, int]) -> None:
+        """Optional: compile ahead of a launch with this block shape (errors surface here)."""
+
     def launch(
         self,
         grid: tuple[int, int, int],

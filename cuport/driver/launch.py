@@ -16,6 +16,7 @@ from cuport.capi import types
 from cuport.driver import device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
+from cuport.backends.base import BackendError
 from cuport.driver.errors import CudaError, E
 
 KiB = 1024
@@ -114,6 +115,14 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
             params: bytes, what: str) -> stream.Op:
     s = stream.resolve(stream_handle)
     kernel, m = f.kernel, f.module
+    prepare = getattr(kernel, "prepare", None)
+    if prepare is not None:
+        # compile now, on the launching thread: a kernel cuport cannot translate is this
+        # call's error, not a later synchronising call's
+        try:
+            prepare(tuple(block))
+        except BackendError as e:
+            raise CudaError(e.code, e.message, subject=f.name) from None
 
     def run() -> None:
         try:

@@ -132,8 +132,10 @@ class Module:
 
     @property
     def ptx_version(self) -> int:
-        major, minor = max(e.version for e in self.entries)
-        return major * 10 + minor
+        """What cudaFuncAttributes.ptxVersion means: the virtual architecture the PTX was
+        compiled for (75 for compute_75), not the PTX ISA version; CUB/Thrust pick their
+        tuning policies (and kernels) from it."""
+        return max(e.arch for e in self.entries)
 
     def function(self, name: str | None) -> Function:
         if name is None:

@@ -505,6 +505,8 @@ class _Parser:
                 return ir.PredPair(p, q)
             if t == "_":
                 return ir.Sink()
+            if t == "WARP_SZ":  # the ISA's predefined constant
+                return ir.Imm(32)
             if t in regmap:
                 return ir.Reg(regmap[t])
             if t[0] == "%":

@@ -150,6 +150,10 @@ class CpuKernel:
                 self._specs[block] = spec
             return spec
 
+    def prepare(self, block: tuple[int, int, int]) -> None:
+        """Compile (or load from the cache) the code for this block shape ahead of a launch."""
+        self.specialization(tuple(int(x) for x in block))
+
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes) -> None:
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
