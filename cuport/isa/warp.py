@@ -17,7 +17,10 @@ where `exec` are the lanes executing the instruction (active and guard true). Ex
 never contribute. Legacy forms without `.sync` (no member mask) use `exec` alone.
 
 shfl: a lane whose computed source lane is out of range (the `c` operand's clamp and
-segment mask) or is not a participant reads its own value; the optional predicate
+segment mask) reads its own value, as the ISA says; one whose source lane is in range but
+not a participant (outside the member mask and not executing, exited, or past the end of a
+partial warp) reads 0, which is what an H200 answers (measured: the cuda-samples reduction
+relies on it when its last warp shuffles with a partial mask). The optional predicate
 destination is the ISA's range test alone.
 """
 
@@ -147,8 +150,8 @@ def lower_shfl(em, ins: ir.Instr) -> None:
     src = b.select(inrange, j, lane)
     part = participants(em, member)
     src_in = b.trunc(b.lshr(em.splat(part), src), vec(I1))
-    src = b.select(src_in, src, lane)
     d = gather_lanes(em, a, src)
+    d = b.select(src_in, d, em.const_int(32, 0))
     if isinstance(dst, ir.PredPair):
         em.write(dst.p, "b32", d)
         em.write(dst.q, "pred", inrange)

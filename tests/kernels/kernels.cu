@@ -141,3 +141,28 @@ extern "C" __global__ void traps(int* out, int bad) {
   out[t] = t;
   if (t == bad) __trap();
 }
+
+// shfl whose source lane does not take part (measured on an H200: such a lane reads 0;
+// a source out of range reads the lane's own value)
+extern "C" __global__ void shfl_nonparticipants(int* out, int mode) {
+  int lane = threadIdx.x & 31;
+  int v = 1000 + threadIdx.x;
+  int r = -7;
+  if (mode == 0) {
+    if (lane < 8) r = __shfl_down_sync(0xffu, v, 16);
+  } else if (mode == 1) {
+    if (lane < 8) r = __shfl_down_sync(0xffffffffu, v, 16);
+    else r = __shfl_down_sync(0xffffffffu, v, 1);
+  } else if (mode == 2) {
+    if (lane >= 16) return;
+    r = __shfl_down_sync(0xffffu, v, 20);
+  } else if (mode == 3) {
+    if (lane % 2 == 0) r = __shfl_sync(0x55555555u, v, lane + 1);
+  } else if (mode == 4) {
+    r = __shfl_down_sync(0xfffffu, v, 16);
+  } else if (mode == 5) {
+    if (lane >= 8) r = __shfl_up_sync(0xffffff00u, v, 8);
+    if (lane < 4) r = __shfl_xor_sync(0xfu, v, 8);
+  }
+  out[threadIdx.x] = r;
+}

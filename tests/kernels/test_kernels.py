@@ -168,3 +168,22 @@ def test_trap_is_an_error_not_a_crash(mod):
     # the module stays usable after the failed launch
     k(4, 64, (out, -1))
     assert (out == np.arange(256)).all()
+
+
+# What an H200 printed for each mode (tests/kernels/kernels.cu, shfl_nonparticipants)
+H200_SHFL = {
+    0: [0] * 8 + [-7] * 24,
+    1: list(range(1016, 1024)) + list(range(1009, 1032)) + [1031],
+    2: [0] * 12 + [1012, 1013, 1014, 1015] + [-1] * 16,
+    3: [0, -7] * 16,
+    4: [1016, 1017, 1018, 1019] + [0] * 12 + [1016, 1017, 1018, 1019],
+    5: [0, 0, 0, 0, -7, -7, -7, -7] + [0] * 8 + list(range(1008, 1024)),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(H200_SHFL))
+def test_shuffle_from_lanes_that_do_not_take_part(mod, mode):
+    n = 20 if mode == 4 else 32
+    out = np.full(32, -1, np.int32)
+    mod.kernel("shfl_nonparticipants")(1, n, (out, mode))
+    assert out[:n].tolist() == H200_SHFL[mode][:n]

@@ -17,7 +17,8 @@ M32 = 0xFFFFFFFF
 
 
 def shfl_ref(mode: str, a: list[int], b: list[int], c: int, part: int = M32) -> tuple[list[int], list[int]]:
-    """(d, p) per lane, the ISA's pseudocode; a non-participating source lane reads its own value."""
+    """(d, p) per lane, the ISA's pseudocode; an in-range source lane that does not take part
+    gives 0 (what an H200 answers), an out-of-range one the lane's own value."""
     cval = c & 31
     mask = (c >> 8) & 31
     d, p = [], []
@@ -37,9 +38,9 @@ def shfl_ref(mode: str, a: list[int], b: list[int], c: int, part: int = M32) -> 
         else:
             j = min_lane | (bval & ~mask & 31)
             ok = j <= max_lane
-        if not ok or not (part >> j) & 1:
+        if not ok:
             j = lane
-        d.append(a[j])
+        d.append(a[j] if (part >> j) & 1 else 0)
         p.append(int(ok))
     return d, p
 
