@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ctypes
 
+from cuport.backends.base import BackendError
 from cuport.capi import types
 from cuport.driver import device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.backends.base import BackendError
 from cuport.driver.errors import CudaError, E
 
 KiB = 1024
