@@ -81,6 +81,10 @@ FULL_STRUCTS = {
     "CUDA_ARRAY_DESCRIPTOR", "CUDA_ARRAY3D_DESCRIPTOR", "CUlaunchConfig",
     "CUlaunchAttribute", "CUctxCreateParams", "CUexecAffinityParam",
     "CUmemLocation", "CUDA_POINTER_ATTRIBUTE_P2P_TOKENS",
+    # graphs (driver/graph.py)
+    "CUDA_KERNEL_NODE_PARAMS_v1", "CUDA_KERNEL_NODE_PARAMS_v2", "CUDA_MEMSET_NODE_PARAMS",
+    "CUDA_HOST_NODE_PARAMS", "CUDA_MEM_ALLOC_NODE_PARAMS_v1", "CUgraphNodeParams",
+    "CUgraphEdgeData", "CUgraphExecUpdateResultInfo", "CUDA_GRAPH_INSTANTIATE_PARAMS",
 }
 
 # (symbol, parameter) -> direction, where the pointer heuristic is wrong: arrays the
@@ -118,6 +122,30 @@ OVERRIDES = {
     ("cuCtxCreate_v3", "paramsArray"): "in",
     ("cuLibraryEnumerateKernels", "kernels"): "in",
     ("cuModuleEnumerateFunctions", "functions"): "in",
+    # graphs: node arrays the caller passes or sizes, in/out counts, an in/out mode
+    ("cuGraphGetNodes", "nodes"): "in",
+    ("cuGraphGetNodes", "numNodes"): "in",
+    ("cuGraphGetRootNodes", "rootNodes"): "in",
+    ("cuGraphGetRootNodes", "numRootNodes"): "in",
+    ("cuGraphGetEdges", "from"): "in",
+    ("cuGraphGetEdges", "to"): "in",
+    ("cuGraphGetEdges", "numEdges"): "in",
+    ("cuGraphGetEdges_v2", "from"): "in",
+    ("cuGraphGetEdges_v2", "to"): "in",
+    ("cuGraphGetEdges_v2", "numEdges"): "in",
+    ("cuGraphNodeGetDependencies", "dependencies"): "in",
+    ("cuGraphNodeGetDependencies", "numDependencies"): "in",
+    ("cuGraphNodeGetDependencies_v2", "dependencies"): "in",
+    ("cuGraphNodeGetDependencies_v2", "numDependencies"): "in",
+    ("cuGraphNodeGetDependentNodes", "dependentNodes"): "in",
+    ("cuGraphNodeGetDependentNodes", "numDependentNodes"): "in",
+    ("cuGraphNodeGetDependentNodes_v2", "dependentNodes"): "in",
+    ("cuGraphNodeGetDependentNodes_v2", "numDependentNodes"): "in",
+    ("cuStreamUpdateCaptureDependencies", "dependencies"): "in",
+    ("cuStreamUpdateCaptureDependencies_ptsz", "dependencies"): "in",
+    ("cuStreamUpdateCaptureDependencies_v2", "dependencies"): "in",
+    ("cuStreamUpdateCaptureDependencies_v2_ptsz", "dependencies"): "in",
+    ("cuThreadExchangeStreamCaptureMode", "mode"): "in",
 }
 
 
@@ -424,6 +452,10 @@ class TypeWriter:
     def field(self, d: c_ast.Decl) -> str:
         """One struct field, with array sizes evaluated and nested records inlined."""
         node = d.type
+        if isinstance(node, (c_ast.Struct, c_ast.Union)) and node.decls is not None:
+            # an anonymous member (CUgraphNodeParams' union): its fields are the parent's
+            inner = " ".join(self.field(x) for x in node.decls)
+            return f"{Headers._kw(node)} {{ {inner} }};"
         if isinstance(node, c_ast.TypeDecl) and isinstance(node.type, (c_ast.Struct, c_ast.Union)) \
                 and node.type.decls is not None and not node.type.name:
             inner = " ".join(self.field(x) for x in node.type.decls)
@@ -444,6 +476,9 @@ class TypeWriter:
         """A type stored by value (a field or a by-value parameter): complete it."""
         if isinstance(node, c_ast.ArrayDecl):
             self.need_by_value(node.type)
+        elif isinstance(node, (c_ast.Struct, c_ast.Union)) and node.decls is not None:
+            for d in node.decls:  # an anonymous member
+                self.need_by_value(d.type)
         elif isinstance(node, c_ast.PtrDecl):
             self.need_in(node.type)
         elif isinstance(node, c_ast.TypeDecl):
