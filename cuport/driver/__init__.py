@@ -7,11 +7,14 @@ exported entry points.
 
 from cuport.driver import (  # noqa: F401 - imported for their registrations
     array,
+    capture,
     context,
     copy,
     device,
     errors,
     event,
+    graph,
+    graph_exec,
     launch,
     memory,
     module,

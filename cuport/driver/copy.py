@@ -34,13 +34,20 @@ def _copy_rows(rows: Rows) -> Callable[[], None]:
     return run
 
 
-def _copy(rows: Rows, handle: int | None, what: str) -> None:
+def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     """Run a checked copy plan: synchronously in default-stream order (handle None), or
-    queued on a stream, where pageable host memory is read now / written before return."""
+    queued on a stream, where pageable host memory is read now / written before return.
+    On a capturing stream it becomes a memcpy node (described by desc, the program's
+    CUDA_MEMCPY2D/3D, if any) that copies whenever the graph runs."""
     if handle is None:
         _sync(_copy_rows(rows), what)
         return
     s = stream.resolve(handle)
+    if s.capture is not None:
+        from cuport.driver import capture, graph_nodes
+
+        capture.add(s, graph_nodes.captured_memcpy(rows, desc, s.context), what)
+        return
     if not rows:
         return
     dst, src, _ = rows[0]
@@ -60,10 +67,6 @@ def _copy(rows: Rows, handle: int | None, what: str) -> None:
 def _sync(fn: Callable[[], None], what: str) -> None:
     """In the order of the calling thread's default stream, done when this returns."""
     stream.run_sync(stream.resolve(0), fn, what)
-
-
-def _async(handle: int, fn: Callable[[], None], what: str) -> None:
-    stream.submit(stream.resolve(handle), fn, what)
 
 
 # -- 1D copies ----------------------------------------------------------------------------
@@ -252,7 +255,7 @@ class _Side:
                 memory.check_host_range(self.start, span, what)
 
 
-def _plan(p, has_z: bool) -> Rows:
+def plan(p, has_z: bool) -> Rows:
     """The row copies of a CUDA_MEMCPY2D/3D(_PEER), all checked."""
     width, height = p.WidthInBytes, p.Height
     depth = p.Depth if has_z else 1
@@ -267,22 +270,24 @@ def _plan(p, has_z: bool) -> Rows:
 @implements("cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy2DUnaligned_v2",
             "cuMemcpy2DUnaligned_v2_ptds")
 def memcpy_2d(p: int) -> None:
-    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), None, "cuMemcpy2D")
+    _copy(plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), None, "cuMemcpy2D")
 
 
 @implements("cuMemcpy2DAsync_v2", "cuMemcpy2DAsync_v2_ptsz")
 def memcpy_2d_async(p: int, handle: int) -> None:
-    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY2D"), False), handle, "cuMemcpy2DAsync")
+    q = types.struct_at(_nonnull(p), "CUDA_MEMCPY2D")
+    _copy(plan(q, False), handle, "cuMemcpy2DAsync", q)
 
 
 @implements("cuMemcpy3D_v2", "cuMemcpy3D_v2_ptds")
 def memcpy_3d(p: int) -> None:
-    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), None, "cuMemcpy3D")
+    _copy(plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), None, "cuMemcpy3D")
 
 
 @implements("cuMemcpy3DAsync_v2", "cuMemcpy3DAsync_v2_ptsz")
 def memcpy_3d_async(p: int, handle: int) -> None:
-    _copy(_plan(types.struct_at(_nonnull(p), "CUDA_MEMCPY3D"), True), handle, "cuMemcpy3DAsync")
+    q = types.struct_at(_nonnull(p), "CUDA_MEMCPY3D")
+    _copy(plan(q, True), handle, "cuMemcpy3DAsync", q)
 
 
 def _peer_3d(p: int):
@@ -295,12 +300,12 @@ def _peer_3d(p: int):
 
 @implements("cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds")
 def memcpy_3d_peer(p: int) -> None:
-    _copy(_plan(_peer_3d(p), True), None, "cuMemcpy3DPeer")
+    _copy(plan(_peer_3d(p), True), None, "cuMemcpy3DPeer")
 
 
 @implements("cuMemcpy3DPeerAsync", "cuMemcpy3DPeerAsync_ptsz")
 def memcpy_3d_peer_async(p: int, handle: int) -> None:
-    _copy(_plan(_peer_3d(p), True), handle, "cuMemcpy3DPeerAsync")
+    _copy(plan(_peer_3d(p), True), handle, "cuMemcpy3DPeerAsync")
 
 
 def _nonnull(p: int) -> int:
@@ -314,7 +319,7 @@ def _nonnull(p: int) -> int:
 _ELEMENT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
-def _fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
+def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
                size: int) -> Callable[[], None]:
     """Check a (2D) fill of `width` elements of `size` bytes per row and return it."""
     if dst % size:
@@ -339,25 +344,40 @@ def _fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
 
 def _memset_sync(what: str, size: int):
     def set_1d(dst: int, value: int, n: int) -> None:
-        _sync(_fill_plan(dst, 0, value, n, 1, size), what)
+        _sync(fill_plan(dst, 0, value, n, 1, size), what)
     return set_1d
+
+
+def _fill_async(handle: int, dst: int, pitch: int, value: int, width: int, height: int,
+                size: int, what: str) -> None:
+    """A checked fill queued on a stream, or a memset node of its capture."""
+    fill = fill_plan(dst, pitch, value, width, height, size)
+    s = stream.resolve(handle)
+    if s.capture is not None:
+        from cuport.driver import capture, graph_nodes
+
+        value &= (1 << (8 * size)) - 1
+        node = graph_nodes.Memset(dst, pitch, value, size, width, height, s.context, fill)
+        capture.add(s, node, what)
+        return
+    stream.submit(s, fill, what)
 
 
 def _memset_async(what: str, size: int):
     def set_1d(dst: int, value: int, n: int, handle: int) -> None:
-        _async(handle, _fill_plan(dst, 0, value, n, 1, size), what)
+        _fill_async(handle, dst, 0, value, n, 1, size, what)
     return set_1d
 
 
 def _memset_2d_sync(what: str, size: int):
     def set_2d(dst: int, pitch: int, value: int, width: int, height: int) -> None:
-        _sync(_fill_plan(dst, pitch, value, width, height, size), what)
+        _sync(fill_plan(dst, pitch, value, width, height, size), what)
     return set_2d
 
 
 def _memset_2d_async(what: str, size: int):
     def set_2d(dst: int, pitch: int, value: int, width: int, height: int, handle: int) -> None:
-        _async(handle, _fill_plan(dst, pitch, value, width, height, size), what)
+        _fill_async(handle, dst, pitch, value, width, height, size, what)
     return set_2d
 
 

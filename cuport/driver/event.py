@@ -1,4 +1,9 @@
-"""Events: markers recorded into a stream, timed when the stream reaches them."""
+"""Events: markers recorded into a stream, timed when the stream reaches them.
+
+Recorded into a capturing stream, an event instead holds that stream's place in the
+capture (capture.py), for cuStreamWaitEvent to fork or join the capture with; it cannot
+be queried or waited for from the host while the capture goes on.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ class Event:
         self.flags = flags
         self.op: stream.Op | None = None  # the record operation last submitted
         self.time: float | None = None  # perf_counter() when the stream reached it
+        self.captured = None  # (capture, dependency set) when last recorded while capturing
         self.handle = handles.new(self)
 
     @property
@@ -44,14 +50,19 @@ def destroy(handle: int) -> None:
     handles.drop(handle)
 
 
-def _record(handle: int, stream_handle: int) -> None:
+def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
     e = lookup(handle)
     s = stream.resolve(stream_handle)
+    if s.capture is not None:
+        from cuport.driver import capture
+
+        capture.record_event(e, s, bool(flags & K.CU_EVENT_RECORD_EXTERNAL))
+        return
 
     def mark() -> None:
         e.time = time.perf_counter()
 
-    e.time = None
+    e.time, e.captured = None, None
     e.op = stream.submit(s, mark, "cuEventRecord")
 
 
@@ -62,12 +73,22 @@ implements("cuEventRecord", "cuEventRecord_ptsz")(_record)
 def record_with_flags(handle: int, stream_handle: int, flags: int) -> None:
     if flags & ~K.CU_EVENT_RECORD_EXTERNAL:
         raise CudaError(E.INVALID_VALUE, f"record flags {flags:#x} are not valid")
-    _record(handle, stream_handle)
+    _record(handle, stream_handle, flags)
+
+
+def _not_captured(e: Event, name: str = "the event") -> None:
+    from cuport.driver import capture
+
+    if capture.in_active_capture(e):
+        raise CudaError(E.CAPTURED_EVENT, f"{name} was last recorded in a capturing stream; "
+                                          "it stands for graph nodes, not work the host can "
+                                          "wait for")
 
 
 @implements("cuEventQuery")
 def query(handle: int) -> None:
     e = lookup(handle)
+    _not_captured(e)
     if e.op is not None and not e.op.done.is_set():
         raise CudaError(E.NOT_READY, "the event has not been reached yet", quiet=True)
 
@@ -75,6 +96,7 @@ def query(handle: int) -> None:
 @implements("cuEventSynchronize")
 def synchronize(handle: int) -> None:
     e = lookup(handle)
+    _not_captured(e)
     if e.op is not None:
         e.op.done.wait()
     stream.check_sticky(e.context)
@@ -84,6 +106,7 @@ def synchronize(handle: int) -> None:
 def elapsed_time(start_handle: int, end_handle: int) -> float:
     start, end = lookup(start_handle), lookup(end_handle)
     for name, e in (("hStart", start), ("hEnd", end)):
+        _not_captured(e, name)
         if not e.timing:
             raise CudaError(E.INVALID_HANDLE, f"{name} was created with CU_EVENT_DISABLE_TIMING")
         if e.op is None:

@@ -112,7 +112,7 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
-            params: bytes, what: str) -> stream.Op:
+            params: bytes, what: str) -> stream.Op | None:
     s = stream.resolve(stream_handle)
     kernel, m = f.kernel, f.module
     prepare = getattr(kernel, "prepare", None)
@@ -123,6 +123,12 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
             prepare(tuple(block))
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
+    if s.capture is not None:  # recorded as a kernel node of the capture's graph
+        from cuport.driver import capture, graph_nodes
+
+        node = graph_nodes.Kernel(f, tuple(grid), tuple(block), dynamic_shared, params)
+        capture.add(s, node, f"{what}({f.name})")
+        return None
 
     def run() -> None:
         try:

@@ -110,7 +110,7 @@ class AllocationTable:
 TABLE = AllocationTable()
 
 
-def _map(size: int) -> int:
+def map_pages(size: int) -> int:
     if size > device.total_memory():
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the machine has "
                                          f"{device.total_memory()} bytes of memory")
@@ -130,18 +130,27 @@ def _unmap(a: Allocation) -> None:
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
     if size == 0:
         raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
-    a = Allocation(_map(size), size, kind, ctx, flags)
+    _check_capture("allocating memory")
+    a = Allocation(map_pages(size), size, kind, ctx, flags)
     TABLE.add(a)
     return a
 
 
 def release(a: Allocation) -> None:
     """Free an allocation once no queued work of its context can still use it."""
+    _check_capture("freeing memory")
     if a.context is not None:
         stream.synchronize_context(a.context)
     TABLE.remove(a)
     if a.owned:
         _unmap(a)
+
+
+def _check_capture(what: str) -> None:
+    """Allocating and freeing are "potentially unsafe" during a stream capture."""
+    from cuport.driver import capture
+
+    capture.check_unsafe(what)
 
 
 def register_range(base: int, size: int, kind: str, ctx: context.Context | None) -> Allocation:

@@ -9,6 +9,10 @@ Ordering rules (NVIDIA's):
   `_ptsz` call) is an ordinary blocking stream, one per thread and context;
 - cuStreamWaitEvent makes later work on a stream wait for an event's record.
 
+A stream in a capture sequence (capture.py) runs nothing: its work becomes graph nodes;
+submit() refuses work nobody taught to be captured, check_capture() the synchronising
+calls and the legacy stream's implicit dependency on capturing blocking streams.
+
 An operation is a Python callable; a failure inside one is reported when it happens,
 kept as the context's error and returned once, by the next synchronising call
 (NVIDIA's driver keeps a faulted context's error for good; cuport lets the program
@@ -82,6 +86,9 @@ class Stream:
         self._queue: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self.handle = {"legacy": LEGACY, "per-thread": PER_THREAD}.get(kind) or handles.new(self)
+        self.capture = None  # the capture.Capture this stream is in
+        self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
+        self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
 
     @property
     def blocking(self) -> bool:
@@ -118,6 +125,7 @@ class ContextStreams:
         self.legacy = Stream(ctx, 0, 0, "legacy")
         self.created: set[Stream] = set()
         self.per_thread: dict[int, Stream] = {}
+        self.capturing: set[Stream] = set()  # streams in a capture sequence
 
     def all(self) -> list[Stream]:
         return [self.legacy, *self.created, *self.per_thread.values()]
@@ -176,8 +184,25 @@ def _dependencies(s: Stream) -> list[Op]:
     return []
 
 
+def check_capture(s: Stream, what: str) -> None:
+    """Refuse work or a wait on s that stream capture forbids (invalidating the capture)."""
+    if s.capture is not None:
+        raise s.capture.unsupported(what)
+    if s.kind == "legacy":
+        cs = streams_of(s.context)
+        blocking = [c for c in (o.capture for o in list(cs.capturing) if o.blocking) if c]
+        if blocking:
+            for c in blocking:
+                c.invalidate(f"{what} on the legacy stream")
+            raise CudaError(E.STREAM_CAPTURE_IMPLICIT,
+                            f"{what} on the legacy stream would depend on {blocking[0].describe()}, "
+                            "a blocking stream; the capture is now invalidated (capture a "
+                            "CU_STREAM_NON_BLOCKING stream, or keep the legacy stream idle)")
+
+
 def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None) -> Op:
     """Queue fn on stream s; it runs after everything it must wait for."""
+    check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s) + [d for d in (extra or []) if not d.done.is_set()]
@@ -190,6 +215,10 @@ def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None 
 
 def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     """Run fn in stream order and return when it is done (synchronous API calls)."""
+    from cuport.driver import capture
+
+    capture.check_unsafe(what)
+    check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         idle = not s.pending() and not _dependencies(s)
@@ -260,6 +289,10 @@ def destroy(handle: int) -> None:
     if handle in (0, LEGACY, PER_THREAD):
         raise CudaError(E.INVALID_HANDLE, "the default streams cannot be destroyed")
     s = handles.lookup(handle, Stream, "stream")
+    if s.capture is not None:
+        from cuport.driver import capture
+
+        capture.stream_destroyed(s)
     # NVIDIA: returns at once; queued work still completes, then resources go.
     cs = streams_of(s.context)
     with cs.lock:
@@ -271,6 +304,7 @@ def destroy(handle: int) -> None:
 @implements("cuStreamSynchronize", "cuStreamSynchronize_ptsz")
 def synchronize(handle: int) -> None:
     s = resolve(handle)
+    check_capture(s, "cuStreamSynchronize")
     s.synchronize()
     check_sticky(s.context)
 
@@ -278,6 +312,7 @@ def synchronize(handle: int) -> None:
 @implements("cuStreamQuery", "cuStreamQuery_ptsz")
 def query(handle: int) -> None:
     s = resolve(handle)
+    check_capture(s, "cuStreamQuery")
     cs = streams_of(s.context)
     with cs.lock:
         busy = s.pending() or bool(_dependencies(s))
@@ -288,10 +323,16 @@ def query(handle: int) -> None:
 
 @implements("cuStreamWaitEvent", "cuStreamWaitEvent_ptsz")
 def wait_event(handle: int, event_handle: int, flags: int) -> None:
-    from cuport.driver import event
+    from cuport.driver import capture, event
 
     s = resolve(handle)
     e = event.lookup(event_handle)
+    if flags & ~K.CU_EVENT_WAIT_EXTERNAL:
+        raise CudaError(E.INVALID_VALUE, f"flags {flags:#x} are not CUevent_wait_flags")
+    if capture.wait_event(s, e, bool(flags & K.CU_EVENT_WAIT_EXTERNAL)):
+        return
+    if flags & K.CU_EVENT_WAIT_EXTERNAL:
+        raise CudaError(E.INVALID_VALUE, "CU_EVENT_WAIT_EXTERNAL is only for capturing streams")
     if e.op is not None and not e.op.done.is_set():
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
@@ -326,33 +367,6 @@ def get_device(handle: int) -> int:
     return resolve(handle).context.device.ordinal
 
 
-@implements("cuStreamIsCapturing", "cuStreamIsCapturing_ptsz")
-def is_capturing(handle: int) -> int:
-    resolve(handle)
-    return K.CU_STREAM_CAPTURE_STATUS_NONE
-
-
-@implements("cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_ptsz", optional_outs=("id_out",))
-def capture_info(handle: int) -> tuple[int, int]:
-    resolve(handle)
-    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0
-
-
-@implements("cuStreamGetCaptureInfo_v2", "cuStreamGetCaptureInfo_v2_ptsz",
-            optional_outs=("id_out", "graph_out", "dependencies_out", "numDependencies_out"))
-def capture_info_v2(handle: int) -> tuple[int, int, int, int, int]:
-    resolve(handle)
-    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, 0, 0
-
-
-@implements("cuStreamGetCaptureInfo_v3", "cuStreamGetCaptureInfo_v3_ptsz",
-            optional_outs=("id_out", "graph_out", "dependencies_out", "edgeData_out",
-                           "numDependencies_out"))
-def capture_info_v3(handle: int) -> tuple[int, int, int, int, int, int]:
-    resolve(handle)
-    return K.CU_STREAM_CAPTURE_STATUS_NONE, 0, 0, 0, 0, 0
-
-
 @implements("cuStreamAttachMemAsync", "cuStreamAttachMemAsync_ptsz")
 def attach_mem(handle: int, dptr: int, length: int, flags: int) -> None:
     resolve(handle)  # all memory is reachable from every stream and the host
@@ -363,6 +377,11 @@ def launch_host_func(handle: int, fn: int, user_data: int) -> None:
     if fn == 0:
         raise CudaError(E.INVALID_VALUE, "fn is NULL")
     s = resolve(handle)
+    if s.capture is not None:
+        from cuport.driver import capture, graph_nodes
+
+        capture.add(s, graph_nodes.Host(fn, user_data), "cuLaunchHostFunc")
+        return
     call = types.c_function(fn, "CUhostFn")
     submit(s, lambda: call(types.ffi().cast("void *", user_data)), "cuLaunchHostFunc")
 
@@ -386,6 +405,9 @@ def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
 
 @implements("cuCtxSynchronize")
 def ctx_synchronize() -> None:
+    from cuport.driver import capture
+
+    capture.check_unsafe("cuCtxSynchronize")
     ctx = context.current()
     synchronize_context(ctx)
     check_sticky(ctx)
@@ -393,6 +415,9 @@ def ctx_synchronize() -> None:
 
 @implements("cuCtxSynchronize_v2")
 def ctx_synchronize_v2(handle: int) -> None:
+    from cuport.driver import capture
+
+    capture.check_unsafe("cuCtxSynchronize")
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)

@@ -784,9 +784,9 @@ static void test_errors(int argc, char **argv)
     OK(p_cuProfilerStart());
     OK(p_cuProfilerStop());
     /* a function cuport does not implement: 801, reported once */
-    CUresult (*graph_create)(void *, unsigned int) = sym("cuGraphCreate");
-    EXPECT(graph_create(NULL, 0), CUDA_ERROR_NOT_SUPPORTED);
-    EXPECT(graph_create(NULL, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CUresult (*unregister)(void *) = sym("cuGraphicsUnregisterResource");
+    EXPECT(unregister(NULL), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(unregister(NULL), CUDA_ERROR_NOT_SUPPORTED);
     /* one line names the failing call */
     CUdeviceptr d;
     OK(p_cuMemAlloc(&d, 16));
