@@ -20,4 +20,5 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     module,
     profiler,
     stream,
+    texture,
 )

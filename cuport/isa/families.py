@@ -11,5 +11,6 @@ from . import (  # noqa: F401
     integer,
     memory,
     simd_video,
+    texture,
     warp,
 )

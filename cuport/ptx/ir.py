@@ -98,6 +98,29 @@ class Vec:
 
 
 @dataclass(frozen=True, slots=True)
+class TexAddr(Vec):
+    """A texture or surface operand `[tex, {c0, c1}]` or `[tex, sampler, {c0}]`.
+
+    `items` is (image, [sampler,] coordinates) with the coordinates always a Vec. It is a
+    Vec so that code walking operands (registers used, renaming) finds its registers
+    without knowing it; a pass that rebuilds it as a plain Vec keeps that shape, which
+    cuport.isa.texture accepts as well.
+    """
+
+    @property
+    def image(self):
+        return self.items[0]
+
+    @property
+    def sampler(self):
+        return self.items[1] if len(self.items) == 3 else None
+
+    @property
+    def coords(self) -> tuple:
+        return self.items[-1].items
+
+
+@dataclass(frozen=True, slots=True)
 class Sink:
     """The `_` placeholder that discards a result."""
 
@@ -133,7 +156,8 @@ class SymAddr:
     generic: bool = False
 
 
-Operand = Reg | Special | Imm | FImm | Sym | Mem | Vec | Sink | PredPair | Not | Args | SymAddr
+Operand = (Reg | Special | Imm | FImm | Sym | Mem | Vec | TexAddr | Sink | PredPair | Not | Args
+           | SymAddr)
 
 # ---------------------------------------------------------------- statements
 
@@ -256,6 +280,8 @@ def format_operand(o) -> str:
         if o.offset:
             return f"[{b}+{o.offset}]" if b else f"[{o.offset}]"
         return f"[{b}]"
+    if isinstance(o, TexAddr):
+        return "[" + ", ".join(map(format_operand, o.items)) + "]"
     if isinstance(o, Vec):
         return "{" + ", ".join(map(format_operand, o.items)) + "}"
     if isinstance(o, Sink):

@@ -585,10 +585,24 @@ class _Parser:
         else:
             offset = self.int_()
         if texts[self.i] == ",":
-            # texture/surface tuple `[tex, {a, b}]`: keep as a Vec in the offset slot
-            raise self.error("']' (texture and surface operands are not supported yet)")
+            return self.texture_operand(base, offset, regmap)
         self.expect("]")
         return ir.Mem(base, offset)
+
+    def texture_operand(self, image, offset: int, regmap: dict[str, str]) -> ir.TexAddr:
+        """`[tex, {c0, ...}]`, `[tex, sampler, {c0, ...}]`, or a 1D `[tex, c0]`."""
+        if image is None or offset:
+            raise self.error("a texture, sampler or surface name or register before ','")
+        items = [image]
+        while self.accept(","):
+            items.append(self.operand(regmap))
+        self.expect("]")
+        if len(items) not in (2, 3):
+            raise self.error("[texture, coordinates] or [texture, sampler, coordinates]")
+        coords = items[-1]
+        if not isinstance(coords, ir.Vec):
+            coords = ir.Vec((coords,))
+        return ir.TexAddr((*items[:-1], coords))
 
 
 def _rename_scope(body: list, locals_: list, b0: int, l0: int, names: set[str], tag: str) -> None:
@@ -603,6 +617,8 @@ def _rename_scope(body: list, locals_: list, b0: int, l0: int, names: set[str], 
             return ir.SymAddr(o.name + tag, o.offset, o.generic)
         if isinstance(o, ir.Args):
             return ir.Args(tuple(ren(x) for x in o.items))
+        if isinstance(o, ir.TexAddr):
+            return ir.TexAddr(tuple(ren(x) for x in o.items))
         if isinstance(o, ir.Vec):
             return ir.Vec(tuple(ren(x) for x in o.items))
         return o

@@ -1,0 +1,673 @@
+"""The texture unit in LLVM IR: samplers, gathers and surface addressing, one lane at a time.
+
+The lowerings in cuport/isa/texture.py call these functions once per executing lane
+(scalar arguments); each is generated into the kernel's LLVM module the first time it is
+needed and reads the object's descriptor (texture_layout.py) at run time, so one function
+serves every texture of a given geometry. No Python runs while a kernel samples.
+
+What the sampler does, in the order the hardware does it (CUDA Programming Guide,
+"Texture Fetching"; PTX ISA `tex`):
+- cube coordinates pick a face (the major axis) and become normalized (s, t) on it;
+- a normalized coordinate is scaled by the level's size (f32 multiply);
+- the texel-space coordinate becomes fixed point with 8 fractional bits (SNAP below);
+  linear filtering first subtracts half a texel;
+- the integer part picks the texel(s), the fraction is the linear-filter weight: weights
+  are k/256, "9-bit fixed point with 8 bits of fractional value";
+- address modes act on texel indices: clamp to the edge, wrap (modulo), mirror (period
+  2N), border (the border color for a texel outside);
+- each texel's channels decode (8/16-bit integers to [0, 1] or [-1, 1] floats when the
+  read mode promotes them, half to float, sRGB to linear); missing channels read as
+  (0, 0, 0, 1);
+- filtering sums weight x texel in double precision and rounds once to f32, i.e. the
+  exact weighted sum of the quantized weights (the hardware's arithmetic beyond the
+  weights is not documented; results agree within an ulp or so);
+- mip levels: level of detail (explicit, from gradients, or 0) plus bias, clamped, then
+  the nearest level or a blend of two with an 8-bit fractional weight.
+
+Unknowns, kept in one place so that a recording on a real GPU can settle them:
+- SNAP: whether the conversion to 8 fractional bits rounds to nearest or truncates.
+  Round-to-nearest is what Direct3D's conversion rules ask of the same hardware.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from llvmlite import ir as ll
+
+from . import texture_layout as T
+from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, vec
+
+SNAP = "nearest"  # "nearest" (round half to even) or "truncate" (floor)
+
+V4 = vec(I32, 4)
+_FRAC = 1 << T.SUBTEXEL_BITS  # 256
+
+
+def _i32(v: int) -> ll.Constant:
+    return ll.Constant(I32, v & 0xFFFFFFFF)
+
+
+def _i64(v: int) -> ll.Constant:
+    return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
+
+
+def _f32(v: float) -> ll.Constant:
+    return ll.Constant(F32, v)
+
+
+def _f64(v: float) -> ll.Constant:
+    return ll.Constant(F64, v)
+
+
+def srgb_table() -> list[float]:
+    """sRGB-encoded byte -> linear value, as f32 (IEC 61966-2-1)."""
+    out = []
+    for v in range(256):
+        c = v / 255.0
+        lin = c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        out.append(struct.unpack("<f", struct.pack("<f", lin))[0])
+    return out
+
+
+class _Fn:
+    """One runtime function under construction, with the IR helpers the samplers share."""
+
+    def __init__(self, module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type]) -> None:
+        self.module = module
+        self.fn = ll.Function(module, ll.FunctionType(ret, args), name=name)
+        self.fn.linkage = "internal"
+        self.args = self.fn.args
+        self.b = ll.IRBuilder(self.fn.append_basic_block("entry"))
+
+    # -- memory and fields
+    def at(self, base: ll.Value, off) -> ll.Value:
+        off = _i64(off) if isinstance(off, int) else off
+        return self.b.gep(base, [off], source_etype=I8)
+
+    def field(self, desc: ll.Value, name: str, t: ll.Type = I32, index: int = 0) -> ll.Value:
+        """Descriptor field `name` (element `index` of an array field) as type t."""
+        size = 8 if t == I64 else 4
+        return self.b.load(self.at(desc, T.offset(name) + index * size), typ=t)
+
+    def level_ptr(self, desc: ll.Value, level: ll.Value) -> ll.Value:
+        b = self.b
+        off = b.add(_i64(T.offset("levels")), b.mul(b.zext(level, I64), _i64(T.LEVEL_SIZE)))
+        return self.at(desc, off)
+
+    def lfield(self, lvl: ll.Value, name: str, t: ll.Type = I32) -> ll.Value:
+        return self.b.load(self.at(lvl, T.level_offset(name)), typ=t)
+
+    def flag(self, flags: ll.Value, bit: int) -> ll.Value:
+        b = self.b
+        return b.icmp_unsigned("!=", b.and_(flags, _i32(bit)), _i32(0))
+
+    # -- intrinsics
+    def call(self, name: str, args: list[ll.Value], ret: ll.Type) -> ll.Value:
+        try:
+            f = self.module.get_global(name)
+        except KeyError:
+            f = ll.Function(self.module, ll.FunctionType(ret, [a.type for a in args]), name=name)
+        return self.b.call(f, args)
+
+    def fmin(self, a, c):
+        return self.call("llvm.minnum.f32", [a, c], F32)
+
+    def fmax(self, a, c):
+        return self.call("llvm.maxnum.f32", [a, c], F32)
+
+    def smin(self, a, c):
+        return self.b.select(self.b.icmp_signed("<", a, c), a, c)
+
+    def smax(self, a, c):
+        return self.b.select(self.b.icmp_signed(">", a, c), a, c)
+
+    def umin(self, a, c):
+        return self.b.select(self.b.icmp_unsigned("<", a, c), a, c)
+
+    def fixed(self, u: ll.Value) -> ll.Value:
+        """Texel-space coordinate (f32) -> fixed point with 8 fractional bits (i32)."""
+        scaled = self.b.fmul(u, _f32(float(_FRAC)))
+        rounded = self.call("llvm.rint.f32" if SNAP == "nearest" else "llvm.floor.f32",
+                            [scaled], F32)
+        return self.call("llvm.fptosi.sat.i32.f32", [rounded], I32)
+
+    # -- control flow
+    def branch(self, cond: ll.Value, then, otherwise) -> list[ll.Value]:
+        """if cond: then() else: otherwise(); each returns a list of values, joined by phis."""
+        b = self.b
+        tb = self.fn.append_basic_block("then")
+        eb = self.fn.append_basic_block("else")
+        jb = self.fn.append_basic_block("join")
+        b.cbranch(cond, tb, eb)
+        b.position_at_end(tb)
+        tv = then()
+        tend = b.block
+        b.branch(jb)
+        b.position_at_end(eb)
+        ev = otherwise()
+        eend = b.block
+        b.branch(jb)
+        b.position_at_end(jb)
+        out = []
+        for x, y in zip(tv, ev, strict=True):
+            p = b.phi(x.type)
+            p.add_incoming(x, tend)
+            p.add_incoming(y, eend)
+            out.append(p)
+        return out
+
+    def words(self, desc: ll.Value, name: str) -> ll.Value:
+        v = ll.Constant(V4, None)
+        for c in range(4):
+            v = self.b.insert_element(v, self.field(desc, name, I32, c), _i32(c))
+        return v
+
+
+def _get(module: ll.Module, name: str, build) -> ll.Function:
+    try:
+        return module.get_global(name)
+    except KeyError:
+        return build()
+
+
+# -- channel decode and texel fetch --------------------------------------------------------
+
+def _word_fn(module: ll.Module) -> ll.Function:
+    """i32 word(i32 raw, i32 decode): one stored channel (zero-extended) as a result word."""
+
+    def build() -> ll.Function:
+        f = _Fn(module, "cuport_tex_word", I32, [I32, I32])
+        b = f.b
+        raw, decode = f.args
+        byte, half = b.trunc(raw, I8), b.trunc(raw, I16)
+
+        def as_word(x: ll.Value) -> ll.Value:
+            return b.bitcast(x, I32)
+
+        table = ll.GlobalVariable(module, ll.ArrayType(F32, 256), name="cuport_srgb_table")
+        table.linkage = "internal"
+        table.global_constant = True
+        table.initializer = ll.Constant(ll.ArrayType(F32, 256), [_f32(v) for v in srgb_table()])
+        srgb = b.load(b.gep(table, [_i32(0), b.and_(raw, _i32(0xFF))]), typ=F32)
+        cases = {
+            T.DECODE_BITS32: raw,
+            T.DECODE_F16: as_word(b.fpext(b.bitcast(half, F16), F32)),
+            T.DECODE_UNORM8: as_word(b.fdiv(b.uitofp(byte, F32), _f32(255.0))),
+            T.DECODE_SNORM8: as_word(f.fmax(b.fdiv(b.sitofp(byte, F32), _f32(127.0)), _f32(-1.0))),
+            T.DECODE_UNORM16: as_word(b.fdiv(b.uitofp(half, F32), _f32(65535.0))),
+            T.DECODE_SNORM16: as_word(f.fmax(b.fdiv(b.sitofp(half, F32), _f32(32767.0)),
+                                             _f32(-1.0))),
+            T.DECODE_U8: b.zext(byte, I32),
+            T.DECODE_S8: b.sext(byte, I32),
+            T.DECODE_U16: b.zext(half, I32),
+            T.DECODE_S16: b.sext(half, I32),
+            T.DECODE_SRGB8: as_word(srgb),
+        }
+        out = raw
+        for code, value in cases.items():
+            out = b.select(b.icmp_unsigned("==", decode, _i32(code)), value, out)
+        b.ret(out)
+        return f.fn
+
+    return _get(module, "cuport_tex_word", build)
+
+
+def _fetch_fn(module: ll.Module) -> ll.Function:
+    """<4 x i32> fetch(ptr desc, ptr level, i64 x, i64 y, i64 z): one element's result
+    words; the indices are inside the level (z counts 3D slices and layers alike)."""
+
+    def build() -> ll.Function:
+        f = _Fn(module, "cuport_tex_fetch", V4, [PTR, PTR, I64, I64, I64])
+        b = f.b
+        desc, lvl, x, y, z = f.args
+        word = _word_fn(module)
+        decode = f.field(desc, "decode")
+        channels = f.field(desc, "channels")
+        elem = b.zext(f.field(desc, "elem_bytes"), I64)
+        addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
+                     b.add(b.mul(y, f.lfield(lvl, "row_pitch", I64)), b.mul(x, elem)))
+        base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), addr), PTR)
+        # the channel width from the decode: 4, 2 or 1 bytes
+        width = _i32(1)
+        for code, nbytes in T.CHANNEL_BYTES.items():
+            if nbytes != 1:
+                width = b.select(b.icmp_unsigned("==", decode, _i32(code)), _i32(nbytes), width)
+        out = ll.Constant(V4, None)
+        for c in range(4):
+            have = b.icmp_unsigned("<", _i32(c), channels)
+            # a channel the format lacks is never loaded (it may lie past the allocation)
+            p = b.gep(base, [b.mul(_i64(c), b.zext(width, I64))], source_etype=I8)
+            raw32 = b.load(b.select(b.and_(have, b.icmp_unsigned("==", width, _i32(4))), p,
+                                    f.at(desc, T.offset("fill"))), typ=I32, align=1)
+            raw16 = b.zext(b.load(b.select(b.and_(have, b.icmp_unsigned("==", width, _i32(2))), p,
+                                           f.at(desc, T.offset("fill"))), typ=I16, align=1), I32)
+            raw8 = b.zext(b.load(b.select(have, p, f.at(desc, T.offset("fill"))), typ=I8), I32)
+            raw = b.select(b.icmp_unsigned("==", width, _i32(4)), raw32,
+                           b.select(b.icmp_unsigned("==", width, _i32(2)), raw16, raw8))
+            dc = decode
+            if c == 3:  # alpha of sRGB data is linear
+                dc = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SRGB8)),
+                              _i32(T.DECODE_UNORM8), decode)
+            value = b.call(word, [raw, dc])
+            value = b.select(have, value, f.field(desc, "fill", I32, c))
+            out = b.insert_element(out, value, _i32(c))
+        b.ret(out)
+        return f.fn
+
+    return _get(module, "cuport_tex_fetch", build)
+
+
+# -- addressing ----------------------------------------------------------------------------
+
+def _resolve(f: _Fn, i: ll.Value, n: ll.Value, mode: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """Texel index i on an axis of n texels under an address mode -> (index in [0, n), inside)."""
+    b = f.b
+    zero = _i32(0)
+    last = b.sub(n, _i32(1))
+    clamped = f.smax(f.smin(i, last), zero)
+    wrapped = b.srem(i, n)
+    wrapped = b.select(b.icmp_signed("<", wrapped, zero), b.add(wrapped, n), wrapped)
+    n2 = b.shl(n, _i32(1))
+    m = b.srem(i, n2)
+    m = b.select(b.icmp_signed("<", m, zero), b.add(m, n2), m)
+    mirrored = b.select(b.icmp_signed(">=", m, n), b.sub(b.sub(n2, _i32(1)), m), m)
+    inside = b.and_(b.icmp_signed(">=", i, zero), b.icmp_signed("<", i, n))
+    border = b.select(inside, i, zero)
+    idx = clamped
+    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)), wrapped, idx)
+    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR)), mirrored, idx)
+    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_BORDER)), border, idx)
+    ok = b.or_(inside, b.icmp_unsigned("!=", mode, _i32(T.ADDRESS_BORDER)))
+    return idx, ok
+
+
+def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value) -> ll.Value:
+    """Result words of the texel at per-axis (index, inside) pairs: fetched, or the border."""
+    b = f.b
+    fetch = _fetch_fn(f.module)
+    x = b.zext(idx[0], I64)
+    y = b.zext(idx[1], I64) if len(idx) > 1 else _i64(0)
+    z = b.zext(idx[2], I64) if len(idx) > 2 else _i64(0)
+    z = b.add(z, b.zext(layer, I64))
+    inside = ok[0]
+    for o in ok[1:]:
+        inside = b.and_(inside, o)
+    words = b.call(fetch, [desc, lvl, x, y, z])
+    return b.select(inside, words, f.words(desc, "border"))
+
+
+def _blend(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: float) -> ll.Value:
+    """Sum of weight (i32) x texel (f32 words) in double, times scale, rounded to f32 words."""
+    b = f.b
+    acc = [_f64(0.0)] * 4
+    for w, words in taps:
+        wd = b.uitofp(w, F64)
+        nonzero = b.icmp_unsigned("!=", w, _i32(0))
+        for c in range(4):
+            v = b.fpext(b.bitcast(b.extract_element(words, _i32(c)), F32), F64)
+            # a tap of weight 0 does not contribute, even when it holds an infinity or NaN
+            acc[c] = b.fadd(acc[c], b.select(nonzero, b.fmul(wd, v), _f64(0.0)))
+    out = ll.Constant(V4, None)
+    for c in range(4):
+        r = b.fptrunc(b.fmul(acc[c], _f64(scale)), F32)
+        out = b.insert_element(out, b.bitcast(r, I32), _i32(c))
+    return out
+
+
+def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
+    """<4 x i32> level(ptr desc, ptr lvl, c0, c1, c2, i32 layer, i1 normalized): sample one
+    mip level at coordinates c (f32, or s32 texel indices) of `dims` axes."""
+    name = f"cuport_tex_level{dims}{'i' if int_coords else 'f'}"
+
+    def build() -> ll.Function:
+        ct = I32 if int_coords else F32
+        f = _Fn(module, name, V4, [PTR, PTR, ct, ct, ct, I32, I1])
+        b = f.b
+        desc, lvl, c0, c1, c2, layer, normalized = f.args
+        coords = [c0, c1, c2][:dims]
+        sizes = [f.lfield(lvl, n) for n in ("width", "height", "depth")][:dims]
+        modes = [f.field(desc, "address", I32, k) for k in range(dims)]
+        if int_coords:
+            pairs = [_resolve(f, c, n, m) for c, n, m in zip(coords, sizes, modes, strict=True)]
+            b.ret(_tap(f, desc, lvl, [p[0] for p in pairs], [p[1] for p in pairs], layer))
+            return f.fn
+        flags = f.field(desc, "flags")
+        linear = f.flag(flags, T.F_LINEAR_FILTER)
+        axes = []
+        for u, n, m in zip(coords, sizes, modes, strict=True):
+            u = b.select(normalized, b.fmul(u, b.uitofp(n, F32)), u)
+            fx = f.fixed(u)
+            fx = b.select(linear, b.sub(fx, _i32(_FRAC // 2)), fx)
+            i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
+            a = b.and_(fx, _i32(_FRAC - 1))
+            axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
+
+        def point() -> list[ll.Value]:
+            return [_tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
+                         layer)]
+
+        def filtered() -> list[ll.Value]:
+            taps = []
+            for corner in range(1 << dims):
+                idx, ok, w = [], [], _i32(1)
+                for k, (t0, t1, a) in enumerate(axes):
+                    hi = (corner >> k) & 1
+                    idx.append((t1 if hi else t0)[0])
+                    ok.append((t1 if hi else t0)[1])
+                    w = b.mul(w, a if hi else b.sub(_i32(_FRAC), a))
+                taps.append((w, _tap(f, desc, lvl, idx, ok, layer)))
+            return [_blend(f, taps, 2.0 ** (-T.SUBTEXEL_BITS * dims))]
+
+        b.ret(f.branch(linear, filtered, point)[0])
+        return f.fn
+
+    return _get(module, name, build)
+
+
+# -- the samplers the instructions call ------------------------------------------------------
+
+#: geometry -> (axes sampled, layered, cube)
+GEOMETRIES = {
+    "1d": (1, False, False), "2d": (2, False, False), "3d": (3, False, False),
+    "a1d": (1, True, False), "a2d": (2, True, False),
+    "cube": (2, False, True), "acube": (2, True, True),
+}
+
+
+def _cube_face(f: _Fn, x, y, z) -> tuple[ll.Value, ll.Value, ll.Value]:
+    """Direction (x, y, z) -> (face, s, t) with s, t normalized on the face (CUDA's table)."""
+    b = f.b
+    fabs = "llvm.fabs.f32"
+    ax, ay, az = (f.call(fabs, [v], F32) for v in (x, y, z))
+    use_x = b.and_(b.fcmp_ordered(">=", ax, ay), b.fcmp_ordered(">=", ax, az))
+    use_y = b.and_(b.not_(use_x), b.fcmp_ordered(">=", ay, az))
+
+    def neg(v: ll.Value) -> ll.Value:
+        return b.fsub(_f32(-0.0), v)
+
+    def pos(v: ll.Value) -> ll.Value:
+        return b.fcmp_ordered(">=", v, _f32(0.0))
+
+    # +x: (-z, -y)  -x: (z, -y)  +y: (x, z)  -y: (x, -z)  +z: (x, -y)  -z: (-x, -y)
+    sc_x = b.select(pos(x), neg(z), z)
+    tc_x = neg(y)
+    sc_y = x
+    tc_y = b.select(pos(y), z, neg(z))
+    sc_z = b.select(pos(z), x, neg(x))
+    tc_z = neg(y)
+    face_x = b.select(pos(x), _i32(0), _i32(1))
+    face_y = b.select(pos(y), _i32(2), _i32(3))
+    face_z = b.select(pos(z), _i32(4), _i32(5))
+
+    def pick(vx, vy, vz):
+        return b.select(use_x, vx, b.select(use_y, vy, vz))
+
+    sc, tc, ma = pick(sc_x, sc_y, sc_z), pick(tc_x, tc_y, tc_z), pick(ax, ay, az)
+    face = pick(face_x, face_y, face_z)
+    s = b.fmul(b.fadd(b.fdiv(sc, ma), _f32(1.0)), _f32(0.5))
+    t = b.fmul(b.fadd(b.fdiv(tc, ma), _f32(1.0)), _f32(0.5))
+    return face, s, t
+
+
+def _layer(f: _Fn, desc, index: ll.Value, cube: bool) -> ll.Value:
+    """The first layer of array element `index` (u32, clamped to the last)."""
+    b = f.b
+    layers = f.field(desc, "layers")
+    if cube:
+        count = b.udiv(layers, _i32(6))
+        return b.mul(f.umin(index, b.sub(count, _i32(1))), _i32(6))
+    return f.umin(index, b.sub(layers, _i32(1)))
+
+
+def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str) -> ll.Function:
+    """i32 tex(ptr desc, c0, c1, c2, c3, f32 lod, f32 gx0, gx1, gx2, gy0, gy1, gy2, ptr out):
+    sample with the PTX coordinate vector (c, as f32 or s32; array index first for a1d, a2d
+    and acube) and write four result words to out. `lod` is "none", "level", "grad" or
+    "base". Returns 0, or 1 for a NULL texture object (nothing is written)."""
+    dims, layered, cube = GEOMETRIES[geom]
+    name = f"cuport_tex_{geom}_{'s32' if int_coords else 'f32'}_{lod}"
+
+    def build() -> ll.Function:
+        ct = I32 if int_coords else F32
+        f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, F32, F32, F32, F32, F32, F32, F32, PTR])
+        b = f.b
+        desc, *c, lod_arg = f.args[:6]
+        grads = f.args[6:12]
+        out = f.args[12]
+        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
+        bad = f.fn.append_basic_block("null")
+        go = f.fn.append_basic_block("go")
+        b.cbranch(null, bad, go)
+        b.position_at_end(bad)
+        b.ret(_i32(1))
+        b.position_at_end(go)
+        flags = f.field(desc, "flags")
+        normalized = f.flag(flags, T.F_NORMALIZED)
+        layer = _i32(0)
+        coords = list(c)
+        if layered and not cube:
+            layer = _layer(f, desc, b.bitcast(coords.pop(0), I32) if not int_coords
+                           else coords.pop(0), False)
+        if cube:
+            if int_coords:
+                raise ValueError("cubemaps take f32 coordinates")
+            index = _i32(0)
+            if layered:
+                index = b.bitcast(coords.pop(0), I32)
+            face, s, t = _cube_face(f, coords[0], coords[1], coords[2])
+            layer = b.add(_layer(f, desc, index, True), face)
+            coords = [s, t]
+            normalized = ll.Constant(I1, 1)
+        zero = ll.Constant(I32 if int_coords else F32, 0)
+        coords = (coords[:dims] + [zero, zero, zero])[:3]
+        level = _level_fn(module, dims, int_coords)
+
+        def sample(k: ll.Value) -> ll.Value:
+            return b.call(level, [desc, f.level_ptr(desc, k), *coords, layer, normalized])
+
+        nlevels = f.field(desc, "num_levels")
+        if lod == "base" or int_coords:
+            result = sample(_i32(0))
+        else:
+            result = f.branch(b.icmp_unsigned("<=", nlevels, _i32(1)), lambda: [sample(_i32(0))],
+                              lambda: [_mip(f, desc, flags, nlevels, lod, lod_arg, grads, dims,
+                                            sample)])[0]
+        for k in range(4):
+            b.store(b.extract_element(result, _i32(k)), b.gep(out, [_i64(4 * k)], source_etype=I8))
+        b.ret(_i32(0))
+        return f.fn
+
+    return _get(module, name, build)
+
+
+def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int, sample):
+    """Pick (and blend) mip levels for a level of detail; `sample(level)` samples one."""
+    b = f.b
+    if lod_kind == "level":
+        lod = lod_arg
+    elif lod_kind == "grad":
+        lvl0 = f.level_ptr(desc, _i32(0))
+        sizes = [b.uitofp(f.lfield(lvl0, n), F32) for n in ("width", "height", "depth")][:dims]
+        lengths = []
+        for g in (grads[:3], grads[3:]):
+            sq = _f32(0.0)
+            for k in range(dims):
+                d = b.fmul(g[k], sizes[k])
+                sq = b.fadd(sq, b.fmul(d, d))
+            lengths.append(f.call("llvm.sqrt.f32", [sq], F32))
+        lod = f.call("llvm.log2.f32", [f.fmax(lengths[0], lengths[1])], F32)
+    else:
+        lod = _f32(0.0)
+    lod = b.fadd(lod, f.field(desc, "lod_bias", F32))
+    lod = f.fmin(f.fmax(lod, f.field(desc, "min_lod", F32)), f.field(desc, "max_lod", F32))
+    lod = f.fmin(f.fmax(lod, _f32(0.0)), b.uitofp(b.sub(nlevels, _i32(1)), F32))
+    fixed = f.fixed(lod)
+    l0 = b.ashr(fixed, _i32(T.SUBTEXEL_BITS))
+    frac = b.and_(fixed, _i32(_FRAC - 1))
+    mip_linear = f.flag(flags, T.F_MIP_LINEAR)
+
+    def nearest() -> list[ll.Value]:
+        return [sample(b.ashr(b.add(fixed, _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS)))]
+
+    def blended() -> list[ll.Value]:
+        r0 = sample(l0)
+
+        def two() -> list[ll.Value]:
+            r1 = sample(b.add(l0, _i32(1)))
+            return [_blend(f, [(b.sub(_i32(_FRAC), frac), r0), (frac, r1)],
+                           2.0 ** -T.SUBTEXEL_BITS)]
+
+        return f.branch(b.icmp_unsigned("==", frac, _i32(0)), lambda: [r0], two)
+
+    return f.branch(mip_linear, blended, nearest)[0]
+
+
+def gather(module: ll.Module, geom: str, comp: int) -> ll.Function:
+    """i32 tld4(ptr desc, c0, c1, c2, c3 (f32), ptr out): the four texels of the bilinear
+    footprint, channel `comp` of each, counter-clockwise from the lower left:
+    (i0, j1), (i1, j1), (i1, j0), (i0, j0). Returns 1 for a NULL texture object."""
+    dims, layered, cube = GEOMETRIES[geom]
+    if dims != 2 or cube:
+        raise ValueError(f"tld4 on .{geom}")
+    name = f"cuport_tld4_{geom}_{'rgba'[comp]}"
+
+    def build() -> ll.Function:
+        f = _Fn(module, name, I32, [PTR, F32, F32, F32, F32, PTR])
+        b = f.b
+        desc, *c, out = f.args
+        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
+        bad = f.fn.append_basic_block("null")
+        go = f.fn.append_basic_block("go")
+        b.cbranch(null, bad, go)
+        b.position_at_end(bad)
+        b.ret(_i32(1))
+        b.position_at_end(go)
+        coords = list(c)
+        layer = _layer(f, desc, b.bitcast(coords.pop(0), I32), False) if layered else _i32(0)
+        lvl = f.level_ptr(desc, _i32(0))
+        normalized = f.flag(f.field(desc, "flags"), T.F_NORMALIZED)
+        ends = []
+        for k, n in enumerate(("width", "height")):
+            size = f.lfield(lvl, n)
+            u = b.select(normalized, b.fmul(coords[k], b.uitofp(size, F32)), coords[k])
+            i0 = b.ashr(b.sub(f.fixed(u), _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS))
+            mode = f.field(desc, "address", I32, k)
+            ends.append((_resolve(f, i0, size, mode), _resolve(f, b.add(i0, _i32(1)), size, mode)))
+        for k, (hx, hy) in enumerate(((0, 1), (1, 1), (1, 0), (0, 0))):
+            (ix, okx), (iy, oky) = ends[0][hx], ends[1][hy]
+            words = _tap(f, desc, lvl, [ix, iy], [okx, oky], layer)
+            b.store(b.extract_element(words, _i32(comp)), b.gep(out, [_i64(4 * k)], source_etype=I8))
+        b.ret(_i32(0))
+        return f.fn
+
+    return _get(module, name, build)
+
+
+# -- surfaces ------------------------------------------------------------------------------
+
+SURF_TRAP, SURF_CLAMP, SURF_ZERO = 0, 1, 2
+ADDR_DROP, ADDR_TRAP = 0, 1  # what surface_address returns instead of an address
+
+
+def surface_address(module: ll.Module, geom: str) -> ll.Function:
+    """i64 addr(ptr desc, i32 x, i32 y, i32 z, i32 layer, i32 size, i32 mode, i1 formatted):
+    the host address of a `size`-byte surface access at x (bytes, or elements when
+    formatted), y, z of a layer; out of bounds: the clamped address (.clamp), ADDR_DROP
+    (.zero: loads read 0, stores do nothing) or ADDR_TRAP (.trap). A NULL surface object
+    traps. x is aligned down to the access size, as the ISA allows for misaligned x."""
+    dims, layered, _ = GEOMETRIES[geom]
+    name = f"cuport_surf_addr_{geom}"
+
+    def build() -> ll.Function:
+        f = _Fn(module, name, I64, [PTR, I32, I32, I32, I32, I32, I32, I1])
+        b = f.b
+        desc, x, y, z, layer, size, mode, formatted = f.args
+        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
+        bad = f.fn.append_basic_block("null")
+        go = f.fn.append_basic_block("go")
+        b.cbranch(null, bad, go)
+        b.position_at_end(bad)
+        b.ret(_i64(ADDR_TRAP))
+        b.position_at_end(go)
+        lvl = f.level_ptr(desc, _i32(0))
+        elem = f.field(desc, "elem_bytes")
+        x = b.select(formatted, b.mul(x, elem), x)
+        x = b.and_(x, b.not_(b.sub(size, _i32(1))))
+        row = b.mul(f.lfield(lvl, "width"), elem)
+        zero = _i32(0)
+        limits = [(x, b.sub(row, size))]
+        if dims > 1:
+            limits.append((y, b.sub(f.lfield(lvl, "height"), _i32(1))))
+        if dims > 2:
+            limits.append((z, b.sub(f.lfield(lvl, "depth"), _i32(1))))
+        inside = ll.Constant(I1, 1)
+        clamped = []
+        for v, hi in limits:
+            inside = b.and_(inside, b.and_(b.icmp_signed(">=", v, zero), b.icmp_signed("<=", v, hi)))
+            clamped.append(f.smax(f.smin(v, hi), zero))
+        lay = _i32(0)
+        if layered:
+            last = b.sub(f.field(desc, "layers"), _i32(1))
+            inside = b.and_(inside, b.icmp_unsigned("<=", layer, last))
+            lay = f.umin(layer, last)
+        xs = clamped[0]
+        ys = clamped[1] if dims > 1 else zero
+        zs = b.add(clamped[2] if dims > 2 else zero, lay)
+        addr = b.add(f.lfield(lvl, "data", I64),
+                     b.add(b.mul(b.zext(zs, I64), f.lfield(lvl, "slice_pitch", I64)),
+                           b.add(b.mul(b.zext(ys, I64), f.lfield(lvl, "row_pitch", I64)),
+                                 b.zext(xs, I64))))
+        out_of_bounds = b.select(b.icmp_unsigned("==", mode, _i32(SURF_ZERO)), _i64(ADDR_DROP),
+                                 b.select(b.icmp_unsigned("==", mode, _i32(SURF_CLAMP)), addr,
+                                          _i64(ADDR_TRAP)))
+        b.ret(b.select(inside, addr, out_of_bounds))
+        return f.fn
+
+    return _get(module, name, build)
+
+
+def formatted_store(module: ll.Module) -> ll.Function:
+    """void store(ptr desc, i64 addr, <4 x i32> words): sust.p, the components converted to
+    the surface's format (f32 to half rounds to nearest even; integers saturate)."""
+    name = "cuport_sust_p"
+
+    def build() -> ll.Function:
+        f = _Fn(module, name, ll.VoidType(), [PTR, I64, V4])
+        b = f.b
+        desc, addr, words = f.args
+        decode = f.field(desc, "decode")
+        channels = f.field(desc, "channels")
+        base = b.inttoptr(addr, PTR)
+        for c in range(4):
+            w = b.extract_element(words, _i32(c))
+            ch = f.fn.append_basic_block(f"ch{c}")
+            nxt = f.fn.append_basic_block(f"after{c}")
+            b.cbranch(b.icmp_unsigned("<", _i32(c), channels), ch, nxt)
+            b.position_at_end(ch)
+            done = f.fn.append_basic_block(f"stored{c}")
+            sw = b.switch(decode, done)
+            for code, bits in ((T.DECODE_BITS32, 32), (T.DECODE_F16, 16), (T.DECODE_U8, 8),
+                               (T.DECODE_S8, 8), (T.DECODE_U16, 16), (T.DECODE_S16, 16)):
+                blk = f.fn.append_basic_block(f"fmt{code}_{c}")
+                sw.add_case(_i32(code), blk)
+                b.position_at_end(blk)
+                p = b.gep(base, [b.mul(_i64(c), _i64(bits // 8))], source_etype=I8)
+                if code == T.DECODE_BITS32:
+                    v = w
+                elif code == T.DECODE_F16:
+                    v = b.bitcast(b.fptrunc(b.bitcast(w, F32), F16), I16)
+                elif code in (T.DECODE_U8, T.DECODE_U16):
+                    v = b.trunc(f.umin(w, _i32((1 << bits) - 1)), ll.IntType(bits))
+                else:
+                    hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+                    v = b.trunc(f.smax(f.smin(w, _i32(hi)), _i32(lo)), ll.IntType(bits))
+                b.store(v, p, align=1)
+                b.branch(done)
+            b.position_at_end(done)
+            b.branch(nxt)
+            b.position_at_end(nxt)
+        b.ret_void()
+        return f.fn
+
+    return _get(module, name, build)
