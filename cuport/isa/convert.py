@@ -19,10 +19,14 @@
   (bits + 0x1000) & 0xffffe000 for finite x, bits & 0xffffe000 for inf and NaN; `.satfinite`
   then steps a result with the top exponent down by 0x2000 (±inf → ±max, a NaN stays a NaN).
 - `.ftz` on an f32 result flushes it when it is tiny after rounding (fprt.flush_tiny).
-NaN results follow the instruction ptxas uses (fprt's docstring): f32 results from f32/f16
-sources (FRND, HADD2.F32) are 0x7fffffff and f16/bf16 results from f32 (F2FP) 0x7fff; F2F
-conversions to or from f64 and between f16 and bf16 keep the sign and the top of the payload,
-quieted; cvt.f32.bf16 is a shift and keeps a NaN's bits exactly.
+NaN results follow the instruction ptxas uses (fprt's docstring has the evidence): F2F with
+f64 on either side (and FRND.F64) keeps the sign and the top of the payload, quieted; every
+other conversion to f32/f16/bf16/tf32 gives the canonical NaN (F2F f16 <-> bf16, F2FP,
+HADD2.F32, FRND, FADD.FTZ: 0x7fffffff, 0x7fff, tf32 0x7fffe000); cvt.f32.bf16 (a shift),
+cvt.f32.f32 and cvt.f64.f64 without modifiers (moves) keep the bits; cvt.ftz.f64.f32 flushes
+with FMUL.FTZ first, so its NaN is the canonical f32 NaN widened, 0x7fffffffe0000000. FRND,
+the moves, FADD.FTZ, F2F.FTZ.F32.BF16 and cvt.ftz.f64.f32 are read off ptxas's code and wait
+for recordings (the exact-nan probes in tests/isa/cases/convert.py).
 """
 
 from __future__ import annotations
@@ -182,9 +186,10 @@ def _int_to_float(em, ins: ir.Instr, dt: str, st: str, mode: str) -> None:
 
 
 # ---------------------------------------------------------------- float to float
-# (destination, source) pairs converted by F2F, which carries NaN payloads across
-_F2F = {("f64", "f32"), ("f64", "f16"), ("f64", "bf16"), ("f32", "f64"), ("f16", "f64"), ("bf16", "f64"),
-        ("f16", "bf16"), ("bf16", "f16")}
+# (destination, source) pairs converted by F2F with f64 on one side, which carries NaN payloads
+# across (F2F between f16 and bf16 gives the canonical NaN)
+_F2F = {("f64", "f32"), ("f64", "f16"), ("f64", "bf16"), ("f32", "f64"), ("f16", "f64"), ("bf16", "f64")}
+_FTZ_F32_NAN64 = 0x7FFFFFFFE0000000  # cvt.ftz.f64.f32: FMUL.FTZ's canonical NaN, widened by F2F
 
 
 def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd: str | None) -> None:
@@ -196,17 +201,22 @@ def _float_to_float(em, ins: ir.Instr, dt: str, st: str, irnd: str | None, frnd:
         if dt != st:
             raise em.error("integer rounding between float types of different sizes")
         x = em.intrinsic(_IRND[irnd], [x])
+    ftz = "ftz" in ins.mods
+    # cvt.f32.f32 / cvt.f64.f64 without modifiers: a register move
+    move = dt == st and irnd is None and not ftz and "sat" not in ins.mods
     if dt == "f64":
         if st == "f64":  # FRND.F64: a NaN comes back quieted, as from any f64 operation
-            nan = b.or_(src_bits, em.const_int(64, 1 << 51))
+            nan = src_bits if move else b.or_(src_bits, em.const_int(64, 1 << 51))
+        elif st == "f32" and ftz:  # FMUL.FTZ x, 1 before the F2F: the canonical f32 NaN
+            nan = em.const_int(64, _FTZ_F32_NAN64)
         return _finish_f64(em, ins, x if x.type == em.ty("f64") else b.fpext(x, em.ty("f64")), nan)
     if dt == "f32":
-        if st == "bf16":  # a shift: the NaN's bits unchanged
-            nan = b.shl(b.zext(src_bits, em.bty("b32")), em.const_int(32, 16))
+        if move or (st == "bf16" and not ftz):  # a shift or a move: the NaN's bits unchanged
+            nan = src_bits if move else b.shl(b.zext(src_bits, em.bty("b32")), em.const_int(32, 16))
         if x.type == em.ty("f64"):
             mode = frnd or "rn"
             r = b.fptrunc(x, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, x, None, mode)
-            if "ftz" in ins.mods:  # tiny after rounding: round x * 2^32 (exact) the same way
+            if ftz:  # tiny after rounding: round x * 2^32 (exact) the same way
                 xs = b.fmul(x, em.const("f64", 2.0 ** 32))
                 t = b.fptrunc(xs, em.ty("f32")) if mode == "rn" else fprt.f64_to_f32(em, xs, None, mode)
                 r = fprt.flush_tiny(em, r, t, 32)
@@ -265,8 +275,8 @@ def _pack_pair(em, ins: ir.Instr, elem: str, frnd: str | None) -> None:
 
 def _to_tf32(em, ins: ir.Instr, frnd: str | None) -> None:
     """cvt.{rna,rn,rz}{.satfinite}{.relu}.tf32.f32: 10 mantissa bits, the low 13 bits zero.
-    .rna is ptxas's integer sequence (see the module docstring), .rn/.rz the F2FP instruction
-    (the NaN it gives, 0x7fffffff here, is F2FP's canonical pattern extended)."""
+    .rna is ptxas's integer sequence (see the module docstring), .rn/.rz the F2FP instruction,
+    whose NaN is the canonical f32 NaN cut to tf32: 0x7fffe000 (FMTS["tf32"].nan)."""
     mode = frnd or "rna"
     if mode not in ("rna", "rn", "rz"):
         raise em.error(f"cvt.{mode}.tf32.f32")
@@ -282,9 +292,7 @@ def _to_tf32(em, ins: ir.Instr, frnd: str | None) -> None:
         return em.write(ins.args[0], "b32", v)
     x = em.read(ins.args[1], "f32")
     code = fprt.round_small(em, x, "tf32", mode, satfinite="satfinite" in ins.mods, relu="relu" in ins.mods)
-    v = b.shl(code, em.const_int(32, 13))
-    v = b.select(fprt.is_nan(em, x), em.const_int(32, 0x7FFFFFFF), v)
-    em.write(ins.args[0], "b32", v)
+    em.write(ins.args[0], "b32", b.shl(code, em.const_int(32, 13)))
 
 
 def _to_fp8(em, ins: ir.Instr, fmt: str, st: str) -> None:

@@ -7,8 +7,10 @@ flushes f32 subnormal inputs, and results that are tiny after rounding (rounded 
 with an unbounded exponent, below 2^-126: FLT_MIN * (1 - 2^-24) → 0 although it rounds to
 FLT_MIN in the subnormal range; see fprt.flush_tiny), to zero of the same sign (f64 never
 flushes); `.sat` clamps to [0, 1] with NaN → +0. f32 results that are NaN are the GPU's
-canonical NaN 0x7fffffff; f64 ones propagate the first NaN operand quieted, and an invalid
-operation on numbers gives 0xfff8000000000000 (fprt's docstring has the rules and evidence).
+canonical NaN 0x7fffffff; f64 ones propagate a NaN operand quieted, b's before a's before c's
+for add/sub/mul/fma (DADD/DMUL/DFMA return their second source's NaN first), a's before b's
+for div (ptxas's code), b's for min/max; an invalid operation on numbers gives
+0xfff8000000000000 (fprt's docstring has the rules and evidence).
 
 A `mul` followed by an `add` is never fused. This is a deliberate difference from the GPU:
 ptxas may contract `mul.f32` + `add.f32` without a rounding modifier into one FFMA (the
@@ -56,7 +58,8 @@ def operands(em, ins: ir.Instr, t: str, n: int):
 
 
 def result_bits(em, v, t: str, srcs: list):
-    """The bits to write for the result `v` of an operation on `srcs`: the NaN rules."""
+    """The bits to write for the result `v` of an operation on `srcs` (in the order in which
+    their NaNs win, fprt.nan_order): the NaN rules."""
     return fprt.nan_f64(em, v, srcs) if t == "f64" else fprt.canon_nan(em, v, t)
 
 
@@ -84,7 +87,7 @@ def finish(em, ins: ir.Instr, t: str, op: str, args: list, mode: str) -> None:
         v = ftz(em, op, args, mode, v)
     if "sat" in ins.mods:
         v = saturate(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, args))
+    em.write(ins.args[0], t, result_bits(em, v, t, fprt.nan_order(op, args)))
 
 
 def compute(em, t: str, op: str, args: list, mode: str):
@@ -313,7 +316,7 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     v = minmax_values(em, ins, t, vals)
     if "ftz" in ins.mods:
         v = flush(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, vals[::-1]))
+    em.write(ins.args[0], t, result_bits(em, v, t, vals[::-1]))  # two NaNs: b's (DSETP.MIN/MAX)
 
 
 def minmax_values(em, ins: ir.Instr, t: str, vals: list):

@@ -22,17 +22,32 @@ Directed rounding (.rz/.rm/.rp) without touching the host's rounding mode:
 NaN results (the H200's recordings in tests/isa/gpu and ptxas's sm_90 code):
 - f32, f16 and bf16 arithmetic (FADD/FMUL/FFMA/MUFU, HADD2/HFMA2, F2FP) returns a canonical
   NaN: 0x7fffffff, 0x7fff, 0x7fff, whatever the operands' payloads.
-- f64 arithmetic propagates: the result is the first NaN operand in PTX operand order (a, b,
-  c) with its quiet bit (bit 51) set, sign and payload kept; only an invalid operation on
-  non-NaN operands (inf - inf, 0 * inf, 0/0, sqrt(-1)) generates 0xfff8000000000000.
-  ptxas's own f64 code follows the same rule (div.rn.f64's slow path returns a's NaN, then
-  b's, with the quiet bit or-ed in; sqrt/rsqrt return x + x). Operand modifiers do not touch a
-  propagated NaN: neg.f64 and abs.f64 are DADD -RZ, -a / |a| and return a NaN unchanged.
-- Conversions by F2F (f64 to or from a narrower format, f16 <-> bf16) keep the sign and the
-  payload's top bits, quieted (0x7ff8000000000000 → f32 0x7fc00000, f16 0x7e00, bf16 0x7fc0).
-  The recordings pin these on payload-free NaNs only; which operand wins when two are NaN and
-  payloads through F2F are ptxas's pattern and x86's convention, to be confirmed by the
-  recorded cases that test them.
+- f64 arithmetic propagates a NaN operand with its quiet bit (bit 51) set, sign and payload
+  kept; only an invalid operation on non-NaN operands (inf - inf, 0 * inf, 0/0, sqrt(-1))
+  generates 0xfff8000000000000. When several operands are NaN, DADD, DMUL and DFMA return the
+  one in their *second* source slot, then the first, then DFMA's addend: b, then a, then c
+  (recorded: add(A, B) → B, add(B, A) → A, mul(B, A) → A, sub(A, C) → C, fma(A, B, C) → B,
+  fma(1, B, C) → B, fma(1, 2, C) → C). A source modifier does not touch the NaN returned:
+  sub(1, B) = DADD 1, -B gives B with its own sign, and neg/abs.f64 (DADD -RZ, -a / |a|)
+  return a's NaN quieted. ptxas keeps PTX order for register operands; it moves an
+  immediate or constant operand into the second slot (and folds sub's negation into a
+  constant, flipping a NaN constant's sign), so for such operands the GPU's answer follows
+  ptxas's placement, which cuport does not model. Sequences written by ptxas have their own
+  order: div.f64 (every rounding mode) tests a, then b, and returns the NaN found with the quiet
+  bit or-ed in; min/max.f64 of two NaNs return b quieted (DSETP.MIN/MAX). `NAN_ORDER_F64`
+  is the table; `nan_f64` applies it on integer bits.
+- Conversions: F2F with f64 on either side (f64 to or from f32, f16, bf16; FRND.F64) keeps
+  the sign and the payload's top bits, quieted (0x7ff8000000000000 → f32 0x7fc00000, f16
+  0x7e00, bf16 0x7fc0; 0xfff4000123456789 → f32 0xffe00009; bf16 0xff81 → 0xfff8200000000000).
+  Every other conversion to f32, f16, bf16 or tf32 gives the canonical NaN: F2F between f16
+  and bf16, F2FP (f32 → f16/bf16/tf32), HADD2.F32 (f16 → f32); tf32's is 0x7fffe000 (F2FP
+  .TF32 writes the f32 canonical NaN with the low 13 bits cut). Plain moves keep the bits:
+  cvt.f32.bf16 is a shift, cvt.f32.f32 and cvt.f64.f64 without modifiers are register moves,
+  and cvt.rna.tf32.f32 is integer code. cvt.ftz.f64.f32 is FMUL.FTZ x, 1 then F2F, so a NaN
+  comes out as the canonical f32 NaN widened: 0x7fffffffe0000000.
+  (ptxas folds conversions of constants at compile time, and its folder makes a 16-bit NaN the
+  canonical f32 NaN before widening: cvt.f64.f16/bf16 of a NaN constant is
+  0x7fffffffe0000000, where the instruction at run time keeps the payload.)
 """
 
 from __future__ import annotations
@@ -44,6 +59,10 @@ from llvmlite import ir as ll
 MODES = ("rn", "rz", "rm", "rp")
 CANON_NAN = {"f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000, "f16": 0x7FFF, "bf16": 0x7FFF}
 DEFAULT_NAN64 = 0xFFF8000000000000  # what an invalid f64 operation generates (CUDART_NAN)
+QUIET64 = 1 << 51
+#: f64 operation → its operands (PTX indices) in the order in which a NaN among them is the
+#: result (the module docstring has the evidence); min/max pass b, a themselves
+NAN_ORDER_F64 = {"fadd": (1, 0), "fsub": (1, 0), "fmul": (1, 0), "fma": (1, 0, 2), "fdiv": (0, 1)}
 #: (width, mantissa bits) of the formats whose NaN payloads F2F carries across
 NAN_LAYOUT = {"f64": (64, 52), "f32": (32, 23), "f16": (16, 10), "bf16": (16, 7)}
 F32_MAX_BITS = 0x7F7FFFFF
@@ -76,15 +95,22 @@ def canon_nan(em, v, t: str):
 
 
 def nan_f64(em, v, srcs: list):
-    """The bits of the f64 result `v` with the GPU's NaN rule: the first NaN among the
-    operands `srcs` (values, PTX operand order) quieted, else 0xfff8000000000000. Done on
-    integer bits: LLVM leaves NaN payloads unspecified (constant folding, commuted operands)."""
+    """The bits of the f64 result `v` with the GPU's NaN rule: the first NaN among `srcs`
+    (values, in order of precedence: see `nan_order`) quieted, else 0xfff8000000000000. Done
+    on integer bits: LLVM leaves NaN payloads unspecified (constant folding, commuted
+    operands). One fcmp and one select per operand and one `or` for the quiet bit (the
+    default NaN has it already): cheap next to the operation it follows."""
     b = em.b
     out = ci(em, 64, DEFAULT_NAN64)
     for s in reversed(srcs):
-        q = b.or_(em.to_bits(s, "f64"), ci(em, 64, 1 << 51))
-        out = b.select(is_nan(em, s), q, out)
-    return b.select(is_nan(em, v), out, em.to_bits(v, "f64"))
+        out = b.select(is_nan(em, s), em.to_bits(s, "f64"), out)
+    return b.select(is_nan(em, v), b.or_(out, ci(em, 64, QUIET64)), em.to_bits(v, "f64"))
+
+
+def nan_order(op: str, args: list) -> list:
+    """`args` of the f64 operation `op` (fadd fsub fmul fma fdiv) in the order in which
+    their NaNs win (NAN_ORDER_F64): b, a, c for DADD/DMUL/DFMA, a, b for div."""
+    return [args[i] for i in NAN_ORDER_F64[op]]
 
 
 def nan_convert(em, bits, src: str, dst: str):

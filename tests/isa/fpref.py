@@ -119,12 +119,20 @@ def is_nan_bits(b: int, fmt: str) -> bool:
     return (b >> m) & ((1 << e) - 1) == (1 << e) - 1 and b & ((1 << m) - 1) != 0
 
 
-def nan64(*operands: int) -> int:
-    """The f64 result of an operation that gives NaN: its first NaN operand (bit patterns, PTX
-    operand order) with the quiet bit set, or 0xfff8000000000000 when no operand is NaN."""
-    for b in operands:
-        if is_nan_bits(b, "f64"):
-            return b | 1 << 51
+#: the operands (PTX indices) of an f64 operation in the order in which a NaN among them is the
+#: result: DADD, DMUL and DFMA return the NaN of their second source first, then the first's,
+#: then the addend's; ptxas's div.f64 code tests a, then b; min/max of two NaNs give b
+NAN64_ORDER = {"add": (1, 0), "sub": (1, 0), "mul": (1, 0), "fma": (1, 0, 2), "mad": (1, 0, 2), "div": (0, 1),
+               "rcp": (0,), "sqrt": (0,), "neg": (0,), "abs": (0,), "min": (1, 0), "max": (1, 0)}
+
+
+def nan64(op: str, *operands: int) -> int:
+    """The f64 result of `op` (add, fma, div, ...; NAN64_ORDER) that gives NaN: the winning NaN
+    operand (bit patterns in PTX operand order) with the quiet bit set, or 0xfff8000000000000
+    when no operand is NaN."""
+    for i in NAN64_ORDER[op]:
+        if i < len(operands) and is_nan_bits(operands[i], "f64"):
+            return operands[i] | 1 << 51
     return DEFAULT_NAN64
 
 
@@ -210,11 +218,18 @@ def uniform(case):
                 extra_decls=" ".join(decls + ([case.extra_decls] if case.extra_decls else [])))
 
 
-def uniform_variants(cases: list) -> list:
-    """One uniform-mode copy (see `uniform`) of the first case of every kernel group."""
+def uniform_variants(cases: list, differs=None) -> list:
+    """One uniform-mode copy (see `uniform`) of the first case of every kernel group.
+
+    Their operands are constants to ptxas, which may fold or rearrange the instruction at
+    compile time; `differs(case)` returns why the GPU's answer to the copy of `case` is then
+    not the hardware rule the case encodes (the copy is checked against `expect` only), or ""."""
     seen, out = set(), []
     for c in cases:
         if c.group() not in seen and c.srcs:
             seen.add(c.group())
-            out.append(uniform(c))
+            u = uniform(c)
+            if differs is not None and not u.gpu_differs:
+                u.gpu_differs = differs(c)
+            out.append(u)
     return out

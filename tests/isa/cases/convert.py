@@ -3,9 +3,15 @@
 note="gpu": NaN → integer (the manual: 0, or 1 << (width-1) when the source is f64 or the
 destination 64-bit), .relu of -0.0, and predictions the recordings do not cover yet. NaN
 results (note="exact-nan" compares their bits) follow the instruction ptxas picks
-(cuport/isa/convert.py): F2F keeps the sign and the top of the payload, quieted
-(fpref.nan_convert); F2FP and HADD2.F32 give the canonical 0x7fff / 0x7fffffff;
-cvt.f32.bf16 is a shift; cvt.rna.tf32.f32 is ptxas's integer sequence (`tf32_rna`).
+(cuport/isa/convert.py; the H200 recordings): F2F with f64 on either side keeps the sign and
+the top of the payload, quieted (fpref.nan_convert); every other conversion to f32, f16,
+bf16 or tf32 gives the canonical NaN (F2F f16 <-> bf16, F2FP, HADD2.F32: 0x7fffffff, 0x7fff,
+tf32 0x7fffe000); cvt.f32.bf16 is a shift and cvt.f32.f32 a move (the bits kept);
+cvt.rna.tf32.f32 is ptxas's integer sequence (`tf32_rna`); cvt.ftz.f64.f32 flushes with
+FMUL.FTZ first (the canonical f32 NaN, widened). The exact-nan cases marked "unrecorded" are
+the rules' predictions for instructions the recordings do not cover yet (FRND, moves, ...).
+ptxas folds a conversion of a constant at compile time; its folder widens a 16-bit NaN as the
+canonical f32 NaN (`ptxas_folding`), so those uniform copies are checked against the rule.
 Several rounding modes share a kernel through templates.
 """
 
@@ -13,12 +19,13 @@ import math
 from fractions import Fraction as Q
 
 from fpref import bits_f32, f32, f32_bits, max_bits, nan_convert, rnd, tiny, uniform_variants, val
-from ptxgen import Case, bits
+from ptxgen import Bits, Case, bits
 
 CASES: list[Case] = []
 add = CASES.append
 INF, NAN = math.inf, math.nan
 MIN_SUB32, MAX32 = bits_f32(1), bits_f32(0x7F7FFFFF)
+CANON16, CANON32, CANON_TF32 = 0x7FFF, 0x7FFFFFFF, 0x7FFFE000  # the canonical NaNs
 
 
 def irange(t: str) -> tuple[int, int]:
@@ -141,16 +148,15 @@ for x in [1.5, 2.0 ** -24 * 3, -65504.0, INF, -0.0, 2.0 ** -24]:
 for x in [1.5, -(2.0 ** 127) * 1.5, 2.0 ** -133, INF]:
     add(Case("cvt.f32.bf16", "f32", ["bf16"], [x], [x]))
 add(Case("cvt.f32.f16", "f32", ["f16"], [bits(0x7E01)], [bits(0x7FFFFFFF)], note="exact-nan"))  # HADD2.F32
-# NaN through F2F (f32/f16/bf16 → f64, f16 ↔ bf16, FRND.F64) and the shift of cvt.f32.bf16
-for dt, st, x in [("f64", "f32", 0xFFC12345), ("f64", "f32", 0x7F800001), ("f64", "f16", 0x7E01), ("f64", "bf16", 0xFF81),
-                  ("bf16", "f16", 0xFD01), ("f16", "bf16", 0x7FC1)]:
-    add(Case(f"cvt.{'rn.' if dt in ('f16', 'bf16') else ''}{dt}.{st}", dt, [st], [bits(x)],
-             [bits(nan_convert(x, st, dt))], note="exact-nan"))
+# NaN through F2F with f64 on one side (f32/f16/bf16 → f64, FRND.F64: the payload kept), F2F
+# between f16 and bf16 (canonical) and the shift of cvt.f32.bf16 (the bits kept)
+for dt, st, x in [("f64", "f32", 0xFFC12345), ("f64", "f32", 0x7F800001), ("f64", "f16", 0x7E01), ("f64", "bf16", 0xFF81)]:
+    add(Case(f"cvt.{dt}.{st}", dt, [st], [bits(x)], [bits(nan_convert(x, st, dt))], note="exact-nan"))
+for dt, st, x in [("bf16", "f16", 0xFD01), ("f16", "bf16", 0x7FC1)]:
+    add(Case(f"cvt.rn.{dt}.{st}", dt, [st], [bits(x)], [bits(CANON16)], note="exact-nan"))
 for x in (0x7FC12345, 0xFF800001):
     add(Case("cvt.f32.bf16", "f32", ["bf16"], [bits(x >> 16)], [bits(x & 0xFFFF0000)], note="exact-nan"))
 add(Case("cvt.rni.f64.f64", "f64", ["f64"], [bits(0xFFF0000000000123)], [bits(0xFFF8000000000123)], note="exact-nan"))
-
-
 def ftz_f32(x: float, mode: str = "rn"):
     """cvt.ftz.f32.f64: zero when tiny after rounding (rounded to 24 bits, below 2^-126)."""
     q = Q(x)
@@ -170,6 +176,8 @@ for x in [0.5, 1.5, 2.5, -0.5, -1.5, -2.7, 8388609.0, 1e20, -0.0, MIN_SUB32, -MI
     x = f32(x)
     want = [math.copysign(float(IROUND[r](Q(x))), x) if math.isfinite(x) else x for r in IROUND]
     add(Case(first, ["f32"] * 4, ["f32"], [x], want, template=tmpl))
+add(Case(first, ["f32"] * 4, ["f32"], [bits(0xFFC12345)], [bits(CANON32)] * 4, template=tmpl,
+         note="exact-nan"))  # FRND, unrecorded
 first, tmpl = multi("cvt.rni.f64.f64", ["cvt.rzi.f64.f64", "cvt.rmi.f64.f64", "cvt.rpi.f64.f64"])
 for x in [0.5, 2.5, -1.5, 4503599627370497.0, -0.3, 1e300]:
     add(Case(first, ["f64"] * 4, ["f64"], [x], [math.copysign(float(IROUND[r](Q(x))), x) for r in IROUND],
@@ -183,6 +191,7 @@ for x, want in [(MIN_SUB32, 0.0), (-MIN_SUB32, -0.0), (1.0, 1.0)]:
     add(Case("cvt.ftz.f32.f32", "f32", ["f32"], [x], [want]))
 for x in [2.5, -3.5, 0.5, 1000.5, 1001.5, 1000.75]:
     add(Case("cvt.rni.f16.f16", "f16", ["f16"], [x], [float(round(Q(val(rnd(Q(x), "f16"), "f16"))))]))
+add(Case("cvt.rni.f16.f16", "f16", ["f16"], [bits(0xFE01)], [bits(CANON16)], note="exact-nan"))  # FRND.F16, unrecorded
 # f16 ↔ bf16 (sm_90): bf16 has the range, f16 the precision
 for x in [1.0 + 2.0 ** -10, 65504.0, 6e-8, -3.140625]:
     add(Case("cvt.rn.bf16.f16", "bf16", ["f16"], [x], [bits(rnd(Q(val(rnd(Q(x), "f16"), "f16")), "bf16"))]))
@@ -195,6 +204,17 @@ for x, want in [(-1.5, 0.0), (2.5, 2.5), (-0.0, 0.0), (NAN, NAN), (-INF, 0.0)]:
     add(Case("cvt.rn.relu.bf16.f32", "bf16", ["f32"], [x], [want], note="gpu" if x == 0 else ""))
 for x, want in [(1e5, 65504.0), (-INF, -65504.0), (NAN, NAN), (3.0, 3.0)]:
     add(Case("cvt.rn.satfinite.f16.f32", "f16", ["f32"], [x], [want]))
+
+# unrecorded: moves keep a NaN's bits (cvt.f32.f32, cvt.f64.f64); FADD.FTZ, F2F.FTZ.F32.BF16,
+# HADD2 and HFMA2.BF16 give the canonical NaN; cvt.ftz.f64.f32 is FMUL.FTZ then F2F
+for x in (0x7FC12345, 0xFF800001):
+    add(Case("cvt.f32.f32", "f32", ["f32"], [bits(x)], [bits(x)], note="exact-nan"))
+    add(Case("cvt.ftz.f32.f32", "f32", ["f32"], [bits(x)], [bits(CANON32)], note="exact-nan"))
+    add(Case("cvt.ftz.f64.f32", "f64", ["f32"], [bits(x)], [bits(nan_convert(CANON32, "f32", "f64"))], note="exact-nan"))
+add(Case("cvt.f64.f64", "f64", ["f64"], [bits(0xFFF0000000000123)], [bits(0xFFF0000000000123)], note="exact-nan"))
+add(Case("cvt.ftz.f32.bf16", "f32", ["bf16"], [bits(0xFF81)], [bits(CANON32)], note="exact-nan"))
+for t, x in (("f16", 0xFE01), ("bf16", 0xFF81)):
+    add(Case(f"cvt.{t}.{t}", t, [t], [bits(x)], [bits(CANON16)], note="exact-nan"))
 
 # ---------------------------------------------------------------- packed: f16x2, bf16x2, tf32, fp8
 for a, b in [(1.0, 2.0), (1 / 3, -65520.0), (NAN, 0.1), (-1e-8, 3e38)]:
@@ -226,9 +246,11 @@ def tf32_rna(b: int, satfinite: bool = False) -> int:
 for x in (0x7FC00000, 0xFFC12345, 0x7F800001, 0x7F7FF000, 0x80001000):
     add(Case("cvt.rna.tf32.f32", "b32", ["f32"], [bits(x)], [tf32_rna(x)], note="exact-nan"))
     add(Case("cvt.rna.satfinite.tf32.f32", "b32", ["f32"], [bits(x)], [tf32_rna(x, True)], note="exact-nan"))
-# .rn/.rz: the F2FP instruction; its NaN is taken to be 0x7fffffff (unrecorded)
-add(Case("cvt.rn.tf32.f32", ["b32", "b32"], ["f32"], [bits(0x7FC12345)], [0x7FFFFFFF] * 2,
-         template="{d0}, {a}; cvt.rz.tf32.f32 {d1}, {a}", note="gpu"))
+# .rn/.rz{.relu}: the F2FP instruction; its NaN is the canonical f32 NaN cut to tf32
+add(Case("cvt.rn.tf32.f32", ["b32", "b32"], ["f32"], [bits(0x7FC12345)], [CANON_TF32] * 2,
+         template="{d0}, {a}; cvt.rz.tf32.f32 {d1}, {a}", note="exact-nan"))
+add(Case("cvt.rn.relu.tf32.f32", ["b32", "b32"], ["f32"], [bits(0xFFC12345)], [CANON_TF32] * 2,
+         template="{d0}, {a}; cvt.rz.relu.tf32.f32 {d1}, {a}", note="exact-nan"))  # unrecorded
 
 
 def fp8(x: float, fmt: str) -> int:
@@ -276,5 +298,16 @@ for a, b in [(1, 2), (-1, 300), (-40000, 40000), (7, -8), (2**31 - 1, -(2**31))]
     for t in ("u8", "s8", "u4", "s2"):
         add(Case(f"cvt.pack.sat.{t}.s32.b32", "u32", ["s32", "s32", "b32"], [a, b, 0xABCD1234], [packed(a, b, 0xABCD1234, t)]))
 
+
+
+def ptxas_folding(c: Case) -> str:
+    """Why the GPU's answer to the uniform copy of `c` is not c's: ptxas converts the constant."""
+    x = c.inputs[0] if c.inputs else None
+    if c.dsts == ["f64"] and c.srcs in (["f16"], ["bf16"]) and isinstance(x, Bits) and math.isnan(val(x.value, c.srcs[0])):
+        return ("ptxas folds the conversion of a constant NaN at compile time and its folder widens the canonical "
+                "f32 NaN (0x7fffffffe0000000); F2F at run time keeps the payload (recorded)")
+    return ""
+
+
 # every kernel once more with its operands in uniform registers: the scalar code path
-CASES += uniform_variants(CASES)
+CASES += uniform_variants(CASES, ptxas_folding)

@@ -6,14 +6,19 @@ against Python's libm with the PTX ISA's documented bound as the tolerance.
 
 The GPU's own rules, derived from the H200 recordings and ptxas's code (cuport/isa/fprt.py):
 - NaN (note="exact-nan" compares the bits): f32 results are the canonical 0x7fffffff; f64
-  results are the first NaN operand quieted (fpref.nan64), 0xfff8000000000000 when the
-  operands are numbers; neg/abs.f64 return a NaN quieted with its sign; min/max.f64 of two
-  NaNs return b quieted.
+  results are a NaN operand quieted, sign and payload kept (fpref.nan64), 0xfff8000000000000
+  when the operands are numbers. Several NaN operands: add/sub/mul/fma return b's, then a's,
+  then c's (DADD/DMUL/DFMA prefer their second source), div a's then b's (ptxas's code),
+  min/max b's; sub's negation and neg/abs do not touch the sign of the NaN returned.
+- The uniform copies' operands are constants, which ptxas places and folds itself (an
+  immediate goes to DADD's second slot, sub's negation is folded into a constant): where the
+  NaN returned then depends on that placement, the copy is checked against the rule only
+  (`ptxas_placement`).
 - .ftz flushes results that are tiny after rounding (fpref.tiny): FLT_MIN * (1 - 2^-24) is
   flushed although it rounds to FLT_MIN in the subnormal range.
 note="gpu" marks cases the manual leaves open; several pin a rule on inputs the recordings do
-not cover yet (two NaN operands, signaling NaNs, products just below FLT_MIN that round up to
-it). Several rounding modes of one instruction share a kernel: the template runs each mode into
+not cover yet (products just below FLT_MIN that round up to it; the exact-nan probes marked
+"unrecorded" below: fma's a against c, signaling against quiet NaNs). Several rounding modes of one instruction share a kernel: the template runs each mode into
 its own destination.
 """
 
@@ -22,7 +27,7 @@ import random
 from fractions import Fraction as Q
 
 from fpref import bits_f32, bits_f64, f32, f32_bits, f64_bits, nan64, rnd, tiny, uniform_variants
-from ptxgen import Case, bits
+from ptxgen import Bits, Case, bits
 
 CASES: list[Case] = []
 add = CASES.append
@@ -175,30 +180,54 @@ for ins in (["add", "f32", [INF, -INF]], ["mul", "f32", [0.0, INF]], ["sub", "f3
 add(Case("add.rn.f32", "f32", ["f32", "f32"], [PAYLOAD_NAN32, 1.0], [CANON32], note="exact-nan"))
 add(Case("mul.rz.f32", "f32", ["f32", "f32"], [2.0, PAYLOAD_NAN32], [CANON32], note="exact-nan"))
 # f64 invalid operations give 0xfff8000000000000 (CUDA's CUDART_NAN; x86's default NaN too);
-# a NaN operand propagates: the first one in operand order, quieted, sign and payload kept.
-# Recorded: the invalid operations and a's payload through add; the rest (two NaNs, b's NaN,
-# signaling NaNs, fma's c) are the rule's predictions until the recordings cover them.
+# a NaN operand propagates quieted, sign and payload kept; of several NaNs add/sub/mul/fma
+# return b's, then a's, then c's, div a's then b's (fpref.NAN64_ORDER). Recorded on the H200:
+# every pair below; unrecorded probes: fma's a against c, signaling against quiet NaNs.
 NAN64_A, NAN64_B, NAN64_C = 0x7FF8000000012345, 0xFFFC0000ABCD0000, 0x7FF8000000000C00
 SNAN64 = 0x7FF0000000000001  # signaling: the quiet bit clear
+A64, B64, C64, S64 = bits(NAN64_A), bits(NAN64_B), bits(NAN64_C), bits(SNAN64)
 
 
 def b64(x) -> int:
-    return x.value if isinstance(x, type(CANON32)) else f64_bits(x)
+    return x.value if isinstance(x, Bits) else f64_bits(x)
 
 
-for op, xs in [("add.rn", [INF, -INF]), ("div.rn", [0.0, 0.0]), ("add.rn", [bits(NAN64_A), 1.0]),
-               ("add.rn", [1.0, bits(NAN64_B)]), ("add.rn", [bits(NAN64_A), bits(NAN64_B)]),
-               ("add.rz", [bits(NAN64_B), bits(NAN64_A)]), ("mul.rn", [bits(SNAN64), 2.0]),
-               ("mul.rn", [bits(NAN64_B), bits(NAN64_A)]), ("div.rn", [bits(NAN64_A), bits(NAN64_B)]),
-               ("div.rn", [1.0, bits(NAN64_B)]), ("sub.rn", [1.0, bits(NAN64_B)]), ("sub.rm", [bits(NAN64_A), bits(NAN64_C)])]:
-    add(Case(f"{op}.f64", "f64", ["f64", "f64"], xs, [bits(nan64(*map(b64, xs)))], note="exact-nan"))
-for xs in ([1.0, 2.0, bits(NAN64_C)], [0.0, INF, bits(NAN64_C)], [bits(NAN64_A), bits(NAN64_B), bits(NAN64_C)],
-           [1.0, bits(NAN64_B), bits(NAN64_C)], [INF, 0.0, 1.0]):
-    add(Case("fma.rn.f64", "f64", ["f64"] * 3, xs, [bits(nan64(*map(b64, xs)))], note="exact-nan"))
+def nan_case(instr: str, xs: list) -> None:
+    op = instr.split(".")[0]
+    add(Case(instr, "f64", ["f64"] * len(xs), xs, [bits(nan64(op, *map(b64, xs)))], note="exact-nan"))
+
+
+for op, xs in [("add.rn", [INF, -INF]), ("div.rn", [0.0, 0.0]), ("add.rn", [A64, 1.0]), ("add.rn", [1.0, B64]),
+               ("add.rn", [A64, B64]), ("add.rz", [B64, A64]), ("mul.rn", [S64, 2.0]), ("mul.rn", [B64, A64]),
+               ("div.rn", [A64, B64]), ("div.rn", [1.0, B64]), ("sub.rn", [1.0, B64]), ("sub.rm", [A64, C64]),
+               # unrecorded
+               ("add.rn", [S64, A64]), ("add.rn", [A64, S64]), ("sub.rn", [B64, A64]), ("mul.rz", [A64, B64]),
+               ("div.rn", [B64, A64]), ("div.rp", [A64, B64])]:
+    nan_case(f"{op}.f64", xs)
+for xs in ([1.0, 2.0, C64], [0.0, INF, C64], [A64, B64, C64], [1.0, B64, C64], [INF, 0.0, 1.0],
+           [A64, 2.0, C64], [C64, 2.0, A64], [A64, 1.0, S64], [S64, 1.0, C64]):  # the last four unrecorded
+    nan_case("fma.rn.f64", xs)
+nan_case("fma.rz.f64", [A64, B64, C64])
+nan_case("mad.rn.f64", [A64, 2.0, C64])
 for op in ("sqrt.rn", "rcp.rn", "sqrt.rz"):
-    add(Case(f"{op}.f64", "f64", ["f64"], [bits(NAN64_B)], [bits(nan64(NAN64_B))], note="exact-nan"))
+    nan_case(f"{op}.f64", [B64])
     if op.startswith("sqrt"):
-        add(Case(f"{op}.f64", "f64", ["f64"], [-2.0], [bits(nan64())], note="exact-nan"))
+        nan_case(f"{op}.f64", [-2.0])
+
+
+def ptxas_placement(c: Case) -> str:
+    """Why the GPU's answer to the uniform copy of `c` need not be c's: ptxas's placement of
+    constant operands decides which NaN the hardware sees first."""
+    op = c.instr.split(".")[0]
+    if c.dsts != ["f64"] or op not in ("add", "sub", "mul", "fma", "mad"):
+        return ""
+    nans = [i for i, x in enumerate(c.inputs) if isinstance(x, Bits) and math.isnan(bits_f64(x.value))]
+    if len(nans) < 2 and not (op == "sub" and 1 in nans):
+        return ""
+    return ("ptxas places constant operands itself: it may move one into DADD/DMUL/DFMA's second slot "
+            "(add.rz(B, A) became DADD.RZ A, B: the H200 answers B) and folds sub's negation into the constant, "
+            "flipping a NaN's sign (sub(1, B) became DADD -B, 1: 0x7ffc0000abcd0000); the rule is PTX order")
+
 
 # .ftz: subnormal inputs become zeros of the same sign, and so do results that are tiny after
 # rounding (see the module docstring); .sat clamps to [0, 1]
@@ -416,9 +445,8 @@ for x, y in MINMAX:
                  template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}"))
 add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [NAN, 2.0], [2.0, 2.0], template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}"))
 # two NaNs: b quieted (ptxas: DSETP.MIN/MAX selects b, then ors in the quiet bit)
-for x, y in [(bits(0x7FF8000000000000), bits(0x7FF8000000000000)), (bits(NAN64_A), bits(SNAN64)),
-             (bits(NAN64_B), bits(NAN64_A))]:
-    add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [x, y], [bits(y.value | 1 << 51)] * 2,
+for x, y in [(bits(0x7FF8000000000000), bits(0x7FF8000000000000)), (A64, S64), (B64, A64)]:
+    add(Case("min.f64", ["f64", "f64"], ["f64", "f64"], [x, y], [bits(nan64("min", x.value, y.value))] * 2,
              template="{d0}, {a}, {b}; max.f64 {d1}, {a}, {b}", note="exact-nan"))
 for x, y, lo, hi in [(MIN_SUB32, 1.0, 0.0, 1.0), (-MIN_SUB32, MIN_SUB32, -0.0, 0.0), (-3.0, MIN_SUB32, -3.0, 0.0)]:
     add(Case("min.ftz.f32", ["f32", "f32"], ["f32", "f32"], [x, y], [lo, hi],
@@ -440,7 +468,7 @@ for x, a, n in [(MIN_SUB32, 0.0, -0.0), (-MIN_SUB32, 0.0, 0.0), (-2.0, 2.0, 2.0)
 add(Case("abs.f32", ["f32", "f32"], ["f32"], [bits(0xFFC00001)], [CANON32, CANON32], template="{d0}, {a}; neg.f32 {d1}, {a}",
          note="exact-nan"))
 for x in (0xFFF8000000000001, 0xFFF0000000000001):
-    add(Case("abs.f64", ["f64", "f64"], ["f64"], [bits(x)], [bits(nan64(x))] * 2, template="{d0}, {a}; neg.f64 {d1}, {a}",
+    add(Case("abs.f64", ["f64", "f64"], ["f64"], [bits(x)], [bits(nan64("abs", x))] * 2, template="{d0}, {a}; neg.f64 {d1}, {a}",
              note="exact-nan"))
 for a, b_ in [(-1.0, 2.0), (1.0, -2.0), (-0.0, 0.0), (0.0, -INF), (-3.0, NAN)]:
     want = math.copysign(b_, a) if not math.isnan(b_) else NAN
@@ -462,4 +490,4 @@ for x, sub in [(1.0, False), (MIN_SUB64, True), (MIN_SUB32, False), (NAN, False)
              template="{d0}, {a}; testp.normal.f64 {d1}, {a}; testp.number.f64 {d2}, {a}"))
 
 # every kernel once more with its operands in uniform registers: the scalar code path
-CASES += uniform_variants(CASES)
+CASES += uniform_variants(CASES, ptxas_placement)
