@@ -174,8 +174,11 @@ def _aligned(ptr: int, what: str) -> None:
                                          "(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)")
 
 
-#: (format, channels) -> the CUresourceViewFormat that reads the array as it is
+_VIEW_NAMES = {v: k for k, v in vars(K).items() if k.startswith("CU_RES_VIEW_FORMAT_")}
+
+
 def _natural_view(fmt: int, channels: int) -> int:
+    """The CUresourceViewFormat that reads an array of this format as it is."""
     base = {K.CU_AD_FORMAT_UNSIGNED_INT8: K.CU_RES_VIEW_FORMAT_UINT_1X8,
             K.CU_AD_FORMAT_SIGNED_INT8: K.CU_RES_VIEW_FORMAT_SINT_1X8,
             K.CU_AD_FORMAT_UNSIGNED_INT16: K.CU_RES_VIEW_FORMAT_UINT_1X16,
@@ -194,9 +197,10 @@ def _apply_view(res: Resource, v: ResourceViewDesc) -> None:
                                          "mipmapped array resource")
     natural = _natural_view(res.format, res.channels)
     if v.format not in (K.CU_RES_VIEW_FORMAT_NONE, natural):
-        raise CudaError(E.NOT_SUPPORTED, f"pResViewDesc->format {v.format} reinterprets the "
-                                         f"array's texels; cuport supports only "
-                                         f"CU_RES_VIEW_FORMAT_NONE or {natural} (the array's own)")
+        raise CudaError(E.NOT_SUPPORTED, f"pResViewDesc->format {_VIEW_NAMES.get(v.format, v.format)} "
+                                         "reinterprets the array's texels; cuport supports only "
+                                         f"CU_RES_VIEW_FORMAT_NONE or {_VIEW_NAMES[natural]} (the "
+                                         "array's own format)")
     s = res.shape
     if (v.width, v.height, v.depth) != (s.width, s.height, s.depth):
         raise CudaError(E.INVALID_VALUE, f"pResViewDesc extents {v.width}x{v.height}x{v.depth} "
