@@ -26,7 +26,7 @@ from cuport.driver import context, event, graph, handles, stream
 from cuport.driver import graph_nodes as gn
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import CudaError, E
+from cuport.driver.errors import CudaError, E, from_exception
 
 FLAGS = (K.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | K.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
          | K.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
@@ -251,11 +251,12 @@ def _run(steps: list[Step], records: dict[ExecNode, stream.Op],
         else:
             try:
                 params.run()
-            except CudaError as e:
-                if e.subject is None:
-                    e.subject = params.function.name if isinstance(params, gn.Kernel) else \
+            except Exception as e:  # named after the node that failed, as a launch is
+                err = e if isinstance(e, CudaError) else from_exception(e, "cuGraphLaunch")
+                if err.subject is None:
+                    err.subject = params.function.name if isinstance(params, gn.Kernel) else \
                         en.node.describe()
-                raise
+                raise err from None
 
 
 def _modules(steps: list[Step]) -> list:

@@ -367,7 +367,8 @@ def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
     _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
     p.dptr = a.base
     ffi = types.ffi()
-    return MemAlloc(a, bytes(ffi.buffer(ffi.addressof(p), ffi.sizeof("CUDA_MEM_ALLOC_NODE_PARAMS_v1"))))
+    pointer = p if ffi.typeof(p).kind == "pointer" else ffi.addressof(p)
+    return MemAlloc(a, bytes(ffi.buffer(pointer, ffi.sizeof("CUDA_MEM_ALLOC_NODE_PARAMS_v1"))))
 
 
 def graph_memory_high() -> int:
