@@ -15,10 +15,12 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     event,
     graph,
     graph_exec,
+    graph_params,
     launch,
     memory,
     module,
     profiler,
     stream,
     texture,
+    user_objects,
 )

@@ -22,7 +22,7 @@ import threading
 import time
 
 from cuport.capi import types
-from cuport.driver import context, event, graph, handles, stream
+from cuport.driver import context, event, graph, graph_params, handles, stream, user_objects
 from cuport.driver import graph_nodes as gn
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -208,7 +208,7 @@ def destroy(handle: int) -> None:
                 last.done.wait()
             for obj, count in refs.items():
                 obj.release(count)
-        graph.later(release)
+        user_objects.later(release)
 
 
 @implements("cuGraphExecGetFlags")
@@ -539,7 +539,7 @@ def node_set_params(handle: int, node: int, params: int) -> None:
         return
     if isinstance(en.params, (gn.MemAlloc, gn.MemFree)):
         raise CudaError(E.INVALID_VALUE, f"{en.params.kind} nodes cannot be changed")
-    _set(handle, node, type(en.params), lambda en: graph.generic_params(p, None))
+    _set(handle, node, type(en.params), lambda en: graph_params.generic_params(p, None))
 
 
 @implements("cuGraphNodeSetEnabled")

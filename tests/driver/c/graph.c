@@ -24,6 +24,7 @@
     X(cuGraphMemFreeNodeGetParams) X(cuGraphInstantiate) X(cuGraphInstantiateWithParams)      \
     X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphUpload) X(cuGraphExecUpdate)              \
     X(cuGraphExecKernelNodeSetParams) X(cuGraphExecMemsetNodeSetParams)                       \
+    X(cuGraphExecMemcpyNodeSetParams)                                                          \
     X(cuGraphExecHostNodeSetParams) X(cuGraphExecEventRecordNodeSetEvent)                     \
     X(cuGraphNodeSetEnabled) X(cuGraphNodeGetEnabled) X(cuGraphExecGetFlags)                  \
     X(cuGraphDebugDotPrint) X(cuGraphConditionalHandleCreate) X(cuDeviceGetGraphMemAttribute) \
@@ -300,6 +301,20 @@ static void test_explicit(void)
     CHECK(bad == 0);
     CHECK(host_calls == 1 && host_seen == 1); /* the host node ran after the copy to c */
 
+    /* the executable graph's copy can be pointed elsewhere; the graph keeps its own */
+    static float c2[N];
+    CUDA_MEMCPY3D cpc2 = copy_1d(CU_MEMORYTYPE_HOST, c2, 0, CU_MEMORYTYPE_DEVICE, NULL, dc,
+                                 sizeof c2);
+    OK(p_cuGraphExecMemcpyNodeSetParams(exec, mc, &cpc2, ctx));
+    CUDA_MEMCPY3D to_device = copy_1d(CU_MEMORYTYPE_DEVICE, NULL, db, CU_MEMORYTYPE_DEVICE, NULL,
+                                      dc, sizeof c2);
+    EXPECT(p_cuGraphExecMemcpyNodeSetParams(exec, mc, &to_device, ctx), CUDA_ERROR_INVALID_VALUE);
+    OK(p_cuGraphLaunch(exec, s));
+    OK(p_cuStreamSynchronize(s));
+    CHECK(c2[N - 1] == 1.5f * (N - 1));
+    OK(p_cuGraphMemcpyNodeGetParams(mc, &cq));
+    CHECK(cq.dstHost == c);
+
     /* a clone is independent; its nodes are found from the original's */
     CUgraph copy;
     CUgraphNode k2;
@@ -323,7 +338,7 @@ static void test_explicit(void)
     OK(p_cuGraphLaunch(exec2, s));
     OK(p_cuStreamSynchronize(s));
     CHECK(c[half - 1] == 1.5f * (half - 1) && c[half] != c[half]); /* the rest stays NaN */
-    CHECK(host_calls == 2);
+    CHECK(host_calls == 3);
 
     /* nodes and graphs that are gone */
     OK(p_cuGraphDestroyNode(h));
@@ -583,6 +598,19 @@ static void test_misuse(void)
     k1.kernelParams = args;
     OK(p_add_kernel_v1(&node, g, &b, 1, &k1));
 
+    /* the packed-buffer (extra) form of the arguments */
+    struct { CUdeviceptr log; int value; } packed = {log, 1};
+    size_t packed_size = sizeof packed;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &packed_size, CU_LAUNCH_PARAM_END};
+    kp = kparams(f_append, 1, 1, NULL);
+    kp.extra = extra;
+    CUgraphNode from_extra;
+    OK(p_cuGraphAddKernelNode(&from_extra, g, &node, 1, &kp));
+    kp.kernelParams = args;
+    EXPECT(p_cuGraphAddKernelNode(&node, g, NULL, 0, &kp), CUDA_ERROR_INVALID_VALUE); /* both */
+    node = from_extra;
+
     /* the generic node API */
     CUgraphNodeParams np;
     memset(&np, 0, sizeof np);
@@ -622,7 +650,7 @@ static void test_misuse(void)
         programmatic += from[i] == p1 && to[i] == p2 && data[i].type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
     CHECK(programmatic == 1);
 
-    /* it all runs: 1, 2, the v1 node's 1, the generic node's 4, 10 then 11 */
+    /* it all runs: 1, 2, the v1 node's 1, the extra node's 1, the generic node's 4, 10, 11 */
     CUstream s;
     OK(p_cuStreamCreate(&s, 0));
     OK(p_cuGraphInstantiate(&exec, g, 0));
@@ -630,7 +658,7 @@ static void test_misuse(void)
     OK(p_cuStreamSynchronize(s));
     int order[64];
     int n = read_log(log, order);
-    CHECK(n == 6 && position(order, n, 4) > position(order, n, 2) &&
+    CHECK(n == 7 && position(order, n, 4) > position(order, n, 2) &&
           position(order, n, 11) > position(order, n, 10));
 
     /* a child graph belongs to its node */
