@@ -17,7 +17,7 @@ address of a descriptor (cuport/backends/cpu/texture_layout.py). Module-scope `.
     suq.query.b32                                d, [a];
 A surface's x coordinate counts bytes (`.b`) or elements (`.p`); .clamp is .trap, .clamp
 or .zero. A lane whose object handle is NULL, or whose surface access is out of bounds
-under .trap, stops the kernel with CUDA_ERROR_ILLEGAL_ADDRESS.
+under .trap, stops the kernel (an "illegal address" launch failure naming the PTX line).
 
 How a warp does it: the sampling itself is a scalar LLVM function (texture_rt.py) called
 once per executing lane, in lane order; results are gathered back into the warp's

@@ -52,6 +52,11 @@ extern "C" __global__ void tfetchf(cudaTextureObject_t t, const int* c, float4* 
 // every thread samples the same place: the uniform (scalar) code path
 extern "C" __global__ void tsame(cudaTextureObject_t t, float x, float y, float4* o) {
     o[threadIdx.x] = tex2D<float4>(t, x, y); }
+// a third of the lanes sample, the others keep their value
+extern "C" __global__ void tdiv(cudaTextureObject_t t, const float4* c, float4* o, int n) {
+    IDX float4 v = o[i];
+    if (i % 3 == 1) v = tex2D<float4>(t, c[i].x, c[i].y);
+    o[i] = v; }
 // a different texture per lane
 extern "C" __global__ void tpick(const cudaTextureObject_t* ts, const float4* c, float4* o, int n) {
     IDX o[i] = tex2D<float4>(ts[i % 2], c[i].x, c[i].y); }
@@ -263,6 +268,16 @@ def test_uniform_coordinates_and_a_texture_per_lane():
     out = np.zeros((100, 4), np.float32)
     run(module_of(CUDA), "tpick", 1, 100, handles, c, out, 100)
     check(tex, out, [(tex, other)[i % 2].sample(list(c[i, :2])) for i in range(100)], c)
+
+
+def test_divergent_lanes():
+    tex = Tex([image((1, 4, 4, 4))], linear=True, address=(BORDER, BORDER, BORDER),
+              border=(1.0, 2.0, 3.0, 4.0))
+    c = coords_2d(100, -1.0, 5.0)
+    out = np.full((100, 4), -7.0, np.float32)
+    run(module_of(CUDA), "tdiv", 1, 100, tex.descriptor(), c, out, 100)
+    expected = [tex.sample(list(c[i, :2])) if i % 3 == 1 else [-7.0] * 4 for i in range(100)]
+    check(tex, out, expected, c)
 
 
 def test_null_texture_object_stops_the_kernel():
