@@ -32,7 +32,8 @@
     X(cuGraphRetainUserObject) X(cuGraphReleaseUserObject) X(cuStreamBeginCapture)            \
     X(cuStreamBeginCaptureToGraph) X(cuStreamEndCapture) X(cuStreamIsCapturing)               \
     X(cuStreamGetCaptureInfo) X(cuStreamUpdateCaptureDependencies)                            \
-    X(cuThreadExchangeStreamCaptureMode)
+    X(cuThreadExchangeStreamCaptureMode) X(cuMemcpy2DAsync) X(cuGraphKernelNodeSetAttribute)    \
+    X(cuGraphKernelNodeGetAttribute)
 
 #define DECL(fn) static __typeof__(fn) *p_##fn;
 API(DECL)
@@ -629,6 +630,29 @@ static void test_misuse(void)
     np.type = CU_GRAPH_NODE_TYPE_KERNEL;
     value = 4;
     OK(p_cuGraphNodeSetParams(generic, &np));
+    static int copied_back[64];
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    np.memcpy.copyCtx = ctx;
+    np.memcpy.copyParams = copy_1d(CU_MEMORYTYPE_HOST, copied_back, 0, CU_MEMORYTYPE_DEVICE, NULL,
+                                   log, sizeof copied_back);
+    CUgraphNode generic_copy;
+    OK(p_cuGraphAddNode(&generic_copy, g, &generic, NULL, 1, &np));
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+
+    /* kernel node attributes: kept and read back; what cuport cannot do is refused */
+    CUkernelNodeAttrValue attr;
+    memset(&attr, 0, sizeof attr);
+    attr.priority = -1;
+    OK(p_cuGraphKernelNodeSetAttribute(generic, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &attr));
+    memset(&attr, 0, sizeof attr);
+    OK(p_cuGraphKernelNodeGetAttribute(generic, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &attr));
+    CHECK(attr.priority == -1);
+    attr.cooperative = 1;
+    EXPECT(p_cuGraphKernelNodeSetAttribute(generic, CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE, &attr),
+           CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(p_cuGraphKernelNodeSetAttribute(generic_copy, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &attr),
+           CUDA_ERROR_INVALID_VALUE);
     CUgraphConditionalHandle handle;
     EXPECT(p_cuGraphConditionalHandleCreate(&handle, g, ctx, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
 
@@ -660,6 +684,7 @@ static void test_misuse(void)
     int n = read_log(log, order);
     CHECK(n == 7 && position(order, n, 4) > position(order, n, 2) &&
           position(order, n, 11) > position(order, n, 10));
+    CHECK(copied_back[0] >= 4 && position(copied_back + 1, copied_back[0], 4) >= 0);
 
     /* a child graph belongs to its node */
     CUgraph parent, inner;
@@ -796,6 +821,18 @@ static void test_capture(void)
     OK(p_cuLaunchKernel(f_append, 1, 1, 1, 1, 1, 1, 0, s[0], args, NULL));
     OK(p_cuMemcpyDtoHAsync(copied, log, sizeof copied, s[0]));
     EXPECT(p_cuStreamAddCallback(s[0], NULL, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    static int rows[4][8];
+    CUDA_MEMCPY2D c2;
+    memset(&c2, 0, sizeof c2);
+    c2.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c2.srcDevice = log;
+    c2.srcPitch = 8;
+    c2.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c2.dstHost = rows;
+    c2.dstPitch = sizeof rows[0];
+    c2.WidthInBytes = 8;
+    c2.Height = 4;
+    OK(p_cuMemcpy2DAsync(&c2, s[0]));
     OK(p_cuStreamEndCapture(s[0], &captured));
     CHECK(captured != NULL);
     OK(p_cuStreamIsCapturing(s[2], &status));
@@ -803,7 +840,15 @@ static void test_capture(void)
     CHECK(host_calls == 0 && copied[0] == 0);
     size_t count = 0;
     OK(p_cuGraphGetNodes(captured, NULL, &count));
-    CHECK(count == 7); /* memset, 1, 2, 3, host, 4, memcpy */
+    CHECK(count == 8); /* memset, 1, 2, 3, host, 4, memcpy, 2D memcpy */
+    CUgraphNode all[8];
+    count = 8;
+    OK(p_cuGraphGetNodes(captured, all, &count));
+    CUDA_MEMCPY3D c3;
+    memset(&c3, 0, sizeof c3);
+    OK(p_cuGraphMemcpyNodeGetParams(all[7], &c3));
+    CHECK(c3.Height == 4 && c3.Depth == 1 && c3.dstHost == rows && c3.dstPitch == sizeof rows[0] &&
+          c3.srcDevice == log && c3.srcMemoryType == CU_MEMORYTYPE_DEVICE);
     count = 0;
     OK(p_cuGraphGetRootNodes(captured, NULL, &count));
     CHECK(count == 1);
@@ -815,6 +860,9 @@ static void test_capture(void)
         OK(p_cuStreamSynchronize(s[1]));
         CHECK(copied[0] == 4 && copied[1] == 1 && copied[4] == 4 &&
               ((copied[2] == 2 && copied[3] == 3) || (copied[2] == 3 && copied[3] == 2)));
+        /* the 2D copy: rows of two ints from the log, 8 bytes apart */
+        CHECK(rows[0][0] == 4 && rows[0][1] == 1 && rows[1][0] + rows[1][1] == 5 &&
+              rows[2][0] == 4 && rows[2][1] == 0);
     }
     CHECK(host_calls == 2);
 
