@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..isa.operands import defs, uses
 from ..ptx import ir
-from .cfg import Cfg, is_barrier
+from .cfg import Cfg, is_suspend
 from .divergence import Divergence
 
 #: Opcodes whose result depends only on their operands (safe to recompute).
@@ -39,9 +39,11 @@ class BarrierState:
     remat: list[list[ir.Instr]] = field(default_factory=list)  # per barrier: instructions to re-run
 
 
-def plan(cfg: Cfg, div: Divergence, live: list[set[str]]) -> BarrierState:
+def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> BarrierState:
+    """`barriers`: the suspension blocks that use this protocol (default: all of them)."""
     blocks = cfg.blocks
-    barriers = [b for b in blocks if b.term is not None and is_barrier(b.term)]
+    if barriers is None:
+        barriers = [b for b in blocks if b.term is not None and is_suspend(b.term)]
     def_count: dict[str, int] = {}
     def_ins: dict[str, ir.Instr] = {}
     for b in blocks:

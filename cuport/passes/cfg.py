@@ -32,6 +32,11 @@ def is_barrier(ins: ir.Instr) -> bool:
     return True
 
 
+def is_suspend(ins: ir.Instr) -> bool:
+    """A point where a warp may suspend: a CTA barrier, or a `yield` (passes/yields.py)."""
+    return ins.op == "yield" or is_barrier(ins)
+
+
 @dataclass
 class Block:
     index: int
@@ -94,7 +99,7 @@ def build(fn: ir.Function) -> Cfg:
         if not cur.instrs and not cur.line:
             cur.line = st.line
         cur.instrs.append(st)
-        if st.op in _TERMINATORS or is_barrier(st):
+        if st.op in _TERMINATORS or is_suspend(st):
             cur.term = st
             close()
     close()
@@ -116,7 +121,7 @@ def build(fn: ir.Function) -> Cfg:
         b.index = i
         t = b.term
         nxt = i + 1 if i + 1 < len(raw) else None
-        if t is None or is_barrier(t):
+        if t is None or is_suspend(t):
             if nxt is not None:
                 b.succs = [nxt]
             elif t is not None:

@@ -75,8 +75,8 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
         op = ins.op
         if op in _PER_LANE_OPS:
             return True
-        if op in ("bar", "barrier"):
-            return True  # bar.red result: lanes may arrive in different rounds
+        if op in ("bar", "barrier") and "red" not in ins.mods:
+            return True
         for a in ins.args:
             if isinstance(a, ir.Special) and special_is_varying(a.name, block):
                 return True
@@ -122,6 +122,8 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
         while work:
             name = work.pop()
             for _, ins in users.get(name, ()):
+                if ins.op in ("bar", "barrier") and "red" in ins.mods:
+                    continue  # a block-wide reduction: the same answer whatever each lane gave
                 for r in defs(ins):
                     mark(r.name)
 
@@ -152,6 +154,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
             if stop != -1 and any(blocks[x].term is not None and is_barrier(blocks[x].term) for x in seen):
                 # Lanes that leave the region early may run on past the post-dominator
                 # while others wait at a barrier inside it: nothing after it is converged.
+                # (Yield points keep the order: emit.py suspends rather than run ahead.)
                 stack = [stop]
                 while stack:
                     x = stack.pop()
@@ -165,6 +168,14 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
             if name not in varying and def_count[name] > 1 and bs & split:
                 mark(name)
                 changed = True
+        # bar.red (__syncthreads_count/and/or) gives every thread the same answer when the
+        # whole warp arrives together; in split code lanes may arrive in different rounds
+        for bi, ins in all_instrs:
+            if ins.op in ("bar", "barrier") and "red" in ins.mods and bi in split:
+                for r in defs(ins):
+                    if r.name not in varying:
+                        mark(r.name)
+                        changed = True
         # guarded definitions with a varying guard
         for _, ins in all_instrs:
             if ins.guard is not None and ins.guard.name in varying:

@@ -1,9 +1,14 @@
 """Registers live at the start of each block.
 
 Needs: a Cfg and the Divergence record. In a split block a write to a varying register
-keeps the values of the lanes that are not running, so it reads the old value too: such a
-write does not end the register's liveness. The warp executor saves exactly the registers
-live into barrier continuations when a warp suspends.
+keeps the values of the lanes that are not running, so it reads the old value, but only
+when there can be an old value: when some definition of the register reaches the block
+(an earlier definition, or the same one around a loop). The first definition of a
+register, the common case in nvcc's nearly-SSA PTX, reads nothing, so the register is not
+kept alive (and saved at every barrier) all the way from the kernel's entry.
+
+The warp executor saves exactly the registers live into barrier continuations when a
+warp suspends.
 """
 
 from __future__ import annotations
@@ -13,13 +18,50 @@ from .cfg import Cfg
 from .divergence import Divergence
 
 
+def _reachable_after(cfg: Cfg) -> list[set[int]]:
+    """For each block, the blocks reachable from its successors (itself only around a loop)."""
+    blocks = cfg.blocks
+    out: list[set[int]] = []
+    for b in blocks:
+        seen: set[int] = set()
+        stack = list(b.succs)
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            stack.extend(blocks[x].succs)
+        out.append(seen)
+    return out
+
+
 def live_in(cfg: Cfg, div: Divergence) -> list[set[str]]:
     blocks = cfg.blocks
+    def_blocks: dict[str, set[int]] = {}
+    for b in blocks:
+        for ins in b.instrs:
+            for r in defs(ins):
+                def_blocks.setdefault(r.name, set()).add(b.index)
+    reach = None
+    may_hold: dict[str, set[int]] = {}
+
+    def reached_by_def(name: str, block: int) -> bool:
+        nonlocal reach
+        if name not in may_hold:
+            if reach is None:
+                reach = _reachable_after(cfg)
+            s: set[int] = set()
+            for d in def_blocks.get(name, ()):
+                s |= reach[d]
+            may_hold[name] = s
+        return block in may_hold[name]
+
     gen: list[set[str]] = []
     kill: list[set[str]] = []
     for b in blocks:
         g: set[str] = set()
         k: set[str] = set()
+        written: set[str] = set()
         blend = b.index in div.split_blocks
         for ins in b.instrs:
             for r in uses(ins):
@@ -28,8 +70,9 @@ def live_in(cfg: Cfg, div: Divergence) -> list[set[str]]:
             for r in defs(ins):
                 partial = ins.guard is not None or (blend and r.name in div.varying)
                 if partial:
-                    if r.name not in k:
+                    if r.name not in k and r.name not in written and reached_by_def(r.name, b.index):
                         g.add(r.name)
+                    written.add(r.name)
                 else:
                     k.add(r.name)
         gen.append(g)

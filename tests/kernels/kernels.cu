@@ -166,3 +166,45 @@ extern "C" __global__ void shfl_nonparticipants(int* out, int mode) {
   }
   out[threadIdx.x] = r;
 }
+
+// a warp spins until another warp of its block sets a flag (no barrier between them)
+extern "C" __global__ void spin_on_other_warp(int* out) {
+  __shared__ volatile int flag;
+  __shared__ int value;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  if (threadIdx.x / 32 == 0) {            // warp 0 waits ...
+    while (flag == 0) { }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = value + threadIdx.x;
+  } else if (threadIdx.x == 32) {         // ... for warp 1
+    value = 1000 + blockIdx.x;
+    __threadfence_block();
+    flag = 1;
+  }
+}
+
+// decoupled look-back: each block takes a ticket, then waits for the block before it
+extern "C" __global__ void chained_tickets(unsigned* ticket, volatile int* ready, int* prefix, const int* x) {
+  __shared__ unsigned tile;
+
+  if (threadIdx.x == 0) tile = atomicAdd(ticket, 1u);
+  __syncthreads();
+  int v = x[tile * blockDim.x + threadIdx.x];
+  __shared__ int sum;
+  if (threadIdx.x == 0) sum = 0;
+  __syncthreads();
+  atomicAdd(&sum, v);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int before = 0;
+    if (tile > 0) {
+      while (ready[tile - 1] == 0) { }
+      before = prefix[tile - 1];
+    }
+    prefix[tile] = before + sum;
+    __threadfence();
+    ready[tile] = 1;
+
+  }
+  __syncthreads();
+}

@@ -187,3 +187,23 @@ def test_shuffle_from_lanes_that_do_not_take_part(mod, mode):
     out = np.full(32, -1, np.int32)
     mod.kernel("shfl_nonparticipants")(1, n, (out, mode))
     assert out[:n].tolist() == H200_SHFL[mode][:n]
+
+
+def test_warp_spinning_on_another_warp(mod):
+    out = np.zeros(4 * 64, np.int32)
+    mod.kernel("spin_on_other_warp")(4, 64, (out,))
+    for blk in range(4):
+        assert out[blk * 64:blk * 64 + 32].tolist() == [1000 + blk + t for t in range(32)]
+
+
+def test_blocks_waiting_on_earlier_blocks(mod):
+    """CUB-style decoupled look-back: block `t` spins until block `t - 1` publishes."""
+    nb, bs = 97, 64
+    rng = np.random.default_rng(11)
+    x = rng.integers(-5, 6, nb * bs, dtype=np.int32)
+    ticket = np.zeros(1, np.uint32)
+    ready = np.zeros(nb, np.int32)
+    prefix = np.zeros(nb, np.int32)
+    mod.kernel("chained_tickets")(nb, bs, (ticket, ready, prefix, x))
+    assert prefix.tolist() == np.cumsum(x.reshape(nb, bs).sum(1)).tolist()
+    assert ready.all() and ticket[0] == nb

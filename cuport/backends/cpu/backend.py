@@ -241,7 +241,8 @@ class CpuBackend:
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int]):
         key = cache.make_key(module.text_key, kernel, repr(block), __version__, cache.code_fingerprint(),
                              jit.host_description(), str(self.pool.n),
-                             os.environ.get("CUPORT_CHECK_CONVERGENCE", ""))
+                             os.environ.get("CUPORT_CHECK_CONVERGENCE", ""),
+                             os.environ.get("CUPORT_NO_YIELDS", ""))
         hit = cache.load(key)
         if hit is not None:
             obj, meta = hit
@@ -285,9 +286,9 @@ class CpuBackend:
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
             workers = min(self.pool.n, nblocks)
-            size = ck.scratch_bytes(dyn_smem)
+            slot = (ck.scratch_bytes(dyn_smem) + 4095) & ~4095
             for i in range(workers):
-                self._scratch_ptrs[i] = self._scratch_for(i, size)
+                self._scratch_ptrs[i] = self._scratch_for(i, slot * ck.resident_slots)
             ctx = L.LaunchCtx()
             ctx.params = ctypes.addressof(pbuf)
             ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
@@ -296,6 +297,7 @@ class CpuBackend:
             ctx.next_block = 0
             ctx.scratch = ctypes.addressof(self._scratch_ptrs)
             ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
+            ctx.slot_bytes = slot
             ctx_addr = ctypes.addressof(ctx)
             worker = linked.worker
             if workers == 1:

@@ -10,6 +10,7 @@ object (and its disk cache entry) serves every load.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
@@ -17,13 +18,15 @@ from llvmlite import ir as ll
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
+from ...passes.yields import insert_yields
 from ...ptx import ir
 from . import layout as L
-from .emit import FAILED, SUSPENDED, FunctionEmitter, UnsupportedError, i32c, i64c
+from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
 from .types import I8, I32, I64, PTR, VOID
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
+RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
 
 
 @dataclass
@@ -37,6 +40,7 @@ class CompiledKernelInfo:
     local_window: int  # bytes per lane
     static_shared: int
     dyn_shared_offset: int
+    resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
     global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
     host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
 
@@ -88,7 +92,6 @@ class ModuleCompiler:
         self.warp_state_bytes = L.WS_HEADER
         self.frames: dict[str, int] = {}
         self.host_symbols: list[str] = []
-        import os
 
         self.check_convergence = os.environ.get("CUPORT_CHECK_CONVERGENCE") == "1"
 
@@ -265,7 +268,11 @@ class ModuleCompiler:
     # ------------------------------------------------------------ the whole module
     def compile(self) -> tuple[ll.Module, CompiledKernelInfo]:
         funcs = inline_barrier_functions(self.ptx, self._reachable())
-        self.kernel = next(f for f in funcs if f.name == self.kernel.name)
+        kernel = next(f for f in funcs if f.name == self.kernel.name)
+        self.kernel = kernel if os.environ.get("CUPORT_NO_YIELDS") == "1" else insert_yields(kernel)
+        funcs = [self.kernel if f.name == self.kernel.name else f for f in funcs]
+        has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
+        self.resident_slots = RESIDENT_SLOTS if has_yields else 1
         self._layout_globals()
         self._layout_shared(funcs)
         self.local_window = self._local_window(funcs)
@@ -293,6 +300,7 @@ class ModuleCompiler:
             local_window=self.local_window,
             static_shared=self.static_shared,
             dyn_shared_offset=self.dyn_shared_offset,
+            resident_slots=self.resident_slots,
             global_symbols=dict(self.global_symbols),
             host_symbols=list(self.host_symbols),
         )
@@ -306,8 +314,10 @@ class ModuleCompiler:
         div = divergence.analyze(g, self.block)
         for blk in g.blocks:
             t = blk.term
-            if t is None or not cfgmod.is_barrier(t):
+            if t is None or not cfgmod.is_suspend(t):
                 continue
+            if t.op == "yield":
+                continue  # a yield in split code waits the general way (emit.py)
             if t.guard is not None or blk.index in div.split_blocks:
                 return False
             args = list(t.args)
@@ -361,39 +371,52 @@ class ModuleCompiler:
         b.ret_void()
 
     def _emit_runner(self, kfn: ll.Function) -> None:
+        """block_init(blk, ws) and block_rounds(ctx, blk, ws): run a block's warps in rounds.
+
+        A round calls every warp that can run. Warps return DONE, SUSPENDED (at a barrier),
+        YIELDED (at a yield point) or FAILED. block_rounds returns FINISHED when every warp
+        is done, FAILED, or BLOCKED when a round saw only yields (the block waits for
+        something outside it: the worker may switch to another block).
+        """
         nw = self.nwarps
         wsb = self.warp_state_bytes
-        # ---- run_block(ctx, blk, ws) -> 0 ok / 2 failed
-        rb = ll.Function(self.llmod, ll.FunctionType(I32, [PTR, PTR, PTR]), name="run_block")
-        rb.linkage = "internal"
-        ctx, blk, ws = rb.args
-        b = ll.IRBuilder(rb.append_basic_block("entry"))
-        # clear per-block state (not the pointers)
+        simple = self.simple_barriers
+        # ---- block_init(blk, ws)
+        bi = ll.Function(self.llmod, ll.FunctionType(VOID, [PTR, PTR]), name="block_init")
+        bi.linkage = "internal"
+        blk, ws = bi.args
+        b = ll.IRBuilder(bi.append_basic_block("entry"))
         for off in range(L.BS_EXITED, L.BS_LINEAR, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
         for off in range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
-        for w in range(nw) if nw <= 64 else ():
-            b.store(i32c(0), b.gep(ws, [i64c(w * wsb + L.WS_RESUME)], source_etype=I8))
-        if nw > 64:
-            loop = rb.append_basic_block("clear")
-            after = rb.append_basic_block("cleared")
-            pre = b.block
-            b.branch(loop)
-            b.position_at_end(loop)
-            w = b.phi(I32)
-            w.add_incoming(i32c(0), pre)
-            p = b.gep(ws, [b.mul(b.zext(w, I64), i64c(wsb))], source_etype=I8)
-            b.store(i32c(0), p)
-            nxt = b.add(w, i32c(1))
-            w.add_incoming(nxt, loop)
-            b.cbranch(b.icmp_unsigned("<", nxt, i32c(nw)), loop, after)
-            b.position_at_end(after)
-        # rounds over the warps until all are done
+        loop = bi.append_basic_block("clear")
+        after = bi.append_basic_block("cleared")
+        pre = b.block
+        b.branch(loop)
+        b.position_at_end(loop)
+        w = b.phi(I32)
+        w.add_incoming(i32c(0), pre)
+        p = b.gep(ws, [b.mul(b.zext(w, I64), i64c(wsb))], source_etype=I8)
+        for off in (L.WS_RESUME, L.WS_WAITING, L.WS_YCOUNT):
+            b.store(i32c(0), b.gep(p, [i64c(off)], source_etype=I8))
+        nxt = b.add(w, i32c(1))
+        w.add_incoming(nxt, loop)
+        b.cbranch(b.icmp_unsigned("<", nxt, i32c(nw)), loop, after)
+        b.position_at_end(after)
+        b.ret_void()
+        self.block_init_fn = bi
+
+        # ---- block_rounds(ctx, blk, ws) -> FINISHED 0 / FAILED 2 / BLOCKED 3
+        rb = ll.Function(self.llmod, ll.FunctionType(I32, [PTR, PTR, PTR]), name="block_rounds")
+        rb.linkage = "internal"
+        ctx, blk, ws = rb.args
+        b = ll.IRBuilder(rb.append_basic_block("entry"))
         round_bb = rb.append_basic_block("round")
         b.branch(round_bb)
         b.position_at_end(round_bb)
         ev0 = b.load(b.gep(blk, [i64c(L.BS_EVENTS)], source_etype=I8), typ=I32)
+        release = b.load(b.gep(blk, [i64c(L.BS_RELEASE)], source_etype=I8), typ=I32)
         wl = rb.append_basic_block("warp")
         wnext = rb.append_basic_block("warp_next")
         rdone = rb.append_basic_block("round_done")
@@ -401,108 +424,241 @@ class ModuleCompiler:
         b.position_at_end(wl)
         w = b.phi(I32, name="w")
         alive = b.phi(I32, name="alive")
-        w.add_incoming(i32c(0), round_bb)
-        alive.add_incoming(i32c(0), round_bb)
+        yields = b.phi(I32, name="yields")
+        progress = b.phi(I32, name="progress")
+        for v in (w, alive, yields, progress):
+            v.add_incoming(i32c(0), round_bb)
         wsp = b.gep(ws, [b.mul(b.zext(w, I64), i64c(wsb))], source_etype=I8)
         state = b.load(b.gep(wsp, [i64c(L.WS_RESUME)], source_etype=I8), typ=I32)
+        waiting_p = b.gep(wsp, [i64c(L.WS_WAITING)], source_etype=I8)
+        waiting = b.load(waiting_p, typ=I32)
         finished = b.icmp_unsigned("==", state, i32c(2))
+        check = rb.append_basic_block("check")
         run = rb.append_basic_block("run")
-        b.cbranch(finished, wnext, run)
+        skip = rb.append_basic_block("skip")
+        b.cbranch(finished, wnext, check)
+        b.position_at_end(check)
+        if simple:
+            # at a barrier that is not complete yet: leave the warp alone this round
+            held = b.and_(b.icmp_unsigned("==", waiting, i32c(1)), b.icmp_unsigned("==", release, i32c(0)))
+            b.cbranch(held, skip, run)
+        else:
+            b.branch(run)
+        b.position_at_end(skip)
+        a_skip = b.add(alive, i32c(1))
+        b.branch(wnext)
         b.position_at_end(run)
         st = b.call(kfn, [ctx, blk, wsp, w])
-        failed = b.icmp_unsigned("==", st, i32c(FAILED))
-        ok = rb.append_basic_block("ok")
         fail = rb.append_basic_block("fail")
-        b.cbranch(failed, fail, ok)
+        ok = rb.append_basic_block("ok")
+        b.cbranch(b.icmp_unsigned("==", st, i32c(FAILED)), fail, ok)
         b.position_at_end(fail)
         b.ret(i32c(FAILED))
         b.position_at_end(ok)
-        still = b.zext(b.icmp_unsigned("==", st, i32c(SUSPENDED)), I32)
-        alive_ok = b.add(alive, still)
+        is_yield = b.icmp_unsigned("==", st, i32c(YIELDED))
+        is_susp = b.icmp_unsigned("==", st, i32c(SUSPENDED))
+        b.store(b.select(is_yield, i32c(2), b.select(is_susp, i32c(1), i32c(0))), waiting_p)
+        y_ok = b.add(yields, b.zext(is_yield, I32))
+        p_ok = b.add(progress, b.zext(b.not_(is_yield), I32))
+        a_ok = b.add(alive, i32c(1))
         b.branch(wnext)
         b.position_at_end(wnext)
-        alive_in = b.phi(I32)
-        alive_in.add_incoming(alive, wl)
-        alive_in.add_incoming(alive_ok, ok)
-        nw_next = b.add(w, i32c(1))
-        w.add_incoming(nw_next, wnext)
-        alive.add_incoming(alive_in, wnext)
-        b.cbranch(b.icmp_unsigned("<", nw_next, i32c(nw)), wl, rdone)
+        a_in = b.phi(I32)
+        y_in = b.phi(I32)
+        p_in = b.phi(I32)
+        a_in.add_incoming(alive, wl)
+        y_in.add_incoming(yields, wl)
+        p_in.add_incoming(progress, wl)
+        a_in.add_incoming(a_skip, skip)
+        y_in.add_incoming(yields, skip)
+        p_in.add_incoming(progress, skip)
+        a_in.add_incoming(a_ok, ok)
+        y_in.add_incoming(y_ok, ok)
+        p_in.add_incoming(p_ok, ok)
+        w_next = b.add(w, i32c(1))
+        w.add_incoming(w_next, wnext)
+        alive.add_incoming(a_in, wnext)
+        yields.add_incoming(y_in, wnext)
+        progress.add_incoming(p_in, wnext)
+        b.cbranch(b.icmp_unsigned("<", w_next, i32c(nw)), wl, rdone)
         b.position_at_end(rdone)
-        all_done = b.icmp_unsigned("==", alive_in, i32c(0))
         fin = rb.append_basic_block("finished")
         more = rb.append_basic_block("more")
-        b.cbranch(all_done, fin, more)
+        b.cbranch(b.icmp_unsigned("==", a_in, i32c(0)), fin, more)
         b.position_at_end(fin)
         b.ret(i32c(0))
         b.position_at_end(more)
-        if self.simple_barriers:
-            # every live warp waits at barrier 0: the round completes it
-            b.store(b.load(b.gep(blk, [i64c(L.BS_RED)], source_etype=I8), typ=I32),
-                    b.gep(blk, [i64c(L.BS_REDOUT)], source_etype=I8))
-            b.store(i32c(0), b.gep(blk, [i64c(L.BS_RED)], source_etype=I8))
+        if simple:
+            # when no warp is at a yield, every live warp waits at barrier 0: complete it
+            rel = b.icmp_unsigned("==", y_in, i32c(0))
+            b.store(b.zext(rel, I32), b.gep(blk, [i64c(L.BS_RELEASE)], source_etype=I8))
+            with b.if_then(rel):
+                b.store(b.load(b.gep(blk, [i64c(L.BS_RED)], source_etype=I8), typ=I32),
+                        b.gep(blk, [i64c(L.BS_REDOUT)], source_etype=I8))
+                b.store(i32c(0), b.gep(blk, [i64c(L.BS_RED)], source_etype=I8))
+        blocked = rb.append_basic_block("blocked")
+        go = rb.append_basic_block("go")
+        if simple:
+            # no warp arrived or finished, some stepped aside at a yield: waiting on others
+            idle = b.icmp_unsigned("==", p_in, i32c(0))
+        else:
+            # warps waiting at an incomplete barrier return at once: only arrivals and
+            # exits (the block's event counter) are progress
+            ev1 = b.load(b.gep(blk, [i64c(L.BS_EVENTS)], source_etype=I8), typ=I32)
+            idle = b.icmp_unsigned("==", ev0, ev1)
+        b.cbranch(b.and_(idle, b.icmp_unsigned("!=", y_in, i32c(0))), blocked, go)
+        b.position_at_end(blocked)
+        b.ret(i32c(3))
+        b.position_at_end(go)
+        if simple:
             b.branch(round_bb)
-            return self._emit_worker(rb, nw, wsb)
-        ev1 = b.load(b.gep(blk, [i64c(L.BS_EVENTS)], source_etype=I8), typ=I32)
-        stuck = rb.append_basic_block("stuck")
-        b.cbranch(b.icmp_unsigned("==", ev0, ev1), stuck, round_bb)
-        b.position_at_end(stuck)
-        self.emit_error(b, ctx, blk, L.ERR_DEADLOCK, self.kernel.line)
-        b.ret(i32c(FAILED))
+        else:
+            stuck = rb.append_basic_block("stuck")
+            b.cbranch(idle, stuck, round_bb)
+            b.position_at_end(stuck)
+            self.emit_error(b, ctx, blk, L.ERR_DEADLOCK, self.kernel.line)
+            b.ret(i32c(FAILED))
         self._emit_worker(rb, nw, wsb)
 
     def _emit_worker(self, rb: ll.Function, nw: int, wsb: int) -> None:
-        # ---- worker(ctx, worker_id)
+        """worker(ctx, id): take blocks from the launch's counter and run them.
+
+        A worker holds up to `resident_slots` blocks at once, each with its own scratch
+        (block state, warp states, local windows, shared memory). It runs one block until
+        it finishes; when a block reports BLOCKED (all its warps wait at yield points for
+        something outside the block), the worker starts another block in a free slot or
+        moves on to the next block it holds. Kernels without yield points hold one block.
+        """
+        R = self.resident_slots
         wf = ll.Function(self.llmod, ll.FunctionType(VOID, [PTR, I32]), name="worker")
         ctx, wid = wf.args
         b = ll.IRBuilder(wf.append_basic_block("entry"))
-        scr_arr = b.load(b.gep(ctx, [i64c(L.LaunchCtx.scratch.offset)], source_etype=I8), typ=PTR)
+
+        def ctx_field(name: str, t) -> ll.Value:
+            return b.load(b.gep(ctx, [i64c(getattr(L.LaunchCtx, name).offset)], source_etype=I8), typ=t)
+
+        scr_arr = ctx_field("scratch", PTR)
         scratch = b.load(b.gep(scr_arr, [b.mul(b.zext(wid, I64), i64c(8))], source_etype=I8), typ=PTR)
-        info_tmp = CompiledKernelInfo("", self.block, nw, wsb, self.local_window, self.static_shared,
-                                      self.dyn_shared_offset)
-        blk = scratch
-        wsbase = b.gep(scratch, [i64c(L.BLOCK_STATE_BYTES)], source_etype=I8)
-        local = b.gep(scratch, [i64c(info_tmp.local_offset())], source_etype=I8)
-        shared = b.gep(scratch, [i64c(info_tmp.shared_offset())], source_etype=I8)
-        b.store(shared, b.gep(blk, [i64c(L.BS_SHARED)], source_etype=I8))
-        b.store(local, b.gep(blk, [i64c(L.BS_LOCAL)], source_etype=I8))
-        gx = b.load(b.gep(ctx, [i64c(L.LaunchCtx.grid_x.offset)], source_etype=I8), typ=I32)
-        gy = b.load(b.gep(ctx, [i64c(L.LaunchCtx.grid_y.offset)], source_etype=I8), typ=I32)
-        nblocks = b.load(b.gep(ctx, [i64c(L.LaunchCtx.nblocks.offset)], source_etype=I8), typ=I64)
-        chunk = b.zext(b.load(b.gep(ctx, [i64c(L.LaunchCtx.chunk.offset)], source_etype=I8), typ=I32), I64)
-        grab = wf.append_basic_block("grab")
-        b.branch(grab)
-        b.position_at_end(grab)
-        err = b.load_atomic(b.gep(ctx, [i64c(L.LaunchCtx.error.offset)], source_etype=I8), "monotonic", 4, typ=I32)
+        slot_bytes = ctx_field("slot_bytes", I64)
+        tmp = CompiledKernelInfo("", self.block, nw, wsb, self.local_window, self.static_shared,
+                                 self.dyn_shared_offset)
+
+        def slot_blk(sl: ll.Value) -> ll.Value:
+            return b.gep(scratch, [b.mul(b.zext(sl, I64), slot_bytes)], source_etype=I8)
+
+        for sl in range(R):
+            base = slot_blk(i32c(sl))
+            b.store(b.gep(base, [i64c(tmp.shared_offset())], source_etype=I8),
+                    b.gep(base, [i64c(L.BS_SHARED)], source_etype=I8))
+            b.store(b.gep(base, [i64c(tmp.local_offset())], source_etype=I8),
+                    b.gep(base, [i64c(L.BS_LOCAL)], source_etype=I8))
+        gx64 = b.zext(ctx_field("grid_x", I32), I64)
+        gxy = b.mul(gx64, b.zext(ctx_field("grid_y", I32), I64))
+        nblocks = ctx_field("nblocks", I64)
+        chunk = b.zext(ctx_field("chunk", I32), I64)
+        occ = b.alloca(I32, name="occupied")
+        cur = b.alloca(I32, name="current")
+        nxt = b.alloca(I64, name="next_block")
+        end = b.alloca(I64, name="chunk_end")
+        for slot, v in ((occ, i32c(0)), (cur, i32c(0)), (nxt, i64c(0)), (end, i64c(0))):
+            b.store(v, slot)
+        main = wf.append_basic_block("main")
         quit_bb = wf.append_basic_block("quit")
-        go = wf.append_basic_block("go")
-        b.cbranch(b.icmp_unsigned("!=", err, i32c(0)), quit_bb, go)
-        b.position_at_end(go)
-        start = b.atomic_rmw("add", b.gep(ctx, [i64c(L.LaunchCtx.next_block.offset)], source_etype=I8), chunk, "monotonic")
-        have = wf.append_basic_block("have")
-        b.cbranch(b.icmp_unsigned(">=", start, nblocks), quit_bb, have)
+        run = wf.append_basic_block("run")
+        admit = wf.append_basic_block("admit")
+        b.branch(main)
+
+        # main: stop on a launch error; with no block held, take one
+        b.position_at_end(main)
+        err = b.load_atomic(b.gep(ctx, [i64c(L.LaunchCtx.error.offset)], source_etype=I8), "monotonic", 4,
+                            typ=I32)
+        chk = wf.append_basic_block("check_occupied")
+        b.cbranch(b.icmp_unsigned("!=", err, i32c(0)), quit_bb, chk)
+        b.position_at_end(chk)
+        b.cbranch(b.icmp_unsigned("==", b.load(occ), i32c(0)), admit, run)
+
+        # admit: take the next block (grabbing a chunk when needed) into a free slot
+        b.position_at_end(admit)
+        have = wf.append_basic_block("have_chunk")
+        grab = wf.append_basic_block("grab")
+        none_left = wf.append_basic_block("none_left")
+        b.cbranch(b.icmp_unsigned("<", b.load(nxt), b.load(end)), have, grab)
+        b.position_at_end(grab)
+        start = b.atomic_rmw("add", b.gep(ctx, [i64c(L.LaunchCtx.next_block.offset)], source_etype=I8),
+                             chunk, "monotonic")
+        got = wf.append_basic_block("got_chunk")
+        b.cbranch(b.icmp_unsigned(">=", start, nblocks), none_left, got)
+        b.position_at_end(got)
+        e = b.add(start, chunk)
+        b.store(b.select(b.icmp_unsigned(">", e, nblocks), nblocks, e), end)
+        b.store(start, nxt)
+        b.branch(have)
         b.position_at_end(have)
-        end = b.add(start, chunk)
-        end = b.select(b.icmp_unsigned(">", end, nblocks), nblocks, end)
-        body = wf.append_basic_block("block")
-        b.branch(body)
-        b.position_at_end(body)
-        lin = b.phi(I64)
-        lin.add_incoming(start, have)
-        gx64 = b.zext(gx, I64)
-        gxy = b.mul(gx64, b.zext(gy, I64))
+        lin = b.load(nxt)
+        b.store(b.add(lin, i64c(1)), nxt)
+        o = b.load(occ)
+        free = b.cttz(b.and_(b.not_(o), i32c((1 << R) - 1)), ll.Constant(ll.IntType(1), 1))
+        blk = slot_blk(free)
         bx = b.urem(lin, gx64)
         by = b.udiv(b.urem(lin, gxy), gx64)
         bz = b.udiv(lin, gxy)
         for k, v in enumerate((bx, by, bz)):
             b.store(b.trunc(v, I32), b.gep(blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8))
         b.store(lin, b.gep(blk, [i64c(L.BS_LINEAR)], source_etype=I8))
-        r = b.call(rb, [ctx, blk, wsbase])
-        cont = wf.append_basic_block("cont")
-        b.cbranch(b.icmp_unsigned("!=", r, i32c(0)), quit_bb, cont)
-        b.position_at_end(cont)
-        nxt = b.add(lin, i64c(1))
-        lin.add_incoming(nxt, cont)
-        b.cbranch(b.icmp_unsigned("<", nxt, end), body, grab)
+        b.call(self.block_init_fn, [blk, b.gep(blk, [i64c(L.BLOCK_STATE_BYTES)], source_etype=I8)])
+        b.store(b.or_(o, b.shl(i32c(1), free)), occ)
+        b.store(free, cur)
+        b.branch(run)
+        # nothing left to take: go on with the blocks held, or stop
+        b.position_at_end(none_left)
+        b.store(nblocks, nxt)
+        b.store(nblocks, end)
+        b.cbranch(b.icmp_unsigned("==", b.load(occ), i32c(0)), quit_bb, run)
+
+        # run the current block until it finishes or waits on others
+        b.position_at_end(run)
+        c = b.load(cur)
+        blk = slot_blk(c)
+        r = b.call(rb, [ctx, blk, b.gep(blk, [i64c(L.BLOCK_STATE_BYTES)], source_etype=I8)])
+        done_bb = wf.append_basic_block("block_done")
+        not_done = wf.append_basic_block("block_waits")
+        failed = b.icmp_unsigned("==", r, i32c(FAILED))
+        b.cbranch(failed, quit_bb, not_done)
+        b.position_at_end(not_done)
+        waits = wf.append_basic_block("waits")
+        b.cbranch(b.icmp_unsigned("==", r, i32c(0)), done_bb, waits)
+
+        def next_held() -> None:
+            # cur = the next held slot after cur (round robin)
+            o2 = b.load(occ)
+            c2 = b.load(cur)
+            rot = b.or_(b.lshr(o2, b.add(c2, i32c(1))),
+                        b.shl(o2, b.sub(i32c(R), b.add(c2, i32c(1)))))
+            rot = b.and_(rot, i32c((1 << R) - 1))
+            step = b.cttz(rot, ll.Constant(ll.IntType(1), 0))
+            b.store(b.urem(b.add(b.add(c2, i32c(1)), step), i32c(R)), cur)
+
+        b.position_at_end(done_bb)
+        b.store(b.and_(b.load(occ), b.not_(b.shl(i32c(1), b.load(cur)))), occ)
+        more_held = wf.append_basic_block("more_held")
+        b.cbranch(b.icmp_unsigned("==", b.load(occ), i32c(0)), main, more_held)
+        b.position_at_end(more_held)
+        next_held()
+        b.branch(main)
+
+        # the block waits: start another one if a slot is free, else switch to the next held
+        b.position_at_end(waits)
+        full = b.icmp_unsigned("==", b.load(occ), i32c((1 << R) - 1))
+        switch = wf.append_basic_block("switch_block")
+        can_admit = wf.append_basic_block("can_admit")
+        b.cbranch(full, switch, can_admit)
+        b.position_at_end(can_admit)
+        more_blocks = b.or_(b.icmp_unsigned("<", b.load(nxt), b.load(end)),
+                            b.icmp_unsigned("<", b.load(end), nblocks))
+        b.cbranch(more_blocks, admit, switch)
+        b.position_at_end(switch)
+        next_held()
+        b.branch(main)
+
         b.position_at_end(quit_bb)
         b.ret_void()

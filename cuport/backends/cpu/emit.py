@@ -39,7 +39,7 @@ ALL = (1 << W) - 1
 from ...passes.shapes import access_pattern  # noqa: E402
 
 # warp function return codes
-DONE, SUSPENDED, FAILED = 0, 1, 2
+DONE, SUSPENDED, FAILED, YIELDED = 0, 1, 2, 3
 
 
 class UnsupportedError(Exception):
@@ -167,6 +167,7 @@ class FunctionEmitter:
         self.llblocks = [fn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
         self.dispatch_bb = fn.append_basic_block("dispatch")
         self.release_bb = fn.append_basic_block("release") if self.is_kernel else None
+        self.yield_suspend_bb = fn.append_basic_block("yield_suspend") if self.is_kernel else None
         self.done_bb = fn.append_basic_block("done")
         # ---- prologue
         if self.is_kernel:
@@ -189,7 +190,7 @@ class FunctionEmitter:
                 targets.update(blk.succs)
             if t is not None and t.guard is not None and t.op in ("ret", "exit"):
                 targets.update(blk.succs)
-            if t is not None and cfgmod.is_barrier(t):
+            if t is not None and cfgmod.is_suspend(t):
                 targets.update(blk.succs)
                 self.barriers.append(blk)
         targets = {t for t in targets if not blocks[t].exit_sink}
@@ -241,10 +242,18 @@ class FunctionEmitter:
             # to the entry and spill them.
             self.saved_regs: list[list[tuple[str, int]]] = []
             off = (off + 63) & ~63
+            # which suspension points use which protocol (see _emit_barrier): with simple
+            # barriers, yield points in split code still wait the general way
+            self.general_points = [
+                i for i, blk in enumerate(self.barriers)
+                if not self.simple_barriers or blk.index in self.div.split_blocks
+            ]
             if self.simple_barriers:
                 from ...passes.barrier_state import plan
 
-                self.bstate = plan(self.cfg, self.div, self.live)
+                simple_idx = [i for i in range(len(self.barriers)) if i not in self.general_points]
+                self.bstate_index = {i: k for k, i in enumerate(simple_idx)}
+                self.bstate = plan(self.cfg, self.div, self.live, [self.barriers[i] for i in simple_idx])
                 self.slot_off: dict[str, int] = {}
                 for name in self.bstate.slots:
                     slot, t, varying = self.regs[name]
@@ -253,8 +262,11 @@ class FunctionEmitter:
                     off = (off + align - 1) & ~(align - 1)
                     self.slot_off[name] = off
                     off += size
-            for blk in self.barriers if not self.simple_barriers else ():
+            for i, blk in enumerate(self.barriers):
                 area: list[tuple[str, int]] = []
+                if i not in self.general_points:
+                    self.saved_regs.append(area)
+                    continue
                 for name in sorted(self.live[blk.succs[0]]):
                     if name not in self.regs:
                         continue
@@ -265,6 +277,26 @@ class FunctionEmitter:
                     area.append((name, off))
                     off += size
                 self.saved_regs.append(area)
+            # A warp that steps aside at a yield may leave lanes pending at later blocks;
+            # their registers live in this function's stack slots, so they are kept here
+            # too (blended by the pending lanes) and brought back when the warp resumes.
+            self.pending_save: list[tuple[str, int]] = []
+            if any(self.barriers[i].term.op == "yield" for i in self.general_points):
+                live_pending: set[str] = set()
+                for tgt in self.targets:
+                    live_pending |= self.live[tgt]
+                off = (off + 63) & ~63
+                self.pending_mask_off = off
+                off += 64
+                for name in sorted(live_pending):
+                    if name not in self.regs:
+                        continue
+                    slot, t, varying = self.regs[name]
+                    size = max(t.width // 8, 1) * (W if varying else 1)
+                    align = min(64, max(size, 1))
+                    off = (off + align - 1) & ~(align - 1)
+                    self.pending_save.append((name, off))
+                    off += size
             self.mc.note_warp_state(off)
         else:
             self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
@@ -304,6 +336,8 @@ class FunctionEmitter:
 
     def _kernel_prologue(self) -> None:
         b = self.b
+        ep = b.gep(self.ws, [i64c(L.WS_EPOCH)], source_etype=I8)
+        b.store(b.add(b.load(ep, typ=I32), i32c(1)), ep)
         resume = b.load(b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8), typ=I32)
         self.frame_base = i32c(0)
         start = self.llfn.append_basic_block("start")
@@ -326,11 +360,13 @@ class FunctionEmitter:
             return
         # resume after a converged barrier: every live lane continues together
         sw = b.switch(resume, self.release_bb)
-        self._simple_resume = []
+        self._simple_resume = {}
         for idx in range(len(self.barriers)):
+            if idx in self.general_points:
+                continue
             bb = self.llfn.append_basic_block(f"resume{idx}")
             sw.add_case(i32c(L.WS_SIMPLE_BASE + idx), bb)
-            self._simple_resume.append(bb)
+            self._simple_resume[idx] = bb
 
     def _func_prologue(self) -> None:
         b = self.b
@@ -484,7 +520,7 @@ class FunctionEmitter:
             self.goto(blk.succs[0], self.active)
             return
         self.vec = False
-        if cfgmod.is_barrier(t):
+        if cfgmod.is_suspend(t):
             self._emit_barrier(blk, t)
             return
         if t.op == "bra":
@@ -637,13 +673,31 @@ class FunctionEmitter:
             b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
 
     # ---------------------------------------------------------------- barriers
+    def _yield_now(self, blk: cfgmod.Block) -> None:
+        """At a yield point: go on to the successor except every YIELD_PERIOD-th time."""
+        b = self.b
+        cp = b.gep(self.ws, [i64c(L.WS_YCOUNT)], source_etype=I8)
+        cnt = b.add(b.load(cp, typ=I32), i32c(1))
+        b.store(cnt, cp)
+        go_on = self.llfn.append_basic_block("no_yield")
+        step_aside = self.llfn.append_basic_block("yield")
+        b.cbranch(b.icmp_unsigned("!=", b.and_(cnt, i32c(L.YIELD_PERIOD - 1)), i32c(0)), go_on, step_aside)
+        b.position_at_end(go_on)
+        self.goto(blk.succs[0], self.active)
+        b.position_at_end(step_aside)
+
     def _emit_barrier(self, blk: cfgmod.Block, t: ir.Instr) -> None:
         b = self.b
         if t.guard is not None:
             raise UnsupportedError("a guarded barrier", t.line, t.text())
         idx = self.barriers.index(blk)
-        if self.simple_barriers:
+        if t.op == "yield":
+            self._yield_now(blk)
+        if idx not in self.general_points:
             self._emit_simple_barrier(blk, t, idx)
+            return
+        if t.op == "yield":
+            self._emit_yield_wait(blk, idx)
             return
         mods = t.mods
         args = list(t.args)
@@ -695,6 +749,31 @@ class FunctionEmitter:
         self.barrier_ids = getattr(self, "barrier_ids", {})
         self.barrier_ids[idx] = args[0] if args else ir.Imm(0)
 
+    def _emit_yield_wait(self, blk: cfgmod.Block, idx: int) -> None:
+        """Lanes at a yield wait until the warp function is next entered (general protocol)."""
+        b = self.b
+        wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
+        b.store(b.or_(b.load(wp, typ=I32), self.active), wp)
+        epoch = b.load(b.gep(self.ws, [i64c(L.WS_EPOCH)], source_etype=I8), typ=I32)
+        b.store(epoch, b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8))
+        amask = b.bitcast(self.active, vec(I1))
+        for name, roff in self.saved_regs[idx]:
+            slot, rt, varying = self.regs[name]
+            sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
+            v = b.load(slot)
+            if varying:
+                v = b.select(amask, v, b.load(sp, typ=vec(rt)))
+            b.store(v, sp)
+        # Lanes pending at earlier blocks may run now; lanes pending at later ones (past the
+        # loop) must not run ahead of the waiting lanes: the warp suspends instead, so the
+        # blocks after the loop stay converged (the waiting lanes come back first).
+        cont = blk.succs[0]
+        below = self._any_pending_below(self.rank[cont]) if cont in self.rank else None
+        if below is None:
+            b.branch(self.yield_suspend_bb)
+        else:
+            b.cbranch(below, self.dispatch_bb, self.yield_suspend_bb)
+
     def _emit_simple_barrier(self, blk: cfgmod.Block, t: ir.Instr, idx: int) -> None:
         """A barrier in converged code: every live lane arrives at once, so the warp just
         saves the registers the continuation needs and returns; the block runner calls it
@@ -702,6 +781,8 @@ class FunctionEmitter:
         b = self.b
         args = list(t.args)
         dest = None
+        if t.op == "yield":
+            args = []
         if "red" in t.mods:
             dest = args.pop(0)
             kind = next(m for m in t.mods if m in ("popc", "and", "or"))
@@ -712,15 +793,15 @@ class FunctionEmitter:
                 contrib = b.ctpop(b.and_(self.active, pred_bits))
             rp = b.gep(self.blk, [i64c(L.BS_RED)], source_etype=I8)
             b.store(b.add(b.load(rp, typ=I32), contrib), rp)
-        for name in self.bstate.save[idx]:
+        for name in self.bstate.save[self.bstate_index[idx]]:
             slot, rt, varying = self.regs[name]
             b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8))
         b.store(i32c(L.WS_SIMPLE_BASE + idx), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
-        b.ret(i32c(SUSPENDED))
+        b.ret(i32c(YIELDED if t.op == "yield" else SUSPENDED))
         # the resume side
         saved_block = self.block
         b.position_at_end(self._simple_resume[idx])
-        for name in self.bstate.load[idx]:
+        for name in self.bstate.load[self.bstate_index[idx]]:
             slot, rt, varying = self.regs[name]
             p = b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8)
             b.store(b.load(p, typ=vec(rt) if varying else rt), slot)
@@ -732,7 +813,7 @@ class FunctionEmitter:
         self.split = False
         self.version = None
         self._mask_cache = {}
-        for ins in self.bstate.remat[idx]:
+        for ins in self.bstate.remat[self.bstate_index[idx]]:
             self._emit_instr(ins)
         if dest is not None:
             total = b.load(b.gep(self.blk, [i64c(L.BS_REDOUT)], source_etype=I8), typ=I32)
@@ -812,21 +893,40 @@ class FunctionEmitter:
         """Lanes whose barrier completed become pending at its continuation; else suspend."""
         b = self.b
         b.position_at_end(self.release_bb)
-        if not self.barriers or self.simple_barriers:
+        if not self.general_points:
             b.branch(self.done_bb)  # converged barriers return at once: nobody waits here
             return
+        if self.pending_save:
+            # lanes left pending when the warp stepped aside at a yield get their registers back
+            pp = b.gep(self.ws, [i64c(self.pending_mask_off)], source_etype=I8)
+            pm = b.load(pp, typ=I32)
+            with b.if_then(b.icmp_unsigned("!=", pm, i32c(0))):
+                pmv = b.bitcast(pm, vec(I1))
+                for name, roff in self.pending_save:
+                    slot, rt, varying = self.regs[name]
+                    v = b.load(b.gep(self.ws, [i64c(roff)], source_etype=I8), typ=vec(rt) if varying else rt)
+                    if varying:
+                        v = b.select(pmv, v, b.load(slot))
+                    b.store(v, slot)
+                b.store(i32c(0), pp)
         any_rel = ll.Constant(I1, 0)
         any_wait = ll.Constant(I1, 0)
-        for idx, blk in enumerate(self.barriers):
+        for idx in self.general_points:
+            blk = self.barriers[idx]
             wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
             waiting = b.load(wp, typ=I32)
             bar_op = self.barrier_ids.get(idx, ir.Imm(0)) if hasattr(self, "barrier_ids") else ir.Imm(0)
             gen_saved = b.load(b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8), typ=I32)
-            # the barrier id: constant, or re-read from the (restored) register
-            self.active = b.select(b.icmp_unsigned("!=", waiting, i32c(0)), waiting, i32c(1))
-            bid = b.and_(self._uniform_int(bar_op), i32c(L.MAX_BARRIERS - 1))
-            gp = b.gep(self.blk, [b.add(i64c(L.BS_GEN), b.mul(b.zext(bid, I64), i64c(4)))], source_etype=I8)
-            gen_now = b.load(gp, typ=I32)
+            if blk.term.op == "yield":
+                gen_now = b.load(b.gep(self.ws, [i64c(L.WS_EPOCH)], source_etype=I8), typ=I32)
+                bid = i32c(0)
+            else:
+                # the barrier id: constant, or re-read from the (restored) register
+                self.active = b.select(b.icmp_unsigned("!=", waiting, i32c(0)), waiting, i32c(1))
+                bid = b.and_(self._uniform_int(bar_op), i32c(L.MAX_BARRIERS - 1))
+                gp = b.gep(self.blk, [b.add(i64c(L.BS_GEN), b.mul(b.zext(bid, I64), i64c(4)))],
+                           source_etype=I8)
+                gen_now = b.load(gp, typ=I32)
             is_waiting = b.icmp_unsigned("!=", waiting, i32c(0))
             rel = b.and_(is_waiting, b.icmp_unsigned("!=", gen_now, gen_saved))
             do = self.llfn.append_basic_block()
@@ -875,10 +975,32 @@ class FunctionEmitter:
         b.cbranch(any_wait, suspend, self.done_bb)
         b.position_at_end(suspend)
         b.store(i32c(1), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
-        b.ret(i32c(SUSPENDED))
+        yielding = ll.Constant(I1, 0)
+        for idx in self.general_points:
+            if self.barriers[idx].term.op == "yield":
+                w = b.load(b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8), typ=I32)
+                yielding = b.or_(yielding, b.icmp_unsigned("!=", w, i32c(0)))
+        b.ret(b.select(yielding, i32c(YIELDED), i32c(SUSPENDED)))
 
     def _emit_done(self) -> None:
         b = self.b
+        if self.yield_suspend_bb is not None:
+            b.position_at_end(self.yield_suspend_bb)
+            if self.pending_save:
+                pm = i32c(0)
+                for r in range(len(self.targets)):
+                    pm = b.or_(pm, b.load(b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8), typ=I32))
+                b.store(pm, b.gep(self.ws, [i64c(self.pending_mask_off)], source_etype=I8))
+                pmv = b.bitcast(pm, vec(I1))
+                for name, roff in self.pending_save:
+                    slot, rt, varying = self.regs[name]
+                    sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
+                    v = b.load(slot)
+                    if varying:
+                        v = b.select(pmv, v, b.load(sp, typ=vec(rt)))
+                    b.store(v, sp)
+            b.store(i32c(1), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
+            b.ret(i32c(YIELDED))
         b.position_at_end(self.done_bb)
         if self.is_kernel:
             b.store(i32c(2), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))

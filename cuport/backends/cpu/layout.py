@@ -32,6 +32,7 @@ class LaunchCtx(ctypes.Structure):
         ("clock_base", ctypes.c_uint64),
         ("chunk", ctypes.c_uint32),  # blocks taken per grab
         ("pad0", ctypes.c_uint32),
+        ("slot_bytes", ctypes.c_uint64),  # scratch of one resident block
     ]
 
 
@@ -59,6 +60,7 @@ ERROR_NAMES = {
 BS_CTAID = 0  # 3 x u32
 BS_EXITED = 12  # u32 threads of the block that have exited
 BS_EVENTS = 16  # u32 counter bumped by every arrival or exit (deadlock detection)
+BS_RELEASE = 20  # u32 simple protocol: warps waiting at barrier 0 may resume this round
 BS_LINEAR = 24  # u64 linear block index
 BS_SHARED = 32  # ptr: shared memory window
 BS_LOCAL = 40  # ptr: local memory windows (WARP lanes x window bytes per warp, warps in order)
@@ -75,4 +77,8 @@ WS_RESUME = 0  # u32: 0 = not started, 1 = suspended at a barrier, 2 = finished,
 WS_SIMPLE_BASE = 16
 WS_EXITED = 4  # u32 lanes that executed exit
 WS_SP = 8  # u32 local stack pointer (bytes into each lane's window)
-WS_HEADER = 16
+WS_YCOUNT = 12  # u32 yield points passed (a warp steps aside every YIELD_PERIOD-th)
+WS_EPOCH = 16  # u32 times the warp function was entered (releases waits at yields)
+WS_WAITING = 20  # u32 set by the runner: 1 = suspended at a barrier, 2 = at a yield
+WS_HEADER = 32
+YIELD_PERIOD = 64

@@ -1,0 +1,87 @@
+"""Give spin loops a point where the warp lets others run.
+
+Needs: the kernel after inlining. Leaves: the same function, where every loop whose body
+holds an instruction that can observe another thread's progress (a volatile or ordered
+load, an atomic, a fence, nanosleep) sends its back edges through a `yield` block.
+
+On a GPU every warp of every resident block runs at once, so a warp may spin until
+another warp or block publishes a value (CUB's decoupled look-back, flags set by another
+warp, spin locks). cuport runs the warps of a block one after another, and a worker's
+blocks one after another, so a spinning warp must step aside now and then: `yield`
+suspends the warp every 64th time it is reached (cheap for loops that do not wait), the
+block runner runs the other warps, and a worker whose blocks are all yielding starts
+another block or switches to one it holds (cuport/backends/cpu/compiler.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+from ..ptx import ir
+from .cfg import build
+
+_counter = itertools.count(1)
+_WAITS = {"atom", "red", "membar", "fence", "nanosleep"}
+_ORDERED = {"volatile", "acquire", "relaxed", "acq_rel", "sc", "mmio"}
+
+
+def observes_others(ins: ir.Instr) -> bool:
+    if ins.op in _WAITS:
+        return True
+    if ins.op in ("ld", "ldu") and any(m in _ORDERED for m in ins.mods):
+        return True
+    return False
+
+
+def insert_yields(fn: ir.Function) -> ir.Function:
+    """A copy of `fn` with yield points on the back edges of loops that may spin."""
+    if fn.body is None or not any(isinstance(s, ir.Instr) and observes_others(s) for s in fn.body):
+        return fn
+    cfg = build(fn)
+    blocks = cfg.blocks
+    retarget: dict[tuple[int, str], str] = {}  # (latch index, header label) -> yield label
+    tails: list = []
+    for header, body in cfg.loops.items():
+        if not any(observes_others(ins) for x in body for ins in blocks[x].instrs):
+            continue
+        hdr = blocks[header]
+        if hdr.label is None:
+            continue
+        ylabel = f"{hdr.label}$yield{next(_counter)}"
+        latches = [x for x in body if header in blocks[x].succs]
+        for x in latches:
+            retarget[(x, hdr.label)] = ylabel
+        tails += [ir.Label(ylabel, hdr.line), ir.Instr("yield", (), [], line=hdr.line),
+                  ir.Instr("bra", ("uni",), [ir.Sym(hdr.label)], line=hdr.line)]
+    if not retarget:
+        return fn
+    # rewrite the branch instructions of the latches (identified by object identity)
+    swap: dict[int, ir.Instr] = {}
+    for (x, label), ylabel in retarget.items():
+        t = blocks[x].term
+        if t is not None and t.op == "bra" and t.args and isinstance(t.args[-1], ir.Sym) \
+                and t.args[-1].name == label:
+            nt = copy.copy(t)
+            nt.args = [*t.args[:-1], ir.Sym(ylabel)]
+            swap[id(t)] = nt
+    new_body = []
+    # a latch that falls through into the header (or ends in a barrier): an explicit jump
+    fall_latches = {x for (x, _), _ in retarget.items()
+                    if blocks[x].term is None or blocks[x].term.op != "bra"}
+    last_of = {id(blocks[x].instrs[-1]): x for x in fall_latches if blocks[x].instrs}
+    for st in fn.body:
+        if isinstance(st, ir.Instr) and id(st) in swap:
+            new_body.append(swap[id(st)])
+            continue
+        new_body.append(st)
+        if isinstance(st, ir.Instr) and id(st) in last_of:
+            x = last_of[id(st)]
+            hdr_label = next(lbl for (xx, lbl) in retarget if xx == x)
+            new_body.append(ir.Instr("bra", ("uni",), [ir.Sym(retarget[(x, hdr_label)])], line=st.line))
+    # the yield blocks go after a final ret so nothing falls into them
+    new_body.append(ir.Instr("ret", (), [], line=0))
+    new_body += tails
+    out = copy.copy(fn)
+    out.body = new_body
+    return out
