@@ -4,7 +4,7 @@ The attribute table answers every CUdevice_attribute with a value that is true o
 the CPU backend (one multiprocessor per core the process may run on, warp size 32,
 1024 threads a block, 48 KiB of static shared memory and 227 KiB by opt-in,
 unified addressing, managed and pageable memory shared with the host) or, for
-features cuport does not offer (textures aside from their limits, clusters, IPC,
+features cuport does not offer (clusters, IPC,
 memory pools), 0. The compute capability is 9.0 unless CUPORT_CC says otherwise.
 """
 
@@ -144,7 +144,7 @@ ATTRIBUTES: dict[str, int | object] = {
     "ASYNC_ENGINE_COUNT": 1,
     "UNIFIED_ADDRESSING": 1,
     "MAXIMUM_TEXTURE1D_LAYERED_WIDTH": 32768, "MAXIMUM_TEXTURE1D_LAYERED_LAYERS": 2048,
-    "CAN_TEX2D_GATHER": 0,
+    "CAN_TEX2D_GATHER": 1,
     "MAXIMUM_TEXTURE2D_GATHER_WIDTH": 32768, "MAXIMUM_TEXTURE2D_GATHER_HEIGHT": 32768,
     "MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE": 8192, "MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE": 8192,
     "MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE": 32768,

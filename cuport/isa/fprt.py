@@ -24,10 +24,10 @@ NaN results (the H200's recordings in tests/isa/gpu and ptxas's sm_90 code):
   NaN: 0x7fffffff, 0x7fff, 0x7fff, whatever the operands' payloads.
 - f64 arithmetic propagates a NaN operand with its quiet bit (bit 51) set, sign and payload
   kept; only an invalid operation on non-NaN operands (inf - inf, 0 * inf, 0/0, sqrt(-1))
-  generates 0xfff8000000000000. When several operands are NaN, DADD, DMUL and DFMA return the
-  one in their *second* source slot, then the first, then DFMA's addend: b, then a, then c
+  generates 0xfff8000000000000. When several operands are NaN, DADD and DMUL return the one
+  in their *second* source slot, then the first; DFMA returns b, then its addend c, then a
   (recorded: add(A, B) → B, add(B, A) → A, mul(B, A) → A, sub(A, C) → C, fma(A, B, C) → B,
-  fma(1, B, C) → B, fma(1, 2, C) → C). A source modifier does not touch the NaN returned:
+  fma(1, B, C) → B, fma(1, 2, C) → C, fma(A, 2, C) → C, fma(C, 2, A) → A). A source modifier does not touch the NaN returned:
   sub(1, B) = DADD 1, -B gives B with its own sign, and neg/abs.f64 (DADD -RZ, -a / |a|)
   return a's NaN quieted. ptxas keeps PTX order for register operands; it moves an
   immediate or constant operand into the second slot (and folds sub's negation into a
@@ -62,7 +62,7 @@ DEFAULT_NAN64 = 0xFFF8000000000000  # what an invalid f64 operation generates (C
 QUIET64 = 1 << 51
 #: f64 operation → its operands (PTX indices) in the order in which a NaN among them is the
 #: result (the module docstring has the evidence); min/max pass b, a themselves
-NAN_ORDER_F64 = {"fadd": (1, 0), "fsub": (1, 0), "fmul": (1, 0), "fma": (1, 0, 2), "fdiv": (0, 1)}
+NAN_ORDER_F64 = {"fadd": (1, 0), "fsub": (1, 0), "fmul": (1, 0), "fma": (1, 2, 0), "fdiv": (0, 1)}
 #: (width, mantissa bits) of the formats whose NaN payloads F2F carries across
 NAN_LAYOUT = {"f64": (64, 52), "f32": (32, 23), "f16": (16, 10), "bf16": (16, 7)}
 F32_MAX_BITS = 0x7F7FFFFF
@@ -109,7 +109,8 @@ def nan_f64(em, v, srcs: list):
 
 def nan_order(op: str, args: list) -> list:
     """`args` of the f64 operation `op` (fadd fsub fmul fma fdiv) in the order in which
-    their NaNs win (NAN_ORDER_F64): b, a, c for DADD/DMUL/DFMA, a, b for div."""
+    their NaNs win (NAN_ORDER_F64): b, a for DADD/DMUL, b, c, a for DFMA (measured on an
+    H200), a, b for div."""
     return [args[i] for i in NAN_ORDER_F64[op]]
 
 

@@ -122,7 +122,7 @@ def is_nan_bits(b: int, fmt: str) -> bool:
 #: the operands (PTX indices) of an f64 operation in the order in which a NaN among them is the
 #: result: DADD, DMUL and DFMA return the NaN of their second source first, then the first's,
 #: then the addend's; ptxas's div.f64 code tests a, then b; min/max of two NaNs give b
-NAN64_ORDER = {"add": (1, 0), "sub": (1, 0), "mul": (1, 0), "fma": (1, 0, 2), "mad": (1, 0, 2), "div": (0, 1),
+NAN64_ORDER = {"add": (1, 0), "sub": (1, 0), "mul": (1, 0), "fma": (1, 2, 0), "mad": (1, 2, 0), "div": (0, 1),
                "rcp": (0,), "sqrt": (0,), "neg": (0,), "abs": (0,), "min": (1, 0), "max": (1, 0)}
 
 

@@ -21,9 +21,11 @@ from ...ptx.parser import parse
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_MISALIGNED_ADDRESS,
     CUDA_ERROR_NOT_FOUND,
     CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_OUT_OF_MEMORY,
@@ -318,9 +320,12 @@ class CpuBackend:
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
         msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
-        code = {L.ERR_ASSERT: CUDA_ERROR_ASSERT, L.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}.get(
-            kind, CUDA_ERROR_LAUNCH_FAILED
-        )
+        code = {
+            L.ERR_ASSERT: CUDA_ERROR_ASSERT,
+            L.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR,
+            L.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
+            L.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
+        }.get(kind, CUDA_ERROR_LAUNCH_FAILED)
         raise BackendError(code, msg)
 
 
