@@ -30,6 +30,7 @@ class Divergence:
     varying: set[str]
     divergent_branches: set[int]
     split_blocks: set[int]
+    blend: set[str] | None = None  # varying registers whose split-block writes blend (liveness)
 
     def is_split(self, block: int) -> bool:
         return block in self.split_blocks

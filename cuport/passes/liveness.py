@@ -35,8 +35,50 @@ def _reachable_after(cfg: Cfg) -> list[set[int]]:
     return out
 
 
-def live_in(cfg: Cfg, div: Divergence) -> list[set[str]]:
+def wait_points(cfg: Cfg, div: Divergence) -> set[int]:
+    """Blocks at whose entry lanes can wait while other lanes of their warp run: targets
+    of divergent branches and of split blocks, and continuations of barriers and yields."""
+    from .cfg import is_suspend
+
+    out: set[int] = set()
+    for b in cfg.blocks:
+        t = b.term
+        if b.index in div.split_blocks or b.index in div.divergent_branches:
+            out.update(b.succs)
+        if t is not None and (is_suspend(t) or (t.guard is not None and t.op in ("ret", "exit"))):
+            out.update(b.succs)
+    return out
+
+
+def live_in_and_blends(cfg: Cfg, div: Divergence) -> tuple[list[set[str]], set[str]]:
+    """Liveness, and the varying registers whose writes in split blocks must keep the
+    values of lanes that are not running (blend).
+
+    A lane that is not running waits at a wait point (or has finished). A write clobbering
+    its value matters only when the register is live where it waits, so only registers
+    live at some wait point need blended writes. Temporaries that live within one stretch
+    of code need none, and then do not look live across whole loops either: that keeps
+    the registers a warp saves at a barrier or yield to what is really needed.
+    """
+    waits = wait_points(cfg, div)
+    blend: set[str] = set()
+    while True:  # the least fixed point: blending makes more registers live, and so on
+        live = live_in(cfg, div, blend)
+        new = set(blend)
+        for w in waits:
+            new |= live[w]
+        new &= div.varying
+        if new == blend:
+            return live, blend
+        blend = new
+
+
+def live_in(cfg: Cfg, div: Divergence, blend: set[str] | None = None) -> list[set[str]]:
+    """Live-in sets; `blend`: the registers whose split-block writes are blended (default:
+    every varying register)."""
     blocks = cfg.blocks
+    if blend is None:
+        blend = div.varying
     def_blocks: dict[str, set[int]] = {}
     for b in blocks:
         for ins in b.instrs:
@@ -62,13 +104,13 @@ def live_in(cfg: Cfg, div: Divergence) -> list[set[str]]:
         g: set[str] = set()
         k: set[str] = set()
         written: set[str] = set()
-        blend = b.index in div.split_blocks
+        split = b.index in div.split_blocks
         for ins in b.instrs:
             for r in uses(ins):
                 if r.name not in k:
                     g.add(r.name)
             for r in defs(ins):
-                partial = ins.guard is not None or (blend and r.name in div.varying)
+                partial = ins.guard is not None or (split and r.name in blend)
                 if partial:
                     if r.name not in k and r.name not in written and reached_by_def(r.name, b.index):
                         g.add(r.name)

@@ -237,7 +237,8 @@ class ModuleCompiler:
     def _make_emitter(self, fn: ir.Function) -> FunctionEmitter:
         g = cfgmod.build(fn)
         div = divergence.analyze(g, self.block)
-        live = liveness.live_in(g, div)
+        live, blend = liveness.live_in_and_blends(g, div)
+        div.blend = blend
         if "%__cc" in div.varying or any(
             isinstance(s, ir.Instr) and "cc" in s.mods for s in fn.body or ()
         ):

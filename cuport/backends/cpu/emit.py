@@ -22,6 +22,7 @@ ISA families (cuport.isa.*) lower instructions through the small API of this cla
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
@@ -617,8 +618,15 @@ class FunctionEmitter:
             b.branch(self.llblocks[target])
             return
         # lanes pending at the target itself or at any earlier block: let dispatch pick, so
-        # the target runs once with all its lanes (this is where warps reconverge)
-        below = self._any_pending_below(self.rank[target] + 1)
+        # the target runs once with all its lanes (this is where warps reconverge). While a
+        # block runs, every pending block comes after it (it was the lowest), so only the
+        # targets between this block and the target can hold lanes: none for a back edge.
+        lo = bisect.bisect_right(self.targets, self.block.index) if self.block is not None else 0
+        below = self._any_pending_in(lo, self.rank[target] + 1)
+        if below is None:
+            b.store(mask, self.active_slot)
+            b.branch(self.llblocks[target])
+            return
         direct = self.llfn.append_basic_block()
         defer = self.llfn.append_basic_block()
         b.cbranch(below, defer, direct)
@@ -628,6 +636,20 @@ class FunctionEmitter:
         b.position_at_end(direct)
         b.store(mask, self.active_slot)
         b.branch(self.llblocks[target])
+
+    def _any_pending_in(self, lo: int, hi: int) -> ll.Value | None:
+        """i1: some target of rank lo <= r < hi has pending lanes (None: the range is empty)."""
+        if hi <= lo:
+            return None
+        b = self.b
+        acc = None
+        for w in range(lo // 64, (hi - 1) // 64 + 1):
+            a, z = max(lo, 64 * w) - 64 * w, min(hi, 64 * (w + 1)) - 64 * w
+            maskc = ((1 << z) - 1) & ~((1 << a) - 1)
+            v = b.load(b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8), typ=I64)
+            t = b.icmp_unsigned("!=", b.and_(v, i64c(maskc)), i64c(0))
+            acc = t if acc is None else b.or_(acc, t)
+        return acc
 
     def _any_pending_below(self, r: int) -> ll.Value | None:
         if r == 0:
@@ -1148,7 +1170,9 @@ class FunctionEmitter:
             m = None
             if ins is not None and ins.guard is not None:
                 m = self.exec_mask_vec()
-            elif self.split:
+            elif self.split and (self.div.blend is None or op.name in self.div.blend):
+                # lanes waiting elsewhere keep their value (only where it is live there:
+                # passes/liveness.py)
                 m = self.active_vec()
             if m is not None:
                 v = b.select(m, v, b.load(slot))
