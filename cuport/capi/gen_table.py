@@ -92,6 +92,12 @@ FULL_STRUCTS = {
 OVERRIDES = {
     ("cuModuleLoadDataEx", "options"): "in",
     ("cuModuleLoadDataEx", "optionValues"): "in",
+    ("cuLinkCreate", "options"): "in",
+    ("cuLinkCreate", "optionValues"): "in",
+    ("cuLinkAddData", "options"): "in",
+    ("cuLinkAddData", "optionValues"): "in",
+    ("cuLinkAddFile", "options"): "in",
+    ("cuLinkAddFile", "optionValues"): "in",
     ("cuLinkCreate_v2", "options"): "in",
     ("cuLinkCreate_v2", "optionValues"): "in",
     ("cuLinkAddData_v2", "options"): "in",

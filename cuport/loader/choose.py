@@ -89,6 +89,15 @@ def _why_none(image: Image, device_cc: int | None) -> str:
             f"program, whose PTX is in its {len(image.relocatable)} relocatable objects "
             f"and must be linked together"
         )
+    if image.sass and image.kind == "elf" and not image.ptx:
+        # A bare cubin: ptxas, nvJitLink or nvrtc's cubin output, not an nvcc program.
+        return (
+            f"the image is a cubin (SASS, GPU machine code, for "
+            f"{_names([s.arch for s in image.sass], 'sm')}) and holds no PTX; cuport runs PTX "
+            f"only: load the PTX instead (numba-cuda, CuPy and cuda.core link PTX through the "
+            f"driver's cuLink* calls, which cuport implements, when the nvidia-nvjitlink "
+            f"package is not installed)"
+        )
     if image.sass:
         return (
             f"the image has only SASS (GPU machine code) for "

@@ -9,6 +9,7 @@ read), or PTX text.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from typing import BinaryIO
 
@@ -25,6 +26,7 @@ from .ptxtext import looks_like_ptx, ptx_entry
 
 RUNTIME_SECTION = ".nv_fatbin"  # the fatbins the runtime registers
 RELOCATABLE_SECTION = "__nv_relfatbin"  # -rdc=true: one fatbin per object file
+_MODULE_START = re.compile(rb"^[ \t]*\.version\b", re.M)
 
 
 def as_bytes_view(data: bytes | bytearray | memoryview) -> memoryview:
@@ -62,9 +64,18 @@ def parse_ptx(view: memoryview) -> Image:
         )
     text = bytes(view)
     end = text.find(b"\0")
-    return Image(
-        ptx=[ptx_entry(text[: end if end >= 0 else None], None, "PTX text")], sass=[], kind="ptx"
-    )
+    text = text[: end if end >= 0 else None]
+    starts = [m.start() for m in _MODULE_START.finditer(text)]
+    if len(starts) <= 1:
+        return Image(ptx=[ptx_entry(text, None, "PTX text")], sass=[], kind="ptx")
+    # Several `.version` directives: modules linked by cuLinkComplete, one after another.
+    bounds = [0, *starts[1:], len(text)]
+    objects = [
+        Image(ptx=[ptx_entry(text[a:b], None, f"PTX module {i + 1} of {len(starts)}")],
+              sass=[], kind="ptx")
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False))
+    ]
+    return Image(ptx=[], sass=[], kind="ptx", relocatable=objects)
 
 
 def parse_elf(elf: Elf) -> Image:

@@ -116,9 +116,10 @@ def test_cubin_is_sass_for_its_architecture(built):
     image = parse_file(str(built["kernel_80.cubin"]))
     assert image.kind == "elf" and image.ptx == []
     assert [(s.arch, s.size) for s in image.sass] == [(80, len(built.read("kernel_80.cubin")))]
-    with pytest.raises(LoaderError, match="only SASS .* for sm_80") as caught:
+    with pytest.raises(LoaderError, match="is a cubin .* for sm_80.*load the PTX") as caught:
         choose_ptx(image, 80)
     assert caught.value.code == CUDA_ERROR_NO_BINARY_FOR_GPU
+    assert "cuLink" in caught.value.message
 
 
 def test_ptx_text_takes_its_arch_from_target(built):
