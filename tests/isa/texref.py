@@ -1,12 +1,32 @@
-"""A reference model of the texture unit for the tests, written from the documents, not the code.
+"""A reference model of the texture unit for the tests: the documents plus an H200's recordings.
 
 CUDA Programming Guide, "Texture Fetching": point sampling picks texel floor(x); linear
 filtering blends texels floor(x - 0.5) and the next with weight frac(x - 0.5) "stored in
 9-bit fixed point format with 8 bits of fractional value"; address modes clamp, wrap
-(normalized coordinates only), mirror (same) and border. Coordinates become fixed point
-with 8 fractional bits (`SNAP`, round to nearest even as Direct3D specifies for the same
-hardware) before the texel is picked, so the weights are exactly k/256. The model
-computes the weighted sum exactly (fractions) and rounds once to f32.
+(normalized coordinates only), mirror (same) and border. What the documents leave open was
+measured on an H200 (.device_exp/texprobe.cu; every rule below reproduces its recorded
+rows bit for bit):
+
+- coordinates: an unnormalized x is used exactly: point takes floor(x), linear rounds
+  (x - 0.5) * 256 to an integer, ties up. A normalized u is first truncated to fixed point,
+  q = floor(u * 2^F) with F = 21 (sizes up to 4096; 22 for 65535), and the texel coordinate is
+  the exact q * N / 2^F. Denormal coordinates are zero. In clamp mode the linear filter's
+  fixed-point coordinate is clamped to [0, N - 1] before it is split (the weights of a
+  clamped axis become 256 and 0).
+- weights (integers summing to 256): z first (256 - c, c); each part P splits along x into
+  q8(P * a) and P minus that; each (x, z) part P then splits along y: for x = 1 into
+  q8(P * b) (y = 1) and the rest, for x = 0 into q8(P * (256 - b)) (y = 0) and the rest,
+  q8(p) = floor((p + 128) / 256). In 2D (c = 0) this is W11 = q8(a b), W10 = a - W11,
+  W01 = b - W11.
+- f32 (and sRGB) texels: the texels of nonzero weight are truncated (toward zero) to
+  multiples of 2^(E - 27), E the largest exponent among them (denormals are zero); the
+  weighted sum of those is exact and rounds once to f32, ties away from zero; a denormal
+  result is zero. A NaN among them gives NaN (0x7fffffff), infinities of both signs NaN.
+- f16 texels: the same with 2^(E - 14) and the result rounded to f16, ties away.
+- 8/16-bit integers read as normalized floats: filtered as 16-bit integers (an 8-bit
+  unsigned k is k * 257, signed k * 32767 / 127 rounded), n = floor((sum w t + 128) / 256),
+  result n / 65535 (n / 32767, at least -1 when signed) rounded to f32. The unsigned and
+  16-bit forms are exact on the H200; 8-bit signed is close (1 unit of n in ~15% of rows).
 
 `Tex` also builds the descriptor the generated code reads (texture_layout.py), so a test
 can hand its address to a kernel without a CUDA context.
@@ -24,7 +44,6 @@ import numpy as np
 
 from cuport.backends.cpu import texture_layout as T
 
-SNAP = "nearest"
 WRAP, CLAMP, MIRROR, BORDER = 0, 1, 2, 3
 
 # format name -> (NumPy dtype, decode when promoted to float, decode when read as integer)
@@ -144,44 +163,64 @@ class Tex:
         sizes = self.level_size(level)[:self.dims]
         filtering = self.linear and self.float_result and not int_coords and not self.linear_memory
         axes = []
-        for u, n in zip(coords, sizes, strict=False):
+        for k, (u, n) in enumerate(zip(coords, sizes, strict=False)):
             if int_coords:
-                axes.append([(u, 1)])
+                axes.append((u, 0))
                 continue
-            u = np.float32(u)
-            if normalized:
-                u = np.float32(u * np.float32(n))
-            fx = snap(float(u))
-            if filtering:
-                fx -= 128
-                i, a = fx >> 8, fx & 255
-                axes.append([(i, 256 - a), (i + 1, a)])
-            else:
-                axes.append([(fx >> 8, 1)])
-        taps = [[]]
-        for ax in axes:
-            taps = [t + [p] for t in taps for p in ax]
-        total = [Fraction(0)] * 4
-        for t in taps:
-            w = 1
-            idx = []
-            for k, (i, wk) in enumerate(t):
-                w *= wk
-                idx.append(self.resolve(i, sizes[k], self.mode(k)))
-            if None in idx:
-                value = self.border_value()
-            else:
-                x = idx[0]
-                y = idx[1] if len(idx) > 1 else 0
-                z = (idx[2] if len(idx) > 2 else 0) + layer
-                value = self.texel(level, x, y, z)
-            if not filtering:
-                return value
-            for c in range(4):
-                if w:
-                    total[c] += w * Fraction(value[c])
-        scale = Fraction(1, 256 ** len(axes))
-        return [f32(t * scale) for t in total]
+            fx = self.axis_fixed(float(np.float32(u)), n, k, normalized, filtering)
+            axes.append((fx >> 8, fx & 255))
+        if not filtering:
+            idx = [self.resolve(i, sizes[k], self.mode(k)) for k, (i, _) in enumerate(axes)]
+            return self.fetch(level, idx, layer)
+        integer = self.fmt in ("u8", "s8", "u16", "s16") and not self.srgb
+        taps = []
+        for corner, w in corner_weights([a for _, a in axes]).items():
+            idx = [self.resolve(i + corner[k], sizes[k], self.mode(k))
+                   for k, (i, _) in enumerate(axes)]
+            taps.append((w, self.fetch16(level, idx, layer) if integer
+                         else self.fetch(level, idx, layer)))
+        if integer:
+            scale = 32767 if self.fmt[0] == "s" else 65535
+            return [blend_normalized([(w, v[c]) for w, v in taps], scale) if c < self.channels
+                    else 1.0 if c == 3 else 0.0 for c in range(4)]
+        return [blend_float([(w, v[c]) for w, v in taps], 11 if self.fmt == "f16" else 24)
+                for c in range(4)]
+
+    def axis_fixed(self, u: float, n: int, axis: int, normalized: bool, linear: bool,
+                   clamp_coordinate: bool = True) -> int:
+        """texel_fixed reduced modulo the period (wrap, mirror) or clamped to the first and
+        last texel (clamp, linear), then saturated to 32 bits."""
+        fx = texel_fixed(u, n, normalized, linear)
+        mode = self.mode(axis)
+        if mode in (WRAP, MIRROR):
+            fx %= (2 * n if mode == MIRROR else n) * 256
+        elif mode == CLAMP and linear and clamp_coordinate:
+            fx = min(max(fx, 0), (n - 1) * 256)
+        return max(min(fx, 2**31 - 1), -(2**31))
+
+    def fetch(self, level: int, idx: list, layer: int) -> list:
+        if None in idx:
+            return self.border_value()
+        x = idx[0]
+        y = idx[1] if len(idx) > 1 else 0
+        z = (idx[2] if len(idx) > 2 else 0) + layer
+        return self.texel(level, x, y, z)
+
+    def fetch16(self, level: int, idx: list, layer: int) -> list:
+        """An 8/16-bit integer texel as the 16-bit integers the filter uses (border: the
+        color times 65535 or 32767, rounded)."""
+        scale = 32767 if self.fmt[0] == "s" else 65535
+        if None in idx:
+            return [round(f32(b) * scale) for b in self.border]
+        x = idx[0]
+        y = idx[1] if len(idx) > 1 else 0
+        z = (idx[2] if len(idx) > 2 else 0) + layer
+        data = self.levels[level]
+        out = []
+        for c in range(min(self.channels, 4)):
+            k = int(data[z, y, x, c])
+            out.append(k * 257 if self.fmt == "u8" else expand_s8(k) if self.fmt == "s8" else k)
+        return out
 
     def sample(self, coords: list, lod: float | None = None, grad=None,
                int_coords: bool = False) -> list:
@@ -210,7 +249,7 @@ class Tex:
         lod = (lod or 0.0) + self.lod_bias
         lod = min(max(lod, self.min_lod), self.max_lod)
         lod = min(max(lod, 0.0), nlevels - 1)
-        fixed = snap(f32(lod))
+        fixed = snap_lod(f32(lod))
         if not (self.mip_linear and self.float_result):
             return self.sample_level((fixed + 128) >> 8, coords, layer, normalized)
         l0, frac = fixed >> 8, fixed & 255
@@ -228,10 +267,8 @@ class Tex:
         w, h, _ = self.level_size(0)
         ends = []
         for k, n in enumerate((w, h)):
-            u = np.float32(coords[k])
-            if self.normalized:
-                u = np.float32(u * np.float32(n))
-            i0 = (snap(float(u)) - 128) >> 8
+            i0 = self.axis_fixed(float(np.float32(coords[k])), n, k, self.normalized, True,
+                                 False) >> 8
             ends.append((self.resolve(i0, n, self.mode(k)), self.resolve(i0 + 1, n, self.mode(k))))
         out = []
         for hx, hy in ((0, 1), (1, 1), (1, 0), (0, 0)):
@@ -293,13 +330,125 @@ class Tex:
         return address
 
 
-def snap(u: float) -> int:
-    """Texel-space f32 coordinate -> fixed point with 8 fractional bits."""
-    scaled = u * 256.0  # exact in double
+def texel_fixed(u: float, n: int, normalized: bool, linear: bool) -> int:
+    """Coordinate -> texel-space fixed point with 8 fractional bits (minus half a texel when
+    linear): u exact, or a normalized u truncated to F fraction bits, q = floor(u * 2^F),
+    times n; linear rounds ties up, point truncates. NaN and denormals read as 0; |q| is at
+    most 2^46, an unnormalized |x * 256| at most 2^62 (infinities saturate there)."""
+    if math.isnan(u) or (u != 0 and abs(u) < 2.0**-126):
+        u = 0.0
+    big = 2**46 if normalized else 2**62
+    if math.isinf(u):
+        v = big if u > 0 else -big
+    else:
+        v = max(min(math.floor(Fraction(u) * (2 ** norm_fraction_bits(n) if normalized else 256)
+                               + (Fraction(1, 2) if linear and not normalized else 0)), big), -big)
+    if normalized:
+        f = norm_fraction_bits(n)
+        v = (v * n + (2 ** (f - 9) if linear else 0)) >> (f - 8)
+    return v - 128 if linear else v
+
+
+def snap_lod(lod: float) -> int:
+    """Level of detail -> fixed point with 8 fractional bits (round half to even; not measured)."""
+    scaled = lod * 256.0
     if math.isnan(scaled):
         return 0
-    v = round(scaled) if SNAP == "nearest" else math.floor(scaled)  # round(): half to even
-    return max(min(v, 2**31 - 1), -(2**31))
+    return max(min(round(scaled), 2**31 - 1), -(2**31))
+
+
+def norm_fraction_bits(n: int) -> int:
+    """Fraction bits a normalized coordinate keeps (H200: 21 for sizes 2..4096, 22 for 65535;
+    sizes in between were not recorded)."""
+    return 21 if n <= 4096 else 22
+
+
+def q8(p: int) -> int:
+    return (p + 128) >> 8
+
+
+def corner_weights(fracs: list) -> dict:
+    """Per-axis 8-bit fractions -> {corner (0/1 per axis): integer weight}, summing to 256."""
+    dims = len(fracs)
+    a, b, c = (list(fracs) + [0, 0])[:3]
+    out = {}
+    for z, zw in ((0, 256 - c), (1, c)):
+        if dims < 3 and z:
+            continue
+        p1 = q8(zw * a)
+        for x, p in ((0, zw - p1), (1, p1)):
+            if x:
+                hi = q8(p * b)
+                lo = p - hi
+            else:
+                lo = q8(p * (256 - b))
+                hi = p - lo
+            for y, w in ((0, lo), (1, hi)):
+                if dims < 2 and y:
+                    continue
+                out[(x, y, z)[:dims]] = w
+    return out
+
+
+def _round_away(x: Fraction, precision: int, min_exp: int) -> Fraction:
+    """x rounded to `precision` significant bits (ulp at least 2^min_exp), ties away from 0."""
+    if x == 0:
+        return x
+    m = abs(x)
+    e = m.numerator.bit_length() - m.denominator.bit_length()
+    if Fraction(2) ** e > m:
+        e -= 1
+    ulp = Fraction(2) ** max(e - precision + 1, min_exp)
+    r = math.floor(m / ulp + Fraction(1, 2)) * ulp
+    return r if x > 0 else -r
+
+
+def blend_float(taps: list, precision: int) -> float:
+    """f32 (precision 24) or f16 (11) texels: truncate to 3 bits below the precision of the
+    largest, sum exactly, round ties away (f32: denormals read and written as zero)."""
+    vals = []
+    for w, v in taps:
+        if not w:
+            continue
+        v = float(v)
+        if precision == 24 and v != 0 and abs(v) < 2.0**-126:
+            v = math.copysign(0.0, v)
+        vals.append((w, v))
+    if any(math.isnan(v) for _, v in vals):
+        return from_bits(0x7FFFFFFF)
+    infs = {v for _, v in vals if math.isinf(v)}
+    if infs:
+        return infs.pop() if len(infs) == 1 else from_bits(0x7FFFFFFF)
+    nonzero = [Fraction(v) for _, v in vals if v != 0]
+    if not nonzero:
+        return -0.0 if all(math.copysign(1, v) < 0 for _, v in vals) else 0.0
+    top = max(abs(v) for v in nonzero)
+    e = top.numerator.bit_length() - top.denominator.bit_length()
+    if Fraction(2) ** e > top:
+        e -= 1
+    g = Fraction(2) ** (e - precision - 3)
+    s = sum(w * math.trunc(Fraction(v) / g) * g for w, v in vals) / 256
+    if precision == 24:
+        r = _round_away(s, 24, -149)
+        if abs(r) >= 2**128:
+            return math.copysign(math.inf, r)
+        out = float(r)
+        return math.copysign(0.0, out) if abs(out) < 2.0**-126 else out
+    r = _round_away(s, 11, -24)
+    return math.copysign(math.inf, r) if abs(r) > 65504 else float(r)
+
+
+def expand_s8(k: int) -> int:
+    """A signed 8-bit normalized integer as 16 bits: k * 32767 / 127 rounded half away."""
+    m = (abs(k) * 32767 * 2 + 127) // 254
+    return m if k >= 0 else -m
+
+
+def blend_normalized(taps: list, scale: int) -> float:
+    """8/16-bit integer texels read as normalized floats, as 16-bit integers t (taps of
+    (weight, t)): n = floor((sum w t + 128) / 256), result n / scale (at least -1)."""
+    n = (sum(w * t for w, t in taps) + 128) >> 8
+    return max(float(_round_away(Fraction(n, scale), 24, -149)), -1.0)
 
 
 def cube_face(x: float, y: float, z: float) -> tuple[int, float, float]:

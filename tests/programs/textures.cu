@@ -1,15 +1,24 @@
 // textures: texture and surface objects, checked against a host model of the texture unit.
 //
-// The model follows the CUDA Programming Guide ("Texture Fetching"): a normalized
-// coordinate is scaled by the size (f32 multiply); the texel-space coordinate becomes
-// fixed point with 8 fractional bits, rounded to nearest (Snap below); point sampling picks
-// the texel under it; linear filtering subtracts half a texel and blends the two (four,
-// eight) neighbours with weights k/256 ("9-bit fixed point with 8 bits of fractional
-// value"); clamp, wrap, mirror and border act on texel indices. Filtered results may differ
-// from the model's exact weighted sum by the rounding of the hardware's arithmetic: the
-// tolerance is 2e-6 absolute for values in [0, 1], while unquantized weights would be off
-// by up to 1/512 of the neighbours' difference and truncated weights by up to 1/256.
-// Point samples, integer reads and surfaces are compared exactly.
+// The model is the CUDA Programming Guide's ("Texture Fetching": point sampling picks the
+// texel under the coordinate; linear filtering subtracts half a texel and blends the two
+// (four, eight) neighbours with weights "in 9-bit fixed point format with 8 bits of
+// fractional value"; clamp, wrap, mirror and border act on texel indices) with the details
+// an H200 showed (cuport/backends/cpu/texture_rt.py has the same rules; every filtered
+// sample of this program is reproduced bit for bit):
+// - coordinates: unnormalized x is exact; linear rounds (x - 0.5) * 256 to an integer,
+//   ties up. A normalized u is truncated to 21 fraction bits (sizes up to 4096) and then
+//   multiplied by the size exactly. In clamp mode the filter's coordinate is clamped to
+//   [0, size - 1] before it is split into texel and weight.
+// - weights, integers summing to 256: z splits first (256 - c, c), each part P along x into
+//   q8(P a) and the rest, each (x, z) part P along y: for x = 1 into q8(P b) (y = 1) and the
+//   rest, for x = 0 into q8(P (256 - b)) (y = 0) and the rest, q8(p) = (p + 128) >> 8.
+// - f32 texels: those of nonzero weight are truncated to multiples of 2^(E - 27), E the
+//   largest exponent among them; the weighted sum is exact and rounds once, ties away.
+// - 8-bit texels read as normalized floats: filtered as 16-bit integers (k * 257),
+//   n = (sum w t + 128) >> 8, result n / 65535.
+// Every sample must match the model exactly; a failure also prints the value with exact
+// (unquantized) weights, which the hardware's differs from by up to about a 1/256 weight step.
 //
 // Parts: a 2D float image rotated with bilinear filtering under wrap/mirror, border and
 // clamp addressing (normalized coordinates); a bilinear resize of a uchar4 image read as
@@ -17,6 +26,7 @@
 // lookup table from a CUDA array and tex1Dfetch from linear memory (zeros out of range);
 // a 3D texture with trilinear filtering; surface writes, reads (boundary modes zero and
 // clamp) and a texture reading what the surface wrote.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -96,27 +106,25 @@ __global__ void read_surface(cudaSurfaceObject_t s, cudaSurfaceObject_t f, cudaT
 
 // ---------------------------------------------------------------- host model
 
-enum Snap { NEAREST, TRUNCATE, EXACT };
-// the model checked; the other two are computed to explain a failure
-// (cuport/backends/cpu/texture_rt.py SNAP says the same)
-static const Snap MODEL = NEAREST;
-static const char* SNAP_NAMES[] = {"8-bit rounded weights", "8-bit truncated weights",
-                                   "unquantized weights"};
-
-// texel-space coordinate -> first texel and the weight of the next one
-static void split(float u, bool linear, Snap snap, int* i, double* a) {
-    if (snap == EXACT) {
-        double x = linear ? (double)u - 0.5 : (double)u;
-        *i = (int)floor(x);
-        *a = linear ? x - floor(x) : 0.0;
-        return;
+// texel-space coordinate as fixed point with 8 fractional bits, minus half a texel when linear
+static long long texel_fixed(float u, int n, bool normalized, bool linear) {
+    if (std::isnan(u) || fabsf(u) < 1.17549435e-38f) u = 0.0f;  // denormals are zero
+    if (std::isinf(u)) return u > 0 ? 2147483647LL : -2147483648LL;
+    long long f;
+    if (normalized) {
+        long long q = (long long)floor((double)u * 2097152.0);  // 2^21, exact
+        if (q > (1LL << 40)) q = 1LL << 40;
+        if (q < -(1LL << 40)) q = -(1LL << 40);
+        long long p = q * n;  // texel coordinate * 2^21
+        f = linear ? (p + (1LL << 12)) >> 13 : p >> 13;  // arithmetic shift: floor
+    } else {
+        double s = (double)u * 256.0;  // exact
+        f = (long long)floor(linear ? s + 0.5 : s);
     }
-    double s = (double)u * 256.0;  // exact
-    long long f = snap == NEAREST ? llrint(s) : (long long)floor(s);  // llrint: half to even
     if (linear) f -= 128;
-    long long whole = f >= 0 ? f / 256 : -((-f + 255) / 256);
-    *i = (int)whole;
-    *a = linear ? (double)(f - whole * 256) / 256.0 : 0.0;
+    if (f > 2147483647LL) f = 2147483647LL;
+    if (f < -2147483648LL) f = -2147483648LL;
+    return f;
 }
 
 // texel index under an address mode, -1 for a border texel
@@ -132,35 +140,108 @@ static int address(int i, int n, cudaTextureAddressMode mode) {
     }
 }
 
+static int q8(int p) { return (p + 128) >> 8; }
+
+// the corner weights (sum 256) for fractions a, b, c; corner bit k = the upper texel on axis k
+static void corner_weights(int dims, const int* frac, int* w) {
+    int a = frac[0], b = dims > 1 ? frac[1] : 0, c = dims > 2 ? frac[2] : 0;
+    for (int k = 0; k < 8; k++) w[k] = 0;
+    for (int z = 0; z < (dims > 2 ? 2 : 1); z++) {
+        int zw = z ? c : 256 - c;
+        int p1 = q8(zw * a), part[2] = {zw - p1, p1};
+        for (int x = 0; x < 2; x++) {
+            int p = part[x], lo, hi;
+            if (x) {
+                hi = q8(p * b);
+                lo = p - hi;
+            } else {
+                lo = q8(p * (256 - b));
+                hi = p - lo;
+            }
+            w[x | (z << 2)] += lo;  // corner bits: x, y, z
+            if (dims > 1) w[x | 2 | (z << 2)] += hi;
+        }
+    }
+}
+
+// the f32 filter: truncate to multiples of 2^(E - 27), sum exactly, round once (ties away)
+static float blend_f32(int n, const int* w, const float* v) {
+    int emax = -1000;
+    for (int k = 0; k < n; k++)
+        if (w[k] && v[k] != 0.0f && fabsf(v[k]) >= 1.17549435e-38f) emax = std::max(emax, ilogbf(v[k]));
+    if (emax == -1000) return 0.0f;
+    long long s = 0;  // in units of 2^(emax - 27) / 256
+    for (int k = 0; k < n; k++) {
+        if (!w[k] || fabsf(v[k]) < 1.17549435e-38f) continue;
+        s += (long long)w[k] * (long long)ldexp((double)v[k], 27 - emax);  // truncates
+    }
+    if (s == 0) return 0.0f;
+    unsigned long long m = s < 0 ? -s : s;
+    int len = 64 - __builtin_clzll(m), sh = len > 24 ? len - 24 : 0;
+    if (sh) m = (m + (1ULL << (sh - 1))) >> sh;
+    double r = ldexp((double)m, emax - 27 - 8 + sh);
+    float out = (float)(s < 0 ? -r : r);  // exact (or infinite)
+    return fabsf(out) < 1.17549435e-38f ? copysignf(0.0f, out) : out;
+}
+
 struct Model {
     int dims, size[3], channels;
     std::vector<float> texels;  // decoded values, [((z * h + y) * w + x) * channels + c]
     bool normalized, linear;
     cudaTextureAddressMode mode[3];
     float border[4];
+    bool unorm8;  // 8-bit texels read as normalized floats (texels holds k / 255)
 
-    void sample(const float* coord, Snap snap, double* out) const {
-        int i0[3] = {0, 0, 0};
+    // exact: the textbook bilinear/trilinear value (unquantized weights), for diagnostics
+    void sample(const float* coord, bool exact, double* out) const {
+        int i0[3] = {0, 0, 0}, frac[3] = {0, 0, 0};
         double a[3] = {0, 0, 0};
         for (int k = 0; k < dims; k++) {
-            float u = normalized ? coord[k] * (float)size[k] : coord[k];  // f32 multiply
-            split(u, linear, snap, &i0[k], &a[k]);
+            if (exact) {
+                double x = normalized ? (double)coord[k] * size[k] : (double)coord[k];
+                if (linear) x -= 0.5;
+                i0[k] = (int)floor(x);
+                a[k] = linear ? x - floor(x) : 0.0;
+                continue;
+            }
+            long long f = texel_fixed(coord[k], size[k], normalized, linear);
+            if (linear && mode[k] == cudaAddressModeClamp)
+                f = f < 0 ? 0 : (f > (size[k] - 1) * 256LL ? (size[k] - 1) * 256LL : f);
+            i0[k] = (int)(f >> 8);
+            frac[k] = (int)(f & 255);
         }
-        for (int c = 0; c < channels; c++) out[c] = 0.0;
-        for (int corner = 0; corner < (linear ? 1 << dims : 1); corner++) {
-            double w = 1.0;
+        int w[8];
+        if (linear && !exact) corner_weights(dims, frac, w);
+        int ncorners = linear ? 1 << dims : 1;
+        float vals[4][8];
+        double wd[8];
+        for (int corner = 0; corner < ncorners; corner++) {
             int idx[3] = {0, 0, 0};
             bool outside = false;
+            wd[corner] = 1.0;
             for (int k = 0; k < dims; k++) {
                 int hi = (corner >> k) & 1;
-                w *= hi ? a[k] : 1.0 - a[k];
+                wd[corner] *= hi ? a[k] : 1.0 - a[k];
                 idx[k] = address(i0[k] + hi, size[k], mode[k]);
                 outside |= idx[k] < 0;
             }
-            if (w == 0.0) continue;
             for (int c = 0; c < channels; c++) {
                 size_t at = (((size_t)idx[2] * size[1] + idx[1]) * size[0] + idx[0]) * channels + c;
-                out[c] += w * (outside ? border[c] : texels[at]);
+                vals[c][corner] = outside ? border[c] : texels[at];
+            }
+        }
+        for (int c = 0; c < channels; c++) {
+            if (!linear) {
+                out[c] = vals[c][0];
+            } else if (exact) {
+                out[c] = 0.0;
+                for (int k = 0; k < ncorners; k++) out[c] += wd[k] * vals[c][k];
+            } else if (unorm8) {
+                long long s = 128;
+                for (int k = 0; k < ncorners; k++) s += (long long)w[k] * lrint(vals[c][k] * 65535.0);
+                out[c] = (float)(s >> 8) / 65535.0f;
+            } else {
+                out[c] = blend_f32(ncorners, w, vals[c]);
             }
         }
     }
@@ -168,39 +249,28 @@ struct Model {
 
 static int failures = 0;
 
-// compare n results (channels each) with the model at each coordinate
+// compare n results (channels each) with the model at each coordinate, bit for bit
 static void check(const char* what, const Model& m, const float* coords, int stride,
-                  const float* got, int n, double tol) {
-    int bad[3] = {0, 0, 0};
-    int shown = 0;
+                  const float* got, int n) {
+    int bad = 0;
     for (int i = 0; i < n; i++) {
-        for (Snap s : {NEAREST, TRUNCATE, EXACT}) {
-            double ref[4];
-            m.sample(coords + (size_t)i * stride, s, ref);
-            bool ok = true;
-            for (int c = 0; c < m.channels; c++)
-                ok &= fabs((double)got[i * m.channels + c] - (float)ref[c]) <= tol;
-            if (ok) continue;
-            bad[s]++;
-            if (s == MODEL && shown++ < 5) {
-                double tr[4], ex[4];
-                m.sample(coords + (size_t)i * stride, TRUNCATE, tr);
-                m.sample(coords + (size_t)i * stride, EXACT, ex);
-                printf("  %s: sample %d at (%.9g, %.9g, %.9g): got %.9g, expected %.9g "
-                       "(truncated weights: %.9g, unquantized: %.9g)\n", what, i,
-                       coords[(size_t)i * stride], m.dims > 1 ? coords[(size_t)i * stride + 1] : 0.f,
-                       m.dims > 2 ? coords[(size_t)i * stride + 2] : 0.f, got[i * m.channels],
-                       (float)ref[0], (float)tr[0], (float)ex[0]);
-            }
+        double ref[4];
+        m.sample(coords + (size_t)i * stride, false, ref);
+        bool ok = true;
+        for (int c = 0; c < m.channels; c++) ok &= got[i * m.channels + c] == (float)ref[c];
+        if (ok) continue;
+        if (bad++ < 5) {
+            double ex[4];
+            m.sample(coords + (size_t)i * stride, true, ex);
+            printf("  %s: sample %d at (%.9g, %.9g, %.9g): got %.9g, expected %.9g "
+                   "(unquantized weights: %.9g)\n", what, i, coords[(size_t)i * stride],
+                   m.dims > 1 ? coords[(size_t)i * stride + 1] : 0.f,
+                   m.dims > 2 ? coords[(size_t)i * stride + 2] : 0.f, got[i * m.channels],
+                   (float)ref[0], (float)ex[0]);
         }
     }
-    if (bad[MODEL]) {
-        failures++;
-        printf("%s: %d of %d samples differ from the model; agreement by weight model:", what,
-               bad[MODEL], n);
-        for (int s = 0; s < 3; s++) printf(" %s %d/%d;", SNAP_NAMES[s], n - bad[s], n);
-        printf("\n");
-    }
+    printf("%s: %d of %d samples match the model bit for bit\n", what, n - bad, n);
+    if (bad) failures++;
 }
 
 static cudaTextureObject_t texture(cudaResourceDesc& res, cudaTextureAddressMode m0,
@@ -282,7 +352,7 @@ static void rotate_2d(Lcg& rng) {
         m.mode[0] = md.x;
         m.mode[1] = md.y;
         m.border[0] = 0.25f;
-        check(md.name, m, &uv[0].x, 2, got.data(), N * N, 2e-6);
+        check(md.name, m, &uv[0].x, 2, got.data(), N * N);
         CHECK(cudaDestroyTextureObject(t));
     }
     CHECK(cudaFree(duv));
@@ -294,6 +364,7 @@ static void resize_uchar4(Lcg& rng) {
     const int W = 40, H = 30, OW = 67, OH = 53;
     std::vector<uchar4> img(W * H);
     Model m{2, {W, H, 1}, 4, std::vector<float>(W * H * 4), false, true};
+    m.unorm8 = true;
     for (int i = 0; i < W * H; i++) {
         unsigned r = rng.next();
         img[i] = make_uchar4(r >> 24, r >> 16, r >> 8, r);
@@ -320,8 +391,7 @@ static void resize_uchar4(Lcg& rng) {
         for (int x = 0; x < OW; x++)
             uv[y * OW + x] = make_float2(((float)x + 0.5f) * sx, ((float)y + 0.5f) * sy);
     m.mode[0] = m.mode[1] = cudaAddressModeClamp;
-    check("uchar4 bilinear resize (normalized float reads)", m, &uv[0].x, 2, &got[0].x, OW * OH,
-          2e-6);
+    check("uchar4 bilinear resize (normalized float reads)", m, &uv[0].x, 2, &got[0].x, OW * OH);
     CHECK(cudaDestroyTextureObject(t));
     CHECK(cudaFree(dout));
     CHECK(cudaFreeArray(arr));
@@ -351,7 +421,7 @@ static void lookup_tables(Lcg& rng) {
     CHECK(cudaGetLastError());
     std::vector<float> got = to_host(dout, n);
     m.mode[0] = cudaAddressModeClamp;
-    check("1D point lookup table", m, x.data(), 1, got.data(), n, 0.0);
+    check("1D point lookup table", m, x.data(), 1, got.data(), n);
     CHECK(cudaDestroyTextureObject(t));
 
     // tex1Dfetch from linear memory: integer indices, zeros out of range
@@ -418,7 +488,7 @@ static void volume_3d(Lcg& rng) {
     m.mode[0] = cudaAddressModeClamp;
     m.mode[1] = cudaAddressModeWrap;
     m.mode[2] = cudaAddressModeMirror;
-    check("3D trilinear", m, &pts[0].x, 4, got.data(), n, 2e-6);
+    check("3D trilinear", m, &pts[0].x, 4, got.data(), n);
     CHECK(cudaDestroyTextureObject(t));
     CHECK(cudaFree(dp));
     CHECK(cudaFree(dout));

@@ -6,27 +6,36 @@ needed and reads the object's descriptor (texture_layout.py) at run time, so one
 serves every texture of a given geometry. No Python runs while a kernel samples.
 
 What the sampler does, in the order the hardware does it (CUDA Programming Guide,
-"Texture Fetching"; PTX ISA `tex`):
+"Texture Fetching"; PTX ISA `tex`; the details an H200 showed, .device_exp/texprobe.cu,
+whose filtering, weight and coordinate rows this reproduces bit for bit):
 - cube coordinates pick a face (the major axis) and become normalized (s, t) on it;
-- a normalized coordinate is scaled by the level's size (f32 multiply);
-- the texel-space coordinate becomes fixed point with 8 fractional bits (SNAP below);
-  linear filtering first subtracts half a texel;
-- the integer part picks the texel(s), the fraction is the linear-filter weight: weights
-  are k/256, "9-bit fixed point with 8 bits of fractional value";
+- the texel-space coordinate becomes fixed point with 8 fractional bits (texel_fixed):
+  an unnormalized x exactly (point: floor; linear: (x - 0.5) * 256 rounded, ties up); a
+  normalized u is first truncated to NORM_FRACTION_BITS fraction bits (one more above
+  NORM_SMALL_SIZE texels) and multiplied by the size exactly; denormals are zero;
+- wrap and mirror reduce that modulo their period; in clamp mode the linear filter's
+  coordinate is clamped to [0, size - 1] (which matters for the 3D weights);
+- the integer part picks the texel(s), the fraction (8 bits) the weights: integers summing
+  to 256 (_corner_weights: z splits first, then x, then y, each split rounding one side
+  with q8(p) = (p + 128) >> 8 and giving the other the rest; "9-bit fixed point with 8
+  bits of fractional value");
 - address modes act on texel indices: clamp to the edge, wrap (modulo), mirror (period
   2N), border (the border color for a texel outside);
 - each texel's channels decode (8/16-bit integers to [0, 1] or [-1, 1] floats when the
   read mode promotes them, half to float, sRGB to linear); missing channels read as
   (0, 0, 0, 1);
-- filtering sums weight x texel in double precision and rounds once to f32, i.e. the
-  exact weighted sum of the quantized weights (the hardware's arithmetic beyond the
-  weights is not documented; results agree within an ulp or so);
+- filtering (_filter_float): float texels of nonzero weight are truncated to multiples of
+  2^(E - p - 3) (E their largest exponent, p = 24, 11 for half), summed exactly and
+  rounded once to p bits, ties away from zero; 8/16-bit normalized formats are filtered
+  as 16-bit integers (_filter_int: u8 k as 257 k), n = (sum + 128) >> 8, result n / 65535
+  (n / 32767 signed; 8-bit signed is close, not exact);
 - mip levels: level of detail (explicit, from gradients, or 0) plus bias, clamped, then
-  the nearest level or a blend of two with an 8-bit fractional weight.
+  the nearest level or a blend of two with an 8-bit fractional weight (not measured: the
+  blend is the exact weighted sum rounded once).
 
 Unknowns, kept in one place so that a recording on a real GPU can settle them:
-- SNAP: whether the conversion to 8 fractional bits rounds to nearest or truncates.
-  Round-to-nearest is what Direct3D's conversion rules ask of the same hardware.
+- SNAP: how the level of detail becomes 8 fractional bits (rounds to nearest here).
+- NORM_FRACTION_BITS for sizes between 4097 and 65534 (21 fits 2..4096, 22 fits 65535).
 """
 
 from __future__ import annotations
@@ -38,7 +47,9 @@ from llvmlite import ir as ll
 from . import texture_layout as T
 from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, vec
 
-SNAP = "nearest"  # "nearest" (round half to even) or "truncate" (floor)
+SNAP = "nearest"  # level of detail -> 8 fractional bits: "nearest" (half even) or "truncate"
+NORM_FRACTION_BITS = 21  # a normalized coordinate's fraction bits (one more above NORM_SMALL_SIZE)
+NORM_SMALL_SIZE = 4096
 
 V4 = vec(I32, 4)
 _FRAC = 1 << T.SUBTEXEL_BITS  # 256
@@ -126,11 +137,65 @@ class _Fn:
         return self.b.select(self.b.icmp_unsigned("<", a, c), a, c)
 
     def fixed(self, u: ll.Value) -> ll.Value:
-        """Texel-space coordinate (f32) -> fixed point with 8 fractional bits (i32)."""
+        """A level of detail (f32) -> fixed point with 8 fractional bits (i32), per SNAP."""
         scaled = self.b.fmul(u, _f32(float(_FRAC)))
         rounded = self.call("llvm.rint.f32" if SNAP == "nearest" else "llvm.floor.f32",
                             [scaled], F32)
         return self.call("llvm.fptosi.sat.i32.f32", [rounded], I32)
+
+    def texel_fixed(self, u: ll.Value, n: ll.Value, normalized: ll.Value,
+                    linear: ll.Value) -> ll.Value:
+        """Coordinate (f32) -> texel-space fixed point with 8 fractional bits (i64), minus half
+        a texel when linear, as the H200 forms it: an unnormalized x exactly (point: floor,
+        linear: (x - 0.5) * 256 rounded ties up); a normalized u truncated to F fraction
+        bits, q = floor(u * 2^F) (F = 21 for sizes up to 4096, else 22; |q| <= 2^46), times
+        the size exactly. Denormals are zero, NaN is 0, infinities saturate (|x| <= 2^62)."""
+        b = self.b
+        tiny = b.fcmp_ordered("<", self.call("llvm.fabs.f32", [u], F32), _f32(2.0**-126))
+        u = b.fpext(b.select(tiny, _f32(0.0), u), F64)
+        half = b.select(linear, _f64(0.5), _f64(0.0))
+        # unnormalized: floor(x * 256 + 1/2) (linear) or floor(x * 256), exact in f64
+        plain = self.call("llvm.fptosi.sat.i64.f64",
+                          [self.call("llvm.floor.f64", [b.fadd(b.fmul(u, _f64(256.0)), half)],
+                                     F64)], I64)
+        # normalized: q * n / 2^(F - 8), rounded the same way (i64; q kept below 2^40)
+        small = b.icmp_unsigned("<=", n, _i32(NORM_SMALL_SIZE))
+        fbits = b.select(small, _i64(NORM_FRACTION_BITS), _i64(NORM_FRACTION_BITS + 1))
+        scale = b.select(small, _f64(2.0**NORM_FRACTION_BITS), _f64(2.0**(NORM_FRACTION_BITS + 1)))
+        q = self.call("llvm.fptosi.sat.i64.f64",
+                      [self.call("llvm.floor.f64", [b.fmul(u, scale)], F64)], I64)
+        q = b.select(b.icmp_signed(">", q, _i64(1 << 46)), _i64(1 << 46), q)
+        q = b.select(b.icmp_signed("<", q, _i64(-(1 << 46))), _i64(-(1 << 46)), q)
+        plain = b.select(b.icmp_signed(">", plain, _i64(1 << 62)), _i64(1 << 62), plain)
+        plain = b.select(b.icmp_signed("<", plain, _i64(-(1 << 62))), _i64(-(1 << 62)), plain)
+        shift = b.sub(fbits, _i64(T.SUBTEXEL_BITS))
+        rnd = b.select(linear, b.shl(_i64(1), b.sub(shift, _i64(1))), _i64(0))
+        norm = b.ashr(b.add(b.mul(q, b.zext(n, I64)), rnd), shift)
+        fx = b.select(normalized, norm, plain)
+        return b.select(linear, b.sub(fx, _i64(_FRAC // 2)), fx)
+
+    def axis_fixed(self, u: ll.Value, n: ll.Value, mode: ll.Value, normalized: ll.Value,
+                   linear: ll.Value, clamp_coordinate: bool = True) -> ll.Value:
+        """texel_fixed as i32: wrap and mirror reduce it modulo their period first; in clamp
+        mode the linear filter's coordinate stays within the first and last texel (the
+        weights of a clamped axis are 256 and 0, as the H200's 3D weights show)."""
+        b = self.b
+        fx = self.texel_fixed(u, n, normalized, linear)
+        mirror = b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR))
+        period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
+        red = b.srem(fx, period)
+        red = b.select(b.icmp_signed("<", red, _i64(0)), b.add(red, period), red)
+        periodic = b.or_(mirror, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)))
+        fx = b.select(periodic, red, fx)
+        if clamp_coordinate:
+            last = b.mul(b.zext(b.sub(n, _i32(1)), I64), _i64(_FRAC))
+            held = b.select(b.icmp_signed("<", fx, _i64(0)), _i64(0),
+                            b.select(b.icmp_signed(">", fx, last), last, fx))
+            clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
+            fx = b.select(clamp, held, fx)
+        fx = b.select(b.icmp_signed(">", fx, _i64(2**31 - 1)), _i64(2**31 - 1), fx)
+        fx = b.select(b.icmp_signed("<", fx, _i64(-(2**31))), _i64(-(2**31)), fx)
+        return b.trunc(fx, I32)
 
     # -- control flow
     def branch(self, cond: ll.Value, then, otherwise) -> list[ll.Value]:
@@ -214,15 +279,15 @@ def _word_fn(module: ll.Module) -> ll.Function:
 
 
 def _fetch_fn(module: ll.Module) -> ll.Function:
-    """<4 x i32> fetch(ptr desc, ptr level, i64 x, i64 y, i64 z): one element's result
-    words; the indices are inside the level (z counts 3D slices and layers alike)."""
+    """<4 x i32> fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
+    result words (channels decoded by `decode`, normally the descriptor's); the indices are
+    inside the level (z counts 3D slices and layers alike)."""
 
     def build() -> ll.Function:
-        f = _Fn(module, "cuport_tex_fetch", V4, [PTR, PTR, I64, I64, I64])
+        f = _Fn(module, "cuport_tex_fetch", V4, [PTR, PTR, I64, I64, I64, I32])
         b = f.b
-        desc, lvl, x, y, z = f.args
+        desc, lvl, x, y, z, decode = f.args
         word = _word_fn(module)
-        decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
         elem = b.zext(f.field(desc, "elem_bytes"), I64)
         addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
@@ -282,10 +347,13 @@ def _resolve(f: _Fn, i: ll.Value, n: ll.Value, mode: ll.Value) -> tuple[ll.Value
     return idx, ok
 
 
-def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value) -> ll.Value:
+def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
+         decode: ll.Value | None = None) -> ll.Value:
     """Result words of the texel at per-axis (index, inside) pairs: fetched, or the border."""
     b = f.b
     fetch = _fetch_fn(f.module)
+    if decode is None:
+        decode = f.field(desc, "decode")
     x = b.zext(idx[0], I64)
     y = b.zext(idx[1], I64) if len(idx) > 1 else _i64(0)
     z = b.zext(idx[2], I64) if len(idx) > 2 else _i64(0)
@@ -293,7 +361,7 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value) -> ll.Value:
     inside = ok[0]
     for o in ok[1:]:
         inside = b.and_(inside, o)
-    words = b.call(fetch, [desc, lvl, x, y, z])
+    words = b.call(fetch, [desc, lvl, x, y, z, decode])
     return b.select(inside, words, f.words(desc, "border"))
 
 
@@ -313,6 +381,150 @@ def _blend(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: float) -> ll.Va
         r = b.fptrunc(b.fmul(acc[c], _f64(scale)), F32)
         out = b.insert_element(out, b.bitcast(r, I32), _i32(c))
     return out
+
+
+def _corner_weights(f: _Fn, fracs: list[ll.Value]) -> dict[tuple, ll.Value]:
+    """Per-axis 8-bit fractions (i32) -> {corner: i32 weight}, the weights summing to 256, as
+    the H200 splits them: z first (256 - c, c); each part P along x into q8(P a) and the
+    rest; each (x, z) part P along y: x = 1 into q8(P b) (y = 1) and the rest, x = 0 into
+    q8(P (256 - b)) (y = 0) and the rest; q8(p) = (p + 128) >> 8. In 2D (c = 0): W11 =
+    q8(a b), W10 = a - W11, W01 = b - W11, W00 the rest."""
+    b = f.b
+    dims = len(fracs)
+    a = fracs[0]
+    by = fracs[1] if dims > 1 else _i32(0)
+    c = fracs[2] if dims > 2 else _i32(0)
+
+    def q8(p: ll.Value) -> ll.Value:
+        return b.lshr(b.add(p, _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS))
+
+    out = {}
+    for z, zw in ((0, b.sub(_i32(_FRAC), c)), (1, c)):
+        if dims < 3 and z:
+            continue
+        p1 = q8(b.mul(zw, a))
+        for x, p in ((0, b.sub(zw, p1)), (1, p1)):
+            if dims < 2:
+                out[(x,)] = p
+                continue
+            if x:
+                hi = q8(b.mul(p, by))
+                lo = b.sub(p, hi)
+            else:
+                lo = q8(b.mul(p, b.sub(_i32(_FRAC), by)))
+                hi = b.sub(p, lo)
+            out[(x, 0, z)[:dims]] = lo
+            out[(x, 1, z)[:dims]] = hi
+    return out
+
+
+def _pow2(f: _Fn, e: ll.Value) -> ll.Value:
+    """2^e as f64 for an i32 e in the normal range."""
+    b = f.b
+    return b.bitcast(b.shl(b.zext(b.add(e, _i32(1023)), I64), _i64(52)), F64)
+
+
+def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value) -> ll.Value:
+    """One channel of the linear filter on float texels, as the H200 does it: the texels of
+    nonzero weight are truncated toward zero to multiples of 2^(E - p - 3) (E the largest
+    exponent among them, p = 24, or 11 for half textures (`half`)), the weighted sum of
+    those (exact) rounds once to p bits, ties away from zero. f32: denormal texels and
+    results are zero; half: the result is a half (its denormals kept, overflow infinite).
+    Any NaN among them gives NaN (0x7fffffff), infinities of both signs too.
+    taps: (i32 weight, f32 value); the weights sum to 256. Returns the f32 word."""
+    b = f.b
+    false, true = ll.Constant(I1, 0), ll.Constant(I1, 1)
+    prec = b.select(half, _i32(11), _i32(24))
+    emax, nan, pinf, ninf, all_neg = _i32(0), false, false, false, true
+    parts = []
+    for w, v in taps:
+        act = b.icmp_unsigned("!=", w, _i32(0))
+        bits = b.bitcast(v, I32)
+        e = b.and_(b.lshr(bits, _i32(23)), _i32(0xFF))
+        special = b.icmp_unsigned("==", e, _i32(0xFF))
+        mant0 = b.icmp_unsigned("==", b.and_(bits, _i32(0x7FFFFF)), _i32(0))
+        neg = b.icmp_signed("<", bits, _i32(0))
+        nan = b.or_(nan, b.and_(act, b.and_(special, b.not_(mant0))))
+        inf = b.and_(act, b.and_(special, mant0))
+        pinf = b.or_(pinf, b.and_(inf, b.not_(neg)))
+        ninf = b.or_(ninf, b.and_(inf, neg))
+        live = b.and_(act, b.and_(b.not_(special), b.icmp_unsigned("!=", e, _i32(0))))
+        emax = b.select(b.and_(live, b.icmp_unsigned(">", e, emax)), e, emax)
+        all_neg = b.and_(all_neg, b.or_(b.not_(act), neg))
+        parts.append((w, v, live))
+    # texels in units of 2^(E - p - 3): |t| < 2^(p + 4), exact in f64; fptosi truncates
+    unit = b.sub(b.sub(emax, _i32(127)), b.add(prec, _i32(3)))
+    up = _pow2(f, b.sub(_i32(0), unit))
+    s = _i64(0)
+    for w, v, live in parts:
+        t = b.fptosi(b.fmul(b.fpext(v, F64), up), I64)
+        s = b.add(s, b.select(live, b.mul(b.zext(w, I64), t), _i64(0)))
+    neg_s = b.icmp_signed("<", s, _i64(0))
+    m = b.select(neg_s, b.sub(_i64(0), s), s)
+    length = b.trunc(b.sub(_i64(64), f.call("llvm.ctlz.i64", [m, false], I64)), I32)
+    sc = b.sub(unit, _i32(T.SUBTEXEL_BITS))  # the exponent of m's unit (the weights' 1/256)
+    min_exp = b.select(half, _i32(-24), _i32(-149))
+    sh = f.smax(b.sub(length, prec), b.sub(min_exp, sc))
+    sh = f.smin(f.smax(sh, _i32(0)), _i32(62))
+    sh64 = b.zext(sh, I64)
+    rnd = b.select(b.icmp_signed(">", sh, _i32(0)), b.shl(_i64(1), b.sub(sh64, _i64(1))), _i64(0))
+    m = b.lshr(b.add(m, rnd), sh64)
+    r = b.fptrunc(b.fmul(b.uitofp(m, F64), _pow2(f, b.add(sc, sh))), F32)
+    mag = f.call("llvm.fabs.f32", [r], F32)
+    r = b.select(b.and_(half, b.fcmp_ordered(">", mag, _f32(65504.0))), _f32(float("inf")), r)
+    r = b.select(b.and_(b.not_(half), b.fcmp_ordered("<", mag, _f32(2.0**-126))), _f32(0.0), r)
+    r = b.select(neg_s, b.fneg(r), r)
+    zero = b.select(all_neg, _f32(-0.0), _f32(0.0))
+    r = b.select(b.icmp_unsigned("==", emax, _i32(0)), zero, r)
+    word = b.bitcast(r, I32)
+    word = b.select(ninf, b.bitcast(_f32(float("-inf")), I32), word)
+    word = b.select(pinf, b.bitcast(_f32(float("inf")), I32), word)
+    return b.select(b.or_(nan, b.and_(pinf, ninf)), _i32(0x7FFFFFFF), word)
+
+
+#: decode when read as normalized floats -> (decode giving the stored integer, scale)
+_INT_FILTER = {T.DECODE_UNORM8: (T.DECODE_U8, 65535), T.DECODE_SNORM8: (T.DECODE_S8, 32767),
+               T.DECODE_UNORM16: (T.DECODE_U16, 65535), T.DECODE_SNORM16: (T.DECODE_S16, 32767)}
+
+
+def _tap16(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value, decode: ll.Value,
+           raw_decode: ll.Value, scale: ll.Value) -> list[ll.Value]:
+    """An 8/16-bit integer texel as the 16-bit integers (i32 per channel) the filter uses:
+    u8 k -> 257 k, s8 k -> 32767 k / 127 rounded half away, 16-bit k as is; a border
+    texel: its color times the scale (65535 or 32767), rounded."""
+    b = f.b
+    words = _tap(f, desc, lvl, idx, ok, layer, raw_decode)
+    inside = ok[0]
+    for o in ok[1:]:
+        inside = b.and_(inside, o)
+    out = []
+    for c in range(4):
+        k = b.extract_element(words, _i32(c))
+        mag = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), k), k)
+        s8 = b.udiv(b.add(b.mul(mag, _i32(65534)), _i32(127)), _i32(254))
+        s8 = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), s8), s8)
+        t = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_UNORM8)),
+                     b.mul(k, _i32(257)), k)
+        t = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SNORM8)), s8, t)
+        border = b.bitcast(f.field(desc, "border", I32, c), F32)
+        border = f.call("llvm.fptosi.sat.i32.f32",
+                        [f.call("llvm.rint.f32", [b.fmul(border, scale)], F32)], I32)
+        out.append(b.select(inside, t, border))
+    return out
+
+
+def _filter_int(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: ll.Value,
+                signed: ll.Value) -> ll.Value:
+    """One channel of the filter on 16-bit integers t (8/16-bit normalized formats):
+    n = (sum w t + 128) >> 8, result n / scale as f32 (at least -1 when signed)."""
+    b = f.b
+    s = _i64(_FRAC // 2)
+    for w, t in taps:
+        s = b.add(s, b.mul(b.zext(w, I64), b.sext(t, I64)))
+    n = b.ashr(s, _i64(T.SUBTEXEL_BITS))
+    r = b.fdiv(b.sitofp(n, F32), scale)
+    r = b.select(b.and_(signed, b.fcmp_ordered("<", r, _f32(-1.0))), _f32(-1.0), r)
+    return b.bitcast(r, I32)
 
 
 def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
@@ -336,9 +548,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
         linear = f.flag(flags, T.F_LINEAR_FILTER)
         axes = []
         for u, n, m in zip(coords, sizes, modes, strict=True):
-            u = b.select(normalized, b.fmul(u, b.uitofp(n, F32)), u)
-            fx = f.fixed(u)
-            fx = b.select(linear, b.sub(fx, _i32(_FRAC // 2)), fx)
+            fx = f.axis_fixed(u, n, m, normalized, linear)
             i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
             a = b.and_(fx, _i32(_FRAC - 1))
             axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
@@ -347,17 +557,48 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
             return [_tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
                          layer)]
 
+        decode = f.field(desc, "decode")
+        channels = f.field(desc, "channels")
+
+        def corners() -> list[tuple[ll.Value, list, list]]:
+            weights = _corner_weights(f, [ax[2] for ax in axes])
+            out = []
+            for corner, w in weights.items():
+                ends = [t1 if hi else t0 for hi, (t0, t1, _) in zip(corner, axes, strict=True)]
+                out.append((w, [e[0] for e in ends], [e[1] for e in ends]))
+            return out
+
+        def filtered_float() -> list[ll.Value]:
+            half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
+            taps = [(w, _tap(f, desc, lvl, idx, ok, layer)) for w, idx, ok in corners()]
+            out = ll.Constant(V4, None)
+            for c in range(4):
+                ch = [(w, b.bitcast(b.extract_element(v, _i32(c)), F32)) for w, v in taps]
+                out = b.insert_element(out, _filter_float(f, ch, half), _i32(c))
+            return [out]
+
+        def filtered_int() -> list[ll.Value]:
+            raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
+            for code, (raw_code, sc) in _INT_FILTER.items():
+                this = b.icmp_unsigned("==", decode, _i32(code))
+                raw = b.select(this, _i32(raw_code), raw)
+                scale = b.select(this, _f32(float(sc)), scale)
+            signed = b.fcmp_ordered("<", scale, _f32(40000.0))
+            taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
+                    for w, idx, ok in corners()]
+            out = ll.Constant(V4, None)
+            for c in range(4):
+                r = _filter_int(f, [(w, t[c]) for w, t in taps], scale, signed)
+                r = b.select(b.icmp_unsigned("<", _i32(c), channels), r,
+                             f.field(desc, "fill", I32, c))
+                out = b.insert_element(out, r, _i32(c))
+            return [out]
+
         def filtered() -> list[ll.Value]:
-            taps = []
-            for corner in range(1 << dims):
-                idx, ok, w = [], [], _i32(1)
-                for k, (t0, t1, a) in enumerate(axes):
-                    hi = (corner >> k) & 1
-                    idx.append((t1 if hi else t0)[0])
-                    ok.append((t1 if hi else t0)[1])
-                    w = b.mul(w, a if hi else b.sub(_i32(_FRAC), a))
-                taps.append((w, _tap(f, desc, lvl, idx, ok, layer)))
-            return [_blend(f, taps, 2.0 ** (-T.SUBTEXEL_BITS * dims))]
+            integer = ll.Constant(I1, 0)
+            for code in _INT_FILTER:
+                integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
+            return f.branch(integer, filtered_int, filtered_float)
 
         b.ret(f.branch(linear, filtered, point)[0])
         return f.fn
@@ -550,9 +791,9 @@ def gather(module: ll.Module, geom: str, comp: int) -> ll.Function:
         ends = []
         for k, n in enumerate(("width", "height")):
             size = f.lfield(lvl, n)
-            u = b.select(normalized, b.fmul(coords[k], b.uitofp(size, F32)), coords[k])
-            i0 = b.ashr(b.sub(f.fixed(u), _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS))
             mode = f.field(desc, "address", I32, k)
+            fx = f.axis_fixed(coords[k], size, mode, normalized, ll.Constant(I1, 1), False)
+            i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
             ends.append((_resolve(f, i0, size, mode), _resolve(f, b.add(i0, _i32(1)), size, mode)))
         for k, (hx, hy) in enumerate(((0, 1), (1, 1), (1, 0), (0, 0))):
             (ix, okx), (iy, oky) = ends[0][hx], ends[1][hy]
