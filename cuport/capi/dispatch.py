@@ -88,6 +88,7 @@ class Dispatcher:
             try:
                 if not before_init and not device.initialized():
                     raise CudaError(E.NOT_INITIALIZED, "cuInit(0) has not been called yet")
+                errors.check_usable(symbol)
                 for i, name, optional, _ in outs:
                     if args[i] == NULL and not optional:
                         raise CudaError(E.INVALID_VALUE, f"{name} is NULL")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import enum
 import os
+import re
 import sys
+import threading
 import traceback
 
 from cuport.capi import table
@@ -226,3 +228,44 @@ def get_error_name(code: int) -> int:
 def get_error_string(code: int) -> int:
     name = _known(code)
     return _c_string(TEXTS.get(name, name))
+
+
+# -- failures that leave the device unusable ----------------------------------------------
+
+# A kernel that faults or traps ends the device's usefulness to the process: NVIDIA's
+# driver then answers every call that touches the device with the same code, in every
+# context, new ones and a reset primary context included (measured on an H200).
+FATAL_CODES = frozenset({
+    E.ILLEGAL_ADDRESS, E.MISALIGNED_ADDRESS, E.LAUNCH_FAILED, E.ASSERT,
+    E.HARDWARE_STACK_ERROR, E.ILLEGAL_INSTRUCTION, E.INVALID_ADDRESS_SPACE, E.INVALID_PC,
+})
+# The calls that still answer normally then: queries that do not touch the device, the
+# context stack, and destroying contexts (measured: cuCtxGetCurrent/GetDevice/
+# GetApiVersion/PopCurrent/PushCurrent/Destroy/SetCurrent, cuDeviceGetAttribute,
+# cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease answer; allocation, copies,
+# streams, events, modules, launches and cuDevicePrimaryCtxRetain return the failure).
+UNAFFECTED = re.compile(
+    r"cu(Init|DriverGetVersion|GetErrorName|GetErrorString|GetProcAddress\w*|GetExportTable"
+    r"|Device(Get\w*|ComputeCapability|TotalMem\w*|PrimaryCtx(Reset|Release|GetState)\w*)"
+    r"|Ctx(GetCurrent|SetCurrent|PushCurrent|PopCurrent|GetDevice|GetApiVersion|GetFlags"
+    r"|GetId|Destroy)\w*)"
+)
+_fatal: CudaError | None = None
+_fatal_lock = threading.Lock()
+
+
+def note_failure(error: CudaError) -> None:
+    """Remember the first kernel failure that makes the device unusable."""
+    global _fatal
+    if error.code in FATAL_CODES:
+        with _fatal_lock:
+            if _fatal is None:
+                _fatal = error
+
+
+def check_usable(symbol: str) -> None:
+    """Raise the earlier fatal failure for a call that touches the device."""
+    if _fatal is not None and not UNAFFECTED.fullmatch(symbol):
+        raise CudaError(_fatal.code, f"the device is unusable after an earlier kernel failure "
+                                     f"({_fatal.message}); as on a GPU, the process must be "
+                                     f"restarted to use it again")

@@ -33,7 +33,7 @@ from cuport.capi import types
 from cuport.driver import context, handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
-from cuport.driver.errors import CudaError, E, from_exception, report
+from cuport.driver.errors import CudaError, E, from_exception, note_failure, report
 
 LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
@@ -73,6 +73,7 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
+        note_failure(e)
 
 
 class Stream:

@@ -170,6 +170,18 @@ def test_trap_is_an_error_not_a_crash(mod):
     assert (out == np.arange(256)).all()
 
 
+@pytest.mark.skipif(ON_GPU, reason="a fault leaves a real GPU's context unusable")
+def test_bad_pointer_is_an_illegal_address_not_a_crash(mod):
+    k = mod.kernel("traps")
+    with pytest.raises(cuport.BackendError) as e:
+        k(4, 64, (0x10, -1))  # out = 0x10: never allocated
+    assert e.value.code == 700  # CUDA_ERROR_ILLEGAL_ADDRESS
+    assert "traps" in str(e.value) and "0x" in str(e.value)
+    out = np.zeros(256, np.int32)
+    k(4, 64, (out, -1))  # the process and the module live on
+    assert (out == np.arange(256)).all()
+
+
 # What an H200 printed for each mode (tests/kernels/kernels.cu, shfl_nonparticipants)
 H200_SHFL = {
     0: [0] * 8 + [-7] * 24,

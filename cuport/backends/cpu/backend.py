@@ -33,7 +33,7 @@ from ..base import (
     KernelInfo,
     ParamInfo,
 )
-from . import cache, jit
+from . import cache, guard, jit
 from . import layout as L
 from .compiler import CompiledKernelInfo, ModuleCompiler, function_token
 from .emit import UnsupportedError
@@ -301,25 +301,50 @@ class CpuBackend:
             ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
             ctx.slot_bytes = slot
             ctx_addr = ctypes.addressof(ctx)
-            worker = linked.worker
+            faults: dict[int, int] = {}
+            call = self._guarded(linked, ctx_addr, faults)
             if workers == 1:
-                worker(ctx_addr, 0)
+                call(0)
             else:
-                self.pool.run(lambda i: worker(ctx_addr, i), workers)
+                self.pool.run(call, workers)
             from . import hostcalls
 
             hostcalls.flush_output()
             if ctx.error:
-                self._raise(ctx, ck, name, grid)
+                self._raise(ctx, ck, name, grid, faults)
 
-    def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid) -> None:
+    @staticmethod
+    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
+        """worker(ctx, i) for each worker i, with memory faults turned into launch errors."""
+        lib = guard.library()
+        if lib is None:
+            return lambda i: linked.worker(ctx_addr, i)
+        lib.cuport_guard_install()
+        error_word = ctx_addr + L.LaunchCtx.error.offset
+
+        def call(i: int) -> None:
+            where = ctypes.c_void_p()
+            if lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
+                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                       ctypes.byref(where)):
+                faults[i] = where.value or 0
+
+        return call
+
+    def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid,
+               faults: dict[int, int]) -> None:
         kind = ctx.error
         lin = ctx.error_block
         bx = lin % grid[0]
         by = (lin // grid[0]) % grid[1]
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
-        msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
+        if faults and ctx.error_line == 0:  # a memory fault caught by the guard
+            address = next(iter(faults.values()))
+            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted (memory "
+                   f"the program never allocated, or freed); PTX line and block unknown")
+        else:
+            msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {
             L.ERR_ASSERT: CUDA_ERROR_ASSERT,
             L.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR,

@@ -4,7 +4,7 @@
 #include "../../capi/c/harness.h"
 
 #define API(X)                                                                             \
-    X(cuInit) X(cuCtxCreate) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) \
+    X(cuInit) X(cuCtxCreate) X(cuCtxGetCurrent) X(cuMemsetD8) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) \
     X(cuMemcpyDtoH) X(cuModuleLoad) X(cuModuleLoadData) X(cuModuleLoadDataEx)              \
     X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuModuleGetLoadingMode) \
     X(cuLibraryLoadData) X(cuLibraryLoadFromFile) X(cuLibraryGetKernel) X(cuLibraryGetModule) \
@@ -304,13 +304,21 @@ static void test_async_failure(void)
     OK(p_cuModuleGetFunction(&crash, mod, "crash"));
     OK(p_cuMemAlloc(&d, 16));
     void *args[] = {&d};
-    OK(p_cuLaunchKernel(trap, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
-    EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
     OK(p_cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
     EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_UNKNOWN);
     /* a Python failure on the synchronous path: CUDA_ERROR_UNKNOWN, with a traceback */
-    EXPECT(p_cuModuleLoadData(&mod, ".version 9.0\n.target sm_75\n// CRASH_ON_LOAD\n.entry x() { ret; }\n"),
+    CUmodule other;
+    EXPECT(p_cuModuleLoadData(&other, ".version 9.0\n.target sm_75\n// CRASH_ON_LOAD\n.entry x() { ret; }\n"),
            CUDA_ERROR_UNKNOWN);
+    /* cuport's own failures leave the device usable; a trap, as on a GPU, does not */
+    OK(p_cuMemsetD8(d, 0, 16));
+    OK(p_cuLaunchKernel(trap, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
+    EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT(p_cuMemsetD8(d, 0, 16), CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT(p_cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL), CUDA_ERROR_LAUNCH_FAILED);
+    CUcontext current = NULL;
+    OK(p_cuCtxGetCurrent(&current));
 }
 
 int main(int argc, char **argv)

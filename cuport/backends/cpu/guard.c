@@ -1,0 +1,92 @@
+/* Memory faults in kernels become launch errors, not a crash of the program.
+ *
+ * A kernel's generated code dereferences the program's pointers directly (device memory
+ * is host memory), so a wild pointer faults in the host process. cuport_guarded_call runs
+ * one worker's share of a launch with a jump point set; the SIGSEGV/SIGBUS handler jumps
+ * back to it when the fault happened on a thread inside a guarded call, and otherwise
+ * passes the signal on to the handler that was there before (Python's faulthandler, the
+ * program's own, or the default action). Each worker thread gets an alternate signal
+ * stack once, so that a stack overflow in deep device recursion is caught too. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*cuport_worker)(void *ctx, uint32_t id);
+
+static __thread sigjmp_buf *jump_point;
+static __thread void *fault_address;
+static __thread int has_altstack;
+static struct sigaction previous[2]; /* SIGSEGV, SIGBUS */
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_fault(int sig, siginfo_t *info, void *uc)
+{
+    sigjmp_buf *j = jump_point;
+    if (j) {
+        jump_point = NULL;
+        fault_address = info ? info->si_addr : NULL;
+        siglongjmp(*j, sig);
+    }
+    struct sigaction *p = &previous[sig == SIGBUS];
+    if (p->sa_flags & SA_SIGINFO) {
+        p->sa_sigaction(sig, info, uc);
+    } else if (p->sa_handler == SIG_IGN) {
+        return;
+    } else if (p->sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL); /* returning re-runs the faulting instruction: default action */
+    } else {
+        p->sa_handler(sig);
+    }
+}
+
+/* (Re)install the handler if another one replaced it since; cheap when it is in place. */
+void cuport_guard_install(void)
+{
+    pthread_mutex_lock(&install_lock);
+    for (int i = 0; i < 2; i++) {
+        int sig = i ? SIGBUS : SIGSEGV;
+        struct sigaction now, mine;
+        sigaction(sig, NULL, &now);
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault)
+            continue;
+        memset(&mine, 0, sizeof mine);
+        mine.sa_sigaction = on_fault;
+        mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&mine.sa_mask);
+        sigaction(sig, &mine, &previous[i]);
+    }
+    pthread_mutex_unlock(&install_lock);
+}
+
+/* Run fn(ctx, id). Returns 0, or the signal number of a fault (its address in *where);
+ * on a fault, *error (the launch's error word) gets `kind` unless an error is there. */
+int cuport_guarded_call(cuport_worker fn, void *ctx, uint32_t id, uint32_t *error,
+                        uint32_t segv_kind, uint32_t bus_kind, void **where)
+{
+    if (!has_altstack) {
+        stack_t ss;
+        ss.ss_size = 1 << 16;
+        ss.ss_sp = malloc(ss.ss_size);
+        ss.ss_flags = 0;
+        if (ss.ss_sp && sigaltstack(&ss, NULL) == 0)
+            has_altstack = 1;
+    }
+    sigjmp_buf here;
+    int sig = sigsetjmp(here, 1);
+    if (sig) {
+        jump_point = NULL;
+        *where = fault_address;
+        uint32_t expected = 0;
+        __atomic_compare_exchange_n(error, &expected, sig == SIGBUS ? bus_kind : segv_kind, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return sig;
+    }
+    jump_point = &here;
+    fn(ctx, id);
+    jump_point = NULL;
+    return 0;
+}
