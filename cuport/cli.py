@@ -8,18 +8,22 @@
 `run` puts the directory of cuport's libcuda.so.1 first on LD_LIBRARY_PATH (so the
 program's CUDA runtime, or cuda-python, dlopens ours) and passes this Python's
 sys.path in CUPORT_PYTHONPATH (so the interpreter embedded in a C program finds
-cuport and its dependencies). The program's exit status is passed through; death by
-signal N gives 128+N, as a shell would report it.
+cuport and its dependencies). It also puts cuport/shims first on PATH: its `nvcc`
+turns a request for a cubin (SASS, which cuport cannot run) into PTX, for programs that
+compile CUDA at run time (PyCUDA). The program's exit status is passed through; death
+by signal N gives 128+N, as a shell would report it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 
 def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, str]:
@@ -30,6 +34,14 @@ def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, st
     old = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = library_dir + (os.pathsep + old if old else "")
     env["CUPORT_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    # nvcc run by the program itself (PyCUDA) makes PTX where it would make a cubin
+    shims = Path(__file__).resolve().parent / "shims"
+    nvcc = shims / "nvcc"
+    if not os.access(nvcc, os.X_OK):  # an install that dropped the mode bits
+        with contextlib.suppress(OSError):
+            nvcc.chmod(0o755)
+    if os.access(nvcc, os.X_OK):
+        env["PATH"] = str(shims) + os.pathsep + env.get("PATH", "")
     if trace:
         env["CUPORT_TRACE"] = "1"
     if ptx_dir:

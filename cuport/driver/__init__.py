@@ -17,6 +17,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     graph_exec,
     graph_params,
     launch,
+    legacy_launch,
     linker,
     memory,
     module,

@@ -59,6 +59,7 @@ class Context:
         self.cls: dict[int, tuple[int, Callable | None]] = {}
         self.sticky_error: CudaError | None = None
         self.lock = threading.RLock()
+        self.usage = 1  # cuCtxAttach/cuCtxDetach (legacy): destroyed when it reaches 0
         self.handle = handles.new(self)
 
     def __repr__(self) -> str:
@@ -184,6 +185,29 @@ def destroy(handle: int) -> None:
     s = stack()
     while ctx in s:
         s.remove(ctx)
+
+
+@implements("cuCtxAttach")
+def attach(flags: int) -> int:
+    """Legacy (CUDA 2.0, still bound by PyCUDA): one more use of the current context."""
+    if flags:
+        raise CudaError(E.INVALID_VALUE, f"flags must be 0, not {flags}")
+    ctx = current()
+    if ctx.primary:
+        raise CudaError(E.INVALID_CONTEXT, "cuCtxAttach does not apply to a primary context")
+    ctx.usage += 1
+    return ctx.handle
+
+
+@implements("cuCtxDetach")
+def detach(handle: int) -> None:
+    """Legacy: one use fewer; the last one destroys the context, as cuCtxDestroy does."""
+    ctx = lookup(handle)
+    if ctx.primary:
+        raise CudaError(E.INVALID_CONTEXT, "cuCtxDetach does not apply to a primary context")
+    ctx.usage -= 1
+    if ctx.usage == 0:
+        destroy(handle)
 
 
 @implements("cuCtxPushCurrent", "cuCtxPushCurrent_v2")

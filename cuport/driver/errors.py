@@ -248,7 +248,7 @@ UNAFFECTED = re.compile(
     r"cu(Init|DriverGetVersion|GetErrorName|GetErrorString|GetProcAddress\w*|GetExportTable"
     r"|Device(Get\w*|ComputeCapability|TotalMem\w*|PrimaryCtx(Reset|Release|GetState)\w*)"
     r"|Ctx(GetCurrent|SetCurrent|PushCurrent|PopCurrent|GetDevice|GetApiVersion|GetFlags"
-    r"|GetId|Destroy)\w*)"
+    r"|GetId|Destroy|Detach)\w*)"
 )
 _fatal: CudaError | None = None
 _fatal_lock = threading.Lock()

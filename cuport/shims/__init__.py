@@ -1,0 +1,1 @@
+"""The programs `cuport run` puts first on PATH (see cli.py)."""
