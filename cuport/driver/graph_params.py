@@ -224,6 +224,11 @@ def _check_attribute(attr: int, value: bytes, subject: str) -> None:
                 .deviceUpdatable:
             raise CudaError(E.NOT_SUPPORTED, "device-updatable kernel nodes (updated from device "
                                              "code) are not supported by cuport", subject=subject)
+    elif attr == K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        if types.ffi().from_buffer(ATTR_VALUE + " *", bytearray(value)).cooperative:
+            raise CudaError(E.NOT_SUPPORTED, "cooperative kernel nodes are not supported by "
+                                             "cuport (cooperative stream launches are)",
+                            subject=subject)
     elif check is not None:
         check(types.ffi().from_buffer(ATTR_VALUE + " *", bytearray(value))[0])
 

@@ -112,7 +112,7 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
-            params: bytes, what: str) -> stream.Op | None:
+            params: bytes, what: str, cooperative: bool = False) -> stream.Op | None:
     s = stream.resolve(stream_handle)
     kernel, m = f.kernel, f.module
     prepare = getattr(kernel, "prepare", None)
@@ -126,13 +126,19 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
         from cuport.driver import capture, graph_nodes
 
+        if cooperative:
+            raise CudaError(E.NOT_SUPPORTED, "a cooperative launch cannot be captured into a "
+                                             "graph by cuport", subject=f.name)
+
         node = graph_nodes.Kernel(f, tuple(grid), tuple(block), dynamic_shared, params)
         capture.add(s, node, f"{what}({f.name})")
         return None
 
+    extra = {"cooperative": True} if cooperative else {}
+
     def run() -> None:
         try:
-            kernel.launch(grid, block, dynamic_shared, params)
+            kernel.launch(grid, block, dynamic_shared, params, **extra)
         finally:
             m.launch_finished()
 
@@ -154,11 +160,32 @@ def launch_kernel(handle: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: 
     enqueue(f, grid, block, shared, stream_handle, params, "cuLaunchKernel")
 
 
+def check_cooperative(f: module.Function, grid, block, dynamic_shared: int) -> None:
+    """NVIDIA's rule: a cooperative grid must fit on the device at once, as many blocks as
+    the occupancy calculator allows per multiprocessor times the multiprocessors."""
+    per_sm = _blocks_per_sm(f, block[0] * block[1] * block[2], dynamic_shared)
+    sms = f.module.context.device.multiprocessors
+    nblocks = grid[0] * grid[1] * grid[2]
+    if nblocks > per_sm * sms:
+        raise CudaError(E.COOPERATIVE_LAUNCH_TOO_LARGE,
+                        f"a cooperative grid of {nblocks} blocks, at most {per_sm * sms} can be "
+                        f"resident ({per_sm} per multiprocessor (cuOccupancyMaxActiveBlocksPer"
+                        f"Multiprocessor) x {sms} multiprocessors)", subject=f.name)
+
+
+@implements("cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz")
+def launch_cooperative(handle: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                       shared: int, stream_handle: int, kernel_params: int) -> None:
+    f = module.resolve_function(handle)
+    grid, block = (gx, gy, gz), (bx, by, bz)
+    check_geometry(f, grid, block, shared)
+    check_cooperative(f, grid, block, shared)
+    params = pack_params(f, kernel_params, 0)
+    enqueue(f, grid, block, shared, stream_handle, params, "cuLaunchCooperativeKernel",
+            cooperative=True)
+
+
 # CUlaunchAttributeID -> None (a hint cuport may ignore) or a check of the value.
-def _cooperative(value) -> None:
-    if value.cooperative:
-        raise CudaError(E.NOT_SUPPORTED, "cooperative launches (grid-wide sync) are not "
-                                         "supported by cuport")
 
 
 def _cluster(value) -> None:
@@ -177,7 +204,7 @@ def _graph_only(value) -> None:
 LAUNCH_ATTRIBUTES = {
     K.CU_LAUNCH_ATTRIBUTE_IGNORE: None,
     K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: None,
-    K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE: _cooperative,
+    K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE: None,  # read below
     K.CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: None,
     K.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: _cluster,
     K.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: None,
@@ -204,6 +231,7 @@ def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -
     block = (c.blockDimX, c.blockDimY, c.blockDimZ)
     stream_handle = int(types.ffi().cast("uintptr_t", c.hStream))
     events = []
+    cooperative = False
     for i in range(c.numAttrs):
         a = c.attrs[i]
         if a.id not in LAUNCH_ATTRIBUTES:
@@ -216,13 +244,18 @@ def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -
             except CudaError as e:
                 e.subject = f.name
                 raise
-        if a.id == K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        if a.id == K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+            cooperative = bool(a.value.cooperative)
+        elif a.id == K.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
             events.append(int(types.ffi().cast("uintptr_t", a.value.programmaticEvent.event)))
         elif a.id == K.CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
             events.append(int(types.ffi().cast("uintptr_t", a.value.launchCompletionEvent.event)))
     check_geometry(f, grid, block, c.sharedMemBytes)
+    if cooperative:
+        check_cooperative(f, grid, block, c.sharedMemBytes)
     params = pack_params(f, kernel_params, extra)
-    enqueue(f, grid, block, c.sharedMemBytes, stream_handle, params, "cuLaunchKernelEx")
+    enqueue(f, grid, block, c.sharedMemBytes, stream_handle, params, "cuLaunchKernelEx",
+            cooperative)
     for handle_ in events:
         event.record_with_flags(handle_, stream_handle, 0)
 

@@ -81,7 +81,7 @@ class FakeKernel:
     def __init__(self, module: FakeModule, name: str, info: KernelInfo) -> None:
         self.module, self.name, self.info = module, name, info
 
-    def launch(self, grid, block, dynamic_shared_bytes, params) -> None:
+    def launch(self, grid, block, dynamic_shared_bytes, params, cooperative=False) -> None:
         assert len(params) == self.info.param_size, (len(params), self.info.param_size)
         self.module.launches.append((self.name, tuple(grid), tuple(block),
                                      dynamic_shared_bytes))

@@ -20,6 +20,7 @@ from ...ptx.link import link_modules
 from ...ptx.parser import parse
 from ..base import (
     CUDA_ERROR_ASSERT,
+    CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
     CUDA_ERROR_HARDWARE_STACK_ERROR,
     CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_PTX,
@@ -35,7 +36,13 @@ from ..base import (
 )
 from . import cache, guard, jit
 from . import layout as L
-from .compiler import CompiledKernelInfo, ModuleCompiler, function_token
+from .compiler import (
+    MAX_RESIDENT_SLOTS,
+    RESIDENT_SLOTS,
+    CompiledKernelInfo,
+    ModuleCompiler,
+    function_token,
+)
 from .emit import UnsupportedError
 from .pool import get_pool
 
@@ -140,23 +147,28 @@ class CpuKernel:
         self.module = module
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
-        self._specs: dict[tuple[int, int, int], tuple[jit.Linked, CompiledKernelInfo]] = {}
+        self._specs: dict[tuple, tuple[jit.Linked, CompiledKernelInfo]] = {}
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
 
-    def specialization(self, block: tuple[int, int, int]) -> tuple[jit.Linked, CompiledKernelInfo]:
+    def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS
+                       ) -> tuple[jit.Linked, CompiledKernelInfo]:
         with self._lock:
-            spec = self._specs.get(block)
+            spec = self._specs.get((block, resident))
             if spec is None:
-                spec = self.module.backend.compile(self.module, self.fn.name, block)
-                self._specs[block] = spec
+                spec = self.module.backend.compile(self.module, self.fn.name, block, resident)
+                self._specs[(block, resident)] = spec
             return spec
 
     def prepare(self, block: tuple[int, int, int]) -> None:
         """Compile (or load from the cache) the code for this block shape ahead of a launch."""
         self.specialization(tuple(int(x) for x in block))
 
-    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes) -> None:
+    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
+               cooperative: bool = False) -> None:
+        """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
+        at once: each worker may hold as many blocks as the grid needs, and waiting blocks
+        step aside for the others."""
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         nthreads = block[0] * block[1] * block[2]
@@ -167,8 +179,12 @@ class CpuKernel:
                 CUDA_ERROR_INVALID_VALUE,
                 f"{nthreads} threads per block asked for, at most {self.info.max_threads_per_block} allowed",
             )
-        linked, ck = self.specialization(block)
-        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name)
+        resident = RESIDENT_SLOTS
+        if cooperative:
+            resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
+        linked, ck = self.specialization(block, resident)
+        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name,
+                                cooperative)
 
 
 class CpuModule:
@@ -240,8 +256,22 @@ class CpuBackend:
         return CpuModule(self, ptx_texts)
 
     # ------------------------------------------------------------ compile
-    def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int]):
-        key = cache.make_key(module.text_key, kernel, repr(block), __version__, cache.code_fingerprint(),
+    def cooperative_slots(self, nblocks: int) -> int:
+        """Resident blocks per worker that keep a cooperative grid of nblocks all running."""
+        per_worker = -(-nblocks // self.pool.n)
+        if per_worker > MAX_RESIDENT_SLOTS:
+            raise BackendError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                               f"a cooperative grid of {nblocks} blocks: at most "
+                               f"{MAX_RESIDENT_SLOTS * self.pool.n} can run at once "
+                               f"({MAX_RESIDENT_SLOTS} per worker, {self.pool.n} workers)")
+        slots = RESIDENT_SLOTS
+        while slots < per_worker:
+            slots *= 2
+        return slots
+
+    def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int],
+                resident: int = RESIDENT_SLOTS):
+        key = cache.make_key(module.text_key, kernel, repr(block), str(resident), __version__, cache.code_fingerprint(),
                              jit.host_description(), str(self.pool.n),
                              os.environ.get("CUPORT_CHECK_CONVERGENCE", ""),
                              os.environ.get("CUPORT_NO_YIELDS", ""))
@@ -253,7 +283,8 @@ class CpuBackend:
         else:
             t0 = time.perf_counter()
             try:
-                llmod, info = ModuleCompiler(module.ptx, kernel, block, nsm=self.pool.n).compile()
+                llmod, info = ModuleCompiler(module.ptx, kernel, block, nsm=self.pool.n,
+                                             resident=resident).compile()
             except UnsupportedError as e:
                 raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {kernel}: {e}") from None
             obj = jit.optimize_and_emit(str(llmod))
@@ -283,7 +314,8 @@ class CpuBackend:
             self._scratch[i] = buf
         return buf.address
 
-    def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes, name: str) -> None:
+    def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
+            name: str, cooperative: bool = False) -> None:
         nblocks = grid[0] * grid[1] * grid[2]
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
@@ -299,6 +331,11 @@ class CpuBackend:
             ctx.next_block = 0
             ctx.scratch = ctypes.addressof(self._scratch_ptrs)
             ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
+            workspace = None
+            if cooperative:  # one block per grab, so that the workers share the grid
+                ctx.chunk = 1
+                workspace = (ctypes.c_uint32 * 2)(8, 0)  # {wsSize, barrier}
+                ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot
             ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int] = {}
@@ -310,6 +347,7 @@ class CpuBackend:
             from . import hostcalls
 
             hostcalls.flush_output()
+            del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
 

@@ -27,6 +27,7 @@ from .types import I8, I32, I64, PTR, VOID
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
 RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
+MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
 
 
 @dataclass
@@ -75,7 +76,7 @@ def function_token(module: ir.Module, name: str) -> int:
 
 class ModuleCompiler:
     def __init__(self, ptx: ir.Module, kernel: str, block: tuple[int, int, int], nsm: int = 1,
-                 stack_bytes: int = DEFAULT_STACK) -> None:
+                 stack_bytes: int = DEFAULT_STACK, resident: int = RESIDENT_SLOTS) -> None:
         if kernel not in ptx.functions or not ptx.functions[kernel].is_entry:
             raise UnsupportedError(f"no kernel named {kernel}")
         self.ptx = ptx
@@ -85,6 +86,7 @@ class ModuleCompiler:
         self.nwarps = (self.nthreads + W - 1) // W
         self.nsm = nsm
         self.stack_bytes = stack_bytes
+        self.resident = resident  # blocks a worker may hold when warps can yield
         self.llmod = ll.Module(name=kernel)
         self._decls: dict[str, ll.Function] = {}
         self._funcs: dict[str, ll.Function] = {}
@@ -273,7 +275,7 @@ class ModuleCompiler:
         self.kernel = kernel if os.environ.get("CUPORT_NO_YIELDS") == "1" else insert_yields(kernel)
         funcs = [self.kernel if f.name == self.kernel.name else f for f in funcs]
         has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
-        self.resident_slots = RESIDENT_SLOTS if has_yields else 1
+        self.resident_slots = self.resident if has_yields else 1
         self._layout_globals()
         self._layout_shared(funcs)
         self.local_window = self._local_window(funcs)

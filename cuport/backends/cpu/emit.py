@@ -1280,6 +1280,12 @@ class FunctionEmitter:
             return self._c32(mc.nsm)
         if name == "%gridid":
             return self._v(i64c(0))
+        if name in ("%envreg1", "%envreg2"):  # the cooperative launch's grid workspace
+            off = L.LaunchCtx.grid_workspace.offset
+            ws = b.load(b.gep(self.ctx, [i64c(off)], source_etype=I8), typ=I64)
+            if name == "%envreg1":
+                ws = b.lshr(ws, i64c(32))
+            return self._v(b.trunc(ws, I32))
         if name.startswith("%envreg"):
             return self._c32(0)
         raise self.error(f"the special register {name} is not supported")

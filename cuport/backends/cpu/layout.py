@@ -33,6 +33,9 @@ class LaunchCtx(ctypes.Structure):
         ("chunk", ctypes.c_uint32),  # blocks taken per grab
         ("pad0", ctypes.c_uint32),
         ("slot_bytes", ctypes.c_uint64),  # scratch of one resident block
+        # cooperative launches: the grid workspace {wsSize, barrier} that cooperative
+        # groups' grid.sync() finds through %envreg1 (high half) and %envreg2 (low half)
+        ("grid_workspace", ctypes.c_uint64),
     ]
 
 

@@ -267,7 +267,12 @@ static void test_launch_ex(void)
     EXPECT(p_cuLaunchKernelEx(&config, vadd, args, NULL), CUDA_ERROR_NOT_SUPPORTED);
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attrs[0].value.cooperative = 1;
-    EXPECT(p_cuLaunchKernelEx(&config, vadd, args, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    OK(p_cuLaunchKernelEx(&config, vadd, args, NULL)); /* 4 blocks can all be resident */
+    OK(p_cuCtxSynchronize());
+    CHECK(vadd_correct());
+    config.gridDimX = 100000; /* more than the occupancy calculator allows at once */
+    EXPECT(p_cuLaunchKernelEx(&config, vadd, args, NULL), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    config.gridDimX = 4;
     config.blockDimX = 2048;
     config.numAttrs = 0;
     EXPECT(p_cuLaunchKernelEx(&config, vadd, args, NULL), CUDA_ERROR_INVALID_VALUE);
