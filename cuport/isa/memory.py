@@ -15,6 +15,11 @@ Memory model. Plain accesses of a warp are masked gathers/scatters. A `.volatile
 order (a spin loop on a flag must not be hoisted, a value must not tear), so it becomes a
 per-lane loop of scalar accesses: volatile ones for `.volatile`, LLVM atomics (monotonic,
 acquire, release) for the others, which is at least as strong as any PTX scope asks.
+Except `.volatile` on shared and local memory: only the block's own warps touch it, and
+they never run at the same time (a worker switches warps at sync points and yield
+points only, which end the generated code's view of memory), so such an access is a
+plain one; warp-synchronous code (`volatile` shared arrays in reductions and scans)
+then stays vector code.
 """
 
 from __future__ import annotations
@@ -172,13 +177,17 @@ def _space_and_operands(em, ins: ir.Instr, mem_index: int, data_index: int):
     return t, em.space_of(ins), mem, items, order, "volatile" in ins.mods
 
 
+# spaces no other block or host thread can see: volatile accesses need no special care
+_BLOCK_PRIVATE = frozenset({"shared", "local"})
+
+
 @lowers("ld", "ldu")
 def lower_ld(em, ins: ir.Instr) -> None:
     t, space, mem, items, order, volatile = _space_and_operands(em, ins, 1, 0)
     size = max(TYPE_BITS[t] // 8, 1)
     et = bits_type(t)
     b = em.b
-    if order is None and not volatile:
+    if order is None and (not volatile or space in _BLOCK_PRIVATE):
         # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
         ptrs = em.address(mem, space)
         for i, d in enumerate(items):
@@ -213,7 +222,7 @@ def lower_st(em, ins: ir.Instr) -> None:
     size = max(TYPE_BITS[t] // 8, 1)
     vals = [em.read_bits(s, t) for s in items]
     b = em.b
-    if order is None and not volatile:
+    if order is None and (not volatile or space in _BLOCK_PRIVATE):
         ptrs = em.address(mem, space)
         for i, v in enumerate(vals):
             em.store(em.offset_ptrs(ptrs, i * size), v, size)
