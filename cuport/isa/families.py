@@ -13,4 +13,5 @@ from . import (  # noqa: F401
     simd_video,
     texture,
     warp,
+    wmma,
 )

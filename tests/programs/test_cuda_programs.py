@@ -26,6 +26,9 @@ OTHER_RUNTIMES = ["12-static", "12-shared", "13-static", "13-shared"]
 # programs that also run against the PyPI runtimes: kernels, streams, symbols, printf-free
 ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
 
+# programs whose kernels need a newer virtual architecture than nvcc's default
+PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"]}  # bf16, tf32, f64 and s8 wmma
+
 JOBS = [(p, r) for p in PROGRAMS for r in ("toolkit-static", "toolkit-shared")] + [
     (p, r) for p in ON_OTHER_RUNTIMES for r in OTHER_RUNTIMES
 ]
@@ -43,7 +46,8 @@ def built(tmp_path_factory):
         except pytest.skip.Exception as e:
             return job, None, str(e)
         exe = out / f"{name}-{runtime}"
-        r = run([nvcc, "-O3", "-o", str(exe), str(HERE / f"{name}.cu"), *flags], timeout=600)
+        r = run([nvcc, "-O3", "-o", str(exe), str(HERE / f"{name}.cu"), *flags,
+                 *PROGRAM_FLAGS.get(name, [])], timeout=600)
         return job, exe if r.returncode == 0 else None, r.stderr
 
     with ThreadPoolExecutor(2) as pool:
