@@ -20,6 +20,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     legacy_launch,
     linker,
     memory,
+    mempool,
     module,
     profiler,
     stream,

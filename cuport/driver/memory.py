@@ -48,6 +48,8 @@ class Allocation:
     owned: bool = True  # we mmap'd it and must munmap it
     id: int = field(default_factory=lambda: next(_ids))
     sync_memops: int = 0
+    pool: object | None = None  # the mempool.Pool of a stream-ordered allocation
+    freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
 
     @property
     def end(self) -> int:
@@ -141,6 +143,13 @@ def release(a: Allocation) -> None:
     _check_capture("freeing memory")
     if a.context is not None:
         stream.synchronize_context(a.context)
+    release_now(a)
+
+
+def release_now(a: Allocation) -> None:
+    """Free an allocation now (its stream got to a cuMemFreeAsync, or all work is done)."""
+    if a.pool is not None:
+        a.pool.forget(a)
     TABLE.remove(a)
     if a.owned:
         _unmap(a)
@@ -237,7 +246,15 @@ def mem_alloc_pitch(width: int, height: int, element_size: int) -> tuple[int, in
 
 
 def _free(address: int, kinds: tuple[str, ...], call_for_others: str) -> None:
+    release(check_freeable(address, kinds, call_for_others))
+
+
+def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -> Allocation:
+    """The allocation that starts at `address`, or the error that says why it is not one."""
     a = TABLE.find(address)
+    if a is not None and a.freeing:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is already being freed "
+                                         "(cuMemFreeAsync): double free")
     if a is None or a.base != address:
         freed = TABLE.freed_kind(address)
         if freed is not None:
@@ -250,7 +267,7 @@ def _free(address: int, kinds: tuple[str, ...], call_for_others: str) -> None:
     if a.kind not in kinds:
         raise CudaError(E.INVALID_VALUE, f"{hex(address)} is {a.kind} memory: "
                                          f"free it with {call_for_others}")
-    release(a)
+    return a
 
 
 @implements("cuMemFree_v2")
