@@ -220,12 +220,16 @@ def check_instantiate(g: graph.Graph) -> None:
 
 
 def stream_destroyed(s: stream.Stream) -> None:
-    """A stream of a capture is destroyed: the capture cannot complete as it was."""
+    """A stream of a capture is destroyed: a forked stream whose work was joined back
+    (cuda-samples' graphMemoryNodes does this) just leaves the capture; otherwise the
+    capture cannot complete as it was."""
     with _lock:
         c = s.capture
         if c is None:
             return
-        c.invalidate("a stream of the capture was destroyed")
+        joined = c.origin is not s and all(n in _reachable(c) for n, _ in s.capture_deps)
+        if not joined:
+            c.invalidate("a stream of the capture was destroyed")
         if c.origin is s:
             _end(c)
             if c.owns_graph:

@@ -50,6 +50,7 @@ class Allocation:
     sync_memops: int = 0
     pool: object | None = None  # the mempool.Pool of a stream-ordered allocation
     freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
+    graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
 
     @property
     def end(self) -> int:
@@ -147,7 +148,12 @@ def release(a: Allocation) -> None:
 
 
 def release_now(a: Allocation) -> None:
-    """Free an allocation now (its stream got to a cuMemFreeAsync, or all work is done)."""
+    """Free an allocation now (its stream got to a cuMemFreeAsync, or all work is done).
+    Graph memory freed outside its graph stays mapped: the graph's next launch allocates
+    it again at the same address, as CUDA's graph memory does."""
+    if a.graph_memory:
+        a.freeing = False
+        return
     if a.pool is not None:
         a.pool.forget(a)
     TABLE.remove(a)
