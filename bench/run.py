@@ -127,7 +127,31 @@ def bench_sgemm(b: dict) -> dict:
             "unit_omp": f"{flops / t_omp / 1e9:.1f} GFLOP/s", "cold": cold, "warm": warm}
 
 
-WORKLOADS = {"triad": bench_triad, "sgemm": bench_sgemm}
+def bench_block_scan(b: dict) -> dict:
+    n = 1 << 24
+    x = np.random.default_rng(0).integers(-100, 100, n, dtype=np.int32)
+    out = np.zeros(n, np.int32)
+    name = "_Z10block_scanPKiPii"
+    k = cuport.Module(b["block_scan"]).kernel(name)
+    blocks = (n + 1023) // 1024
+
+    def run():
+        k(blocks, 1024, (x, out, n))
+
+    t_cu = best_of(run, 3)
+    ref = np.cumsum(x.reshape(-1, 1024), axis=1, dtype=np.int32).reshape(-1)
+    assert (out == ref).all(), "block_scan result wrong"
+    f = b["omp_block_scan"].block_scan
+    f.restype = ctypes.c_double
+    f.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_int]
+    t_omp = min(f(x.ctypes.data, out.ctypes.data, n, 5) for _ in range(3))
+    cold, warm = load_timed(b["block_scan"], name, lambda kk: kk(blocks, 1024, (x, out, n)))
+    return {"name": "block scan (16M ints)", "cuport": t_cu, "omp": t_omp,
+            "unit": f"{8 * n / t_cu / 1e9:.1f} GB/s", "unit_omp": f"{8 * n / t_omp / 1e9:.1f} GB/s",
+            "cold": cold, "warm": warm}
+
+
+WORKLOADS = {"triad": bench_triad, "sgemm": bench_sgemm, "block_scan": bench_block_scan}
 
 
 def main(argv: list[str]) -> int:

@@ -208,3 +208,19 @@ extern "C" __global__ void chained_tickets(unsigned* ticket, volatile int* ready
   }
   __syncthreads();
 }
+
+// Hillis-Steele block scan with the shared array at the start of shared memory: lane 0's
+// `buf[t - off]` (not executed) is below address 0 of the window
+extern "C" __global__ void hillis_steele(const int* in, int* out) {
+  __shared__ int buf[2][256];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  int p = 0;
+  buf[0][t] = in[i];
+  __syncthreads();
+  for (int off = 1; off < blockDim.x; off <<= 1) {
+    buf[1 - p][t] = buf[p][t] + (t >= off ? buf[p][t - off] : 0);
+    p = 1 - p;
+    __syncthreads();
+  }
+  out[i] = buf[p][t];
+}

@@ -182,6 +182,13 @@ def test_bad_pointer_is_an_illegal_address_not_a_crash(mod):
     assert (out == np.arange(256)).all()
 
 
+def test_scan_reads_below_shared_address_zero_only_where_executed(mod):
+    x = np.random.default_rng(3).integers(-50, 50, 4 * 256).astype(np.int32)
+    out = np.zeros_like(x)
+    mod.kernel("hillis_steele")(4, 256, (x, out))
+    assert (out == np.cumsum(x.reshape(4, 256), axis=1).reshape(-1)).all()
+
+
 # What an H200 printed for each mode (tests/kernels/kernels.cu, shfl_nonparticipants)
 H200_SHFL = {
     0: [0] * 8 + [-7] * 24,

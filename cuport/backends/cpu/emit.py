@@ -1395,10 +1395,15 @@ class FunctionEmitter:
         ptrs = []
         for j in range(W // n):
             a = b.extract_element(v, i32c(j * n))
-            if offset:
-                a = b.add(a, i64c(offset))
             saved, self.vec = self.vec, False
-            ptrs.append(self.space_to_host(a, space))
+            if offset and space == "shared":
+                # the run's first lane may be one that does not execute, whose address
+                # (base + offset) leaves the 32-bit window and wraps: offset after the
+                # window, so that the run's other lanes still get theirs
+                p = b.gep(self.space_to_host(a, space), [i64c(offset)], source_etype=I8)
+            else:
+                p = self.space_to_host(b.add(a, i64c(offset)) if offset else a, space)
+            ptrs.append(p)
             self.vec = saved
         return SegPtrs(kind, n, ptrs, base.name, shape)
 
