@@ -107,3 +107,23 @@ def test_several_processes_fill_the_cache_at_once(cache_dir):
     assert len(list(cache_dir.glob("*.o"))) == 1
     assert not list(cache_dir.glob("*.tmp"))
     run_scale(9)  # and what they left is a valid entry
+
+
+def test_cache_keeps_to_its_size_limit_dropping_least_recently_used(tmp_path, monkeypatch):
+    from cuport.backends.cpu import cache
+
+    monkeypatch.setenv("CUPORT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CUPORT_CACHE", "1")
+    for i in range(10):  # 10 entries of ~1 KiB, each older than the next
+        key = cache.make_key(f"entry {i}")
+        cache.store(key, bytes(1000), {"i": i})
+        for suffix in (".o", ".json"):
+            os.utime(tmp_path / f"{key}{suffix}", (1000 + i, 1000 + i))
+    assert cache.load(cache.make_key("entry 2")) is not None  # used now: kept
+    (tmp_path / "stale.tmp").write_bytes(b"x")
+    os.utime(tmp_path / "stale.tmp", (1, 1))
+    cache.prune(tmp_path, 6 * 1100)
+    kept = {i for i in range(10) if cache.load(cache.make_key(f"entry {i}")) is not None}
+    assert 2 in kept and 9 in kept and 0 not in kept and 1 not in kept
+    assert len(kept) * 1000 <= 6 * 1100 * 0.8 + 1000
+    assert not (tmp_path / "stale.tmp").exists()

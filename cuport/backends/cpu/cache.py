@@ -6,14 +6,21 @@ record that carries the object's SHA-256: an entry whose object does not match i
 as missing and rebuilt. Entries are written to a temporary name and renamed into place,
 so several processes can fill the cache at once; the last rename wins and every reader
 sees a whole entry.
+
+Size: at most CUPORT_CACHE_MAX_MB (default 1024). A hit marks its entry as used; once a
+process has written about a tenth of the limit (and at its first write) it removes the
+least recently used entries until the cache is at 80% of the limit, and leftover
+temporary files of writers that died.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -68,7 +75,65 @@ def load(key: str) -> tuple[bytes, dict] | None:
         return None
     if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(obj).hexdigest():
         return None
+    with contextlib.suppress(OSError):
+        os.utime(obj_p)  # recently used: kept longest
     return obj, meta
+
+
+def max_bytes() -> int:
+    try:
+        return int(float(os.environ.get("CUPORT_CACHE_MAX_MB", "1024")) * (1 << 20))
+    except ValueError:
+        return 1 << 30
+
+
+_written_since_prune: int | None = None  # None: not pruned yet in this process
+
+
+def prune(d: Path, limit: int) -> None:
+    """Remove least recently used entries until the cache is at 80% of `limit`."""
+    entries: dict[str, list] = {}  # key -> [newest mtime, total size, paths]
+    now = time.time()
+    with os.scandir(d) as it:
+        for e in it:
+            try:
+                st = e.stat()
+            except OSError:
+                continue
+            if e.name.endswith(".tmp"):
+                if now - st.st_mtime > 3600:
+                    with contextlib.suppress(OSError):
+                        os.unlink(e.path)
+                continue
+            key, _, suffix = e.name.rpartition(".")
+            if suffix not in ("o", "json"):
+                continue
+            rec = entries.setdefault(key, [0.0, 0, []])
+            rec[0] = max(rec[0], st.st_mtime)
+            rec[1] += st.st_size
+            rec[2].append(e.path)
+    total = sum(r[1] for r in entries.values())
+    if total <= limit:
+        return
+    for _, size, paths in sorted(entries.values(), key=lambda r: r[0]):
+        if total <= limit * 0.8:
+            break
+        for path in paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        total -= size
+
+
+def _maybe_prune(d: Path, written: int) -> None:
+    global _written_since_prune
+    limit = max_bytes()
+    if _written_since_prune is not None:
+        _written_since_prune += written
+        if _written_since_prune < limit // 10:
+            return
+    _written_since_prune = 0
+    with contextlib.suppress(OSError):
+        prune(d, limit)
 
 
 def store(key: str, obj: bytes, meta: dict) -> None:
@@ -91,4 +156,5 @@ def store(key: str, obj: bytes, meta: dict) -> None:
                     pass
                 raise
     except OSError:
-        pass  # a cache that cannot be written is only slower
+        return  # a cache that cannot be written is only slower
+    _maybe_prune(d, len(obj))
