@@ -203,19 +203,12 @@ def check_unsafe(what: str) -> None:
                         "cuThreadExchangeStreamCaptureMode, to allow it")
 
 
-def check_graph_destroy(g: graph.Graph) -> None:
+def check_not_captured_into(g: graph.Graph, still: str = "") -> None:
+    """A graph a capture is adding to cannot be destroyed, changed or instantiated."""
     with _lock:
         for c in _active:
             if c.graph is g:
-                raise CudaError(E.INVALID_VALUE, f"the graph is being captured into by "
-                                                 f"{c.describe()}: end the capture first")
-
-
-def check_instantiate(g: graph.Graph) -> None:
-    with _lock:
-        for c in _active:
-            if c.graph is g:
-                raise CudaError(E.INVALID_VALUE, f"the graph is still being captured into by "
+                raise CudaError(E.INVALID_VALUE, f"the graph is {still}being captured into by "
                                                  f"{c.describe()}: end the capture first")
 
 

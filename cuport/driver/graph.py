@@ -240,7 +240,7 @@ def destroy(handle: int) -> None:
                                          f"{hex(g.owner.handle)}; destroy that node instead")
     from cuport.driver import capture
 
-    capture.check_graph_destroy(g)
+    capture.check_not_captured_into(g)
     g.destroy()
 
 
@@ -265,7 +265,7 @@ def destroy_node(handle: int) -> None:
     node = lookup_node(handle)
     from cuport.driver import capture
 
-    capture.check_graph_destroy(node.graph)
+    capture.check_not_captured_into(node.graph)
     node.graph.remove(node)
 
 

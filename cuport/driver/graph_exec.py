@@ -158,7 +158,7 @@ def _instantiate(graph_handle: int, flags: int) -> Exec:
     g = graph.lookup_graph(graph_handle)
     from cuport.driver import capture
 
-    capture.check_instantiate(g)
+    capture.check_not_captured_into(g, "still ")
     return Exec(g, flags, context.current())
 
 

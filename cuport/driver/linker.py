@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from cuport import loader
-from cuport.driver import context, device, handles
+from cuport.driver import context, device, handles, module
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -139,19 +139,6 @@ def _lookup(handle: int) -> LinkState:
     return handles.lookup(handle, LinkState, "link state")
 
 
-def _cc() -> int:
-    major, minor = device.compute_capability()
-    return major * 10 + minor
-
-
-def _ptx_of_image(image: loader.Image, what: str) -> list[loader.PtxEntry]:
-    """The PTX modules one input contributes: its relocatable objects' (`-rdc=true`),
-    else the newest PTX the device runs."""
-    if image.relocatable:
-        return loader.choose_relocatable_ptx(image.relocatable, _cc(), what)
-    return [loader.choose_ptx(image, _cc())]
-
-
 def _ptx_of_input(kind: int, data: bytes, name: str) -> list[loader.PtxEntry]:
     what = f"{name} ({_INPUT_NAMES.get(kind, kind)})"
     if kind == K.CU_JIT_INPUT_NVVM:
@@ -163,14 +150,14 @@ def _ptx_of_input(kind: int, data: bytes, name: str) -> list[loader.PtxEntry]:
         for member, body in members(data):
             image = loader.parse_image(body)
             if image.ptx or image.relocatable:
-                found.extend(_ptx_of_image(image, f"{name}({member})"))
+                found.extend(module.ptx_of(image, None, f"{name}({member})"))
         if not found:
             raise CudaError(E.NO_BINARY_FOR_GPU, f"{what}: no member holds PTX (SASS only?); "
                                                  "rebuild the library with PTX embedded")
         return found
     if kind not in _INPUT_NAMES:
         raise CudaError(E.INVALID_VALUE, f"{kind} is not a CUjitInputType")
-    return _ptx_of_image(loader.parse_image(data), what)
+    return module.ptx_of(loader.parse_image(data), None, what)
 
 
 def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
@@ -186,8 +173,8 @@ def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
         except PtxSyntaxError as error:
             state.fail(CudaError(E.INVALID_PTX, f"{where}: {error}"),
                        f"ptx input {where}: error   : {error}")
-    for module, where in parsed:
-        for fname, fn in module.functions.items():
+    for ptx_module, where in parsed:
+        for fname, fn in ptx_module.functions.items():
             if not fn.is_definition or fn.linkage == "weak":
                 continue
             first = state.defined.get(fname)
@@ -237,8 +224,8 @@ def _undefined(state: LinkState) -> tuple[str, str] | None:
                 if v.linkage == "extern" and v.space in ("global", "const") and v.init is None}
     if not missing:
         return None
-    for module, where in state.modules:
-        hit = sorted(missing & _referenced(module))
+    for ptx_module, where in state.modules:
+        hit = sorted(missing & _referenced(ptx_module))
         if hit:
             return hit[0], where
     return None
@@ -295,7 +282,8 @@ def link_complete(handle: int) -> tuple[int, int]:
             state.fail(CudaError(E.INVALID_SOURCE, log.removeprefix("error   : ")), log)
         text = "\n".join(e.text.rstrip("\0").rstrip() for e in state.entries)
     else:  # NVIDIA's driver completes an empty link too: a module without code
-        text = f".version 7.0\n.target sm_{_cc()}\n.address_size 64"
+        major, minor = device.compute_capability()
+        text = f".version 7.0\n.target sm_{major}{minor}\n.address_size 64"
     data = text.encode() + b"\n\0"
     state.output = ctypes.create_string_buffer(data, len(data))
     state.options.write_wall_time((time.perf_counter() - start) * 1000.0)

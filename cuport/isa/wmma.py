@@ -90,9 +90,9 @@ def _reg_bits(etype: str) -> int:
     return 64 if etype == "f64" else 32
 
 
-def _etype(em, ins: ir.Instr, choices=ELEMENT_BITS) -> str:
+def _etype(em, ins: ir.Instr) -> str:
     for m in reversed(ins.mods):
-        if m in choices:
+        if m in ELEMENT_BITS:
             return m
     raise em.error("wmma without an element type")
 
@@ -106,7 +106,7 @@ def _element_offsets(rows: int, cols: int, slot: int, layout: str, stride: ll.Va
     return b.add(b.mul(major, stride), minor)
 
 
-def _addresses(em, ins: ir.Instr, mem, stride_op, which: str, rows: int, cols: int):
+def _addresses(em, ins: ir.Instr, mem, stride_op, rows: int, cols: int):
     b = em.b
     layout = "row" if "row" in ins.mods else "col"
     space = em.space_of(ins)
@@ -141,7 +141,7 @@ def lower_wmma(em, ins: ir.Instr) -> None:
         regs = _regs(em, ins.args[0])
         base, layout, stride = _addresses(em, ins, ins.args[1],
                                           ins.args[2] if len(ins.args) > 2 else None,
-                                          which, rows, cols)
+                                          rows, cols)
         bits = ELEMENT_BITS[etype]
         distinct = rows * cols // W
         et = ll.IntType(bits)
@@ -162,7 +162,7 @@ def lower_wmma(em, ins: ir.Instr) -> None:
         regs = _regs(em, ins.args[1])
         base, layout, stride = _addresses(em, ins, ins.args[0],
                                           ins.args[2] if len(ins.args) > 2 else None,
-                                          "d", rows, cols)
+                                          rows, cols)
         bits = ELEMENT_BITS[etype]
         slots = _slots(em, regs, etype, _reg_bits(etype))
         mask = em.exec_mask_vec()

@@ -757,6 +757,17 @@ class FunctionEmitter:
         wp = b.gep(self.wait_ptr, [i64c(4 * idx)], source_etype=I8)
         b.store(b.or_(b.load(wp, typ=I32), self.active), wp)
         b.store(b.load(field(L.BS_GEN), typ=I32), b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8))
+        self._save_waiting_registers(idx)
+        self.mc.bump_events(b, self.blk)
+        b.call(self.mc.barrier_check_fn, [self.blk, bar_id])
+        b.branch(self.dispatch_bb)
+        self.barrier_ids = getattr(self, "barrier_ids", {})
+        self.barrier_ids[idx] = args[0] if args else ir.Imm(0)
+
+    def _save_waiting_registers(self, idx: int) -> None:
+        """Store the registers live at wait point `idx` into the warp state, for the lanes
+        that wait there (the other lanes keep what they saved at their own wait)."""
+        b = self.b
         amask = b.bitcast(self.active, vec(I1))
         for name, roff in self.saved_regs[idx]:
             slot, rt, varying = self.regs[name]
@@ -765,11 +776,6 @@ class FunctionEmitter:
             if varying:
                 v = b.select(amask, v, b.load(sp, typ=vec(rt)))
             b.store(v, sp)
-        self.mc.bump_events(b, self.blk)
-        b.call(self.mc.barrier_check_fn, [self.blk, bar_id])
-        b.branch(self.dispatch_bb)
-        self.barrier_ids = getattr(self, "barrier_ids", {})
-        self.barrier_ids[idx] = args[0] if args else ir.Imm(0)
 
     def _emit_yield_wait(self, blk: cfgmod.Block, idx: int) -> None:
         """Lanes at a yield wait until the warp function is next entered (general protocol)."""
@@ -778,14 +784,7 @@ class FunctionEmitter:
         b.store(b.or_(b.load(wp, typ=I32), self.active), wp)
         epoch = b.load(b.gep(self.ws, [i64c(L.WS_EPOCH)], source_etype=I8), typ=I32)
         b.store(epoch, b.gep(self.wgen_ptr, [i64c(4 * idx)], source_etype=I8))
-        amask = b.bitcast(self.active, vec(I1))
-        for name, roff in self.saved_regs[idx]:
-            slot, rt, varying = self.regs[name]
-            sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
-            v = b.load(slot)
-            if varying:
-                v = b.select(amask, v, b.load(sp, typ=vec(rt)))
-            b.store(v, sp)
+        self._save_waiting_registers(idx)
         # Lanes pending at earlier blocks may run now; lanes pending at later ones (past the
         # loop) must not run ahead of the waiting lanes: the warp suspends instead, so the
         # blocks after the loop stay converged (the waiting lanes come back first).

@@ -113,6 +113,17 @@ class _Fn:
         b = self.b
         return b.icmp_unsigned("!=", b.and_(flags, _i32(bit)), _i32(0))
 
+    def return_if_null(self, desc: ll.Value, answer: ll.Value) -> None:
+        """A NULL descriptor (an object that does not exist): return `answer` at once."""
+        b = self.b
+        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
+        bad = self.fn.append_basic_block("null")
+        go = self.fn.append_basic_block("go")
+        b.cbranch(null, bad, go)
+        b.position_at_end(bad)
+        b.ret(answer)
+        b.position_at_end(go)
+
     # -- intrinsics
     def call(self, name: str, args: list[ll.Value], ret: ll.Type) -> ll.Value:
         try:
@@ -676,13 +687,7 @@ def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str) -> ll.Func
         desc, *c, lod_arg = f.args[:6]
         grads = f.args[6:12]
         out = f.args[12]
-        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
-        bad = f.fn.append_basic_block("null")
-        go = f.fn.append_basic_block("go")
-        b.cbranch(null, bad, go)
-        b.position_at_end(bad)
-        b.ret(_i32(1))
-        b.position_at_end(go)
+        f.return_if_null(desc, _i32(1))
         flags = f.field(desc, "flags")
         normalized = f.flag(flags, T.F_NORMALIZED)
         layer = _i32(0)
@@ -777,13 +782,7 @@ def gather(module: ll.Module, geom: str, comp: int) -> ll.Function:
         f = _Fn(module, name, I32, [PTR, F32, F32, F32, F32, PTR])
         b = f.b
         desc, *c, out = f.args
-        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
-        bad = f.fn.append_basic_block("null")
-        go = f.fn.append_basic_block("go")
-        b.cbranch(null, bad, go)
-        b.position_at_end(bad)
-        b.ret(_i32(1))
-        b.position_at_end(go)
+        f.return_if_null(desc, _i32(1))
         coords = list(c)
         layer = _layer(f, desc, b.bitcast(coords.pop(0), I32), False) if layered else _i32(0)
         lvl = f.level_ptr(desc, _i32(0))
@@ -824,13 +823,7 @@ def surface_address(module: ll.Module, geom: str) -> ll.Function:
         f = _Fn(module, name, I64, [PTR, I32, I32, I32, I32, I32, I32, I1])
         b = f.b
         desc, x, y, z, layer, size, mode, formatted = f.args
-        null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
-        bad = f.fn.append_basic_block("null")
-        go = f.fn.append_basic_block("go")
-        b.cbranch(null, bad, go)
-        b.position_at_end(bad)
-        b.ret(_i64(ADDR_TRAP))
-        b.position_at_end(go)
+        f.return_if_null(desc, _i64(ADDR_TRAP))
         lvl = f.level_ptr(desc, _i32(0))
         elem = f.field(desc, "elem_bytes")
         x = b.select(formatted, b.mul(x, elem), x)
