@@ -210,6 +210,8 @@ def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
     else:
         raise em.error("wmma.mma without its types")
     integer = atype in ("s8", "u8")
+    if "satfinite" in ins.mods and not integer:
+        raise em.error("wmma.mma .satfinite on floating-point results is not supported")
     ct = I64 if integer else (F64 if atype == "f64" else F32)
     d_regs, a_regs, b_regs, c_regs = (_regs(em, a) for a in ins.args[:4])
     a = [_to_compute(em, s, atype, ct) for s in _slots(em, a_regs, atype, _reg_bits(atype))]
