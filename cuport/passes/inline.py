@@ -17,6 +17,7 @@ import copy
 import itertools
 
 from ..ptx import ir
+from ..ptx.errors import UnsupportedError
 from .cfg import is_barrier
 
 _counter = itertools.count(1)
@@ -35,8 +36,6 @@ def _call_target(ins: ir.Instr) -> str | None:
 
 def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
     """Return `funcs` with barrier-containing callees inlined into the entry (copied, not mutated)."""
-    from ..backends.cpu.emit import UnsupportedError
-
     by_name = {f.name: f for f in funcs}
     needs = {f.name for f in funcs if not f.is_entry and has_barrier(f)}
     if not needs:

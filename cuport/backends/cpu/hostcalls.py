@@ -18,9 +18,9 @@ import threading
 
 from llvmlite import ir as ll
 
+from ...isa.types import I1, I8, I32, I64, PTR
 from ...ptx import ir
 from . import layout as L
-from .types import I1, I8, I32, I64, PTR
 
 W = L.WARP
 
