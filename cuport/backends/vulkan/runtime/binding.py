@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import weakref
 from typing import Any
 
 from .errors import DeviceLost, OutOfDeviceMemory, Unsupported, VulkanError, VulkanUnavailable
@@ -37,6 +38,7 @@ class Binding:
         self.lib = module.lib
         self._result_names: dict[int, str] = self.ffi.typeof("VkResult").elements
         self._stypes: dict[str, int | None] = {}
+        self._owned: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
     # -- structs ----------------------------------------------------------------------------
     def stype(self, ctype: str) -> int | None:
@@ -55,13 +57,19 @@ class Binding:
         return value
 
     def new(self, ctype: str, **fields: Any) -> Any:
-        """A zeroed `ctype*` with sType set; fields given as keywords (the caller keeps pointees alive)."""
+        """A zeroed `ctype*` with sType set and `fields` filled in. cdata given as a field
+        (a pNext struct, an array) lives as long as the result; pointers assigned later do not."""
         p = self.ffi.new(ctype + "*")
         st = self.stype(ctype)
         if st is not None:
             p.sType = st
+        owned = []
         for k, v in fields.items():
             setattr(p, k, v)
+            if isinstance(v, self.ffi.CData):
+                owned.append(v)
+        if owned:
+            self._owned[p] = owned
         return p
 
     @staticmethod

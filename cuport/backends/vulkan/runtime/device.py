@@ -183,11 +183,11 @@ class Device:
         return self.pipelines.get(spirv, entry, local_size, push_size, required_subgroup_size,
                                   full_subgroups)
 
-    def stream(self, batch: int = 256, eager: bool = True) -> Stream:
-        """A new stream, on the next of the device's queues."""
+    def stream(self, batch: int = 256, eager: bool = True, host_paths: bool = True) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths)."""
         self._check()
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=batch, eager=eager)
+        s = Stream(self, q, batch=batch, eager=eager, host_paths=host_paths)
         self._streams.add(s)
         return s
 

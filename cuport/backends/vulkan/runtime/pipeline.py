@@ -143,14 +143,16 @@ class Pipelines:
         name = ffi.new("char[]", entry.encode())
         stage = vk.new("VkPipelineShaderStageCreateInfo", stage=lib.VK_SHADER_STAGE_COMPUTE_BIT,
                        module=mod[0], pName=name)
+        required = None
         if rss is not None:
-            stage.pNext = vk.new("VkPipelineShaderStageRequiredSubgroupSizeCreateInfo",
-                                 requiredSubgroupSize=rss)
+            required = vk.new("VkPipelineShaderStageRequiredSubgroupSizeCreateInfo",
+                              requiredSubgroupSize=rss)
+            stage.pNext = required
         if full:
             stage.flags = lib.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
         cpci = vk.new("VkComputePipelineCreateInfo", stage=stage[0], layout=layout[0],
                       flags=lib.VK_PIPELINE_CREATE_DISPATCH_BASE_BIT)
-        keep = (stage, name)  # noqa: F841 (pointees of cpci.stage stay alive)
+        keep = (stage, name, required)  # noqa: F841 (what cpci.stage points to stays alive)
         pipe = ffi.new("VkPipeline*")
         try:
             vk.check(cmd.vkCreateComputePipelines(h, self.cache, 1, cpci, ffi.NULL, pipe),

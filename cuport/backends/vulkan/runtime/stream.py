@@ -114,13 +114,15 @@ def elapsed_ms(start: Timestamp, end: Timestamp) -> float:
 class Stream:
     """One CUDA stream on a device queue."""
 
-    def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True) -> None:
+    def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
+                 host_paths: bool = True) -> None:
         self.dev = dev
         self.vk = dev.vk
         self.cmd = dev.cmd
         self.queue = queue
         self.batch = batch  # commands recorded before a submission is forced
         self.eager = eager  # submit as soon as the GPU has nothing of ours left to run
+        self.host_paths = host_paths  # idle stream + mapped memory: copy on the host
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         h = dev.handle
         self._lock = threading.RLock()
@@ -391,7 +393,7 @@ class Stream:
             return
         with self._lock:
             d = self.dev.memory.find(dst, size)
-            if d.host_ptr is not None and self.idle():
+            if d.host_ptr is not None and self.host_paths and self.idle():
                 ctypes.memmove(d.host_ptr + (dst - d.address), src_ptr, size)
                 return
             pinned = self.dev.memory.find_host(src_ptr, size) if keep is None else None
@@ -428,7 +430,7 @@ class Stream:
                            pinned.offset + (dst_ptr - pinned.host_ptr), size)
                 self._recorded()
                 return
-            if s.host_ptr is not None and s.block.host_reads_fast:
+            if s.host_ptr is not None and s.block.host_reads_fast and self.host_paths:
                 if not self.idle():
                     self.wait()
                 ctypes.memmove(dst_ptr, s.host_ptr + (src - s.address), size)
@@ -477,7 +479,8 @@ class Stream:
         word = int.from_bytes(pattern, "little")
         with self._lock:
             d = self.dev.memory.find(dst, size)
-            if d.host_ptr is not None and d.block.host_reads_fast and self.idle():
+            if (d.host_ptr is not None and d.block.host_reads_fast and self.host_paths
+                    and self.idle()):
                 _host_fill(d.host_ptr + (dst - d.address), pattern, size)
                 return
             off = d.offset + (dst - d.address)
