@@ -2,15 +2,19 @@
 global memory (trace[0] is the length) and, when it branches, reads its decision from the
 input array `choices` at index (b * 64 + number of earlier visits of b) mod 4096, so a run
 on a device can be compared with cfgsim.run_cfg on the same decisions. Merge blocks also
-carry a phi of the predecessor's number, stored in the trace after the block number."""
+carry a phi of the predecessor's number, stored in the trace after the block number.
+
+Each invocation has its own trace (MAX_TRACE + 2 words, at invocation index times that):
+run it with a workgroup of 8 invocations, all on the same decisions. (lavapipe 22.3 runs
+some nested loops wrongly when a workgroup fills only part of its 8-wide SIMD group; a
+workgroup of 1 shows it.)"""
 
 from __future__ import annotations
 
 from llvmlite import ir as ll
+from spvtools import I32, Kernel
 
 from cuport.backends.vulkan.spirv import structurize as st
-
-from .spvtools import I32, Kernel
 
 CHOICES = 4096
 MAX_TRACE = 2000
@@ -20,7 +24,8 @@ def cfg_kernel(cfg: st.CFG, with_phis: bool = True) -> Kernel:
     k = Kernel("cfg")
     b = k.b
     n = len(cfg.succs)
-    trace = k.push_ptr(0)
+    stride = ll.Constant(I32, MAX_TRACE + 2)
+    trace = k.element(k.push_ptr(0), b.mul(k.builtin("LocalInvocationIndex"), stride), I32)
     choices = k.push_ptr(8)
     visits_t = ll.ArrayType(I32, n)
     visits = b.alloca(visits_t)
@@ -81,3 +86,32 @@ def _append(k: Kernel, trace, v) -> None:
     slot = b.select(room, b.add(n, ll.Constant(I32, 1)), ll.Constant(I32, MAX_TRACE + 1))
     b.store(v, k.element(trace, slot, I32)).align = 4
     b.store(b.select(room, b.add(n, ll.Constant(I32, 1)), n), trace).align = 4
+
+
+def expected_trace(cfg: st.CFG, choices, limit: int = MAX_TRACE) -> list[int] | None:
+    """What cfg_kernel writes for `choices`, from the CFG itself; None when the run does not
+    end within a bounded number of steps (it must not be run on a device then)."""
+    preds: dict[int, set[int]] = {i: set() for i in range(len(cfg.succs))}
+    preds[0].add(-1)
+    for i, ss in enumerate(cfg.succs):
+        for s in ss:
+            preds[s].add(i)
+    visits: dict[int, int] = {}
+    out: list[int] = []
+    b, prev = 0, -1
+    for _ in range(20 * limit):
+        out.append(b)
+        if len(preds[b]) >= 2:
+            out.append(prev)
+        kind = cfg.kinds[b]
+        if kind in ("ret", "unreachable"):
+            return out[:limit]
+        succ = cfg.succs[b]
+        if kind == "br":
+            i = 0
+        else:
+            n = visits.get(b, 0)
+            visits[b] = n + 1
+            i = int(choices[(b * 64 + n) % CHOICES]) % len(succ)
+        prev, b = b, succ[i]
+    return None

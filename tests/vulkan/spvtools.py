@@ -102,8 +102,8 @@ class Kernel:
     def element(self, base: ll.Value, index: ll.Value, t: ll.Type) -> ll.Value:
         return self.b.gep(base, [index], source_etype=t)
 
-    def shader(self, local=(64, 1, 1), float_modes: FloatModes = FloatModes()):
-        return translate(self.module, self.fn.name, local, float_modes)
+    def shader(self, local=(64, 1, 1), float_modes: FloatModes | None = None):
+        return translate(self.module, self.fn.name, local, float_modes or FloatModes())
 
 
 def translate_valid(k: Kernel, local=(64, 1, 1), **kw):

@@ -7,10 +7,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from cfgsim import make, random_cfg, same_behaviour
 
 from cuport.backends.vulkan.spirv import structurize as st
-
-from .cfgsim import make, random_cfg, same_behaviour
 
 # name: (edges, kinds)
 CASES = {

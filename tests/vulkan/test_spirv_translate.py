@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 from llvmlite import ir as ll
+from spvtools import F32, F64, I1, I8, I16, I32, I64, PTR, Kernel, disassemble, translate_valid
 
 from cuport.backends.vulkan.spirv import TranslateError
-
-from .spvtools import F32, F64, I1, I8, I16, I32, I64, PTR, Kernel, disassemble, translate_valid
 
 
 def _vadd(t: ll.Type = F32) -> Kernel:
