@@ -210,11 +210,8 @@ class Memory:
         end = hostmap.round_up(ptr + size, a)
         with self._lock:
             blk = self._import_block(start, end - start, REGISTERED)
-            try:
-                self._reserve(blk)
-            except OutOfDeviceMemory:
-                self._destroy_block(blk)
-                raise
+            if not self._reserve(blk):
+                self.unified = False
             buf = Buffer(address=blk.address + (ptr - start), size=size, kind=REGISTERED,
                          block=blk, offset=ptr - start, reserved_size=end - start, host_ptr=ptr)
             self._insert(buf)
@@ -258,36 +255,47 @@ class Memory:
         if kind in (HOST, MANAGED) and self.strategy == "alias":
             blk = self._alias_block(size, kind)
         else:
-            blk = self._plain_block(size, kind)
-            if kind == MANAGED and not (blk.host_ptr == blk.address):
+            blk = self._reserved_block(size, kind)
+            if kind == MANAGED and blk.host_ptr != blk.address:
                 self._destroy_block(blk)
                 raise Unsupported("the device gave host-visible memory a device address other "
                                   "than its host pointer; managed memory cannot share an address",
                                   "cuMemAllocManaged")
-            try:
-                self._reserve(blk)
-            except OutOfDeviceMemory:
-                self._destroy_block(blk)
-                raise
         blk.start = (-blk.address) % ALIGN
         blk.free = [[blk.start, blk.size - blk.start]]
         self._blocks[kind].append(blk)
         return blk
 
-    def _reserve(self, blk: Block) -> None:
-        """Unified addressing: hold the block's device range on the host, unless it is the
-        block's own host memory. A range the host already uses fails the block."""
+    def _reserved_block(self, size: int, kind: str) -> Block:
+        """A plain block whose device range is held on the host (unified addressing). A range
+        the host already uses is retried with the failed blocks kept, so that the driver
+        picks other addresses; if all tries collide, the last block is used unreserved and
+        the device stops claiming unified addressing."""
+        failed: list[Block] = []
+        try:
+            for _ in range(_RESERVE_TRIES):
+                blk = self._plain_block(size, kind)
+                if self._reserve(blk):
+                    return blk
+                failed.append(blk)
+            self.unified = False
+            return failed.pop()
+        finally:
+            for b in failed:
+                self._destroy_block(b)
+
+    def _reserve(self, blk: Block) -> bool:
+        """Hold the block's device range on the host unless it is the block's own host memory;
+        False if the host already uses part of that range."""
         if blk.host_ptr == blk.address or blk.pages is not None or blk.reserved:
-            return
+            return True
         if not hostmap.SUPPORTED:
             self.unified = False
-            return
+            return True
         if hostmap.reserve(blk.address, blk.size):
             blk.reserved = True
-            return
-        raise OutOfDeviceMemory(
-            f"the device address 0x{blk.address:x} of a new allocation is in use by host memory; "
-            "a pointer would name two things", "vkAllocateMemory")
+            return True
+        return False
 
     def _plain_block(self, size: int, kind: str) -> Block:
         vk, cmd, dev = self.vk, self.cmd, self.dev
@@ -446,7 +454,13 @@ class Memory:
         return [i for _, _, i in scored]
 
     def _probe(self) -> None:
-        """Find how host and device can share an address on this device (one small block)."""
+        """Find how host and device can share an address on this device (small probe blocks),
+        and whether device addresses can be kept free of host objects."""
+        try:
+            blk = self._reserved_block(hostmap.PAGE * 16, DEVICE)
+            self._destroy_block(blk)
+        except VulkanError:
+            pass
         try:
             blk = self._plain_block(hostmap.PAGE * 16, HOST)
         except VulkanError:

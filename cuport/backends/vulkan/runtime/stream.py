@@ -165,6 +165,7 @@ class Stream:
         self._begin_info = vk.new("VkCommandBufferBeginInfo",
                                   flags=lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self._region = ffi.new("VkBufferCopy*")
+        self._max_groups = dev.info.limits.max_workgroup_count
 
     # -- tickets ---------------------------------------------------------------------------------
     def mark(self) -> int:
@@ -344,7 +345,8 @@ class Stream:
     def _recorded(self) -> None:
         """After each command: submit when the GPU would otherwise idle, or the batch is full."""
         self._count += 1
-        if self._count >= self.batch or (self.eager and self.completed() >= self.submitted):
+        if self._count >= self.batch or (self.eager and (
+                self._done >= self.submitted or self.completed() >= self.submitted)):
             self.submit()
 
     def _check_open(self) -> None:
@@ -374,7 +376,7 @@ class Stream:
                 n = (len(push) + 3) & ~3
                 data = push if n == len(push) else push + bytes(n - len(push))
                 cmd.vkCmdPushConstants(cb, pipeline.layout, self.dev.stage_compute, 0, n, data)
-            mx, my, mz = self.dev.info.limits.max_workgroup_count
+            mx, my, mz = self._max_groups
             if gx <= mx and gy <= my and gz <= mz:
                 cmd.vkCmdDispatch(cb, gx, gy, gz)
             else:
