@@ -256,3 +256,68 @@ def test_device_synchronize_waits_for_every_stream(dev):
 
 def test_validation_layer_saw_nothing_wrong(dev):
     assert vs.validation_messages() == []
+
+
+def test_freed_memory_is_not_reused_while_queued_work_may_use_it(dev):
+    s = dev.stream(eager=False)
+    n = 4096
+    a = dev.alloc(n * 4)
+    out = dev.alloc(n * 4)
+    spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+    s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", a.address, n, 50))
+    s.copy(out.address, a.address, n * 4)
+    dev.free(a)  # queued work still writes and reads it
+    with pytest.raises(vkrt.BadAddress):
+        dev.find(a.address)
+    b = dev.alloc(n * 4)
+    assert b.address != a.address
+    got = np.empty(n, dtype=np.uint32)
+    s.copy_to_host(got, out.address)  # runs the queued work
+    assert np.array_equal(got, vs.lcg(n, 50))
+    c = dev.alloc(n * 4)
+    assert c.address == a.address  # released now that the work is done
+    for x in (b, c, out):
+        dev.free(x)
+    s.close()
+
+
+def test_a_destroyed_stream_finishes_its_work_and_keeps_its_timestamps(dev):
+    n = 4096
+    buf = dev.alloc(n * 4)
+    try:
+        s = dev.stream(eager=False)
+        spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+        has_ts = dev.info.limits.timestamp_valid_bits > 0
+        t0 = s.timestamp() if has_ts else None
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", buf.address, n, 77))
+        t1 = s.timestamp() if has_ts else None
+        s.close()  # returns at once; the work runs
+        with pytest.raises(vkrt.VulkanError, match="destroyed"):
+            s.dispatch(spin, (1, 1, 1), struct.pack("<QII", buf.address, n, 1))
+        dev.synchronize()
+        assert s.destroyed
+        got = np.empty(n, dtype=np.uint32)
+        dev.stream().copy_to_host(got, buf.address)
+        assert np.array_equal(got, vs.lcg(n, 77))
+        if has_ts:
+            assert vkrt.elapsed_ms(t0, t1) >= 0
+    finally:
+        dev.free(buf)
+
+
+def test_a_destroyed_pipeline_still_runs_its_queued_launches(dev):
+    n = 256
+    buf = dev.alloc(n * 4)
+    try:
+        s = dev.stream(eager=False)
+        code = vs.glsl(vs.SPIN.replace("x * 1664525u", "x * 1664525u + 0u"))  # a pipeline of its own
+        spin = dev.pipeline(code, "main", (64, 1, 1), 16)
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", buf.address, n, 9))
+        dev.destroy_pipeline(spin)
+        assert dev.pipeline(code, "main", (64, 1, 1), 16) is not spin
+        got = np.empty(n, dtype=np.uint32)
+        s.copy_to_host(got, buf.address)
+        assert np.array_equal(got, vs.lcg(n, 9))
+        s.close()
+    finally:
+        dev.free(buf)

@@ -148,6 +148,7 @@ class Memory:
                 "managed memory needs one address for host and device; this device gives "
                 "neither host-visible memory at its own address nor VK_EXT_external_memory_host",
                 "cuMemAllocManaged")
+        self.dev.collect()
         with self._lock:
             if rsize <= BLOCK // 2:
                 for blk in self._blocks[kind]:
@@ -162,6 +163,8 @@ class Memory:
             return self._register(blk, off, size, rsize, kind)
 
     def free(self, buf: Buffer) -> None:
+        """Forget `buf` at once (its address is invalid from now on); its memory is reused or
+        returned to the driver once the work queued before this call has finished."""
         with self._lock:
             if self._by_start.get(buf.address) is not buf:
                 raise BadAddress(f"0x{buf.address:x} is not an allocation of this device")
@@ -170,6 +173,10 @@ class Memory:
             if buf.host_ptr is not None and self._by_host.get(buf.host_ptr) is buf:
                 del self._by_host[buf.host_ptr]
                 del self._host_starts[bisect.bisect_left(self._host_starts, buf.host_ptr)]
+        self.dev.defer(lambda: self._release(buf))
+
+    def _release(self, buf: Buffer) -> None:
+        with self._lock:
             blk = buf.block
             if buf.kind == REGISTERED:
                 self._destroy_block(blk)

@@ -100,6 +100,7 @@ class Timestamp:
     stream: Stream
     ticket: int
     slot: int
+    _ns: float | None = None  # read once, when first asked for (or when the stream goes)
 
     def ns(self) -> float:
         """Nanoseconds on the device's clock; waits for the timestamp to be written."""
@@ -148,7 +149,9 @@ class Stream:
         self._free_cbs: list[Any] = []
         self._queries: Any = None
         self._free_slots: list[int] = []
-        self.closed = False
+        self.closed = False  # no more work may be recorded
+        self.destroyed = False  # its Vulkan objects are gone (after close, once its work ran)
+        self._timestamps: weakref.WeakSet[Timestamp] = weakref.WeakSet()
         # Structs reused by every submission and barrier (vkQueueSubmit copies what it reads).
         self._submit = vk.new("VkSubmitInfo")
         self._tsi = vk.new("VkTimelineSemaphoreSubmitInfo")
@@ -176,6 +179,8 @@ class Stream:
     def completed(self) -> int:
         """The last ticket the GPU has finished."""
         with self._lock:
+            if self.destroyed:
+                return self._done
             r = self.cmd.vkGetSemaphoreCounterValue(self.dev.handle, self.semaphore, self._counter)
             if r < 0:
                 self.vk.check(r, "vkGetSemaphoreCounterValue")
@@ -226,6 +231,7 @@ class Stream:
         if ticket > self._done:
             self._done = ticket
         self._reclaim()
+        self.dev.collect()
 
     def synchronize(self) -> None:
         self.wait(None)
@@ -549,32 +555,55 @@ class Stream:
             self._count += 1
             ts = Timestamp(self, self.submitted + 1, slot)
             weakref.finalize(ts, self._free_slots.append, slot)
+            self._timestamps.add(ts)
             if self.eager and self.completed() >= self.submitted:
                 self.submit()
             return ts
 
     def _read_timestamp(self, ts: Timestamp) -> float:
-        self.wait(ts.ticket)
-        ffi = self.vk.ffi
+        if ts._ns is None:
+            if self.destroyed:
+                raise VulkanError("the timestamp's stream was destroyed before it was written")
+            self.wait(ts.ticket)
+            with self._lock:
+                if ts._ns is None:
+                    ts._ns = self._query(ts.slot)
+        return ts._ns
+
+    def _query(self, slot: int) -> float:
+        ffi, lib = self.vk.ffi, self.vk.lib
         out = ffi.new("uint64_t[1]")
         self.vk.check(self.cmd.vkGetQueryPoolResults(
-            self.dev.handle, self._queries, ts.slot, 1, 8, out, 8,
-            self.vk.lib.VK_QUERY_RESULT_64_BIT | self.vk.lib.VK_QUERY_RESULT_WAIT_BIT),
-            "vkGetQueryPoolResults")
+            self.dev.handle, self._queries, slot, 1, 8, out, 8,
+            lib.VK_QUERY_RESULT_64_BIT | lib.VK_QUERY_RESULT_WAIT_BIT), "vkGetQueryPoolResults")
         bits = self.dev.info.limits.timestamp_valid_bits
         ticks = out[0] & ((1 << bits) - 1) if bits < 64 else out[0]
         return ticks * self.dev.info.limits.timestamp_period_ns
 
     # -- end ----------------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Finish the stream's work and free what it holds."""
-        if self.closed:
-            return
-        try:
+        """Destroy the stream as cuStreamDestroy does: work already recorded still runs, and what
+        the stream holds is released once that work (and every stream's before it) is done."""
+        with self._lock:
+            if self.closed:
+                return
             if not self.dev.lost:
-                self.synchronize()
-        finally:
+                self.submit()
             self.closed = True
+        self.dev.defer(self._destroy)
+
+    def _destroy(self) -> None:
+        with self._lock:
+            if self.destroyed:
+                return
+            for ts in list(self._timestamps):
+                if ts._ns is None and not self.dev.lost:
+                    try:
+                        ts._ns = self._query(ts.slot)
+                    except VulkanError:
+                        pass
+            self._done = max(self._done, self.submitted)
+            self.destroyed = True
             ffi, cmd, h = self.vk.ffi, self.cmd, self.dev.handle
             for _, _, keep in self._inflight:
                 for k in keep:
@@ -584,6 +613,7 @@ class Stream:
                 if isinstance(k, Staging):
                     self.dev.staging.put(k)
             self._inflight.clear()
+            self._keep = []
             cmd.vkDestroyCommandPool(h, self._pool, ffi.NULL)
             cmd.vkDestroySemaphore(h, self.semaphore, ffi.NULL)
             if self._queries is not None:
