@@ -321,3 +321,56 @@ def test_a_destroyed_pipeline_still_runs_its_queued_launches(dev):
         s.close()
     finally:
         dev.free(buf)
+
+
+def test_grids_split_in_y_see_the_whole_grid(dev):
+    limit = dev.info.limits.max_workgroup_count[1]
+    gx, gy = 3, limit + 2
+    buf = dev.alloc(gx * gy * 4)
+    try:
+        s = dev.stream()
+        pipe = dev.pipeline(vs.glsl(vs.WGID2), "main", (1, 1, 1), 12)
+        s.fill(buf.address, 0, gx * gy, 4)
+        s.dispatch(pipe, (gx, gy, 1), struct.pack("<QI", buf.address, gx))
+        out = np.empty(gx * gy, dtype=np.uint32)
+        s.copy_to_host(out, buf.address)
+        assert np.array_equal(out, np.arange(1, gx * gy + 1, dtype=np.uint32))
+    finally:
+        dev.free(buf)
+
+
+def test_streams_used_from_several_threads(dev):
+    import threading
+
+    n = 1024
+    pipe = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 12)
+    bufs = [dev.alloc(n * 4) for _ in range(4)]
+    shared = dev.stream()
+    errors = []
+
+    def work(buf, own):
+        try:
+            s = dev.stream() if own else shared
+            for _ in range(50):
+                s.dispatch(pipe, (n // 64, 1, 1), struct.pack("<QI", buf.address, n))
+            s.synchronize()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    try:
+        for b in bufs:
+            dev.stream().fill(b.address, 0, n, 4)
+        threads = [threading.Thread(target=work, args=(b, i % 2 == 0)) for i, b in enumerate(bufs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        dev.synchronize()
+        for b in bufs:
+            out = np.empty(n, dtype=np.uint32)
+            shared.copy_to_host(out, b.address)
+            assert (out == 50).all()
+    finally:
+        for b in bufs:
+            dev.free(b)
