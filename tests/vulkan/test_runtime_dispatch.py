@@ -374,3 +374,37 @@ def test_streams_used_from_several_threads(dev):
     finally:
         for b in bufs:
             dev.free(b)
+
+
+def test_host_functions_run_in_stream_order(dev):
+    """cuLaunchHostFunc: the function sees the work before it, the work after it waits for it."""
+    n = 1024
+    buf = dev.alloc(n * 4)
+    pinned = dev.alloc(n * 4, "host")
+    try:
+        host = _host_array(pinned, np.uint32, n)
+        host[:] = 0
+        s = dev.stream(eager=False)
+        spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+        incr = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 12)
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", pinned.address, n, 500))
+        seen = {}
+
+        def callback():
+            seen["before"] = host.copy()  # the kernel before has run
+            import time
+
+            time.sleep(0.05)
+            host[:] = 1000  # the kernel after must see this
+
+        s.launch_host_func(callback)
+        t = s.mark()
+        s.dispatch(incr, (n // 64, 1, 1), struct.pack("<QI", pinned.address, n))
+        s.synchronize()
+        assert np.array_equal(seen["before"], vs.lcg(n, 500))
+        assert (host == 1001).all()
+        assert s.is_done(t)
+        s.close()
+    finally:
+        dev.free(buf)
+        dev.free(pinned)

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +154,10 @@ class Stream:
         self.closed = False  # no more work may be recorded
         self.destroyed = False  # its Vulkan objects are gone (after close, once its work ran)
         self._timestamps: weakref.WeakSet[Timestamp] = weakref.WeakSet()
+        self._host_sem: Any = None  # signalled by the host thread that runs host functions
+        self._host_value = 0
+        self._host_jobs: queue.SimpleQueue | None = None
+        self._host_thread: threading.Thread | None = None
         # Structs reused by every submission and barrier (vkQueueSubmit copies what it reads).
         self._submit = vk.new("VkSubmitInfo")
         self._tsi = vk.new("VkTimelineSemaphoreSubmitInfo")
@@ -159,15 +165,12 @@ class Stream:
         self._cbs = ffi.new("VkCommandBuffer[1]")
         self._signal_sem = ffi.new("VkSemaphore[1]", [self.semaphore])
         self._signal_val = ffi.new("uint64_t[1]")
-        self._wait_info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1)
         self._wait_sems = ffi.new("VkSemaphore[1]", [self.semaphore])
-        self._wait_vals = ffi.new("uint64_t[1]")
-        self._wait_info.pSemaphores = self._wait_sems
-        self._wait_info.pValues = self._wait_vals
         self._counter = ffi.new("uint64_t*")
         self._begin_info = vk.new("VkCommandBufferBeginInfo",
                                   flags=lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self._region = ffi.new("VkBufferCopy*")
+        self._grow_waits(4)
         self._max_groups = dev.info.limits.max_workgroup_count
 
     # -- tickets ---------------------------------------------------------------------------------
@@ -216,10 +219,12 @@ class Stream:
         env_limit = os.environ.get("CUPORT_VK_WAIT_S")
         if deadline is None and env_limit:
             deadline = time.monotonic() + float(env_limit)
-        self._wait_vals[0] = ticket
         vk, cmd, h = self.vk, self.cmd, self.dev.handle
+        vals = vk.ffi.new("uint64_t[1]", [ticket])  # per call: waits may come from several threads
+        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=self._wait_sems,
+                      pValues=vals)
         while True:
-            r = cmd.vkWaitSemaphores(h, self._wait_info, WAIT_SLICE_NS)
+            r = cmd.vkWaitSemaphores(h, info, WAIT_SLICE_NS)
             if r == 0:
                 break
             if r < 0:
@@ -249,10 +254,52 @@ class Stream:
                 self.submit()  # the wait applies only to what is recorded after it
             self._waits.append((other.semaphore, ticket))
 
+    def launch_host_func(self, fn: Callable[[], None]) -> None:
+        """Call `fn` on a host thread once the work recorded so far has run; work recorded
+        later waits for `fn` to return (cuLaunchHostFunc, cuStreamAddCallback)."""
+        vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
+        with self._lock:
+            self._check_open()
+            if self._host_sem is None:
+                tci = vk.new("VkSemaphoreTypeCreateInfo",
+                             semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)
+                sem = ffi.new("VkSemaphore*")
+                vk.check(self.cmd.vkCreateSemaphore(
+                    self.dev.handle, vk.new("VkSemaphoreCreateInfo", pNext=tci), ffi.NULL, sem),
+                    "vkCreateSemaphore")
+                self._host_sem = sem[0]
+                self._host_jobs = queue.SimpleQueue()
+                self._host_thread = threading.Thread(target=self._host_worker, daemon=True,
+                                                     name="cuport-vulkan-host-func")
+                self._host_thread.start()
+            ticket = self.submit()
+            self._host_value += 1
+            self._host_jobs.put((ticket, fn, self._host_value))
+            self._waits.append((self._host_sem, self._host_value))
+
+    def _host_worker(self) -> None:
+        vk = self.vk
+        while True:
+            ticket, fn, value = self._host_jobs.get()
+            if fn is None:
+                return
+            try:
+                self.wait(ticket)
+                fn()
+            except Exception:  # as CUDA: an error in a callback is the program's, reported
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                info = vk.new("VkSemaphoreSignalInfo", semaphore=self._host_sem, value=value)
+                r = self.cmd.vkSignalSemaphore(self.dev.handle, info)
+                if r < 0:
+                    self.dev.lost = True
+
     # -- submission ---------------------------------------------------------------------------------
     def submit(self) -> int:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
-        vk, ffi, lib, cmd = self.vk, self.vk.ffi, self.vk.lib, self.cmd
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
         with self._lock:
             self._check_open()
             if self._cb is None and not self._waits:
@@ -267,15 +314,16 @@ class Stream:
                 waits.append((self.semaphore, self.submitted))
             si, tsi = self._submit, self._tsi
             n = len(waits)
-            wsems = ffi.new("VkSemaphore[]", [w[0] for w in waits]) if n else ffi.NULL
-            wvals = ffi.new("uint64_t[]", [w[1] for w in waits]) if n else ffi.NULL
-            stages = ffi.new("VkPipelineStageFlags[]",
-                             [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n) if n else ffi.NULL
+            if n > len(self._wsems):
+                self._grow_waits(n)
+            for i, (sem, val) in enumerate(waits):
+                self._wsems[i] = sem
+                self._wvals[i] = val
             si.waitSemaphoreCount = n
-            si.pWaitSemaphores = wsems
-            si.pWaitDstStageMask = stages
+            si.pWaitSemaphores = self._wsems
+            si.pWaitDstStageMask = self._wstages
             tsi.waitSemaphoreValueCount = n
-            tsi.pWaitSemaphoreValues = wvals
+            tsi.pWaitSemaphoreValues = self._wvals
             self._signal_val[0] = value
             tsi.signalSemaphoreValueCount = 1
             tsi.pSignalSemaphoreValues = self._signal_val
@@ -302,6 +350,12 @@ class Stream:
             self._waits = []
             self.submitted = value
             return value
+
+    def _grow_waits(self, n: int) -> None:
+        ffi, lib = self.vk.ffi, self.vk.lib
+        self._wsems = ffi.new("VkSemaphore[]", n)
+        self._wvals = ffi.new("uint64_t[]", n)
+        self._wstages = ffi.new("VkPipelineStageFlags[]", [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n)
 
     def _reclaim(self) -> None:
         """Recycle command buffers and staging memory of completed submissions."""
@@ -618,6 +672,9 @@ class Stream:
             cmd.vkDestroySemaphore(h, self.semaphore, ffi.NULL)
             if self._queries is not None:
                 cmd.vkDestroyQueryPool(h, self._queries, ffi.NULL)
+            if self._host_sem is not None:
+                self._host_jobs.put((0, None, 0))
+                cmd.vkDestroySemaphore(h, self._host_sem, ffi.NULL)
 
 
 def _host_fill(ptr: int, pattern: bytes, size: int) -> None:
