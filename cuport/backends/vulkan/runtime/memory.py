@@ -191,20 +191,22 @@ class Memory:
 
     def find(self, address: int, size: int = 1) -> Buffer:
         """The allocation holding [address, address+size); BadAddress if none holds all of it."""
-        i = bisect.bisect_right(self._starts, address) - 1
-        if i >= 0:
-            buf = self._by_start[self._starts[i]]
-            if address + size <= buf.address + buf.size:
-                return buf
+        with self._lock:
+            i = bisect.bisect_right(self._starts, address) - 1
+            if i >= 0:
+                buf = self._by_start[self._starts[i]]
+                if address + size <= buf.address + buf.size:
+                    return buf
         raise BadAddress(f"[0x{address:x}, +{size}) is not inside one allocation of this device")
 
     def find_host(self, ptr: int, size: int = 1) -> Buffer | None:
         """The host-visible allocation whose mapping holds [ptr, ptr+size), if any (pinned memory)."""
-        i = bisect.bisect_right(self._host_starts, ptr) - 1
-        if i >= 0:
-            buf = self._by_host[self._host_starts[i]]
-            if ptr + size <= buf.host_ptr + buf.size:
-                return buf
+        with self._lock:
+            i = bisect.bisect_right(self._host_starts, ptr) - 1
+            if i >= 0:
+                buf = self._by_host[self._host_starts[i]]
+                if ptr + size <= buf.host_ptr + buf.size:
+                    return buf
         return None
 
     def register_host(self, ptr: int, size: int) -> Buffer:

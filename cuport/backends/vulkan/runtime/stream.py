@@ -19,6 +19,9 @@ data is taken at the call (into the command buffer up to 64 KiB, else into stagi
 into pageable memory the call returns when the data is there; to and from pinned memory
 (cuport's host-visible allocations) the copy runs on the GPU in stream order.
 Where the stream is idle and the device memory is mapped, copies are plain host copies.
+
+Host waits are cut into 100 ms slices, so a lost device is noticed; CUPORT_VK_WAIT_S=N makes
+a wait give up after N seconds (a debugging aid: CUDA itself waits for ever).
 """
 
 from __future__ import annotations
@@ -233,9 +236,10 @@ class Stream:
             if deadline is not None and time.monotonic() > deadline:
                 raise VulkanError(f"stream work did not finish within the wait limit "
                                   f"(ticket {ticket})", "vkWaitSemaphores", r)
-        if ticket > self._done:
-            self._done = ticket
-        self._reclaim()
+        with self._lock:
+            if ticket > self._done:
+                self._done = ticket
+            self._reclaim()
         self.dev.collect()
 
     def synchronize(self) -> None:
@@ -338,16 +342,21 @@ class Stream:
                 si.pCommandBuffers = ffi.NULL
             with self.queue.lock:
                 r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
-            if r < 0:
-                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
-                    self.dev.lost = True
-                vk.check(r, "vkQueueSubmit")
-            self._inflight.append((value, cb, self._keep))
-            self._keep = []
+            keep, self._keep = self._keep, []
             self._cb = None
             self._count = 0
             self._bound = None
             self._waits = []
+            if r < 0:  # what was recorded is dropped; the stream stays usable unless the device is lost
+                if cb is not None:
+                    self._free_cbs.append(cb)
+                for k in keep:
+                    if isinstance(k, Staging):
+                        self.dev.staging.put(k)
+                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+                    self.dev.lost = True
+                vk.check(r, "vkQueueSubmit")
+            self._inflight.append((value, cb, keep))
             self.submitted = value
             return value
 
