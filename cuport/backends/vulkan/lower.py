@@ -379,8 +379,7 @@ class VulkanEmitter(Values, SyncOps):
         if name.startswith("%ntid."):
             return c(32, {"x": nx, "y": ny, "z": nz}[name[-1]])
         if name.startswith("%ctaid."):
-            k = name[-1]
-            return b.add(self.builtin(f"WorkgroupId.{k}"), self.push(f"base_{k}"))
+            return self.builtin(f"WorkgroupId.{name[-1]}")  # vkCmdDispatchBase offsets included
         if name.startswith("%nctaid."):
             return self.push(f"grid_{name[-1]}")
         if name == "%laneid":
@@ -591,8 +590,12 @@ class VulkanEmitter(Values, SyncOps):
         b = self.b
         zero = ll.Constant(I32, 0)
         if space == "shared":
-            return b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
-        return b.gep(self.local, [zero, index], source_etype=self.local_arr)
+            p = b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
+            p.type = ll.PointerType(addrspace=3)  # llvmlite types it as the array's pointer
+        else:
+            p = b.gep(self.local, [zero, index], source_etype=self.local_arr)
+            p.type = PTR
+        return p
 
     def _word_bits(self, space: str) -> int:
         return self.shared_word.width if space == "shared" else 32
