@@ -131,6 +131,7 @@ def _vector_ptrs(em, base, offsets: ll.Value, size: int) -> ll.Value:
 
 @lowers("wmma")
 def lower_wmma(em, ins: ir.Instr) -> None:
+    em.begin_collective()  # fragments are spread over the warp's lanes
     kind = ins.mods[0] if ins.mods else ""
     m, n, k = _shape(em, ins)
     b = em.b

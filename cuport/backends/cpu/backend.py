@@ -32,7 +32,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, guard, jit
+from . import cache, guard, host_pages, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -167,6 +167,13 @@ class CpuBackend:
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
         return CpuModule(self, ptx_texts)
+
+    # ------------------------------------------------------------ memory: host pages
+    def allocate(self, size: int, kind: str = "device") -> int:
+        return host_pages.allocate(size, kind)
+
+    def free(self, address: int, size: int) -> None:
+        host_pages.free(address, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:

@@ -16,6 +16,7 @@ driver's host-side code uses it directly.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import struct
 import sys
 import threading
@@ -67,6 +68,29 @@ def caps_of(info) -> DeviceCaps:
         float64=bool(f.get("shaderFloat64")),
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
     )
+
+
+_FMA_PROBE = """
+.version 7.0
+.target sm_90
+.address_size 64
+.visible .entry probe(.param .u64 out)
+{
+    .reg .f32 %f<5>;
+    .reg .f64 %d<5>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    ld.global.f32 %f1, [%rd1];
+    ld.global.f32 %f2, [%rd1+4];
+    fma.rn.f32 %f3, %f1, %f1, %f2;
+    st.global.f32 [%rd1+32], %f3;
+    ld.global.f64 %d1, [%rd1+8];
+    ld.global.f64 %d2, [%rd1+16];
+    fma.rn.f64 %d3, %d1, %d1, %d2;
+    st.global.f64 [%rd1+40], %d3;
+    ret;
+}
+"""
 
 
 class VulkanKernel:
@@ -189,8 +213,24 @@ class VulkanBackend:
         self.caps = caps_of(self.info)
         self.stream = self.dev.stream()
         self._lock = threading.Lock()
+        self._owned: dict[int, object] = {}
         self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024)
         self.ring = self.allocate_buffer(V.RING_BYTES)
+        if not self._probe_fma():
+            self.caps = dataclasses.replace(self.caps, fused_fma=False)
+
+    def _probe_fma(self) -> bool:
+        """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
+        the product is not rounded first (and likewise for f64). Inputs come from memory, so
+        no compiler folds them."""
+        buf = self.allocate_buffer(64)
+        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.address), 0,
+                         0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
+        mod = VulkanModule(self, [_FMA_PROBE])
+        mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
+        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.address + 32, 16))
+        self.dev.free(buf)
+        return f32 == 0x3A000400 and f64 == 0x3E20000000200000
 
     # ------------------------------------------------------------ memory
     def allocate_buffer(self, size: int):
@@ -208,6 +248,28 @@ class VulkanBackend:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"device memory the host can use at the "
                                f"same address: {e}") from None
         return buf
+
+    def allocate(self, size: int, kind: str = "device") -> int:
+        """Memory for the driver: device, host (pinned) or managed, at one address for host
+        and kernels."""
+        from . import runtime
+
+        if kind == "managed":
+            try:
+                buf = self.dev.alloc(size, runtime.MANAGED)
+            except runtime.Unsupported as e:
+                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+        else:
+            buf = self.allocate_buffer(size)
+        ctypes.memset(buf.address, 0, size)  # cuport's device memory starts zeroed, as on the CPU
+        self._owned[buf.address] = buf
+        return buf.address
+
+    def free(self, address: int, size: int) -> None:
+        buf = self._owned.pop(address, None)
+        if buf is not None:
+            self.stream.synchronize()
+            self.dev.free(buf)
 
     def write(self, address: int, data: bytes) -> None:
         ctypes.memmove(address, data, len(data))

@@ -61,6 +61,7 @@ class DeviceCaps:
     shader_clock: bool = True
     float64: bool = True
     int64_shared_atomics: bool = True
+    fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
 
 
 @dataclass
@@ -122,7 +123,12 @@ def plan_layout(plan: KernelPlan) -> None:
     end = plan.dyn_shared_offset + plan.dyn_smem
     plan.scratch_offset = _align(end, 16)
     nwarps = (plan.nthreads + 31) // 32
-    scratch = 8 * 32 * nwarps + 64  # a word pair per thread (whole warps), then bar.red's word
+    ops = {s.op for s in fn.body or () if isinstance(s, ir.Instr)}
+    reds = any(isinstance(s, ir.Instr) and s.op in ("bar", "barrier") and "red" in s.mods for s in fn.body or ())
+    # a word pair per thread (whole warps) for collectives through workgroup memory, then
+    # bar.red's word; nothing when the kernel needs neither
+    scratch = (8 * 32 * nwarps if plan.caps.subgroup_size != 32 and ops & _EMULATED_OPS else 0) \
+        + (64 if reds else 0)
     plan.shared_bytes = _align(plan.scratch_offset + scratch, 8)
     off = 0
     for v in fn.locals:
@@ -151,6 +157,7 @@ class VulkanEmitter(Values, SyncOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
+    has_i128 = False  # SPIR-V has no 128-bit integers: isa uses 64-bit pieces
 
     def __init__(self, plan: KernelPlan) -> None:
         self.plan = plan
@@ -176,6 +183,9 @@ class VulkanEmitter(Values, SyncOps):
         self.local_arr = ll.ArrayType(I32, plan.local_bytes // 4)
         self.local = b.alloca(self.local_arr, name="cuport.local")
         self.regs: dict[str, tuple[ll.Value, ll.Type]] = {}
+        if any(isinstance(s, ir.Instr) and ("cc" in s.mods or s.op in ("addc", "subc", "madc"))
+               for s in self.fn.body or ()):
+            self.fn.regs.setdefault("%__cc", "pred")  # the carry flag (isa/operands.py CARRY)
         for name, ptype in self.fn.regs.items():
             if name in self.fn.reg_vec:
                 raise UnsupportedError(f"vector register {name} (.reg .v{self.fn.reg_vec[name]})")
@@ -300,6 +310,10 @@ class VulkanEmitter(Values, SyncOps):
 
     def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
                   ret: ll.Type | None = None) -> ll.Value:
+        if name == "llvm.fma" and not self.plan.caps.fused_fma:
+            from ...isa import fprt
+
+            return fprt.fma_unfused_device(self, *args)
         if overload is None:
             overload = [args[0].type]
         full = name + "".join("." + mangle(t) for t in overload)
@@ -741,6 +755,7 @@ class VulkanEmitter(Values, SyncOps):
 
 
 _WINDOW = {"shared": V.SHARED_WINDOW, "local": V.LOCAL_WINDOW}
+_EMULATED_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
 _COLLECTIVES = {"shfl", "vote", "match", "redux", "activemask", "elect"}
 
 

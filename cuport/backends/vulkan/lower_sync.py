@@ -45,6 +45,7 @@ _GROUP_REDUCE = {"add": "OpGroupNonUniformIAdd", "umin": "OpGroupNonUniformUMin"
                  "smax": "OpGroupNonUniformSMax", "and": "OpGroupNonUniformBitwiseAnd",
                  "or": "OpGroupNonUniformBitwiseOr", "xor": "OpGroupNonUniformBitwiseXor"}
 _REDUCE = 0  # GroupOperation Reduce
+_COLLECTIVE_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
 
 
 def _c32(v: int) -> ll.Constant:
@@ -179,7 +180,7 @@ class SyncOps:
         if op is None:
             raise self.error("bar.red without .popc, .and or .or")
         c = self.read_bits(cond, "pred")
-        slot = ll.Constant(I64, self.plan.scratch_offset + 8 * 32 * ((self.plan.nthreads + 31) // 32))
+        slot = ll.Constant(I64, self.plan.shared_bytes - 64)  # bar.red's word: the scratch's last
         wt = self.shared_word
         p = self._word_ptr("shared", self._split("shared", slot)[0])
         self.control_barrier()
@@ -204,6 +205,10 @@ class SyncOps:
 
     # ================================================================ warp primitives
     def begin_collective(self) -> None:
+        if self.ins.op == "wmma":
+            raise self.error("wmma (tensor-core fragments) on the Vulkan backend")
+        if self.ins.op not in _COLLECTIVE_OPS:
+            return  # atomics: each thread acts for itself
         if self.emulated and self.block.index in self.plan.block_div.split_blocks:
             raise self.error(
                 f"a warp collective ({self.ins.op}) in code that part of the block may skip, on a "
