@@ -67,6 +67,8 @@ def caps_of(info) -> DeviceCaps:
         shader_clock=bool(f.get("shaderSubgroupClock")),
         float64=bool(f.get("shaderFloat64")),
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
+        divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
+        independent_threads=nvidia,  # Volta's independent thread scheduling
     )
 
 

@@ -79,6 +79,29 @@ def analyze_divergence(c: Compilation) -> Compilation:
     return c
 
 
+def check_progress(c: Compilation) -> Compilation:
+    """A loop that waits for another thread of its block (a volatile or ordered shared load
+    in a loop that part of the block runs) needs threads that make progress independently,
+    as on Volta and later NVIDIA GPUs; a device that runs a workgroup's invocations in lock
+    step would spin for ever or read stale data, so there it is refused."""
+    if c.caps.independent_threads:
+        return c
+    from ...isa.memory import space_of
+    from ...passes.yields import observes_others
+
+    for header, body in c.cfg.loops.items():
+        if header not in c.block_div.split_blocks:
+            continue
+        for x in body:
+            for ins in c.cfg.blocks[x].instrs:
+                if ins.op in ("ld", "ldu") and observes_others(ins) and space_of(ins) in ("shared", "generic"):
+                    raise UnsupportedError(
+                        "a loop that waits for another thread of the block (this Vulkan device runs "
+                        "a workgroup's threads in lock step, so they cannot make progress "
+                        "independently)", ins.line, ins.text())
+    return c
+
+
 def infer_spaces(c: Compilation) -> Compilation:
     c.spaces = spaces_pass.analyze(c.fn)
     return c
@@ -114,6 +137,8 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("cfg", build_cfg, "basic blocks of the inlined kernel; irreducible flow is refused here"),
     ("divergence", analyze_divergence, "needs the CFG: which collectives may run with part of a "
                                        "warp or block (emulated collectives need the whole block)"),
+    ("progress", check_progress, "needs block-level divergence: spin loops between threads of a "
+                                 "block, where the device cannot run them"),
     ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
     ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
@@ -129,6 +154,8 @@ def dump(c: Compilation, step: str) -> str:
     if step == "divergence":
         return (f"varying: {sorted(c.div.varying)}\nsplit blocks (warp): {sorted(c.div.split_blocks)}\n"
                 f"split blocks (block): {sorted(c.block_div.split_blocks)}")
+    if step == "progress":
+        return "no loop waits for another thread of its block"
     if step == "spaces":
         return "\n".join(f"{r}: {sorted(s)}" for r, s in sorted(c.spaces.regs.items())) or "every generic access is global"
     if step == "layout":

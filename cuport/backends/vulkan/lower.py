@@ -62,6 +62,8 @@ class DeviceCaps:
     float64: bool = True
     int64_shared_atomics: bool = True
     fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
+    divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
+    independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
 
 
 @dataclass
@@ -271,6 +273,10 @@ class VulkanEmitter(Values, SyncOps):
         if cfgmod.is_barrier(t):
             if t.guard is not None:
                 raise self.error("a guarded CTA barrier")
+            if blk.index in self.plan.block_div.split_blocks and not self.plan.caps.divergent_barriers:
+                raise self.error("a CTA barrier in code that part of the block may skip (a "
+                                 "barrier in divergent code: this Vulkan device's barriers need "
+                                 "the whole workgroup)")
             self.barrier(t)
             b.branch(succ[0])
             return
