@@ -178,6 +178,17 @@ def _is_current(directory: Path) -> bool:
         stamp.read_text().strip() == build_id()
 
 
+def _is_private(directory: Path) -> bool:
+    """A fallback build outside the package is used only if nobody else could have put it
+    there: the folder and the library this user's and writable by nobody else."""
+    from cuport.backends.cpu.cache import untrusted_because
+
+    try:
+        return not any(untrusted_because(os.lstat(p)) for p in (directory, directory / SONAME))
+    except OSError:
+        return False
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "cuport" / "native" / build_id()
@@ -188,7 +199,7 @@ def library_dir(rebuild: bool = True) -> Path:
     if _is_current(PACKAGE_NATIVE):
         return PACKAGE_NATIVE
     cached = cache_dir()
-    if _is_current(cached):
+    if _is_current(cached) and _is_private(cached):
         return cached
     if not rebuild:
         raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
@@ -198,6 +209,13 @@ def library_dir(rebuild: bool = True) -> Path:
         build(PACKAGE_NATIVE)
         return PACKAGE_NATIVE
     except PermissionError:
+        from cuport.backends.cpu.cache import make_private_dirs, untrusted_because
+
+        make_private_dirs(cached)
+        why = untrusted_because(os.lstat(cached))
+        if why:
+            raise PermissionError(f"cuport's libcuda.so.1 cannot be built in {cached}: "
+                                  f"{why}") from None
         build(cached)
         return cached
 
