@@ -71,6 +71,7 @@ def cdef_text() -> str:
     funcs = table.functions()
     lines = [table.types_cdef()]
     lines.append("extern int cuport_attached;")
+    lines.append("extern int cuport_interrupted;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
@@ -106,7 +107,9 @@ def c_source(libpython: str) -> str:
         out.append(
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
             f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
-            f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
+            f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
+            f"    if (cuport_interrupted) cuport_rearm_interrupt();\n"
+            f"    return r;\n}}")
     out.append("struct cuport_symbol { const char *name; void *fn; };")
     out.append(f"static const struct cuport_symbol cuport_symbols[{len(funcs)}] = {{")
     out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())

@@ -6,7 +6,14 @@
  * back to it when the fault happened on a thread inside a guarded call, and otherwise
  * passes the signal on to the handler that was there before (Python's faulthandler, the
  * program's own, or the default action). Each worker thread gets an alternate signal
- * stack once, so that a stack overflow in deep device recursion is caught too. */
+ * stack once, so that a stack overflow in deep device recursion is caught too.
+ *
+ * The same jump stops a launch that must end before its kernel does (^C in a Python
+ * program: the KeyboardInterrupt can only be raised once the launch has returned):
+ * cuport_cancel(kind) makes the launch's error `kind`, and the canceller sends SIGSEGV with
+ * pthread_kill to each thread in a guarded call (a SIGSEGV from tgkill, si_code SI_TKILL,
+ * is told apart from a fault). Threads inside a host call (printf, malloc: Python code)
+ * are never jumped out of, for a fault either: cuport_host_enter/leave mark them. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -14,19 +21,32 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void (*cuport_worker)(void *ctx, uint32_t id);
 
 static __thread sigjmp_buf *jump_point;
 static __thread void *fault_address;
 static __thread int has_altstack;
+static __thread int in_host;
+static volatile uint32_t cancel_kind; /* nonzero while a cancellation is under way */
+static volatile int cancel_used;       /* a late SIGSEGV from a canceller is no fault */
+#define CANCELLED 0x100
 static struct sigaction previous[2]; /* SIGSEGV, SIGBUS */
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_fault(int sig, siginfo_t *info, void *uc)
 {
     sigjmp_buf *j = jump_point;
-    if (j) {
+    if (info && info->si_code == SI_TKILL && info->si_pid == getpid() && sig == SIGSEGV &&
+        cancel_used) {
+        if (j && !in_host && cancel_kind) {
+            jump_point = NULL;
+            siglongjmp(*j, CANCELLED);
+        }
+        return; /* between blocks, in a host call or done: the canceller asks again */
+    }
+    if (j && !in_host) {
         jump_point = NULL;
         fault_address = info ? info->si_addr : NULL;
         siglongjmp(*j, sig);
@@ -79,10 +99,11 @@ int cuport_guarded_call(cuport_worker fn, void *ctx, uint32_t id, uint32_t *erro
     int sig = sigsetjmp(here, 1);
     if (sig) {
         jump_point = NULL;
-        *where = fault_address;
+        uint32_t kind = sig == CANCELLED ? cancel_kind : sig == SIGBUS ? bus_kind : segv_kind;
+        *where = sig == CANCELLED ? NULL : fault_address;
         uint32_t expected = 0;
-        __atomic_compare_exchange_n(error, &expected, sig == SIGBUS ? bus_kind : segv_kind, 0,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        __atomic_compare_exchange_n(error, &expected, kind, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
         return sig;
     }
     jump_point = &here;
@@ -90,3 +111,15 @@ int cuport_guarded_call(cuport_worker fn, void *ctx, uint32_t id, uint32_t *erro
     jump_point = NULL;
     return 0;
 }
+
+/* While kind is nonzero, threads in guarded calls that get a SIGSEGV from pthread_kill end
+ * their call with the launch's error `kind`; 0 ends the cancellation. */
+void cuport_cancel(uint32_t kind)
+{
+    cancel_used = 1;
+    __atomic_store_n(&cancel_kind, kind, __ATOMIC_SEQ_CST);
+}
+
+/* Around calls from kernels into Python (hostcalls.py): never jumped out of. */
+void cuport_host_enter(void) { in_host++; }
+void cuport_host_leave(void) { in_host--; }

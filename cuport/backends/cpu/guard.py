@@ -106,6 +106,9 @@ def _load_or_build() -> ctypes.CDLL:
         shutil.rmtree(private, ignore_errors=True)
 
 
+CANCELLED = 0x100  # what cuport_guarded_call returns for a call cuport_cancel stopped
+
+
 def library() -> ctypes.CDLL | None:
     """The compiled guard, or None where it cannot be built."""
     global _lib, _tried
@@ -127,5 +130,10 @@ def library() -> ctypes.CDLL | None:
         lib.cuport_guarded_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
             ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]
+        lib.cuport_cancel.restype = None
+        lib.cuport_cancel.argtypes = [ctypes.c_uint32]
+        for name in ("cuport_host_enter", "cuport_host_leave"):
+            getattr(lib, name).restype = None
+            getattr(lib, name).argtypes = []
         _lib = lib
         return lib
