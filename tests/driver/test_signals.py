@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from capi_support import clean_env, cuport_command, need_nvcc, run
 
 HERE = Path(__file__).resolve().parent

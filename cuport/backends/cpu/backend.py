@@ -35,7 +35,7 @@ from ..base import (
     KernelInfo,
     ParamInfo,
 )
-from . import cache, guard, jit
+from . import cache, faultaddr, guard, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -429,7 +429,10 @@ class CpuBackend:
                     if not threads[me]:
                         del threads[me]
             if sig in (signal.SIGSEGV, signal.SIGBUS):
-                faults[i] = where.value or 0
+                # a general-protection fault (non-canonical address) comes without its
+                # address: decoded from the faulting instruction (faultaddr.py)
+                decoded = faultaddr.address(lib) if sig == signal.SIGSEGV else None
+                faults[i] = decoded if decoded is not None else where.value or 0
 
         return call
 
@@ -445,8 +448,10 @@ class CpuBackend:
             msg = f"kernel {name}: {what}"
         elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
-            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted (memory "
-                   f"the program never allocated, or freed); PTX line and block unknown")
+            why = ("an address beyond the 47-bit address space" if not faultaddr.canonical(address)
+                   else "memory the program never allocated, or freed")
+            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted ({why}); "
+                   f"PTX line and block unknown")
         else:
             msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {

@@ -27,6 +27,17 @@ typedef void (*cuport_worker)(void *ctx, uint32_t id);
 
 static __thread sigjmp_buf *jump_point;
 static __thread void *fault_address;
+/* The machine state of the last fault on this thread, for a fault whose address the kernel
+ * does not give (x86-64: a general-protection fault, e.g. a non-canonical address beyond
+ * 2^47, has si_addr 0): faultaddr.py decodes the instruction and computes it. */
+static __thread int fault_code;
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <ucontext.h>
+static __thread uint64_t fault_regs[NGREG];
+static __thread unsigned char fault_fp[8192];
+static __thread uint32_t fault_fp_size;
+#endif
 static __thread int has_altstack;
 static __thread int in_host;
 static volatile uint32_t cancel_kind; /* nonzero while a cancellation is under way */
@@ -49,6 +60,23 @@ static void on_fault(int sig, siginfo_t *info, void *uc)
     if (j && !in_host) {
         jump_point = NULL;
         fault_address = info ? info->si_addr : NULL;
+        fault_code = info ? info->si_code : 0;
+#if defined(__x86_64__)
+        ucontext_t *ctx = uc;
+        memcpy(fault_regs, ctx->uc_mcontext.gregs, sizeof fault_regs);
+        fault_fp_size = 0;
+        if (ctx->uc_mcontext.fpregs) {
+            const unsigned char *fp = (const unsigned char *)ctx->uc_mcontext.fpregs;
+            uint32_t size = 512;
+            uint32_t magic, extended;
+            memcpy(&magic, fp + 464, 4);      /* fx_sw_bytes.magic1 */
+            memcpy(&extended, fp + 468, 4);   /* fx_sw_bytes.extended_size */
+            if (magic == 0x46505853u && extended <= sizeof fault_fp)
+                size = extended;              /* an XSAVE area follows the legacy one */
+            memcpy(fault_fp, fp, size);
+            fault_fp_size = size;
+        }
+#endif
         siglongjmp(*j, sig);
     }
     struct sigaction *p = &previous[sig == SIGBUS];
@@ -123,3 +151,33 @@ void cuport_cancel(uint32_t kind)
 /* Around calls from kernels into Python (hostcalls.py): never jumped out of. */
 void cuport_host_enter(void) { in_host++; }
 void cuport_host_leave(void) { in_host--; }
+
+/* The last fault of this thread: its si_code; with regs (NGREG words, ucontext's gregs)
+ * and the XSAVE image (at most cap bytes; its size in *fp_size) on x86-64. */
+int cuport_fault_state(uint64_t *regs, uint32_t nregs, void *fp, uint32_t cap, uint32_t *fp_size)
+{
+#if defined(__x86_64__)
+    memcpy(regs, fault_regs, (nregs < NGREG ? nregs : NGREG) * sizeof(uint64_t));
+    uint32_t n = fault_fp_size < cap ? fault_fp_size : cap;
+    memcpy(fp, fault_fp, n);
+    *fp_size = n;
+#else
+    (void)regs; (void)nregs; (void)fp; (void)cap;
+    *fp_size = 0;
+#endif
+    return fault_code;
+}
+
+/* Offset of XSAVE state component i in the standard (non-compacted) format, or -1. */
+int cuport_xsave_offset(unsigned component)
+{
+#if defined(__x86_64__)
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(0xD, component, &eax, &ebx, &ecx, &edx) || eax == 0)
+        return -1;
+    return (int)ebx;
+#else
+    (void)component;
+    return -1;
+#endif
+}

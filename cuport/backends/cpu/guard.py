@@ -130,6 +130,11 @@ def library() -> ctypes.CDLL | None:
         lib.cuport_guarded_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
             ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]
+        lib.cuport_fault_state.restype = ctypes.c_int
+        lib.cuport_fault_state.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                           ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]
+        lib.cuport_xsave_offset.restype = ctypes.c_int
+        lib.cuport_xsave_offset.argtypes = [ctypes.c_uint]
         lib.cuport_cancel.restype = None
         lib.cuport_cancel.argtypes = [ctypes.c_uint32]
         for name in ("cuport_host_enter", "cuport_host_leave"):
