@@ -176,6 +176,14 @@ def resolve(handle: int) -> Stream:
     return s
 
 
+def resolve_for_work(handle: int) -> Stream:
+    """A stream that work is queued on: it must belong to the current context."""
+    s = resolve(handle)
+    if handle not in (0, LEGACY, PER_THREAD):
+        context.check_current(s.context, f"stream {hex(handle)}")
+    return s
+
+
 def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
     cs = streams_of(s.context)

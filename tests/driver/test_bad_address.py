@@ -11,11 +11,13 @@ nvcc, runs under `cuport run`; its codes are those of an H200 (record_gpu.py rec
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from capi_support import cuport_command, need_nvcc, run
 from conftest import C
 
+RECORDED = Path(__file__).resolve().parent / "recorded" / "bad_address-h200.txt"
 FAR = 4 << 40  # bytes: p[2^40] of a float pointer
 
 CASES = {  # case -> the address the kernel used, from the buffer's address
@@ -53,3 +55,12 @@ def test_bad_addresses_are_illegal_address_errors(bad_address, case):
         assert address < 4096
     else:
         assert address == CASES[case](buf), (hex(address), hex(buf))
+
+
+def test_an_h200_answers_the_same():
+    """The recording (tests/driver/record_gpu.py) of the same program on an H200."""
+    if not RECORDED.exists():
+        pytest.skip("not recorded on an H200 yet: run tests/driver/record_gpu.py there and "
+                    f"commit its bad_address-h200.txt as {RECORDED}")
+    recorded = dict(line.split(" ", 1) for line in RECORDED.read_text().splitlines())
+    assert recorded == {case: "cudaErrorIllegalAddress 700" for case in CASES}
