@@ -251,8 +251,6 @@ class CpuBackend:
         self._scratch: list[HostBuffer | None] = [None] * self.pool.n
         self._scratch_ptrs = (ctypes.c_void_p * self.pool.n)()
         self._launch_lock = threading.Lock()
-        self._guarded_threads: dict[int, int] = {}  # thread ident -> guarded calls it is in
-        self._guarded_lock = threading.Lock()
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
@@ -319,51 +317,33 @@ class CpuBackend:
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
             name: str, cooperative: bool = False) -> None:
-        """Run a launch to its end. On Python's main thread the launch runs on another thread
-        while this one waits, so that ^C can raise KeyboardInterrupt: the launch is then
-        stopped (cancel_launches) before the exception goes on."""
-        if threading.current_thread() is not threading.main_thread():
+        """Run a launch to its end. On Python's main thread, while ^C means KeyboardInterrupt,
+        ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
+        from Python's own handler, is raised as soon as the launch has returned."""
+        lib = guard.library()
+        interruptible = lib is not None \
+            and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if not interruptible:
             return self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
-        outcome: list[BaseException | None] = []
-
-        def launch() -> None:
-            try:
-                self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
-                outcome.append(None)
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                outcome.append(e)
-
-        t = threading.Thread(target=launch, name="cuport-launch", daemon=True)
-        t.start()
+        lib.cuport_interruptible(L.ERR_INTERRUPTED)
         try:
-            t.join()
-        except KeyboardInterrupt:
-            self.cancel_launches()
-            t.join(5.0)
-            raise
-        if outcome and outcome[0] is not None:
-            raise outcome[0]
+            self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
+        finally:
+            lib.cuport_interruptible(0)
 
     def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
         """Stop every launch in flight: each fails with `kind`. True when all stopped."""
         lib = guard.library()
         if lib is None:
             return False
-        lib.cuport_cancel(kind)
         try:
             deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                with self._guarded_lock:
-                    threads = list(self._guarded_threads)
-                if not threads:
-                    return True
-                for ident in threads:
-                    try:
-                        signal.pthread_kill(ident, signal.SIGSEGV)  # guard.c: SI_TKILL, no fault
-                    except OSError:
-                        pass
+            while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
+                if time.monotonic() > deadline:
+                    return False
                 time.sleep(0.005)
-            return False
+            return True
         finally:
             lib.cuport_cancel(0)
 
@@ -404,30 +384,20 @@ class CpuBackend:
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
 
-    def _guarded(self, linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
-        """worker(ctx, i) for each worker i, with memory faults turned into launch errors
-        and each thread known while it runs kernel code (cancel_launches)."""
+    @staticmethod
+    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
+        """worker(ctx, i) for each worker i, with memory faults turned into launch errors."""
         lib = guard.library()
         if lib is None:
             return lambda i: linked.worker(ctx_addr, i)
         lib.cuport_guard_install()
         error_word = ctx_addr + L.LaunchCtx.error.offset
-        threads, lock = self._guarded_threads, self._guarded_lock
 
         def call(i: int) -> None:
             where = ctypes.c_void_p()
-            me = threading.get_ident()
-            with lock:
-                threads[me] = threads.get(me, 0) + 1
-            try:
-                sig = lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
-                                              L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
-                                              ctypes.byref(where))
-            finally:
-                with lock:
-                    threads[me] -= 1
-                    if not threads[me]:
-                        del threads[me]
+            sig = lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
+                                          L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                          ctypes.byref(where))
             if sig in (signal.SIGSEGV, signal.SIGBUS):
                 # a general-protection fault (non-canonical address) comes without its
                 # address: decoded from the faulting instruction (faultaddr.py)

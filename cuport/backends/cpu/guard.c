@@ -10,10 +10,12 @@
  *
  * The same jump stops a launch that must end before its kernel does (^C in a Python
  * program: the KeyboardInterrupt can only be raised once the launch has returned):
- * cuport_cancel(kind) makes the launch's error `kind`, and the canceller sends SIGSEGV with
- * pthread_kill to each thread in a guarded call (a SIGSEGV from tgkill, si_code SI_TKILL,
- * is told apart from a fault). Threads inside a host call (printf, malloc: Python code)
- * are never jumped out of, for a fault either: cuport_host_enter/leave mark them. */
+ * cuport_cancel(kind) makes the launch's error `kind` and sends SIGSEGV with pthread_kill
+ * to each thread in a guarded call (a SIGSEGV from tgkill, si_code SI_TKILL, is told apart
+ * from a fault). cuport_interruptible(kind) puts a SIGINT handler in front of Python's for
+ * the length of a launch made on Python's main thread: it runs Python's (KeyboardInterrupt
+ * pending) and cancels. Threads inside a host call (printf, malloc: Python code) are never
+ * jumped out of, for a fault either: cuport_host_enter/leave mark them. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -42,6 +44,14 @@ static __thread int has_altstack;
 static __thread int in_host;
 static volatile uint32_t cancel_kind; /* nonzero while a cancellation is under way */
 static volatile int cancel_used;       /* a late SIGSEGV from a canceller is no fault */
+/* the threads that ever made a guarded call, and which of them are in one now */
+#define MAX_GUARDED 4096
+static pthread_t guarded_thread[MAX_GUARDED];
+static volatile int guarded_active[MAX_GUARDED];
+static int guarded_count;
+static __thread int my_slot = -1;
+static struct sigaction before_interruptible;
+static volatile uint32_t interrupt_kind;
 #define CANCELLED 0x100
 static struct sigaction previous[2]; /* SIGSEGV, SIGBUS */
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,10 +133,21 @@ int cuport_guarded_call(cuport_worker fn, void *ctx, uint32_t id, uint32_t *erro
         if (ss.ss_sp && sigaltstack(&ss, NULL) == 0)
             has_altstack = 1;
     }
+    if (my_slot < 0) {
+        int slot = __atomic_fetch_add(&guarded_count, 1, __ATOMIC_SEQ_CST);
+        if (slot < MAX_GUARDED) {
+            guarded_thread[slot] = pthread_self();
+            my_slot = slot;
+        }
+    }
+    if (my_slot >= 0)
+        __atomic_store_n(&guarded_active[my_slot], 1, __ATOMIC_SEQ_CST);
     sigjmp_buf here;
     int sig = sigsetjmp(here, 1);
     if (sig) {
         jump_point = NULL;
+        if (my_slot >= 0)
+            __atomic_store_n(&guarded_active[my_slot], 0, __ATOMIC_SEQ_CST);
         uint32_t kind = sig == CANCELLED ? cancel_kind : sig == SIGBUS ? bus_kind : segv_kind;
         *where = sig == CANCELLED ? NULL : fault_address;
         uint32_t expected = 0;
@@ -137,15 +158,67 @@ int cuport_guarded_call(cuport_worker fn, void *ctx, uint32_t id, uint32_t *erro
     jump_point = &here;
     fn(ctx, id);
     jump_point = NULL;
+    if (my_slot >= 0)
+        __atomic_store_n(&guarded_active[my_slot], 0, __ATOMIC_SEQ_CST);
     return 0;
 }
 
-/* While kind is nonzero, threads in guarded calls that get a SIGSEGV from pthread_kill end
- * their call with the launch's error `kind`; 0 ends the cancellation. */
-void cuport_cancel(uint32_t kind)
+/* Nonzero kind: the guarded calls running now end with the launch error `kind` (each is
+ * sent SIGSEGV); returns how many were running (call again until 0). 0 ends the
+ * cancellation. Async-signal-safe. */
+int cuport_cancel(uint32_t kind)
 {
     cancel_used = 1;
     __atomic_store_n(&cancel_kind, kind, __ATOMIC_SEQ_CST);
+    int running = 0;
+    if (!kind)
+        return 0;
+    int n = __atomic_load_n(&guarded_count, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < n && i < MAX_GUARDED; i++)
+        if (__atomic_load_n(&guarded_active[i], __ATOMIC_SEQ_CST)) {
+            running++;
+            pthread_kill(guarded_thread[i], SIGSEGV);
+        }
+    return running;
+}
+
+static void on_interrupt(int sig, siginfo_t *info, void *uc)
+{
+    struct sigaction *p = &before_interruptible;
+    if (p->sa_flags & SA_SIGINFO)
+        p->sa_sigaction(sig, info, uc);
+    else if (p->sa_handler != SIG_IGN && p->sa_handler != SIG_DFL)
+        p->sa_handler(sig);
+    uint32_t kind = interrupt_kind;
+    if (kind)
+        cuport_cancel(kind);
+}
+
+/* kind nonzero: until cuport_interruptible(0), SIGINT runs the handler there was (Python's,
+ * which makes KeyboardInterrupt pending) and cancels the guarded calls with `kind`. 0: the
+ * handler there was is put back and any cancellation ends. */
+void cuport_interruptible(uint32_t kind)
+{
+    if (kind) {
+        struct sigaction now, mine;
+        interrupt_kind = kind;
+        sigaction(SIGINT, NULL, &now);
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_interrupt)
+            return; /* in place already */
+        memset(&mine, 0, sizeof mine);
+        mine.sa_sigaction = on_interrupt;
+        mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&mine.sa_mask);
+        before_interruptible = now;
+        sigaction(SIGINT, &mine, NULL);
+    } else {
+        struct sigaction now;
+        sigaction(SIGINT, NULL, &now);
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_interrupt)
+            sigaction(SIGINT, &before_interruptible, NULL);
+        interrupt_kind = 0;
+        cuport_cancel(0);
+    }
 }
 
 /* Around calls from kernels into Python (hostcalls.py): never jumped out of. */

@@ -109,6 +109,11 @@ def _load_or_build() -> ctypes.CDLL:
 CANCELLED = 0x100  # what cuport_guarded_call returns for a call cuport_cancel stopped
 
 
+def loaded() -> ctypes.CDLL | None:
+    """The guard if library() has loaded it (no lock: for host calls during launches)."""
+    return _lib
+
+
 def library() -> ctypes.CDLL | None:
     """The compiled guard, or None where it cannot be built."""
     global _lib, _tried
@@ -135,8 +140,10 @@ def library() -> ctypes.CDLL | None:
                                            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]
         lib.cuport_xsave_offset.restype = ctypes.c_int
         lib.cuport_xsave_offset.argtypes = [ctypes.c_uint]
-        lib.cuport_cancel.restype = None
+        lib.cuport_cancel.restype = ctypes.c_int
         lib.cuport_cancel.argtypes = [ctypes.c_uint32]
+        lib.cuport_interruptible.restype = None
+        lib.cuport_interruptible.argtypes = [ctypes.c_uint32]
         for name in ("cuport_host_enter", "cuport_host_leave"):
             getattr(lib, name).restype = None
             getattr(lib, name).argtypes = []

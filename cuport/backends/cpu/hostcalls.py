@@ -154,7 +154,7 @@ def _marked(fn):
     from . import guard
 
     def call(*args):
-        lib = guard.library()
+        lib = guard.loaded()  # (a launch loaded it before its kernel ran)
         if lib is None:
             return fn(*args)
         lib.cuport_host_enter()
