@@ -147,7 +147,9 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     ffi.embedding_api("")
     ffi.embedding_init_code(INIT_CODE)
     ffi.set_source(MODULE_NAME, c_source(libpython))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o755)  # whatever the umask: nobody else may put a library here
     with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
         c_file = Path(tmp) / f"{MODULE_NAME}.c"
         with contextlib.redirect_stdout(io.StringIO()):  # cffi announces what it generates
@@ -197,9 +199,23 @@ def cache_dir() -> Path:
     return Path(base) / "cuport" / "native" / build_id()
 
 
+def _is_installed_safely(directory: Path) -> bool:
+    """The package's own build is used only if no one but its owner (or root, or you) can
+    replace the library: neither the folder nor the file writable by others."""
+    return _is_folder_safe(directory) and _is_folder_safe(directory / SONAME)
+
+
+def _is_folder_safe(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid in {os.geteuid(), 0, HERE.stat().st_uid} and not st.st_mode & 0o022
+
+
 def library_dir(rebuild: bool = True) -> Path:
     """The directory holding a current libcuda.so.1 (building it if needed)."""
-    if _is_current(PACKAGE_NATIVE):
+    if _is_current(PACKAGE_NATIVE) and _is_installed_safely(PACKAGE_NATIVE):
         return PACKAGE_NATIVE
     cached = cache_dir()
     if _is_current(cached) and _is_private(cached):
@@ -209,6 +225,8 @@ def library_dir(rebuild: bool = True) -> Path:
     print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
           file=sys.stderr)
     try:
+        if PACKAGE_NATIVE.exists() and not _is_folder_safe(PACKAGE_NATIVE):
+            raise PermissionError(f"{PACKAGE_NATIVE} is writable by others")
         build(PACKAGE_NATIVE)
         return PACKAGE_NATIVE
     except PermissionError:

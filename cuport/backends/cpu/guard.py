@@ -51,7 +51,9 @@ def library_name() -> str:
 
 def build(out_dir: Path) -> Path:
     """Compile guard.c into out_dir (atomically: concurrent builders agree)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o755)  # whatever the umask
     target = out_dir / library_name()
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out_dir)
     os.close(fd)
