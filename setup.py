@@ -1,8 +1,10 @@
-"""Builds cuport's libcuda.so.1 (cffi embedding mode) as part of installing the package.
+"""Builds cuport's libcuda.so.1 (cffi embedding mode) and its memory-fault guard
+(backends/cpu/guard.c) as part of installing the package.
 
-`pip install .` puts it in the installed package (cuport/_native/); `pip install -e .`
-builds it in the source tree's cuport/_native/ (gitignored). Either way cuport
-rebuilds it on first use if its inputs change (cuport.capi.build.library_dir).
+`pip install .` puts them in the installed package (cuport/_native/); `pip install -e .`
+builds them in the source tree's cuport/_native/ (gitignored). Either way cuport
+rebuilds them on first use if their inputs change (cuport.capi.build.library_dir,
+cuport.backends.cpu.guard.library).
 """
 
 import sys
@@ -18,6 +20,7 @@ class BuildPyWithLibcuda(build_py):
     def run(self) -> None:
         super().run()
         sys.path.insert(0, str(HERE))
+        from cuport.backends.cpu import guard
         from cuport.capi import build
 
         if getattr(self, "editable_mode", False):
@@ -25,6 +28,7 @@ class BuildPyWithLibcuda(build_py):
         else:
             out = Path(self.build_lib) / "cuport" / "_native"
         build.build(out)
+        guard.build(out)
 
 
 setup(cmdclass={"build_py": BuildPyWithLibcuda})

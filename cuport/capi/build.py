@@ -71,6 +71,7 @@ def cdef_text() -> str:
     funcs = table.functions()
     lines = [table.types_cdef()]
     lines.append("extern int cuport_attached;")
+    lines.append("extern int cuport_interrupted;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
@@ -106,7 +107,9 @@ def c_source(libpython: str) -> str:
         out.append(
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
             f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
-            f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
+            f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
+            f"    if (cuport_interrupted) cuport_rearm_interrupt();\n"
+            f"    return r;\n}}")
     out.append("struct cuport_symbol { const char *name; void *fn; };")
     out.append(f"static const struct cuport_symbol cuport_symbols[{len(funcs)}] = {{")
     out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())
@@ -144,7 +147,9 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     ffi.embedding_api("")
     ffi.embedding_init_code(INIT_CODE)
     ffi.set_source(MODULE_NAME, c_source(libpython))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o755)  # whatever the umask: nobody else may put a library here
     with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
         c_file = Path(tmp) / f"{MODULE_NAME}.c"
         with contextlib.redirect_stdout(io.StringIO()):  # cffi announces what it generates
@@ -178,26 +183,60 @@ def _is_current(directory: Path) -> bool:
         stamp.read_text().strip() == build_id()
 
 
+def _is_private(directory: Path) -> bool:
+    """A fallback build outside the package is used only if nobody else could have put it
+    there: the folder and the library this user's and writable by nobody else."""
+    from cuport.backends.cpu.cache import untrusted_because
+
+    try:
+        return not any(untrusted_because(os.lstat(p)) for p in (directory, directory / SONAME))
+    except OSError:
+        return False
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "cuport" / "native" / build_id()
 
 
+def _is_installed_safely(directory: Path) -> bool:
+    """The package's own build is used only if no one but its owner (or root, or you) can
+    replace the library: neither the folder nor the file writable by others."""
+    return _is_folder_safe(directory) and _is_folder_safe(directory / SONAME)
+
+
+def _is_folder_safe(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid in {os.geteuid(), 0, HERE.stat().st_uid} and not st.st_mode & 0o022
+
+
 def library_dir(rebuild: bool = True) -> Path:
     """The directory holding a current libcuda.so.1 (building it if needed)."""
-    if _is_current(PACKAGE_NATIVE):
+    if _is_current(PACKAGE_NATIVE) and _is_installed_safely(PACKAGE_NATIVE):
         return PACKAGE_NATIVE
     cached = cache_dir()
-    if _is_current(cached):
+    if _is_current(cached) and _is_private(cached):
         return cached
     if not rebuild:
         raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
     print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
           file=sys.stderr)
     try:
+        if PACKAGE_NATIVE.exists() and not _is_folder_safe(PACKAGE_NATIVE):
+            raise PermissionError(f"{PACKAGE_NATIVE} is writable by others")
         build(PACKAGE_NATIVE)
         return PACKAGE_NATIVE
     except PermissionError:
+        from cuport.backends.cpu.cache import make_private_dirs, untrusted_because
+
+        make_private_dirs(cached)
+        why = untrusted_because(os.lstat(cached))
+        if why:
+            raise PermissionError(f"cuport's libcuda.so.1 cannot be built in {cached}: "
+                                  f"{why}") from None
         build(cached)
         return cached
 

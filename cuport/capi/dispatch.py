@@ -111,6 +111,8 @@ class Dispatcher:
                 err = errors.from_exception(e, symbol)
                 code = err.code
                 errors.report(symbol, err.code, err.message)
+            except KeyboardInterrupt:  # ^C in a Python program while cuport waited
+                code = stream.interrupted(symbol)
             if do_trace:
                 trace.print_call(func, values, ins, result, outs, code,
                                  time.perf_counter() - start)

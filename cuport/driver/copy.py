@@ -42,7 +42,7 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     if handle is None:
         _sync(_copy_rows(rows), what)
         return
-    s = stream.resolve(handle)
+    s = stream.resolve_for_work(handle)
     if s.capture is not None:
         from cuport.driver import capture, graph_nodes
 
@@ -72,16 +72,19 @@ def _sync(fn: Callable[[], None], what: str) -> None:
 # -- 1D copies ----------------------------------------------------------------------------
 
 def _htod(dst: int, src: int, n: int) -> None:
+    context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_host_range(src, n, "srcHost")
 
 
 def _dtoh(dst: int, src: int, n: int) -> None:
+    context.current()
     memory.check_host_range(dst, n, "dstHost")
     memory.check_device_range(src, n, "srcDevice")
 
 
 def _dtod(dst: int, src: int, n: int) -> None:
+    context.current()
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_device_range(src, n, "srcDevice")
 

@@ -53,6 +53,9 @@ def destroy(handle: int) -> None:
 def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
     e = lookup(handle)
     s = stream.resolve(stream_handle)
+    if e.context is not s.context:  # cuda.h, cuEventRecord: "must be from the same context"
+        raise CudaError(E.INVALID_HANDLE, f"the event belongs to context {hex(e.context.handle)}, "
+                                          f"the stream to context {hex(s.context.handle)}")
     if s.capture is not None:
         from cuport.driver import capture
 

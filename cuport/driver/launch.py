@@ -14,7 +14,7 @@ import ctypes
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
-from cuport.driver import device, event, module, stream
+from cuport.driver import context, device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -113,7 +113,12 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
             params: bytes, what: str, cooperative: bool = False) -> stream.Op | None:
-    s = stream.resolve(stream_handle)
+    try:
+        context.check_current(f.context, f"the function {f.name}")
+        s = stream.resolve_for_work(stream_handle)
+    except CudaError as e:
+        e.subject = f.name
+        raise
     kernel, m = f.kernel, f.module
     prepare = getattr(kernel, "prepare", None)
     if prepare is not None:

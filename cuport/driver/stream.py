@@ -23,6 +23,7 @@ is pending, else they are queued and waited for.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import queue
@@ -172,6 +173,14 @@ def resolve(handle: int) -> Stream:
         return _per_thread(context.current())
     s = handles.lookup(handle, Stream, "stream")
     s.context.require_active()
+    return s
+
+
+def resolve_for_work(handle: int) -> Stream:
+    """A stream that work is queued on: it must belong to the current context."""
+    s = resolve(handle)
+    if handle not in (0, LEGACY, PER_THREAD):
+        context.check_current(s.context, f"stream {hex(handle)}")
     return s
 
 
@@ -422,3 +431,25 @@ def ctx_synchronize_v2(handle: int) -> None:
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)
+
+
+# How the KeyboardInterrupt is raised again after the call: libcuda.so.1 sets this to a
+# flag its C entry points check on the way out (capi/runtime.py).
+rearm_interrupt: Callable[[], None] = _thread.interrupt_main
+
+
+def interrupted(what: str) -> int:
+    """^C reached a Python program while one of its calls waited in cuport: the exception
+    cannot cross the C call, so the kernels in flight are stopped (their launches fail
+    with CUDA_ERROR_LAUNCH_FAILED, which leaves the device unusable, as a killed kernel
+    does on a GPU), the call answers that code, and the KeyboardInterrupt is raised again
+    in the program as soon as its own Python code runs."""
+    from cuport.driver import module
+
+    cancel = getattr(module._backend, "cancel_launches", None)  # (None: nothing launched)
+    if cancel is not None:
+        cancel()
+    rearm_interrupt()
+    report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
+                                  "flight were stopped")
+    return E.LAUNCH_FAILED

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import threading
 import time
 
@@ -32,7 +33,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, guard, host_pages, jit
+from . import cache, faultaddr, guard, host_pages, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -236,6 +237,38 @@ class CpuBackend:
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
             name: str, cooperative: bool = False) -> None:
+        """Run a launch to its end. On Python's main thread, while ^C means KeyboardInterrupt,
+        ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
+        from Python's own handler, is raised as soon as the launch has returned."""
+        lib = guard.library()
+        interruptible = lib is not None \
+            and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if not interruptible:
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
+        lib.cuport_interruptible(L.ERR_INTERRUPTED)
+        try:
+            self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
+        finally:
+            lib.cuport_interruptible(0)
+
+    def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
+        """Stop every launch in flight: each fails with `kind`. True when all stopped."""
+        lib = guard.library()
+        if lib is None:
+            return False
+        try:
+            deadline = time.monotonic() + timeout
+            while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.005)
+            return True
+        finally:
+            lib.cuport_cancel(0)
+
+    def _run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int,
+             params: bytes, name: str, cooperative: bool = False) -> None:
         nblocks = grid[0] * grid[1] * grid[2]
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
@@ -282,10 +315,14 @@ class CpuBackend:
 
         def call(i: int) -> None:
             where = ctypes.c_void_p()
-            if lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
-                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
-                                       ctypes.byref(where)):
-                faults[i] = where.value or 0
+            sig = lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
+                                          L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                          ctypes.byref(where))
+            if sig in (signal.SIGSEGV, signal.SIGBUS):
+                # a general-protection fault (non-canonical address) comes without its
+                # address: decoded from the faulting instruction (faultaddr.py)
+                decoded = faultaddr.address(lib) if sig == signal.SIGSEGV else None
+                faults[i] = decoded if decoded is not None else where.value or 0
 
         return call
 
@@ -297,10 +334,14 @@ class CpuBackend:
         by = (lin // grid[0]) % grid[1]
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
-        if faults and ctx.error_line == 0:  # a memory fault caught by the guard
+        if kind == L.ERR_INTERRUPTED:
+            msg = f"kernel {name}: {what}"
+        elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
-            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted (memory "
-                   f"the program never allocated, or freed); PTX line and block unknown")
+            why = ("an address beyond the 47-bit address space" if not faultaddr.canonical(address)
+                   else "memory the program never allocated, or freed")
+            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted ({why}); "
+                   f"PTX line and block unknown")
         else:
             msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {

@@ -77,9 +77,29 @@ def _assertfail(msg: int, file: int, line: int, func: int, ctaid: int, tid: int)
 _VPRINTF_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _ASSERT_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_uint32)
+
+
+def _marked(fn):
+    """fn, run with the thread marked as in a host call: the fault guard never jumps out of
+    Python code (guard.c)."""
+    from . import guard
+
+    def call(*args):
+        lib = guard.loaded()  # (a launch loaded it before its kernel ran)
+        if lib is None:
+            return fn(*args)
+        lib.cuport_host_enter()
+        try:
+            return fn(*args)
+        finally:
+            lib.cuport_host_leave()
+
+    return call
+
+
 _CALLBACKS = {
-    "cuport_vprintf": _VPRINTF_T(_vprintf),
-    "cuport_assertfail": _ASSERT_T(_assertfail),
+    "cuport_vprintf": _VPRINTF_T(_marked(_vprintf)),
+    "cuport_assertfail": _ASSERT_T(_marked(_assertfail)),
 }
 
 
