@@ -42,6 +42,8 @@ class CompiledKernelInfo:
     static_shared: int
     dyn_shared_offset: int
     resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
+    local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
+    shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
     global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
     host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
 
@@ -49,15 +51,15 @@ class CompiledKernelInfo:
         return self.shared_offset() + self.dyn_shared_offset + dyn_smem + 64
 
     def shared_offset(self) -> int:
-        off = L.BLOCK_STATE_BYTES
-        off += self.nwarps * self.warp_state_bytes
-        off = (off + 63) & ~63
-        off += self.nwarps * W * self.local_window
-        return (off + 255) & ~255
+        off = self.local_offset() + self.nwarps * W * self.local_window
+        a = max(self.shared_align, 256)
+        return (off + a - 1) // a * a
 
     def local_offset(self) -> int:
+        """Where the lanes' local windows start in a block's scratch (which is page-aligned)."""
         off = L.BLOCK_STATE_BYTES + self.nwarps * self.warp_state_bytes
-        return (off + 63) & ~63
+        a = max(self.local_align, 64)
+        return (off + a - 1) // a * a
 
 
 def global_symbol_name(index: int) -> str:
@@ -159,14 +161,36 @@ class ModuleCompiler:
             self.kernel_param_offsets[p.name] = off
             off += p.size
 
+    def _alignments(self, funcs: list[ir.Function]) -> None:
+        """The largest alignments asked of local and shared variables (`.align 256` local
+        arrays): every frame is a multiple of the local one, so frames pushed one after
+        another keep it, and lane windows and the shared arena start at such multiples of
+        a page-aligned scratch, so a page is the most that can be kept."""
+        local, shared = 16, 256
+        for v in self.ptx.variables:
+            if v.space == "shared":
+                shared = max(shared, v.alignment)
+        for f in funcs:
+            for v in f.locals:
+                if v.space == "local":
+                    local = max(local, v.alignment)
+                elif v.space == "shared":
+                    shared = max(shared, v.alignment)
+        for space, a in (("local", local), ("shared", shared)):
+            if a > 4096:
+                raise UnsupportedError(f"a .{space} variable aligned to {a} bytes (at most 4096)")
+        self.local_align, self.shared_align = local, shared
+
     def _local_window(self, funcs: list[ir.Function]) -> int:
+        la = self.local_align
+
         def frame(f: ir.Function) -> int:
             off = 0
             for v in f.locals:
                 if v.space == "local":
                     a = max(v.alignment, 1)
                     off = (off + a - 1) // a * a + v.size
-            return (off + 15) & ~15
+            return (off + la - 1) // la * la
 
         frames = {f.name: frame(f) for f in funcs}
         calls: dict[str, set[str]] = {f.name: set() for f in funcs}
@@ -201,7 +225,7 @@ class ModuleCompiler:
         if recursive or indirect:
             need = frames[self.kernel.name] + max(self.stack_bytes, need - frames[self.kernel.name])
         self.has_calls = any(calls.values()) or indirect
-        return max((need + 15) & ~15, 16)
+        return max((need + la - 1) // la * la, la)
 
     # ------------------------------------------------------------ hooks used by the emitter
     def llvm_name(self, fn: ir.Function) -> str:
@@ -278,6 +302,7 @@ class ModuleCompiler:
         self.resident_slots = self.resident if has_yields else 1
         self._layout_globals()
         self._layout_shared(funcs)
+        self._alignments(funcs)
         self.local_window = self._local_window(funcs)
         self.has_exit = any(
             isinstance(s, ir.Instr) and s.op == "exit" for f in funcs for s in (f.body or ())
@@ -304,6 +329,8 @@ class ModuleCompiler:
             static_shared=self.static_shared,
             dyn_shared_offset=self.dyn_shared_offset,
             resident_slots=self.resident_slots,
+            local_align=self.local_align,
+            shared_align=self.shared_align,
             global_symbols=dict(self.global_symbols),
             host_symbols=list(self.host_symbols),
         )
@@ -544,7 +571,8 @@ class ModuleCompiler:
         scratch = b.load(b.gep(scr_arr, [b.mul(b.zext(wid, I64), i64c(8))], source_etype=I8), typ=PTR)
         slot_bytes = ctx_field("slot_bytes", I64)
         tmp = CompiledKernelInfo("", self.block, nw, wsb, self.local_window, self.static_shared,
-                                 self.dyn_shared_offset)
+                                 self.dyn_shared_offset, local_align=self.local_align,
+                                 shared_align=self.shared_align)
 
         def slot_blk(sl: ll.Value) -> ll.Value:
             return b.gep(scratch, [b.mul(b.zext(sl, I64), slot_bytes)], source_etype=I8)
