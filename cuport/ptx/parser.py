@@ -51,6 +51,9 @@ _SPECIAL = re.compile(
 )
 
 
+_VERSION = re.compile(r"\d{1,4}\.\d{1,4}")
+_TARGET = re.compile(r"\w+(?:\s*,\s*\w+)*")
+
 #: Deepest nesting of `{ }` scopes in a function body; ptxas gives up between 1000 and 2000
 #: ("Parsing error near '{': memory exhausted").
 MAX_NESTING = 1000
@@ -117,6 +120,15 @@ class _Parser:
         self.i += 1
         return self.texts[self.i - 1]
 
+    def name(self, what: str) -> str:
+        """An identifier being declared: a word that is not a directive (`.reg`) or a
+        dotted instruction-like name."""
+        t = self.texts[self.i]
+        if self.kinds[self.i] != WORD or t[0] == "." or "." in t or "::" in t:
+            raise self.error(what)
+        self.i += 1
+        return t
+
     def int_(self) -> int:
         neg = self.accept("-")
         if self.kinds[self.i] != INT:
@@ -162,19 +174,32 @@ class _Parser:
                 if target in self.mod.functions:
                     self.mod.functions[alias] = self.mod.functions[target]
             else:
+                if self.mod.version == (0, 0) or not self.mod.target:
+                    what = ".version" if self.mod.version == (0, 0) else ".target"
+                    line = self.line()
+                    raise PtxSyntaxError(f"Missing {what} directive at start of file", line,
+                                         self.tk.line_text(line))
                 self.declaration()
         return self.mod
 
     def line_directive(self, t: str) -> None:
+        if t.startswith((".version", ".target", ".address_size")):
+            t = t.split("//", 1)[0].split("/*", 1)[0]
         parts = t.replace(",", " ").split()
         d = parts[0]
         try:
             if d == ".version":
+                if len(parts) != 2 or not _VERSION.fullmatch(parts[1]):
+                    raise ValueError
                 major, minor = parts[1].split(".")
                 self.mod.version = (int(major), int(minor))
             elif d == ".target":
+                if len(parts) < 2 or not _TARGET.fullmatch(t.split(None, 1)[1].strip()):
+                    raise ValueError
                 self.mod.target = tuple(parts[1:])
             elif d == ".address_size":
+                if len(parts) != 2 or not parts[1].isdigit():
+                    raise ValueError
                 self.mod.address_size = int(parts[1])
             elif d == ".file":
                 idx = int(parts[1])
@@ -215,7 +240,12 @@ class _Parser:
             t = texts[self.i]
             if t == ".align":
                 self.i += 1
+                at = self.i
                 align = self.int_()
+                if align <= 0 or align & (align - 1):
+                    line = self.tk.line_of(at)
+                    raise PtxSyntaxError("Alignment must be a power of two", line,
+                                         self.tk.line_text(line))
             elif t in (".v2", ".v4", ".v8"):
                 vector = int(t[2:])
                 self.i += 1
@@ -237,7 +267,7 @@ class _Parser:
                 break
         if not vtype:
             raise self.error("a variable type (.b32, .f32, .u64, ...)")
-        name = self.word("a variable name")
+        name = self.name("a variable name")
         dims: list[int | None] = []
         while texts[self.i] == "[":
             self.i += 1
@@ -308,6 +338,8 @@ class _Parser:
         if k == FLOAT:
             self.i += 1
             v = float(t)
+            if v == float("inf"):
+                raise self.error("a constant that is not too large", self.i - 1)
             return -v if neg else v
         if k == FHEX:
             self.i += 1
@@ -339,7 +371,7 @@ class _Parser:
         rets: list[ir.Var] = []
         if kind == "func" and self.texts[self.i] == "(":
             rets = self.param_list()
-        name = self.word("a function name")
+        name = self.name("a function name")
         params: list[ir.Var] = []
         if self.texts[self.i] == "(":
             params = self.param_list()
@@ -497,7 +529,7 @@ class _Parser:
         scope = self.scopes[-1]
         while True:
             name_i = self.i
-            name = self.word("a register name")
+            name = self.name("a register name")
             if self.accept("<"):
                 if self.kinds[self.i] != INT:
                     raise self.error("a register count")
@@ -625,6 +657,9 @@ class _Parser:
         if k == FLOAT:
             self.i += 1
             v = float(t)
+            if v == float("inf"):
+                raise PtxSyntaxError("Constant overflow", self.tk.line_of(self.i - 1),
+                                     self.tk.line_text(self.tk.line_of(self.i - 1)))
             return ir.FImm(v, 64, struct.unpack("<Q", struct.pack("<d", v))[0])
         if t == "-":
             self.i += 1

@@ -165,7 +165,8 @@ class ModuleCompiler:
         """The largest alignments asked of local and shared variables (`.align 256` local
         arrays): every frame is a multiple of the local one, so frames pushed one after
         another keep it, and lane windows and the shared arena start at such multiples of
-        a page-aligned scratch, so a page is the most that can be kept."""
+        a page-aligned scratch. Offsets inside the windows keep any alignment; the generic
+        addresses of the windows keep at most a page's."""
         local, shared = 16, 256
         for v in self.ptx.variables:
             if v.space == "shared":
@@ -176,9 +177,6 @@ class ModuleCompiler:
                     local = max(local, v.alignment)
                 elif v.space == "shared":
                     shared = max(shared, v.alignment)
-        for space, a in (("local", local), ("shared", shared)):
-            if a > 4096:
-                raise UnsupportedError(f"a .{space} variable aligned to {a} bytes (at most 4096)")
         self.local_align, self.shared_align = local, shared
 
     def _local_window(self, funcs: list[ir.Function]) -> int:
@@ -329,8 +327,8 @@ class ModuleCompiler:
             static_shared=self.static_shared,
             dyn_shared_offset=self.dyn_shared_offset,
             resident_slots=self.resident_slots,
-            local_align=self.local_align,
-            shared_align=self.shared_align,
+            local_align=min(self.local_align, 4096),
+            shared_align=min(self.shared_align, 4096),
             global_symbols=dict(self.global_symbols),
             host_symbols=list(self.host_symbols),
         )
@@ -571,8 +569,8 @@ class ModuleCompiler:
         scratch = b.load(b.gep(scr_arr, [b.mul(b.zext(wid, I64), i64c(8))], source_etype=I8), typ=PTR)
         slot_bytes = ctx_field("slot_bytes", I64)
         tmp = CompiledKernelInfo("", self.block, nw, wsb, self.local_window, self.static_shared,
-                                 self.dyn_shared_offset, local_align=self.local_align,
-                                 shared_align=self.shared_align)
+                                 self.dyn_shared_offset, local_align=min(self.local_align, 4096),
+                                 shared_align=min(self.shared_align, 4096))
 
         def slot_blk(sl: ll.Value) -> ll.Value:
             return b.gep(scratch, [b.mul(b.zext(sl, I64), slot_bytes)], source_etype=I8)
