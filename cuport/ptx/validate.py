@@ -803,7 +803,7 @@ class _Context:
                 if "cc" in mods:
                     self.bad(f"Illegal modifier '.cc' for instruction '{op}'")
                     return False
-                if op == "mad" and not mods & RND_F and t != "f32":
+                if op == "mad" and not mods & RND_F:
                     self.bad("Rounding modifier required for instruction 'mad'")
                     return False
                 if "ftz" in mods and t == "f64":
@@ -1058,16 +1058,16 @@ class _Context:
                     return False, f"Illegal vector size: {n}"
                 return False, f"Argument vector size mismatch for instruction '{op}'"
         elif op == "mov":
-            # packing/unpacking: the elements together are the instruction's width
-            bits = 0
+            # packing/unpacking (`mov.b16 %rs1, {myreg, 0}`): n elements of 1/n of the width
+            if n not in (2, 4) or _BITS.get(t, 0) % n:
+                return False, None
+            each = _BITS[t] // n
             for x in v.items:
-                if isinstance(x, ir.Reg):
-                    bits += _BITS.get(self.regs[x.name], 0)
-                elif isinstance(x, ir.Sink):
+                if isinstance(x, ir.Reg) and _BITS.get(self.regs[x.name], 0) != each:
                     return False, None
-                else:
+                if not isinstance(x, (ir.Reg, ir.Imm, ir.Sink)):
                     return False, None
-            return bits == _BITS.get(t, -1) and n in (2, 4), None
+            return True, None
         declared = {self.regs[x.name] for x in v.items if isinstance(x, ir.Reg)}
         if len(declared) > 1:
             return False, "Incompatible elements of vector expression"

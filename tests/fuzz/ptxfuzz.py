@@ -299,8 +299,19 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 
 # ------------------------------------------------------------------ verdicts
 
+def _limit_memory() -> None:
+    import resource
+
+    # some mutants (`.reg .pred %r<2147483648>`) make ptxas allocate gigabytes
+    resource.setrlimit(resource.RLIMIT_AS, (PTXAS_MEMORY, PTXAS_MEMORY))
+
+
+PTXAS_MEMORY = 2 << 30
+
+
 def ptxas_verdict(text: str, workdir: str | None = None) -> tuple[bool, str]:
-    """Whether ptxas accepts the PTX (for the architecture its .target names), and its output."""
+    """Whether ptxas accepts the PTX (for the architecture its .target names), and its output.
+    ptxas runs with 2 GiB of address space and 60 s: running out of either is a refusal."""
     m = re.search(r"^\s*\.target\s+(sm_\d+[af]?)", text, re.M)
     arch = m.group(1) if m else "sm_90"
     fd, path = tempfile.mkstemp(suffix=".ptx", dir=workdir)
@@ -309,12 +320,14 @@ def ptxas_verdict(text: str, workdir: str | None = None) -> tuple[bool, str]:
         os.close(fd)
         try:
             r = subprocess.run([ptxas(), f"-arch={arch}", path, "-o", os.devnull],
-                               capture_output=True, text=True, timeout=60, errors="replace")
+                               capture_output=True, text=True, timeout=60, errors="replace",
+                               preexec_fn=_limit_memory)
         except subprocess.TimeoutExpired:
             return False, "ptxas timed out"
         if r.returncode != 0 and "is not defined for option 'gpu-name'" in r.stderr:
             r = subprocess.run([ptxas(), "-arch=sm_90", path, "-o", os.devnull],
-                               capture_output=True, text=True, timeout=60, errors="replace")
+                               capture_output=True, text=True, timeout=60, errors="replace",
+                               preexec_fn=_limit_memory)
         return r.returncode == 0, r.stderr.replace(path, "input.ptx")
     finally:
         if os.path.exists(path):
