@@ -10,10 +10,11 @@ Run under `cuport run`; prints one line per check and PASS at the end.
   nested scopes (refused with an empty instruction name).
 """
 
+import cmath
+
 import numpy as np
 from numba import cuda
 from numba.cuda import fp16
-import cmath
 
 failures = 0
 
