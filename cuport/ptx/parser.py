@@ -191,6 +191,10 @@ class _Parser:
             if d == ".version":
                 if len(parts) != 2 or not _VERSION.fullmatch(parts[1]):
                     raise ValueError
+                if self.mod.version != (0, 0) and not self.mod.target:
+                    line = self.line()
+                    raise PtxSyntaxError("Missing .target directive at start of file", line,
+                                         self.tk.line_text(line))
                 major, minor = parts[1].split(".")
                 self.mod.version = (int(major), int(minor))
             elif d == ".target":
@@ -596,7 +600,7 @@ class _Parser:
                 guard_neg = True
                 self.i += 1
             g = self.word("a guard predicate")
-            guard = ir.Reg(self.resolve(g) or g)
+            guard = ir.Reg(self.resolve(g) or self.undeclared(g))
         if kinds[self.i] != WORD:
             raise self.error("an instruction")
         full = texts[self.i]
@@ -635,7 +639,7 @@ class _Parser:
             if texts[self.i] == "|":
                 self.i += 1
                 q = self.operand()
-                p = ir.Sink() if t == "_" else ir.Reg(u or t)
+                p = ir.Sink() if t == "_" else ir.Reg(u or self.undeclared(t))
                 return ir.PredPair(p, q)
             if u is not None:
                 return ir.Reg(u)
@@ -644,7 +648,7 @@ class _Parser:
             if t == "WARP_SZ":  # the ISA's predefined constant
                 return ir.Imm(32)
             if t[0] == "%":
-                return ir.Reg(t)  # undeclared: cuport.ptx.validate says so
+                return ir.Reg(self.undeclared(t))
             if texts[self.i] in ("+", "-") and kinds[self.i + 1] == INT:
                 return ir.SymAddr(t, self._offset())
             return ir.Sym(t)
@@ -711,7 +715,7 @@ class _Parser:
             if u is not None:
                 base = ir.Reg(u)
             elif t[0] == "%":
-                base = ir.Reg(t)
+                base = ir.Reg(self.undeclared(t))
             else:
                 base = ir.Sym(t)
             if texts[self.i] == "+":
@@ -741,6 +745,14 @@ class _Parser:
         if not isinstance(coords, ir.Vec):
             coords = ir.Vec((coords,))
         return ir.TexAddr((*items[:-1], coords))
+
+    def undeclared(self, name: str) -> str:
+        """A register used where none of that name is declared (cuport.ptx.validate says so,
+        even if a declaration comes later)."""
+        fn = self.fn
+        if fn is not None:
+            fn.undeclared.setdefault(name, self.tk.line_of(self.i - 1))
+        return name
 
     def resolve(self, name: str) -> str | None:
         """The unique name of the register `name` means here, or None if none is declared."""

@@ -320,6 +320,10 @@ _KNOWN_MODS = (
         "cp", "commit", "wait_recent", "uint", "sint", "nan", "inf", "trunc",
     })
 
+#: What ld, ldu and st take besides their type and state space (`.L2::cache_hint` and the
+#: other `X::Y` forms are taken as they come).
+_MEMORY_MODS = VEC | ORDERS | SCOPES | CACHE | {"unified", "ss"}
+
 #: Opcodes whose modifiers are too many to list (tensor memory, asynchronous copies, matrix
 #: instructions, textures): their modifiers are not checked against the vocabulary.
 UNCHECKED_MODS = frozenset({
@@ -510,6 +514,9 @@ def _check_function(module: ir.Module, fn: ir.Function, symbols: dict[str, ir.Va
             labels[s.name] = s.line
         elif s.op == "branchtargets":
             labels[s.args[0].name] = s.line
+    for name, line in fn.undeclared.items():
+        if name in fn.regs:  # declared, but after this use
+            st.add(line, f"Unknown symbol '{name}'")
     ctx = _Context(module, fn, symbols, local_names, {p.name: p for p in (*fn.params, *fn.rets)},
                    labels, st)
     for s in fn.body:
@@ -650,7 +657,10 @@ class _Context:
         return ok
 
     def known_symbol(self, name: str) -> bool:
-        return (name in self.labels or name in self.local_vars or name in self.params
+        v = self.local_vars.get(name)
+        if v is not None and v.line > self.ins.line:
+            return False  # used before it is declared
+        return (name in self.labels or v is not None or name in self.params
                 or name in self.symbols or name in self.module.functions
                 or name in self.fn.prototypes)
 
@@ -686,14 +696,17 @@ class _Context:
         t = types[0] if types else ""
         if not self.semantic_rules(ins, op, t, types, set(others), full):
             return
+        if op == "cvt" and any(x.endswith(("x2", "x4")) or x not in _BITS for x in types):
+            return  # packing conversions (f16x2 <- two f32, e4m3x2, ...): operands not checked
         args = ins.args
         for sig in form.sigs:
             if self.matches(sig, args, t, types, form, dry=True):
                 self.matches(sig, args, t, types, form, dry=False)
                 return
-        sig = min(form.sigs, key=lambda s: abs(len(s.rstrip("?")) - len(args)))
-        if not self.matches(sig, args, t, types, form, dry=False):
-            return
+        fits = [sg for sg in form.sigs
+                if len(sg.split("?")[0]) <= len(args) <= len(sg.replace("?", ""))]
+        if fits and not self.matches(fits[0], args, t, types, form, dry=False):
+            return  # (the operand that does not fit is reported)
         self.bad(f"Arguments mismatch for instruction '{full}'")
 
     def modifier_groups(self, ins, form: Form, others: list[str], full: str) -> bool:
@@ -739,10 +752,18 @@ class _Context:
             self.bad(f"Multiple state spaces specified for instruction '{op}'")
             return False
         if op in ("cvta", "isspacep"):
+            for m in others:
+                if m not in spaces and not (op == "cvta" and m == "to"):
+                    self.bad(f"Illegal modifier '.{m}' for instruction '{op}'")
+                    return False
             if op == "cvta" and not spaces:
                 self.bad("State space qualifier required for instruction 'cvta'")
                 return False
             return True
+        for m in others:
+            if not (m in _MEMORY_MODS or "::" in m or m in spaces):
+                self.bad(f"Illegal modifier '.{m}' for instruction '{op}'")
+                return False
         vecs = [m for m in others if m in VEC]
         if len(vecs) > 1:
             self.bad(f"Multiple vector modifiers specified for instruction '{op}'")
@@ -899,6 +920,11 @@ class _Context:
             return True  # packing conversions (f16x2 <- two f32, e4m3x2 ...): not checked
         rnd_f, rnd_i = mods & RND_F, mods & RND_I
         df, sf = dst in FLT | HALF | {"tf32"}, src in FLT | HALF | {"tf32"}
+        if dst == "tf32":
+            if not rnd_f:
+                self.bad("Rounding modifier required for instruction 'cvt'")
+                return False
+            return True
         if df and sf:
             narrowing = _BITS[dst] < _BITS[src]
             if dst == src or (dst in ("f16", "bf16") and src in ("f16", "bf16")):
@@ -937,8 +963,6 @@ class _Context:
             return False
         op = self.ins.op
         if op == "cvt":
-            if any(x.endswith(("x2", "x4")) or x not in _BITS for x in types):
-                return True  # packing conversions: operands not checked
             kinds = [(types[0], True), (types[1], True)]
         else:
             kinds = []
@@ -1111,8 +1135,11 @@ class _Context:
                     return False, f"Illegal operand type to instruction '{op}'"
                 return True, None
             vs = v.space
-            if space and space != vs and not (space == "param" and vs in ("param", "reg")):
+            if (space and space != vs and not (space == "param" and vs in ("param", "reg"))) or (
+                    not space and vs == "param" and op in ("ld", "st", "ldu")):
                 return False, f"State space mismatch between instruction and address in instruction '{op}'"
+            if v.line > self.ins.line and base.name in self.local_vars:
+                return False, f"Unknown symbol '{base.name}'"
         return True, None
 
     # -------------------------------------------------------------- other families

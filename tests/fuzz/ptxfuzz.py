@@ -107,24 +107,37 @@ def ptxas() -> str | None:
     return shutil.which("ptxas")
 
 
+def _build(cmd: list[str], out: Path) -> None:
+    if not out.exists():
+        tmp = out.with_suffix(out.suffix + f".{os.getpid()}.tmp")
+        subprocess.run([*cmd, "-o", str(tmp)], check=True, capture_output=True)
+        os.replace(tmp, out)
+
+
+def _build_all(jobs: list[tuple[list[str], Path]]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda job: _build(*job), jobs))
+
+
 def build_corpus(out: Path) -> list[tuple[str, str]]:
     """(name, PTX text) of every source, built once into `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    result = []
+    jobs = []
     for rel, arch in SOURCES:
         src = ROOT / "tests" / rel
-        ptx = out / (src.stem + f"-{arch}.ptx")
-        if not ptx.exists():
-            subprocess.run([nvcc(), "-ptx", "-O3", f"-arch={arch}", "-o", str(ptx), str(src)],
-                           check=True, capture_output=True)
-        result.append((src.stem, ptx.read_text()))
-    return result
+        jobs.append(([nvcc(), "-ptx", "-O3", f"-arch={arch}", str(src)],
+                     out / (src.stem + f"-{arch}.ptx")))
+    _build_all(jobs)
+    return [(Path(rel).stem, path.read_text()) for (rel, _), (_, path) in zip(SOURCES, jobs,
+                                                                              strict=True)]
 
 
 def build_images(out: Path) -> list[tuple[str, bytes]]:
     """Fatbins (compressed and not) and an ELF cubin of two of the sources."""
     out.mkdir(parents=True, exist_ok=True)
-    result = []
+    jobs = []
     for rel, flags, suffix in (
             ("programs/reduction.cu", ["-fatbin", "-arch=sm_90"], "fatbin"),
             ("programs/scan.cu", ["-fatbin", "-arch=sm_90", "-Xfatbin=-compress-all",
@@ -133,12 +146,9 @@ def build_images(out: Path) -> list[tuple[str, bytes]]:
                                        "-Xfatbin=-compress=false"], "plain.fatbin"),
             ("programs/vector_add.cu", ["-cubin", "-arch=sm_90"], "cubin")):
         src = ROOT / "tests" / rel
-        path = out / f"{src.stem}.{suffix}"
-        if not path.exists():
-            subprocess.run([nvcc(), "-O3", *flags, "-o", str(path), str(src)], check=True,
-                           capture_output=True)
-        result.append((path.name, path.read_bytes()))
-    return result
+        jobs.append(([nvcc(), "-O3", *flags, str(src)], out / f"{src.stem}.{suffix}"))
+    _build_all(jobs)
+    return [(path.name, path.read_bytes()) for _, path in jobs]
 
 
 # ------------------------------------------------------------------ mutation

@@ -62,6 +62,14 @@ class CompiledKernelInfo:
         return (off + a - 1) // a * a
 
 
+def _cfg(fn: ir.Function) -> cfgmod.Cfg:
+    """The control flow graph; what it cannot represent (brx.idx) is unsupported."""
+    try:
+        return cfgmod.build(fn)
+    except cfgmod.CfgError as e:
+        raise UnsupportedError(str(e), e.line) from None
+
+
 def global_symbol_name(index: int) -> str:
     return f"cuport_g{index}"
 
@@ -259,7 +267,7 @@ class ModuleCompiler:
         return f
 
     def _make_emitter(self, fn: ir.Function) -> FunctionEmitter:
-        g = cfgmod.build(fn)
+        g = _cfg(fn)
         div = divergence.analyze(g, self.block)
         live, blend = liveness.live_in_and_blends(g, div)
         div.blend = blend
@@ -338,7 +346,7 @@ class ModuleCompiler:
         """True when every barrier is an unguarded `bar.sync 0` / `barrier.sync 0` (or bar.red
         on barrier 0) without a thread count, in converged code: then warps only ever wait for
         the whole block, and a round-robin over the warps implements the barrier."""
-        g = cfgmod.build(self.kernel)
+        g = _cfg(self.kernel)
         div = divergence.analyze(g, self.block)
         for blk in g.blocks:
             t = blk.term
