@@ -52,8 +52,10 @@ class PtxError(PtxSyntaxError):
     @property
     def log(self) -> str:
         """What NVIDIA's JIT writes into CU_JIT_ERROR_LOG_BUFFER."""
-        out = [f"ptxas application ptx input, line {line}; error   : {msg}"
-               for line, msg, _ in self.problems]
+        if self.code != CUDA_ERROR_INVALID_PTX:  # out of memory: not an assembler's message
+            return "\n".join(f"error   : {msg}" for _, msg, _ in self.problems)
+        out = [f"ptxas application ptx input, line {line}; error   : {msg}" if line else
+               f"ptxas error   : {msg}" for line, msg, _ in self.problems]
         out.append("ptxas fatal   : Ptx assembly aborted due to errors")
         return "\n".join(out)
 

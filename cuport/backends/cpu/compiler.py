@@ -20,12 +20,14 @@ from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
+from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
 from .types import I8, I32, I64, PTR, VOID
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
+MAX_LOCAL_BYTES = 512 * 1024  # local memory per thread, as on NVIDIA's GPUs since sm_20
 RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
 MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
 
@@ -310,6 +312,11 @@ class ModuleCompiler:
         self._layout_shared(funcs)
         self._alignments(funcs)
         self.local_window = self._local_window(funcs)
+        if self.local_window > MAX_LOCAL_BYTES:  # before anything that large is allocated
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY,
+                               f"kernel {self.kernel.name} needs {self.local_window} bytes of "
+                               f"local memory per thread, more than the {MAX_LOCAL_BYTES // 1024} "
+                               "KiB a thread can have")
         self.has_exit = any(
             isinstance(s, ir.Instr) and s.op == "exit" for f in funcs for s in (f.body or ())
         )
