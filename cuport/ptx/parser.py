@@ -41,6 +41,8 @@ from .lexer import (
 _SPACES = {".global", ".const", ".shared", ".local", ".param", ".tex", ".surf"}
 _LINKAGE = {".visible": "visible", ".extern": "extern", ".weak": "weak", ".common": "common"}
 _VAR_TYPES = {"." + t for t in ir.SCALAR_TYPES} | {".texref", ".surfref", ".samplerref"}
+_REG_TYPES = {"." + t for t in ("pred", "b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32",
+                                "u64", "s8", "s16", "s32", "s64", "f16", "f16x2", "f32", "f64")}
 
 _SPECIAL = re.compile(
     r"%(?:(?:tid|ntid|ctaid|nctaid|clusterid|nclusterid|cluster_ctaid|cluster_nctaid)\.[xyz]"
@@ -526,7 +528,7 @@ class _Parser:
             vector = int(self.texts[self.i][2:])
             self.i += 1
         t = self.texts[self.i]
-        if t not in _VAR_TYPES or t in (".texref", ".surfref", ".samplerref"):
+        if t not in _REG_TYPES:  # (ptxas: .bf16 and .tf32 registers are syntax errors)
             raise self.error("a register type")
         rtype = t[1:]
         self.i += 1

@@ -594,6 +594,7 @@ class _Context:
         self.labels = labels
         self.st = st
         self.ins: ir.Instr | None = None
+        self.good: set = set()  # instruction shapes already found good
 
     def bad(self, message: str) -> None:
         ins = self.ins
@@ -601,6 +602,38 @@ class _Context:
 
     # -------------------------------------------------------------- one instruction
     def check(self, ins: ir.Instr) -> None:
+        """Check one instruction. nvcc's PTX repeats a few shapes (opcode, modifiers, operand
+        kinds and register types) thousands of times: a shape found good once is good."""
+        key = self.shape(ins)
+        if key is not None and key in self.good:
+            return
+        before = len(self.st.problems)
+        self.check_once(ins)
+        if key is not None and len(self.st.problems) == before:
+            self.good.add(key)
+
+    def shape(self, ins: ir.Instr):
+        regs = self.regs
+        parts: list = [ins.op, ins.mods, regs.get(ins.guard.name, "?") if ins.guard else None]
+        for a in ins.args:
+            if isinstance(a, ir.Reg):
+                parts.append(regs.get(a.name, "?"))
+            elif isinstance(a, ir.Imm):
+                if not -(1 << 32) < a.value < 1 << 32:
+                    return None
+                v = a.value
+                parts.append(("i", v if ins.op in ("bar", "barrier") or v in (0, 1) else v > 1))
+            elif isinstance(a, ir.Mem) and isinstance(a.base, ir.Reg) and -(1 << 32) < a.offset < 1 << 32:
+                parts.append(("m", regs.get(a.base.name, "?")))
+            elif isinstance(a, ir.FImm):
+                parts.append(("f", a.width))
+            elif isinstance(a, ir.Special):
+                parts.append(a.name)
+            else:
+                return None
+        return tuple(parts)
+
+    def check_once(self, ins: ir.Instr) -> None:
         self.ins = ins
         op = ins.op
         if op == "branchtargets":
@@ -703,7 +736,6 @@ class _Context:
         args = ins.args
         for sig in form.sigs:
             if self.matches(sig, args, t, types, form, dry=True):
-                self.matches(sig, args, t, types, form, dry=False)
                 return
         fits = [sg for sg in form.sigs
                 if len(sg.split("?")[0]) <= len(args) <= len(sg.replace("?", ""))]
