@@ -793,6 +793,10 @@ class _Context:
             if op == "cvta" and not spaces:
                 self.bad("State space qualifier required for instruction 'cvta'")
                 return False
+            if op == "cvta" and "u32" in ins.mods and not any(m.startswith("shared") for m in spaces):
+                self.bad("32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported on "
+                         "sm_90 or higher architectures.")
+                return False
             return True
         for m in others:
             if not (m in _MEMORY_MODS or "::" in m or m in spaces):
@@ -932,6 +936,9 @@ class _Context:
         elif op == "cvt":
             return self.cvt_rules(types, mods)
         elif op == "shfl":
+            if "sync" in mods and len(ins.args) != 5:
+                self.bad("Arguments mismatch for instruction 'shfl'")
+                return False
             if "sync" not in mods and self.module.sm >= 70 and self.module.version >= (6, 4):
                 self.bad("Instruction 'shfl' without '.sync' is not supported on .target sm_70 "
                          "and higher from PTX ISA version 6.4")
@@ -1094,7 +1101,8 @@ class _Context:
             if a.name.startswith(("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid",
                                   "%smid", "%nsmid", "%nwarpid")):
                 width = 32
-            return _BITS.get(t, 0) >= 16 and (width == 32 or _BITS.get(t, 0) == 64), None
+            n = _BITS.get(t, 0)
+            return (16 <= n <= 32) if width == 32 else n == 64, None
         if isinstance(a, (ir.Sym, ir.SymAddr)):
             if not form.symbols:
                 return False, (f"Argument {self.ins.args.index(a)} of instruction '{op}': must be "
@@ -1126,7 +1134,7 @@ class _Context:
                 if not isinstance(x, (ir.Reg, ir.Imm, ir.Sink)):
                     return False, None
             return True, None
-        declared = {self.regs[x.name] for x in v.items if isinstance(x, ir.Reg)}
+        declared = {_BITS.get(self.regs[x.name]) for x in v.items if isinstance(x, ir.Reg)}
         if len(declared) > 1:
             return False, "Incompatible elements of vector expression"
         for x in v.items:
