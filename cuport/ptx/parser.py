@@ -667,6 +667,9 @@ class _Parser:
                 raise PtxSyntaxError("Constant overflow", self.tk.line_of(self.i - 1),
                                      self.tk.line_text(self.tk.line_of(self.i - 1)))
             return ir.FImm(v, 64, struct.unpack("<Q", struct.pack("<d", v))[0])
+        if t == "+" and kinds[self.i + 1] in (INT, FLOAT, FHEX):  # `+4`, as ptxas reads it
+            self.i += 1
+            return self.operand()
         if t == "-":
             self.i += 1
             o = self.operand()

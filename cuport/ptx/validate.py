@@ -1214,6 +1214,32 @@ class _Context:
             self.bad("Arguments mismatch for instruction 'call'")
 
     def check_barrier(self, ins: ir.Instr) -> None:
+        op, mods = ins.op, set(ins.mods)
+        allowed = {"sync", "arrive", "red", "popc", "and", "or", "cta", "warp", "u32", "pred"}
+        if op == "barrier":
+            allowed |= {"aligned", "cluster", "wait", "relaxed", "acquire", "release"}
+        bad = sorted(mods - allowed)
+        if bad:
+            self.bad(f"Unexpected instruction types specified for '{op}'" if bad[0] in ALL_TYPES
+                     else f"Illegal modifier '.{bad[0]}' for instruction '{op}'")
+            return
+        if not mods & {"sync", "arrive", "red", "wait"}:
+            self.bad(f"Barrier modifier required for instruction '{op}'")
+            return
+        types = mods & {"u32", "pred"}
+        if "red" in mods:
+            kind = mods & {"popc", "and", "or"}
+            want = {"u32"} if kind == {"popc"} else {"pred"}
+            if len(kind) != 1 or types != want:
+                self.bad(f"Unexpected instruction types specified for '{op}.red'" if kind else
+                         f"Reduction operation required for instruction '{op}.red'")
+                return
+        elif types or mods & {"popc", "and", "or"}:
+            self.bad(f"Unexpected instruction types specified for '{op}'")
+            return
+        if "arrive" in mods and len(ins.args) != 2:
+            self.bad(f"Arguments mismatch for instruction '{op}.arrive'")
+            return
         args = ins.args
         if "red" in ins.mods:
             args = args[1:]
