@@ -32,6 +32,7 @@ from .lexer import (
     FLOAT,
     INT,
     LINEDIR,
+    STRING,
     WORD,
     PtxSyntaxError,
     Tokens,
@@ -163,10 +164,7 @@ class _Parser:
                 self.line_directive(t)
                 self.i += 1
             elif t == ".pragma":
-                self.i += 1
-                while texts[self.i] != ";" and kinds[self.i] != EOF:
-                    self.i += 1
-                self.expect(";")
+                self.pragma()
             elif t == ".alias":
                 self.i += 1
                 alias = self.word()
@@ -183,6 +181,17 @@ class _Parser:
                                          self.tk.line_text(line))
                 self.declaration()
         return self.mod
+
+    def pragma(self) -> None:
+        """`.pragma "nounroll";`: one or more strings (what they say is ignored)."""
+        self.i += 1
+        while True:
+            if self.kinds[self.i] != STRING:
+                raise self.error("a string after .pragma")
+            self.i += 1
+            if not self.accept(","):
+                break
+        self.expect(";")
 
     def line_directive(self, t: str) -> None:
         if t.startswith((".version", ".target", ".address_size")):
@@ -408,9 +417,7 @@ class _Parser:
                 fn.noreturn = True
                 self.i += 1
             elif t == ".pragma":
-                while self.texts[self.i] != ";" and self.kinds[self.i] != EOF:
-                    self.i += 1
-                self.expect(";")
+                self.pragma()
             elif self.kinds[self.i] == LINEDIR:
                 self.line_directive(t)
                 self.i += 1
@@ -493,9 +500,7 @@ class _Parser:
                 scopes[-1].declared.add(v.name)
                 continue
             if t == ".pragma":
-                while texts[self.i] != ";" and kinds[self.i] != EOF:
-                    self.i += 1
-                self.expect(";")
+                self.pragma()
                 continue
             if k == WORD and texts[self.i + 1] == ":":
                 name = t

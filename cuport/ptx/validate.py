@@ -273,7 +273,7 @@ FORMS: dict[str, Form] = {
     "activemask": Form(B32, ("d",)),
     "nanosleep": Form(_g("u32"), ("a",)),
     "isspacep": Form(frozenset(), ("pa",), (SPACES,)),
-    "shfl": Form(B32, ("Xauuu", "Xauu"), (_g("sync"), _g("up", "down", "bfly", "idx"))),
+    "shfl": Form(B32, ("Xakkk", "Xakk"), (_g("sync"), _g("up", "down", "bfly", "idx"))),
 }
 
 #: Every opcode of the PTX ISA (9.0); an instruction named otherwise is refused.
@@ -1024,7 +1024,7 @@ class _Context:
         op = self.ins.op
         if code in "dDwU":
             if isinstance(a, ir.Sink):
-                return (op in ("ld", "ldu", "shfl"), f"Result discard mode is not allowed for instruction '{op}'")
+                return False, f"Result discard mode is not allowed for instruction '{op}'"
             if isinstance(a, ir.Vec) and op in ("ld", "ldu", "mov"):
                 return self.vector(a, t, code == "D" or relaxed, dest=True)
             if not isinstance(a, ir.Reg):
@@ -1069,6 +1069,8 @@ class _Context:
             return True, None
         if code == "u":
             return self.source(a, "u32", False, form)
+        if code == "k":
+            return self.source(a, "b32", False, form)
         if code in "aAcs":
             if op in ("mul", "mad") and code == "a" and i == 3 and "wide" in self.ins.mods:
                 t = _wide(t)
@@ -1207,6 +1209,17 @@ class _Context:
                 return
             if len(params) != len(callee.params) or len(rets) != len(callee.rets):
                 self.bad("Call has wrong number of parameters")
+                return
+            for actual, formal in zip((*rets, *params), (*callee.rets, *callee.params),
+                                      strict=True):
+                v = self.local_vars.get(actual.name) if isinstance(actual, ir.Sym) else None
+                if v is None or v.space != "param":
+                    continue  # (registers and immediates as arguments: not checked)
+                if v.size != formal.size:
+                    self.bad(f"Type of argument does not match formal parameter '{formal.name}'")
+                elif v.alignment != formal.alignment:
+                    self.bad(f"Alignment of argument does not match formal parameter "
+                             f"'{formal.name}'")
         elif isinstance(target, ir.Reg):
             if not args or not isinstance(args[-1], ir.Sym):
                 self.bad("Call through a register requires call prototype")

@@ -161,6 +161,19 @@ CASES = [
     ("shfl.sync.down.b32 %r32|%p, %r32, 1, 31, -1;", OK),
     ("shfl.sync.down.b32 %r32, %r32, 1, 31;", BAD),
     ("vote.sync.ballot.b32 %r32, %p, -1;", OK),
+    ("shfl.sync.down.b32 %r32|%p, %r32, %u32, %f32, %r32;", OK),  # .b32 operands
+    ("shfl.sync.idx.b32 _|%p, %r32, 0, 31, -1;", BAD),
+    ("ld.global.u32 _, [%rd];", BAD),
+    ("ld.global.v2.u32 {_, %r32}, [%rd];", OK),
+    ("mov.b64 {_, %r32}, %rd;", OK),
+    ("setp.eq.u32 _|%p, %r32, 0;", OK),
+    ("atom.global.exch.b32 _, [%rd], %r32;", OK),
+    ("{ .param .align 4 .b8 a[12]; call f, (a); }", OK),
+    ("{ .param .align 8 .b8 a[12]; call f, (a); }", BAD),
+    ("{ .param .align 4 .b8 a[16]; call f, (a); }", BAD),
+    ('.pragma "nounroll";', OK),
+    (".pragma nounroll;", BAD),
+    ('.pragma "nounroll" %r32;', BAD),
     ("membar.gl;", OK),
     ("xyz.u32 %r32, %r32;", BAD),
     ("add.q32 %r32, %r32, %r32;", BAD),
@@ -171,7 +184,8 @@ CASES = [
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
         "p": "pred", "q": "pred", "r16": "b16", "f16": "f16", "b8": "b8"}
-HEAD = ".version 9.0\n.target sm_90\n.address_size 64\n.global .u32 g;\n"
+HEAD = (".version 9.0\n.target sm_90\n.address_size 64\n.global .u32 g;\n"
+        ".func f(.param .align 4 .b8 x[12]) { ret; }\n")
 
 
 def kernel(i: int, line: str) -> str:
