@@ -665,6 +665,34 @@ class _Context:
             self.check_barrier(ins)
         elif op in ("atom", "red"):
             self.check_atom(ins)
+        elif op == "vote":
+            self.check_vote(ins)
+
+    def check_vote(self, ins: ir.Instr) -> None:
+        mods = set(ins.mods)
+        mode = mods & {"all", "any", "uni", "ballot"}
+        types = mods & ALL_TYPES
+        if len(mode) != 1 or mods - mode - types - {"sync"}:
+            self.bad("Arguments mismatch for instruction 'vote'")
+            return
+        want = "b32" if mode == {"ballot"} else "pred"
+        if types != {want}:
+            self.bad("Instruction 'vote' requires '.b32' type with '.ballot' modifier." if
+                     mode == {"ballot"} and types else "Unexpected instruction types specified "
+                     "for 'vote'")
+            return
+        form = Form(frozenset(), ())
+        args = ins.args
+        sig = "dqu" if "sync" in mods else "dq"
+        if len(args) != len(sig):
+            self.bad("Arguments mismatch for instruction 'vote'")
+            return
+        ok = [self.operand("p" if want == "pred" else "d", args[0], want, False, form, 0)[0],
+              self.operand("q", args[1], want, False, form, 1)[0]]
+        if len(sig) == 3:
+            ok.append(self.operand("u", args[2], "u32", False, form, 2)[0])
+        if not all(ok):
+            self.bad("Arguments mismatch for instruction 'vote'")
 
     def operands_declared(self, args) -> bool:
         ok = True

@@ -319,9 +319,10 @@ def _limit_memory() -> None:
 PTXAS_MEMORY = 2 << 30
 
 
-def ptxas_verdict(text: str, workdir: str | None = None) -> tuple[bool, str]:
-    """Whether ptxas accepts the PTX (for the architecture its .target names), and its output.
-    ptxas runs with 2 GiB of address space and 60 s: running out of either is a refusal."""
+def ptxas_verdict(text: str, workdir: str | None = None) -> tuple[str, str]:
+    """What ptxas makes of the PTX (for the architecture its .target names): "ok",
+    "rejected", or "unknown" when it crashed or ran out of the 2 GiB of address space or the
+    60 s it is given (some mutants make it allocate gigabytes; a few crash it); and its output."""
     m = re.search(r"^\s*\.target\s+(sm_\d+[af]?)", text, re.M)
     arch = m.group(1) if m else "sm_90"
     fd, path = tempfile.mkstemp(suffix=".ptx", dir=workdir)
@@ -333,12 +334,17 @@ def ptxas_verdict(text: str, workdir: str | None = None) -> tuple[bool, str]:
                                capture_output=True, text=True, timeout=60, errors="replace",
                                preexec_fn=_limit_memory)
         except subprocess.TimeoutExpired:
-            return False, "ptxas timed out"
+            return "unknown", "ptxas timed out"
         if r.returncode != 0 and "is not defined for option 'gpu-name'" in r.stderr:
             r = subprocess.run([ptxas(), "-arch=sm_90", path, "-o", os.devnull],
                                capture_output=True, text=True, timeout=60, errors="replace",
                                preexec_fn=_limit_memory)
-        return r.returncode == 0, r.stderr.replace(path, "input.ptx")
+        err = r.stderr.replace(path, "input.ptx")
+        if r.returncode == 0:
+            return "ok", err
+        if r.returncode < 0 or "Memory allocation failure" in err:
+            return "unknown", err or f"ptxas died of signal {-r.returncode}"
+        return "rejected", err
     finally:
         if os.path.exists(path):
             os.unlink(path)

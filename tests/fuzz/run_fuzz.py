@@ -59,10 +59,7 @@ def main(argv: list[str]) -> int:
             text = m.text
         rec.update(cuport=v.kind, code=v.code, message=v.message[:300])
         if text is not None and (a.ptxas == "all" or (a.ptxas == "accepted" and v.kind == "ok")):
-            ok, err = ptxfuzz.ptxas_verdict(text)
-            verdict = "ok" if ok else "rejected"
-            if not ok and ("Memory allocation failure" in err or "timed out" in err):
-                verdict = "unknown"  # ptxas ran out of the memory or time it is given
+            verdict, err = ptxfuzz.ptxas_verdict(text)
             rec.update(ptxas=verdict, ptxas_message=err.strip()[:300])
         key = f"{rec['cuport']}" + (f"/ptxas-{rec['ptxas']}" if "ptxas" in rec else "")
         counts[key] = counts.get(key, 0) + 1

@@ -161,6 +161,11 @@ CASES = [
     ("shfl.sync.down.b32 %r32|%p, %r32, 1, 31, -1;", OK),
     ("shfl.sync.down.b32 %r32, %r32, 1, 31;", BAD),
     ("vote.sync.ballot.b32 %r32, %p, -1;", OK),
+    ("vote.sync.ballot.b32 %r32, %r32, -1;", BAD),
+    ("vote.sync.any.pred %p, !%q, %r32;", OK),
+    ("vote.sync.any.pred %r32, %p, -1;", BAD),
+    ("vote.sync.ballot.pred %p, %q, -1;", BAD),
+    ("vote.sync.ballot.b32 %r32, %p, %f32;", BAD),
     ("shfl.sync.down.b32 %r32|%p, %r32, %u32, %f32, %r32;", OK),  # .b32 operands
     ("shfl.sync.idx.b32 _|%p, %r32, 0, 31, -1;", BAD),
     ("ld.global.u32 _, [%rd];", BAD),
