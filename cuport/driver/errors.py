@@ -178,11 +178,22 @@ def from_exception(e: Exception, where: str) -> CudaError:
     code, message = getattr(e, "code", None), getattr(e, "message", None)
     if isinstance(code, int) and isinstance(message, str):
         return CudaError(code, message)
+    if isinstance(e, MemoryError):  # the machine's limit, not a bug
+        return CudaError(E.OUT_OF_MEMORY, "out of host memory")
     if where not in _tracebacks_shown:
         _tracebacks_shown.add(where)
-        print(f"cuport: {where}: internal error, answering CUDA_ERROR_UNKNOWN:", file=sys.stderr)
+        print(f"cuport: {where}: internal error, answering CUDA_ERROR_UNKNOWN (a bug in "
+              f"cuport {_version()}: please report it with this traceback and the program or "
+              "PTX that shows it):", file=sys.stderr)
         traceback.print_exception(type(e), e, e.__traceback__)
-    return CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}")
+    return CudaError(E.UNKNOWN, f"internal error (a bug in cuport, please report it): "
+                                f"{type(e).__name__}: {e}")
+
+
+def _version() -> str:
+    from cuport import __version__
+
+    return __version__
 
 
 def quiet_mode() -> bool:

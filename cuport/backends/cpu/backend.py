@@ -13,11 +13,9 @@ import signal
 import threading
 import time
 
-from ... import __version__
+from ... import __version__, ptx
 from ...ptx import ir
 from ...ptx.lexer import PtxSyntaxError
-from ...ptx.link import link_modules
-from ...ptx.parser import parse
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
@@ -105,10 +103,11 @@ class CpuModule:
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         try:
-            mods = [parse(t) for t in ptx_texts]
+            self.ptx = ptx.load(ptx_texts)  # parsed, checked as ptxas would, linked
         except PtxSyntaxError as e:
-            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
-        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+            err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
+            err.log = ptx.log_of(e)  # for CU_JIT_ERROR_LOG_BUFFER
+            raise err from None
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
         self.globals: dict[str, tuple[int, int]] = {}

@@ -317,7 +317,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             off = (off + a - 1) // a * a
             self.local_off[v.name] = off
             off += v.size
-        self.frame_size = (off + 15) & ~15
+        la = self.mc.local_align  # every frame keeps the largest alignment (compiler.py)
+        self.frame_size = (off + la - 1) // la * la
         self.mc.note_frame(self.fn, self.frame_size)
 
     def _layout_params(self) -> None:

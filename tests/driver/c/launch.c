@@ -187,7 +187,7 @@ static void test_module_launch(void)
     CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[] = {log, (void *)(uintptr_t)sizeof log};
     CHECK(p_cuModuleLoadDataEx(&mod, "this is not an image", 2, opts, vals) != CUDA_SUCCESS);
-    CHECK(strlen(log) > 10 && (uintptr_t)vals[1] == strlen(log) + 1);
+    CHECK(strlen(log) > 10 && (uintptr_t)vals[1] == strlen(log)); /* as cuLink* on an H200 */
     printf("log: %s\n", log);
     EXPECT(p_cuModuleLoad(&mod, "/nonexistent/kernels.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
 }
