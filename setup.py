@@ -1,7 +1,7 @@
 """Builds cuport's libcuda.so.1 (cffi embedding mode) as part of installing the package.
 
-`pip install .` puts it in the installed package (cuport/_native/); `pip install -e .`
-builds it in the source tree's cuport/_native/ (gitignored). Either way cuport
+`pip install .` puts it in the installed package (cuport/_native/<interpreter>/); `pip install
+-e .` builds it in the source tree's cuport/_native/<interpreter>/ (gitignored). Either way cuport
 rebuilds it on first use if its inputs change (cuport.capi.build.library_dir).
 """
 
@@ -24,7 +24,7 @@ class BuildPyWithLibcuda(build_py):
             out = HERE / "cuport" / "_native"
         else:
             out = Path(self.build_lib) / "cuport" / "_native"
-        build.build(out)
+        build.build(build.native_dir(out))
 
 
 setup(cmdclass={"build_py": BuildPyWithLibcuda})

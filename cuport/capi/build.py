@@ -9,10 +9,14 @@ implementation or a not-implemented reporter to each. The export-table slots are
 C entries too. The generated C is written to a temporary directory and compiled
 with the C compiler Python was built with; it is never kept.
 
-The library lands in cuport/_native/ (installed package or source tree), with a
-`libcuda.so` link and a BUILD_ID stamp; `library_dir()` rebuilds it when the inputs
-changed (editable installs) and falls back to a cache directory when the package
-directory is read-only.
+The library lands in cuport/_native/<interpreter>/ (installed package or source
+tree), with a `libcuda.so` link, a BUILD_ID stamp and cuport's NVRTC shim
+(cuport/shims/nvrtc.py); `library_dir()` rebuilds it when the inputs changed (editable
+installs) and falls back to a cache directory when the package directory is
+read-only. The folder is one per interpreter and environment (the library embeds
+both), so that virtual environments sharing an editable checkout each keep theirs
+instead of rebuilding at every switch; folders of environments that are gone are
+removed at the next build.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from cuport.capi import export_layout, table
+from cuport.shims import nvrtc as nvrtc_shim
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_NATIVE = HERE.parent / "_native"
@@ -193,14 +198,39 @@ def _slot_entries() -> list[str]:
     return out
 
 
+def _interpreter() -> str:
+    return repr((sys.version, sys.base_prefix, site_dirs()))
+
+
 def build_id() -> str:
     """Changes whenever the library would come out differently."""
     h = hashlib.sha256()
     for path in (table.API_FILE, table.TYPES_FILE, HERE / "boot.c", Path(__file__),
-                 HERE / "export_layout.py"):
+                 HERE / "export_layout.py", nvrtc_shim.SOURCE, Path(nvrtc_shim.__file__)):
         h.update(path.read_bytes())
-    h.update(repr((sys.version, sys.base_prefix, site_dirs())).encode())
+    h.update(_interpreter().encode())
     return h.hexdigest()[:16]
+
+
+def native_dir(base: Path = PACKAGE_NATIVE) -> Path:
+    """This interpreter's and environment's folder under base."""
+    key = hashlib.sha256(_interpreter().encode()).hexdigest()[:12]
+    return base / f"py{sys.version_info[0]}{sys.version_info[1]}-{key}"
+
+
+def _remove_abandoned(base: Path, keep: Path) -> None:
+    """Folders of environments whose site directories are all gone (and the files of the
+    layout before folders per environment)."""
+    for name in (SONAME, "libcuda.so", "BUILD_ID"):
+        old = base / name
+        if old.is_file() or old.is_symlink():
+            old.unlink(missing_ok=True)
+    for d in base.glob("py*-*"):
+        sites = d / "SITE_DIRS"
+        if d == keep or not d.is_dir() or not sites.exists():
+            continue
+        if not any(Path(s).is_dir() for s in sites.read_text().splitlines() if s):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def build(out_dir: Path, verbose: bool = False) -> Path:
@@ -241,14 +271,18 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     if not link_path.is_symlink():
         link_path.unlink(missing_ok=True)
         link_path.symlink_to(SONAME)
+    nvrtc_shim.build(out_dir)
+    (out_dir / "SITE_DIRS").write_text("\n".join(site_dirs()) + "\n")
     (out_dir / "BUILD_ID").write_text(build_id() + "\n")
+    if out_dir.parent == PACKAGE_NATIVE:
+        _remove_abandoned(PACKAGE_NATIVE, out_dir)
     return out_dir / SONAME
 
 
 def _is_current(directory: Path) -> bool:
     stamp = directory / "BUILD_ID"
     return (directory / SONAME).exists() and stamp.exists() and \
-        stamp.read_text().strip() == build_id()
+        nvrtc_shim.shim_path(directory).exists() and stamp.read_text().strip() == build_id()
 
 
 def cache_dir() -> Path:
@@ -258,8 +292,9 @@ def cache_dir() -> Path:
 
 def library_dir(rebuild: bool = True) -> Path:
     """The directory holding a current libcuda.so.1 (building it if needed)."""
-    if _is_current(PACKAGE_NATIVE):
-        return PACKAGE_NATIVE
+    own = native_dir()
+    if _is_current(own):
+        return own
     cached = cache_dir()
     if _is_current(cached):
         return cached
@@ -268,8 +303,8 @@ def library_dir(rebuild: bool = True) -> Path:
     print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
           file=sys.stderr)
     try:
-        build(PACKAGE_NATIVE)
-        return PACKAGE_NATIVE
+        build(own)
+        return own
     except PermissionError:
         build(cached)
         return cached
@@ -277,7 +312,7 @@ def library_dir(rebuild: bool = True) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else PACKAGE_NATIVE
+    out = Path(argv[0]) if argv else native_dir()
     path = build(out, verbose=True)
     print(path)
     return 0
