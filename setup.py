@@ -1,10 +1,10 @@
 """Builds cuport's libcuda.so.1 (cffi embedding mode) and its memory-fault guard
 (backends/cpu/guard.c) as part of installing the package.
 
-`pip install .` puts them in the installed package (cuport/_native/); `pip install -e .`
-builds them in the source tree's cuport/_native/ (gitignored). Either way cuport
-rebuilds them on first use if their inputs change (cuport.capi.build.library_dir,
-cuport.backends.cpu.guard.library).
+`pip install .` puts them in the installed package (libcuda.so.1 in cuport/_native/<interpreter>/,
+the guard in cuport/_native/); `pip install -e .` builds them in the source tree's cuport/_native/
+(gitignored). Either way cuport rebuilds them on first use if their inputs change
+(cuport.capi.build.library_dir, cuport.backends.cpu.guard.library).
 """
 
 import sys
@@ -27,7 +27,7 @@ class BuildPyWithLibcuda(build_py):
             out = HERE / "cuport" / "_native"
         else:
             out = Path(self.build_lib) / "cuport" / "_native"
-        build.build(out)
+        build.build(build.native_dir(out))
         guard.build(out)
 
 

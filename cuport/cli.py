@@ -1,7 +1,7 @@
 """The `cuport` command: run CUDA programs on the CPU, trace them, say what is there.
 
     cuport run PROGRAM [ARGS...]                 run with cuport's libcuda.so.1
-    cuport trace [--ptx-dir DIR] PROGRAM [...]   the same, logging every driver call
+    cuport trace [--ptx-dir DIR] [--all] PROGRAM [...]   the same, logging every driver call
     cuport info [--coverage]                     the device cuport presents, and where things are
                                                  (--coverage: every driver function, implemented or not)
 
@@ -10,11 +10,12 @@ program's CUDA runtime, or cuda-python, dlopens ours) and passes this Python's
 sys.path in CUPORT_PYTHONPATH (so the interpreter embedded in a C program finds
 cuport and its dependencies). It also puts cuport/shims first on PATH: its `nvcc`
 turns a request for a cubin (SASS, which cuport cannot run) into PTX, for programs that
-compile CUDA at run time (PyCUDA). The program's exit status is passed through; death
-by a signal that writes no core (^C, SIGTERM, SIGHUP, SIGKILL) ends cuport by the same
-signal; death by a core-writing signal N gives 128+N, as a shell would report it. The
-program keeps the signal dispositions cuport was started with, and the signals cuport is
-sent reach it (run_program).
+compile CUDA at run time (PyCUDA); and it preloads cuport's NVRTC, which does the same
+for NVRTC (CuPy, cuda.core), forwarding to NVIDIA's (CUPORT_NVRTC). The program's exit
+status is passed through; death by a signal that writes no core (^C, SIGTERM, SIGHUP,
+SIGKILL) ends cuport by the same signal; death by a core-writing signal N gives 128+N, as
+a shell would report it. The program keeps the signal dispositions cuport was started
+with, and the signals cuport is sent reach it (run_program).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import sys
 from pathlib import Path
 
 
-def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, str]:
+def program_env(trace: bool | str = False, ptx_dir: str | None = None) -> dict[str, str]:
     from cuport.capi import build
 
     env = dict(os.environ)
@@ -45,8 +46,18 @@ def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, st
             nvcc.chmod(0o755)
     if os.access(nvcc, os.X_OK):
         env["PATH"] = str(shims) + os.pathsep + env.get("PATH", "")
+    # NVRTC asked for a cubin by the program (CuPy, cuda.core) makes PTX (shims/nvrtc.py)
+    if env.get("CUPORT_NVRTC_SHIM", "1") != "0":
+        from cuport.shims import nvrtc
+
+        real = env.get("CUPORT_NVRTC") or nvrtc.find_real()
+        if real:
+            env["CUPORT_NVRTC"] = str(real)
+            preload = env.get("LD_PRELOAD")
+            shim = str(nvrtc.shim_path(Path(library_dir)))
+            env["LD_PRELOAD"] = shim + (os.pathsep + preload if preload else "")
     if trace:
-        env["CUPORT_TRACE"] = "1"
+        env["CUPORT_TRACE"] = "all" if trace == "all" else "1"
     if ptx_dir:
         env["CUPORT_PTX_DIR"] = os.path.abspath(ptx_dir)
     return env
@@ -125,7 +136,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    return run_program([args.program, *args.args], program_env(True, args.ptx_dir))
+    trace = "all" if args.all else True
+    return run_program([args.program, *args.args], program_env(trace, args.ptx_dir))
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -191,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     run.set_defaults(fn=cmd_run)
     trace = sub.add_parser("trace", help="run a program, logging every driver call to stderr")
     trace.add_argument("--ptx-dir", help="write the PTX of every module the program loads here")
+    trace.add_argument("--all", action="store_true",
+                       help="print every cuGetProcAddress lookup (folded into one line by default)")
     trace.add_argument("program")
     trace.add_argument("args", nargs=argparse.REMAINDER)
     trace.set_defaults(fn=cmd_trace)
@@ -199,7 +213,13 @@ def main(argv: list[str] | None = None) -> int:
                       help="list every driver API function and whether cuport implements it")
     info.set_defaults(fn=cmd_info)
     args = parser.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except BrokenPipeError:
+        # `cuport info | head`: the reader is gone; say nothing more, as other tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 if __name__ == "__main__":
