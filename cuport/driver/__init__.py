@@ -24,6 +24,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     module,
     profiler,
     stream,
+    stream_attrs,
     texture,
     user_objects,
 )

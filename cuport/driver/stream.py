@@ -90,6 +90,7 @@ class Stream:
         self.capture = None  # the capture.Capture this stream is in
         self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
         self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
+        self.attributes: dict[int, bytes] = {}  # cuStreamSetAttribute values (stream_attrs.py)
 
     @property
     def blocking(self) -> bool:
@@ -264,7 +265,7 @@ context.RESOURCE_HOOKS.append(_release)
 
 # -- API --------------------------------------------------------------------------------
 
-def _clamp_priority(priority: int) -> int:
+def clamp_priority(priority: int) -> int:
     return max(-5, min(0, priority))
 
 
@@ -278,7 +279,7 @@ def create_with_priority(flags: int, priority: int) -> int:
     if flags & ~K.CU_STREAM_NON_BLOCKING:
         raise CudaError(E.INVALID_VALUE, f"stream flags {flags:#x} are not valid CUstream_flags")
     ctx = context.current()
-    s = Stream(ctx, flags, _clamp_priority(priority))
+    s = Stream(ctx, flags, clamp_priority(priority))
     cs = streams_of(ctx)
     with cs.lock:
         cs.created.add(s)

@@ -5,6 +5,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   kernels at module scope (`.weak .shared`), and the linked module holds every
   kernel's; each kernel must count only those its call graph names (radixSortThrust,
   segmentationTreeThrust: CUB sized a grid of 0 blocks from 564064 bytes).
+- l2_attributes: an L2 and a persisting-L2 size, access-policy windows as stream,
+  launch and kernel-node attributes (simpleAttributes waived).
 """
 
 from __future__ import annotations
@@ -42,3 +44,12 @@ def test_rdc_kernels_count_only_their_own_static_shared_memory(tmp_path):
     # what cudaFuncGetAttributes answers on the H200 (ptxas' counts)
     assert r.stdout.splitlines() == ["kernel_a shared 40960", "kernel_ab shared 40960",
                                      "kernel_b shared 45056", "PASS"], r.stdout
+
+
+def test_l2_persistence_and_access_policy_windows(tmp_path):
+    """simpleAttributes waived on `persistingL2CacheMaxSize == 0`; stream attributes were
+    not implemented."""
+    exe = build(tmp_path, "l2_attributes", ["l2_attributes.cu"])
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["hitRatio 1.5: cudaErrorInvalidValue", "PASS"], r.stdout
