@@ -2,7 +2,9 @@
 
 On the CPU backend device memory is host memory: every allocation is a private
 anonymous mmap (page-aligned, zero-filled), and a CUdeviceptr is its address, so
-kernels and host copies use it directly. The allocation table answers the
+kernels and host copies use it directly. Like a GPU's 2 MiB pages, 2 MiB of padding on
+either side keep reads just outside an allocation from faulting; CUPORT_CHECK_BOUNDS=1
+puts inaccessible pages there instead. The allocation table answers the
 questions a driver must (is this pointer ours, which allocation, how large, which
 context) and lets every copy be checked before memory is touched: a bad pointer
 or a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE, never a crash.
@@ -13,8 +15,10 @@ from __future__ import annotations
 import bisect
 import collections
 import ctypes
+import functools
 import itertools
 import mmap
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -113,21 +117,75 @@ class AllocationTable:
 TABLE = AllocationTable()
 
 
+#: A GPU maps device memory in 2 MiB pages, so a read a little outside an allocation (a
+#: stencil's row before or after its buffer) lands in mapped memory and does not fault.
+GRANULE = 2 << 20
+_MADV_NOHUGEPAGE = 15
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+# base of each allocation cuport mapped -> (start, length) of the whole mapping
+_mappings: dict[int, tuple[int, int]] = {}
+
+
+def check_bounds() -> bool:
+    """CUPORT_CHECK_BOUNDS=1: every allocation sits between inaccessible pages, so any
+    access past the page that holds its last byte faults (a checking mode; a GPU does not)."""
+    return os.environ.get("CUPORT_CHECK_BOUNDS", "") not in ("", "0")
+
+
+@functools.cache
+def _thp_always() -> bool:
+    """Whether the kernel backs any anonymous memory with huge pages (padding is then
+    marked MADV_NOHUGEPAGE; otherwise it is left alone, which keeps one mapping a VMA)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return "[always]" in f.read()
+    except OSError:
+        return False
+
+
+def page_span(size: int) -> int:
+    return max(PAGE, -(-size // PAGE) * PAGE)
+
+
 def map_pages(size: int) -> int:
+    """Map zero-filled memory for an allocation of `size` bytes and return its (page-aligned)
+    base. By default a granule of padding lies on either side, readable and writable as the
+    neighbouring memory of a GPU allocation is; with CUPORT_CHECK_BOUNDS=1 a PROT_NONE page."""
     if size > device.total_memory():
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the machine has "
                                          f"{device.total_memory()} bytes of memory")
-    length = max(PAGE, -(-size // PAGE) * PAGE)
-    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                         mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
-    if address in (None, _MAP_FAILED):
+    body = page_span(size)
+    pad = PAGE if check_bounds() else GRANULE
+    length = pad + body + pad
+    start = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+    if start in (None, _MAP_FAILED):
         raise CudaError(E.OUT_OF_MEMORY, f"mmap of {size} bytes failed "
                                          f"(errno {ctypes.get_errno()})")
-    return address
+    base = start + pad
+    if check_bounds() or _thp_always():
+        for guard in (start, base + body):
+            if check_bounds():
+                _libc.mprotect(guard, pad, 0)  # PROT_NONE
+            else:  # padding written to must not take a huge page of real memory
+                _libc.madvise(guard, pad, _MADV_NOHUGEPAGE)
+    with TABLE.lock:
+        _mappings[base] = (start, length)
+    return base
 
 
 def _unmap(a: Allocation) -> None:
-    _libc.munmap(a.base, max(PAGE, -(-a.size // PAGE) * PAGE))
+    with TABLE.lock:
+        start, length = _mappings.pop(a.base, (a.base, page_span(a.size)))
+    for hook in UNMAP_HOOKS:
+        hook(a)
+    _libc.munmap(start, length)
+
+
+# Called with an allocation just before its memory is unmapped (ipc.py closes its file).
+UNMAP_HOOKS: list = []
 
 
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:

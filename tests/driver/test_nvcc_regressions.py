@@ -7,6 +7,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   segmentationTreeThrust: CUB sized a grid of 0 blocks from 564064 bytes).
 - l2_attributes: an L2 and a persisting-L2 size, access-policy windows as stream,
   launch and kernel-node attributes (simpleAttributes waived).
+- near_bounds: a stencil's reads one row outside its buffer fault on cuport, not on a
+  GPU (Rodinia srad_v2).
 """
 
 from __future__ import annotations
@@ -53,3 +55,45 @@ def test_l2_persistence_and_access_policy_windows(tmp_path):
     r = cuport_run(exe)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["hitRatio 1.5: cudaErrorInvalidValue", "PASS"], r.stdout
+
+
+@pytest.mark.parametrize("layout", ["alone", "neighbours"])
+def test_reads_just_outside_an_allocation_do_not_fault(tmp_path, layout):
+    """srad_v2 reads one row before and after its image: no fault by default, a fault
+    (cudaErrorIllegalAddress, the program goes on) with CUPORT_CHECK_BOUNDS=1."""
+    exe = build(tmp_path, "near_bounds", ["near_bounds.cu"])
+    args = [] if layout == "alone" else ["neighbours"]
+    r = cuport_run(exe, *args)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+    r = cuport_run(exe, *args, env=clean_env(CUPORT_CHECK_BOUNDS="1"))
+    assert r.returncode == 1 and r.stdout.splitlines() == ["launch: cudaErrorIllegalAddress"], \
+        r.stdout + r.stderr
+    assert "illegal address: a load or store at" in r.stderr
+
+
+def test_allocations_are_padded_to_the_granule_or_guarded():
+    """The mapping around a fresh allocation: 2 MiB readable on either side by default,
+    an inaccessible page on either side in the checking mode."""
+    from cuport.driver import memory
+    from cuport.loader.memory import ProcessMemory
+
+    size = 3 * memory.PAGE + 100
+    base = memory.map_pages(size)
+    try:
+        maps = ProcessMemory()
+        assert maps.readable_until(base - memory.GRANULE) >= base + size + memory.GRANULE - 1
+    finally:
+        memory._unmap(memory.Allocation(base, size, "device", None))
+    import os
+
+    os.environ["CUPORT_CHECK_BOUNDS"] = "1"
+    try:
+        base = memory.map_pages(size)
+    finally:
+        del os.environ["CUPORT_CHECK_BOUNDS"]
+    try:
+        maps = ProcessMemory()
+        assert maps.readable_until(base) == base + memory.page_span(size)
+        assert maps.mapping_at(base - 1) is not None and not maps.mapping_at(base - 1).readable
+    finally:
+        memory._unmap(memory.Allocation(base, size, "device", None))
