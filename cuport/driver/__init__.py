@@ -16,6 +16,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     graph,
     graph_exec,
     graph_params,
+    ipc,
     launch,
     legacy_launch,
     linker,

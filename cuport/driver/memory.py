@@ -30,6 +30,7 @@ from cuport.driver.errors import CudaError, E
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
 _MAP_NORESERVE = 0x4000  # Linux: no swap reservation, like device memory that is not touched
+_MAP_FIXED = 0x10
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -55,6 +56,7 @@ class Allocation:
     pool: object | None = None  # the mempool.Pool of a stream-ordered allocation
     freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
     graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
+    imported: bool = False  # another process's, from cuIpcOpenMemHandle (ipc.py)
 
     @property
     def end(self) -> int:
@@ -186,6 +188,58 @@ def _unmap(a: Allocation) -> None:
 
 # Called with an allocation just before its memory is unmapped (ipc.py closes its file).
 UNMAP_HOOKS: list = []
+
+
+def libc_mmap(length: int, flags: int, fd: int = -1) -> int:
+    """A read-write mapping (memory files of ipc.py); OUT_OF_MEMORY if it fails."""
+    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, fd, 0)
+    if address in (None, _MAP_FAILED):
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {length} bytes failed "
+                                         f"(errno {ctypes.get_errno()})")
+    return address
+
+
+def libc_munmap(address: int, length: int) -> None:
+    _libc.munmap(address, length)
+
+
+def _map_fixed_shared(address: int, length: int, fd: int) -> None:
+    got = _libc.mmap(address, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                     mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
+    if got != address:
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of a shared file over {hex(address)} failed "
+                                         f"(errno {ctypes.get_errno()})")
+
+
+def make_shareable(a: Allocation, name: str) -> int:
+    """Move an allocation's pages into a memory file that other processes can map (its
+    contents copied, its address kept) and return the file's descriptor. The caller makes
+    sure no kernel or copy uses the allocation meanwhile."""
+    body = page_span(a.size)
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, body)
+        tmp = libc_mmap(body, mmap.MAP_SHARED, fd)
+        ctypes.memmove(tmp, a.base, body)
+        _libc.munmap(tmp, body)
+        _map_fixed_shared(a.base, body, fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def map_shared(fd: int, size: int) -> int:
+    """Map another process's memory file (padded as map_pages pads) and return its base."""
+    base = map_pages(size)
+    try:
+        _map_fixed_shared(base, page_span(size), fd)
+    except CudaError:
+        with TABLE.lock:
+            start, length = _mappings.pop(base)
+        _libc.munmap(start, length)
+        raise
+    return base
 
 
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
@@ -331,6 +385,9 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
     if a.kind not in kinds:
         raise CudaError(E.INVALID_VALUE, f"{hex(address)} is {a.kind} memory: "
                                          f"free it with {call_for_others}")
+    if a.imported:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is another process's memory, from "
+                                         "cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle")
     return a
 
 
@@ -424,6 +481,11 @@ def mem_get_address_range(dptr: int) -> tuple[int, int]:
 _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
 
 
+def ipc_capable(a: Allocation) -> bool:
+    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of this process."""
+    return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
+
+
 def _memory_type(a: Allocation) -> int:
     return K.CU_MEMORYTYPE_HOST if a.kind in ("host", "registered") else K.CU_MEMORYTYPE_DEVICE
 
@@ -449,7 +511,7 @@ POINTER_ATTRIBUTES = {
     K.CU_POINTER_ATTRIBUTE_BUFFER_ID: (_U64, lambda a, p: a.id),
     K.CU_POINTER_ATTRIBUTE_IS_MANAGED: (_U32, lambda a, p: int(a.kind == "managed")),
     K.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: (_I32, lambda a, p: 0),
-    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: int(ipc_capable(a))),
     K.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: (_U64, lambda a, p: a.base),
     K.CU_POINTER_ATTRIBUTE_RANGE_SIZE: (_U64, lambda a, p: a.size),
     K.CU_POINTER_ATTRIBUTE_MAPPED: (_I32, lambda a, p: 1),

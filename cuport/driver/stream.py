@@ -335,6 +335,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
         return
     if flags & K.CU_EVENT_WAIT_EXTERNAL:
         raise CudaError(E.INVALID_VALUE, "CU_EVENT_WAIT_EXTERNAL is only for capturing streams")
+    if e.shared is not None:  # an interprocess event: its records may be another process's
+        shared, n = e.shared, e.shared.target()
+        if not shared.is_reached(n):
+            submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
+        return
     if e.op is not None and not e.op.done.is_set():
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
