@@ -14,6 +14,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     errors,
     event,
     graph,
+    graph_conditional,
     graph_exec,
     graph_params,
     ipc,

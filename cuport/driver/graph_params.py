@@ -12,7 +12,7 @@ import ctypes
 from collections.abc import Callable
 
 from cuport.capi import types
-from cuport.driver import context, device, event, launch
+from cuport.driver import context, device, event, graph_conditional, launch
 from cuport.driver import graph_nodes as gn
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -145,6 +145,8 @@ def generic_params(p, parent: Graph | None) -> gn.Params:
         return gn.mem_alloc_params(p.alloc, context.current())
     if t == K.CU_GRAPH_NODE_TYPE_MEM_FREE:
         return gn.mem_free_params(p.free.dptr)
+    if t == K.CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return graph_conditional.conditional_params(p.conditional, parent)
     if t in gn.UNSUPPORTED_KINDS:
         raise CudaError(E.NOT_SUPPORTED, f"{gn.UNSUPPORTED_KINDS[t]} are not supported by cuport")
     raise CudaError(E.INVALID_VALUE, f"nodeParams.type {t} is not a CUgraphNodeType")
@@ -337,14 +339,6 @@ def mem_alloc_node_get_params(handle: int, out: int) -> None:
 @implements("cuGraphMemFreeNodeGetParams")
 def mem_free_node_get_params(handle: int) -> int:
     return node_of(handle, gn.MemFree).params.dptr
-
-
-@implements("cuGraphConditionalHandleCreate")
-def conditional_handle_create(g: int, ctx: int, default: int, flags: int) -> int:
-    lookup_graph(g)
-    raise CudaError(E.NOT_SUPPORTED, "conditional graph nodes (cudaGraphConditionalHandleCreate, "
-                                     "cudaGraphSetConditional in device code) are not supported "
-                                     "by cuport")
 
 
 # -- graph memory attributes ----------------------------------------------------------------

@@ -247,4 +247,9 @@ def lower_call(mc, em, name: str, callee: ir.Function, ins: ir.Instr, params: tu
         dead = em.llfn.append_basic_block("after_assert")
         b.position_at_end(dead)
         return
+    from . import devrt
+
+    if name in devrt.LOWERINGS:
+        devrt.LOWERINGS[name](mc, em, ins, params, rets)
+        return
     raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")
