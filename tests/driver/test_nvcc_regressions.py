@@ -9,6 +9,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   launch and kernel-node attributes (simpleAttributes waived).
 - near_bounds: a stencil's reads one row outside its buffer fault on cuport, not on a
   GPU (Rodinia srad_v2).
+- device_assert: each failing thread's assert line, on stdout (cuda-samples simpleAssert
+  showed none of them between its markers).
 """
 
 from __future__ import annotations
@@ -97,3 +99,15 @@ def test_allocations_are_padded_to_the_granule_or_guarded():
         assert maps.mapping_at(base - 1) is not None and not maps.mapping_at(base - 1).readable
     finally:
         memory._unmap(memory.Allocation(base, size, "device", None))
+
+
+def test_every_failing_thread_prints_its_assert_line_on_stdout(tmp_path):
+    exe = build(tmp_path, "device_assert", ["device_assert.cu"])
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    where = f"{C / 'device_assert.cu'}:10: void check_limit(const int *, int): block: [1,0,0]"
+    assert r.stdout.splitlines() == [
+        "-- begin",
+        *(f"{where}, thread: [{x},{y},0] Assertion `v[i] < limit` failed."
+          for x, y in ((6, 0), (11, 0), (13, 0))),
+        "-- end", "cudaErrorAssert"], r.stdout
