@@ -397,8 +397,47 @@ def graph_memory_in_use() -> int:
     return sum(a.size for a in GRAPH_MEMORY if memory.TABLE.find(a.base) is a)
 
 
-def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
-    """Check a CUDA_MEM_ALLOC_NODE_PARAMS, map its memory and write its address (dptr)."""
+def _reusable(deps: list, size: int) -> memory.Allocation | None:
+    """Graph memory that a new mem alloc node after `deps` may take over, as CUDA reuses
+    a virtual address within a graph: an allocation large enough whose mem free node
+    comes before the new node, every earlier mem alloc node of it before that free."""
+    seen: set = set()
+    todo = list(deps)
+    ancestors = []
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            ancestors.append(n)
+            todo.extend(n.deps)
+    for free in ancestors:
+        if not isinstance(free.params, MemFree):
+            continue
+        a = memory.TABLE.find(free.params.dptr)
+        if a is None or a.size < size:
+            continue
+        users = [n for n in free.graph.nodes
+                 if isinstance(n.params, MemAlloc) and n.params.allocation is a]
+        if users and all(_precedes(u, free) for u in users):
+            return a
+    return None
+
+
+def _precedes(a, b) -> bool:
+    todo, seen = list(b.deps), set()
+    while todo:
+        n = todo.pop()
+        if n is a:
+            return True
+        if n not in seen:
+            seen.add(n)
+            todo.extend(n.deps)
+    return False
+
+
+def mem_alloc_params(p, ctx: context.Context, deps: list | None = None) -> MemAlloc:
+    """Check a CUDA_MEM_ALLOC_NODE_PARAMS, map its memory and write its address (dptr).
+    `deps` (graph nodes the new node will follow) lets it reuse a freed address."""
     if p.bytesize == 0:
         raise CudaError(E.INVALID_VALUE, "bytesize of the mem alloc node is 0")
     props = p.poolProps
@@ -407,13 +446,15 @@ def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
                                          "CU_MEM_ALLOCATION_TYPE_PINNED")
     if props.location.type != K.CU_MEM_LOCATION_TYPE_DEVICE or props.location.id != 0:
         raise CudaError(E.INVALID_VALUE, "poolProps.location must be device 0")
-    # Mapped directly, not through memory.allocate: making a graph is no unsafe call
-    # during a stream capture.
-    a = memory.Allocation(memory.map_pages(p.bytesize), p.bytesize, "device", ctx,
-                          graph_memory=True)
-    memory.TABLE.add(a)
-    GRAPH_MEMORY.append(a)
-    _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
+    a = _reusable(deps or [], p.bytesize)
+    if a is None:
+        # Mapped directly, not through memory.allocate: making a graph is no unsafe call
+        # during a stream capture.
+        a = memory.Allocation(memory.map_pages(p.bytesize), p.bytesize, "device", ctx,
+                              graph_memory=True)
+        memory.TABLE.add(a)
+        GRAPH_MEMORY.append(a)
+        _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
     p.dptr = a.base
     ffi = types.ffi()
     pointer = p if ffi.typeof(p).kind == "pointer" else ffi.addressof(p)

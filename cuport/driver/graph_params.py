@@ -97,8 +97,11 @@ def add_event_wait_node(g: int, deps: int, n: int, ev: int) -> int:
 
 @implements("cuGraphAddMemAllocNode")
 def add_mem_alloc_node(g: int, deps: int, n: int, params: int) -> int:
-    return _add(g, deps, n, lambda _: gn.mem_alloc_params(
-        _struct(params, "CUDA_MEM_ALLOC_NODE_PARAMS_v1"), context.current()))
+    graph = lookup_graph(g)
+    dep_list = dependencies(graph, deps, n)
+    made = gn.mem_alloc_params(_struct(params, "CUDA_MEM_ALLOC_NODE_PARAMS_v1"),
+                               context.current(), [d for d, _ in dep_list])
+    return graph.add(made, dep_list).handle
 
 
 @implements("cuGraphAddMemFreeNode")

@@ -11,6 +11,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   GPU (Rodinia srad_v2).
 - device_assert: each failing thread's assert line, on stdout (cuda-samples simpleAssert
   showed none of them between its markers).
+- graph_memory_reuse: a mem alloc node after the free of another takes its address, as
+  CUDA's graph allocator does (cuda-samples graphMemoryFootprint).
 """
 
 from __future__ import annotations
@@ -111,3 +113,11 @@ def test_every_failing_thread_prints_its_assert_line_on_stdout(tmp_path):
         *(f"{where}, thread: [{x},{y},0] Assertion `v[i] < limit` failed."
           for x, y in ((6, 0), (11, 0), (13, 0))),
         "-- end", "cudaErrorAssert"], r.stdout
+
+
+def test_graph_memory_reuses_a_freed_address_within_a_graph(tmp_path):
+    exe = build(tmp_path, "graph_memory_reuse", ["graph_memory_reuse.cu"])
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["b reuses a's address: yes", "c has its own: yes",
+                                     "PASS"], r.stdout
