@@ -13,6 +13,7 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   showed none of them between its markers).
 - graph_memory_reuse: a mem alloc node after the free of another takes its address, as
   CUDA's graph allocator does (cuda-samples graphMemoryFootprint).
+- const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
 """
 
 from __future__ import annotations
@@ -121,3 +122,15 @@ def test_graph_memory_reuses_a_freed_address_within_a_graph(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["b reuses a's address: yes", "c has its own: yes",
                                      "PASS"], r.stdout
+
+
+def test_const_size_bytes_counts_the_kernels_constant_memory(tmp_path):
+    """CONST_SIZE_BYTES read 0. What a kernel reads is a lower bound on the GPU too
+    (whether the H200 counts the module's other constants is recorded by
+    tests/driver/record_gpu.sh)."""
+    exe = build(tmp_path, "const_size", ["const_size.cu"])
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sizes = dict(line.rsplit(" const ", 1) for line in r.stdout.splitlines())
+    assert int(sizes["lookup"]) >= 256 * 4 + 4 and int(sizes["scaled"]) >= 4, r.stdout
+    assert sizes == {"lookup": "1028", "scaled": "4"}  # the constants each one reads

@@ -15,7 +15,7 @@ import time
 
 from ... import __version__
 from ...ptx import ir
-from ...ptx.callgraph import reachable_shared
+from ...ptx.callgraph import reachable_module_variables, reachable_shared
 from ...ptx.lexer import PtxSyntaxError
 from ...ptx.link import link_modules
 from ...ptx.parser import parse
@@ -122,7 +122,9 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
             n *= d
         maxt = min(maxt, n)
     req = tuple((list(fn.reqntid) + [1, 1])[:3]) if fn.reqntid else None
-    return KernelInfo(fn.name, params, off, soff, local, maxt, req)
+    const = sum(v.size for v in reachable_module_variables(module, fn, "const"))
+    return KernelInfo(fn.name, params, off, soff, local, maxt, req,
+                      attributes={"const_size_bytes": const})
 
 
 class CpuKernel:
