@@ -73,7 +73,13 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
-        note_failure(e)
+
+        def take_pending() -> CudaError | None:
+            with ctx.lock:
+                err, ctx.sticky_error = ctx.sticky_error, None
+            return err
+
+        note_failure(e, take_pending)
 
 
 class Stream:
