@@ -27,7 +27,8 @@ OTHER_RUNTIMES = ["12-static", "12-shared", "13-static", "13-shared"]
 ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
 
 # programs whose kernels need a newer virtual architecture than nvcc's default
-PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"]}  # bf16, tf32, f64 and s8 wmma
+PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"],  # bf16, tf32, f64 and s8 wmma
+                 "async_copy": ["-arch=sm_90"]}  # cp.async.bulk, mbarrier transaction counts
 
 JOBS = [(p, r) for p in PROGRAMS for r in ("toolkit-static", "toolkit-shared")] + [
     (p, r) for p in ON_OTHER_RUNTIMES for r in OTHER_RUNTIMES
