@@ -35,7 +35,7 @@ from ..base import (
     KernelInfo,
     ParamInfo,
 )
-from . import cache, guard, jit
+from . import cache, device_launch, guard, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -150,10 +150,11 @@ class CpuKernel:
         self.specialization(tuple(int(x) for x in block))
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, depth: int = 0) -> None:
         """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
         at once: each worker may hold as many blocks as the grid needs, and waiting blocks
-        step aside for the others."""
+        step aside for the others. Then the grids it launched from device code
+        (device_launch.py; `depth`: how deep this grid is nested)."""
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         nthreads = block[0] * block[1] * block[2]
@@ -168,8 +169,10 @@ class CpuKernel:
         if cooperative:
             resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
         linked, ck = self.specialization(block, resident)
-        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name,
-                                cooperative)
+        launches = self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params,
+                                           self.fn.name, cooperative, self.module, depth)
+        if launches:
+            device_launch.run_children(self.module, launches, depth)
 
 
 class CpuModule:
@@ -300,7 +303,9 @@ class CpuBackend:
         return buf.address
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
-            name: str, cooperative: bool = False) -> None:
+            name: str, cooperative: bool = False, module: CpuModule | None = None,
+            depth: int = 0) -> list:
+        """Run one grid; returns the launches its threads made (device_launch.py)."""
         nblocks = grid[0] * grid[1] * grid[2]
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
@@ -325,16 +330,21 @@ class CpuBackend:
             ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int] = {}
             call = self._guarded(linked, ctx_addr, faults)
-            if workers == 1:
-                call(0)
-            else:
-                self.pool.run(call, workers)
+            device_launch.begin(module, depth)
+            try:
+                if workers == 1:
+                    call(0)
+                else:
+                    self.pool.run(call, workers)
+            finally:
+                launches = device_launch.end()
             from . import hostcalls
 
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
+        return launches
 
     @staticmethod
     def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):

@@ -152,6 +152,10 @@ _CALLBACKS = {
 
 
 def address_of(sym: str) -> int:
+    if sym not in _CALLBACKS:  # the device runtime's (dynamic parallelism)
+        from . import device_launch
+
+        return device_launch.address_of(sym)
     return ctypes.cast(_CALLBACKS[sym], ctypes.c_void_p).value
 
 
@@ -251,7 +255,6 @@ def lower_call(mc, em, name: str, callee: ir.Function, ins: ir.Instr, params: tu
         return
     from . import devrt
 
-    if name in devrt.LOWERINGS:
-        devrt.LOWERINGS[name](mc, em, ins, params, rets)
+    if devrt.lower(mc, em, name, callee, ins, params, rets):
         return
     raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")
