@@ -13,8 +13,11 @@ cannot wait for its children (cudaDeviceSynchronize is gone from device code), e
 child grid completes before its parent grid counts as complete, a tail launch starts
 after all other work of the grid that launched it, and work in one stream (the NULL
 stream of a block, a stream the kernel created, cudaStreamFireAndForget) runs in the
-order it was launched. Nesting stops at CUDA's 24 levels and a grid may leave at most
-CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT launches pending, with CUDA's errors.
+order it was launched. Nesting stops at CUDA's 24 levels, with CUDA's error. A grid's
+launches all wait until it is done, where a GPU starts them meanwhile, so
+CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT (what a GPU keeps pending at once) is not
+applied; a grid that launches more than PENDING_CAP grids gets CUDA's pending-count
+error instead of exhausting memory.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 
 TAIL_LAUNCH = 0x3  # cudaStreamTailLaunch
 MAX_DEPTH = 24
-PENDING_LIMIT = [2048]  # CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, set by the driver
+PENDING_CAP = 1 << 20
 
 # CNPerror codes (libcudadevrt's cudartErrorCnpMap turns them into cudaError values)
 CNP_SUCCESS = 0
@@ -120,7 +123,7 @@ def _launch(address: int, stream: int, kernel: str | None = None, grid=None, blo
             return CNP_INVALID_VALUE
         if q.depth + 1 >= MAX_DEPTH:
             return CNP_MAX_DEPTH
-        if len(q.launches) >= PENDING_LIMIT[0]:
+        if len(q.launches) >= PENDING_CAP:
             return CNP_PENDING_COUNT
     name = kernel or p.kernel
     grid = grid or p.grid
