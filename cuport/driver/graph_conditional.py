@@ -99,12 +99,12 @@ def handle_create(graph_handle: int, ctx_handle: int, default: int, flags: int) 
 
 
 def forget_graph(g: Any) -> None:
-    """The handles made for a destroyed graph become invalid; their cells are reused."""
+    """The handles made for a destroyed graph can no longer name new nodes. Their cells
+    stay: executable graphs (and clones) instantiated before may still use them."""
     with _lock:
         for address, v in list(_vars.items()):
             if v.graph is g:
                 del _vars[address]
-                _free.append(address)
 
 
 # -- the node --------------------------------------------------------------------------------
