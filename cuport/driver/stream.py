@@ -74,7 +74,13 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
-        note_failure(e)
+
+        def take_pending() -> CudaError | None:
+            with ctx.lock:
+                err, ctx.sticky_error = ctx.sticky_error, None
+            return err
+
+        note_failure(e, take_pending)
 
 
 class Stream:
@@ -91,6 +97,7 @@ class Stream:
         self.capture = None  # the capture.Capture this stream is in
         self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
         self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
+        self.attributes: dict[int, bytes] = {}  # cuStreamSetAttribute values (stream_attrs.py)
 
     @property
     def blocking(self) -> bool:
@@ -273,7 +280,7 @@ context.RESOURCE_HOOKS.append(_release)
 
 # -- API --------------------------------------------------------------------------------
 
-def _clamp_priority(priority: int) -> int:
+def clamp_priority(priority: int) -> int:
     return max(-5, min(0, priority))
 
 
@@ -287,7 +294,7 @@ def create_with_priority(flags: int, priority: int) -> int:
     if flags & ~K.CU_STREAM_NON_BLOCKING:
         raise CudaError(E.INVALID_VALUE, f"stream flags {flags:#x} are not valid CUstream_flags")
     ctx = context.current()
-    s = Stream(ctx, flags, _clamp_priority(priority))
+    s = Stream(ctx, flags, clamp_priority(priority))
     cs = streams_of(ctx)
     with cs.lock:
         cs.created.add(s)
@@ -343,6 +350,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
         return
     if flags & K.CU_EVENT_WAIT_EXTERNAL:
         raise CudaError(E.INVALID_VALUE, "CU_EVENT_WAIT_EXTERNAL is only for capturing streams")
+    if e.shared is not None:  # an interprocess event: its records may be another process's
+        shared, n = e.shared, e.shared.target()
+        if not shared.is_reached(n):
+            submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
+        return
     if e.op is not None and not e.op.done.is_set():
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 

@@ -40,7 +40,7 @@ class Divergence:
 
 #: Opcodes whose result differs per lane even when every source is uniform.
 _PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call", "elect",
-                 "wmma"}
+                 "wmma", "mbarrier"}
 
 
 def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "warp") -> bool:

@@ -31,7 +31,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, faultaddr, guard, host_pages, jit
+from . import cache, device_launch, faultaddr, guard, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -77,10 +77,11 @@ class CpuKernel:
         self.specialization(tuple(int(x) for x in block))
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, depth: int = 0) -> None:
         """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
         at once: each worker may hold as many blocks as the grid needs, and waiting blocks
-        step aside for the others."""
+        step aside for the others. Then the grids it launched from device code
+        (device_launch.py; `depth`: how deep this grid is nested)."""
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         nthreads = block[0] * block[1] * block[2]
@@ -95,8 +96,10 @@ class CpuKernel:
         if cooperative:
             resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
         linked, ck = self.specialization(block, resident)
-        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name,
-                                cooperative)
+        launches = self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params,
+                                           self.fn.name, cooperative, self.module, depth)
+        if launches:
+            device_launch.run_children(self.module, launches, depth)
 
 
 class CpuModule:
@@ -168,13 +171,6 @@ class CpuBackend:
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
         return CpuModule(self, ptx_texts)
 
-    # ------------------------------------------------------------ memory: host pages
-    def allocate(self, size: int, kind: str = "device") -> int:
-        return host_pages.allocate(size, kind)
-
-    def free(self, address: int, size: int) -> None:
-        host_pages.free(address, size)
-
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
         """Resident blocks per worker that keep a cooperative grid of nblocks all running."""
@@ -235,8 +231,9 @@ class CpuBackend:
         return buf.address
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
-            name: str, cooperative: bool = False) -> None:
-        """Run a launch to its end. On Python's main thread, while ^C means KeyboardInterrupt,
+            name: str, cooperative: bool = False, module: CpuModule | None = None,
+            depth: int = 0) -> list:
+        """Run one grid to its end; returns the launches its threads made (device_launch.py). On Python's main thread, while ^C means KeyboardInterrupt,
         ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
         from Python's own handler, is raised as soon as the launch has returned."""
         lib = guard.library()
@@ -244,10 +241,10 @@ class CpuBackend:
             and threading.current_thread() is threading.main_thread() \
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if not interruptible:
-            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
         lib.cuport_interruptible(L.ERR_INTERRUPTED)
         try:
-            self._run(linked, ck, grid, dyn_smem, params, name, cooperative)
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
         finally:
             lib.cuport_interruptible(0)
 
@@ -267,7 +264,8 @@ class CpuBackend:
             lib.cuport_cancel(0)
 
     def _run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int,
-             params: bytes, name: str, cooperative: bool = False) -> None:
+             params: bytes, name: str, cooperative: bool = False,
+             module: CpuModule | None = None, depth: int = 0) -> list:
         nblocks = grid[0] * grid[1] * grid[2]
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
@@ -292,16 +290,21 @@ class CpuBackend:
             ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int] = {}
             call = self._guarded(linked, ctx_addr, faults)
-            if workers == 1:
-                call(0)
-            else:
-                self.pool.run(call, workers)
+            device_launch.begin(module, depth)
+            try:
+                if workers == 1:
+                    call(0)
+                else:
+                    self.pool.run(call, workers)
+            finally:
+                launches = device_launch.end()
             from . import hostcalls
 
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
+        return launches
 
     @staticmethod
     def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):

@@ -21,6 +21,7 @@ from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
+from ...ptx.callgraph import reachable_shared
 from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
@@ -134,9 +135,7 @@ class ModuleCompiler:
         self.shared_offsets: dict[str, int] = {}
         off = 0
         externs: list[ir.Var] = []
-        vars_ = [v for v in self.ptx.variables if v.space == "shared"]
-        for f in funcs:
-            vars_ += [v for v in f.locals if v.space == "shared"]
+        vars_ = reachable_shared(self.ptx, self.kernel, funcs)
         max_align = 16
         for v in vars_:
             if v.linkage == "extern" or (v.dims and v.dims[-1] is None):

@@ -2,6 +2,7 @@
  * `launch LIBRARY TEST PTX_FILE FATBIN_FILE`; run under the fake backend
  * (tests/driver/fake_backend.py), whose kernels are Python functions. */
 #include "../../capi/c/harness.h"
+#include <unistd.h>
 
 #define API(X)                                                                             \
     X(cuInit) X(cuCtxCreate) X(cuCtxGetCurrent) X(cuMemsetD8) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) \
@@ -318,6 +319,9 @@ static void test_async_failure(void)
     /* cuport's own failures leave the device usable; a trap, as on a GPU, does not */
     OK(p_cuMemsetD8(d, 0, 16));
     OK(p_cuLaunchKernel(trap, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
+    /* let the kernel fail before the call that returns the failure: the same message as
+       when that call waits for it (this used to race) */
+    usleep(300000);
     EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
     EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
     EXPECT(p_cuMemsetD8(d, 0, 16), CUDA_ERROR_LAUNCH_FAILED);

@@ -1,4 +1,4 @@
-"""Host memory pages: the CPU backend's device memory (a CUdeviceptr is the host address).
+"""Host memory pages for backends that need plain host memory (the Vulkan backend's pinned memory where the device cannot map it).
 
 Every allocation is a private anonymous mmap: page-aligned, zero-filled, not reserved in
 swap (like device memory that is not touched yet).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+from .base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
 
 PAGE = mmap.PAGESIZE
 _MAP_NORESERVE = 0x4000  # Linux
