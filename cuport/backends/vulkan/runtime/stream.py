@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .device import Device, Queue
 
 UPDATE_MAX = 65536  # vkCmdUpdateBuffer's limit
+CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this size
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
 
@@ -477,13 +478,32 @@ class Stream:
                 cb = self._begin()
                 self.cmd.vkCmdUpdateBuffer(cb, d.block.buffer, doff, size,
                                            self.vk.ffi.cast("void*", src_ptr))
-            else:
+            elif size <= CHUNK:
                 st = self.dev.staging.get(size)
                 ctypes.memmove(st.block.host_ptr, src_ptr, size)
                 cb = self._begin()
                 self._copy(cb, st.block.buffer, 0, d.block.buffer, doff, size)
                 self._keep.append(st)
+            else:
+                self._staged_to_device(d, doff, src_ptr, size)
+                return
             self._recorded()
+
+    def _staged_to_device(self, d: Buffer, doff: int, src_ptr: int, size: int) -> None:
+        """A large copy from pageable memory in CHUNK pieces, at most two in flight (the host
+        fills one staging buffer while the GPU copies the other)."""
+        tickets: deque[int] = deque()
+        for off in range(0, size, CHUNK):
+            n = min(CHUNK, size - off)
+            if len(tickets) >= 2:
+                self.wait(tickets.popleft())
+            st = self.dev.staging.get(n)
+            ctypes.memmove(st.block.host_ptr, src_ptr + off, n)
+            cb = self._begin()
+            self._copy(cb, st.block.buffer, 0, d.block.buffer, doff + off, n)
+            self._keep.append(st)
+            self._count += 1
+            tickets.append(self.submit())
 
     def copy_to_host(self, dst: Any, src: int, size: int | None = None) -> None:
         """Device -> host. Into pageable memory this returns once the data is there; into
@@ -506,15 +526,30 @@ class Stream:
                     self.wait()
                 ctypes.memmove(dst_ptr, s.host_ptr + (src - s.address), size)
                 return
-            st = self.dev.staging.get(size)
+            # Through staging in CHUNK pieces; the GPU copies the next while the host copies one.
+            pending: deque[tuple[int, Staging, int, int]] = deque()
             try:
-                cb = self._begin()
-                self._copy(cb, s.block.buffer, soff, st.block.buffer, 0, size)
-                self._count += 1
-                self.wait(self.submit())
-                ctypes.memmove(dst_ptr, st.block.host_ptr, size)
+                for off in range(0, size, CHUNK):
+                    n = min(CHUNK, size - off)
+                    st = self.dev.staging.get(n)
+                    cb = self._begin()
+                    self._copy(cb, s.block.buffer, soff + off, st.block.buffer, 0, n)
+                    self._count += 1
+                    pending.append((self.submit(), st, off, n))
+                    if len(pending) >= 2:
+                        self._drain_one(pending, dst_ptr)
+                while pending:
+                    self._drain_one(pending, dst_ptr)
             finally:
-                self.dev.staging.put(st)
+                for _, st, _, _ in pending:
+                    self.dev.staging.put(st)
+
+    def _drain_one(self, pending: deque, dst_ptr: int) -> None:
+        ticket, st, off, n = pending[0]
+        self.wait(ticket)
+        ctypes.memmove(dst_ptr + off, st.block.host_ptr, n)
+        pending.popleft()
+        self.dev.staging.put(st)
 
     def copy(self, dst: int, src: int, size: int) -> None:
         """Device -> device, in stream order (either side may be any kind of allocation)."""
