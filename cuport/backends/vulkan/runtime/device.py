@@ -196,11 +196,18 @@ class Device:
         """Release a pipeline (module unload); queued launches of it still run."""
         self.pipelines.destroy(p)
 
-    def stream(self, batch: int = 256, eager: bool = True, host_paths: bool = True) -> Stream:
-        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths)."""
+    def stream(self, batch: int | None = None, eager: bool | None = None,
+               host_paths: bool = True) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths).
+        Defaults: CUPORT_VK_BATCH (256) commands a submission at most; CUPORT_VK_SUBMIT=batch
+        turns off submitting as soon as the GPU has nothing left of the stream ("eager")."""
         self._check()
+        if batch is None:
+            batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
+        if eager is None:
+            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=batch, eager=eager, host_paths=host_paths)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths)
         self._streams.add(s)
         return s
 
