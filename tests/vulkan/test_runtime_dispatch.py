@@ -94,6 +94,8 @@ def test_a_stream_of_dependent_launches_runs_in_order(dev, eager, batch):
 
 def test_grids_beyond_the_workgroup_count_limit_are_split(dev):
     limit = dev.info.limits.max_workgroup_count[0]
+    if limit > 1 << 20:
+        pytest.skip(f"a grid over {limit} workgroups in x is too large to test")
     groups = limit + 4465
     buf = dev.alloc(groups * 4)
     try:
