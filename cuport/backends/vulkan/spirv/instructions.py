@@ -490,9 +490,9 @@ def atomic_pointer(tr, p, t: ll.Type) -> tuple[int, str]:
 @handles(ll.AtomicRMW)
 def _atomicrmw(tr, ins) -> None:
     pv, value = ins.operands
-    name = _RMW.get(ins.op)
+    name = _RMW.get(ins.operation)
     if name is None:
-        raise tr.error(f"atomicrmw {ins.op} not supported")
+        raise tr.error(f"atomicrmw {ins.operation} not supported")
     t = value.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
     escapes.require_typed(tr, name, t)
