@@ -269,3 +269,23 @@ def test_pointer_in_memory() -> None:
     b.store(v, pp).align = 4
     b.ret_void()
     translate_valid(k)
+
+
+def test_volatile_accesses_are_made_visible_and_available() -> None:
+    k = Kernel()
+    b = k.b
+    p = k.push_ptr(0)
+    x = b.load(p, typ=I32, align=4)
+    x.volatile = True
+    sh_t = ll.ArrayType(I32, 4)
+    g = ll.GlobalVariable(k.module, sh_t, "cuport.shared", addrspace=3)
+    y = b.load(b.gep(g, [ll.Constant(I32, 0), ll.Constant(I32, 1)], source_etype=sh_t), typ=I32)
+    y.volatile = True
+    s = b.store(b.add(x, y), p)
+    s.volatile = True
+    s.align = 4
+    b.ret_void()
+    dis = disassemble(translate_valid(k).spirv)
+    assert "Volatile|Aligned|MakePointerVisible|NonPrivatePointer 4" in dis
+    assert "Volatile|Aligned|MakePointerAvailable|NonPrivatePointer 4" in dis
+    assert "Volatile|MakePointerVisible|NonPrivatePointer" in dis

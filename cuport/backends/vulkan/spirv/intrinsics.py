@@ -76,7 +76,7 @@ def _glsl(number: int, float_only: bool = False, f64: bool = True):
 for _name, _num in (("llvm.fabs", GLSL.FAbs), ("llvm.floor", GLSL.Floor), ("llvm.ceil", GLSL.Ceil),
                     ("llvm.trunc", GLSL.Trunc), ("llvm.rint", GLSL.RoundEven),
                     ("llvm.nearbyint", GLSL.RoundEven), ("llvm.roundeven", GLSL.RoundEven),
-                    ("llvm.round", GLSL.Round), ("llvm.fma", GLSL.Fma), ("llvm.fmuladd", GLSL.Fma)):
+                    ("llvm.round", GLSL.Round), ("llvm.fmuladd", GLSL.Fma)):
     INTRINSICS[_name] = _glsl(_num)
 for _name, _num in (("llvm.exp2", GLSL.Exp2), ("llvm.log2", GLSL.Log2), ("llvm.sin", GLSL.Sin),
                     ("llvm.cos", GLSL.Cos)):
@@ -86,6 +86,11 @@ for _name, _num in (("llvm.exp2", GLSL.Exp2), ("llvm.log2", GLSL.Log2), ("llvm.s
 @intrinsic("llvm.sqrt")
 def _sqrt(tr, ins, args):
     return fpmath.sqrt(tr, ins.type, tr.val(args[0]))
+
+
+@intrinsic("llvm.fma")
+def _fma(tr, ins, args):
+    return fpmath.fma(tr, ins.type, *(tr.val(a) for a in args))
 
 
 @intrinsic("llvm.copysign")

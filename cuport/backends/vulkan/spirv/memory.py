@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from .module import OP
+from .module import OP, enum
 from .translate import (
     MA_ALIGNED,
     MA_NONPRIVATE,
@@ -16,16 +16,34 @@ from .translate import (
     scalar_width,
 )
 
+MA_AVAILABLE = enum("MemoryAccess", "MakePointerAvailable")
+MA_VISIBLE = enum("MemoryAccess", "MakePointerVisible")
+SCOPE_DEVICE = enum("Scope", "Device")
+SCOPE_WORKGROUP = enum("Scope", "Workgroup")
+
 
 def memory_operands(tr, ins, storage: str, t: ll.Type) -> list[int]:
+    """Memory operands of a load/store through a pointer of `storage`: every global or
+    shared access takes part in inter-invocation ordering (NonPrivatePointer); a volatile
+    one is also made visible (loads) or available (stores) at device (global) or workgroup
+    (shared) scope, so a spin on a flag sees other invocations' stores; a global one states
+    its alignment."""
     volatile = bool(getattr(ins, "volatile", False)) or "volatile" in getattr(ins, "flags", ())
     if storage == "Function":
         return [MA_VOLATILE] if volatile else []
-    mask = MA_NONPRIVATE | (MA_VOLATILE if volatile else 0)
+    mask = MA_NONPRIVATE
+    params: list[int] = []
     if storage == "PhysicalStorageBuffer":
-        align = getattr(ins, "align", None) or _abi_align(t)
-        return [mask | MA_ALIGNED, align]
-    return [mask]
+        mask |= MA_ALIGNED
+        params.append(getattr(ins, "align", None) or _abi_align(t))
+    if volatile:
+        mask |= MA_VOLATILE | (MA_AVAILABLE if isinstance(ins, ll.StoreInstr) else MA_VISIBLE)
+        if storage == "Workgroup":
+            params.append(tr.cint(SCOPE_WORKGROUP))
+        else:
+            tr.m.capability("VulkanMemoryModelDeviceScope")
+            params.append(tr.cint(SCOPE_DEVICE))
+    return [mask, *params]
 
 
 def _abi_align(t: ll.Type) -> int:

@@ -59,8 +59,13 @@ class Shader:
 
 @dataclass(frozen=True)
 class FloatModes:
-    """Float-control execution modes to declare, as float widths; applied to the widths the
-    kernel uses. The device must support each (VkPhysicalDeviceFloatControlsProperties)."""
+    """How floating point is emitted for a device. The execution modes are float widths,
+    applied to the widths the kernel uses; the device must support each
+    (VkPhysicalDeviceFloatControlsProperties). `fused_fma`: the device's GLSL Fma rounds
+    once (probe it with `fma_probe`; lavapipe's does not), else fma is emulated exactly;
+    `float64`: the emulations may compute in f64 (the device has shaderFloat64)."""
+    fused_fma: bool = False
+    float64: bool = True
     signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
     denorm_preserve: tuple[int, ...] = ()
     denorm_flush: tuple[int, ...] = ()

@@ -1,0 +1,215 @@
+"""Correctly rounded fdiv and llvm.sqrt, and an exact llvm.fma, on the device against exact
+references: numpy's IEEE division and square root, and rationals (fractions) rounded once.
+Operands: every pair of edge values (zeros, subnormals, the extremes, infinities, NaN),
+random bit patterns over the whole range, and quotients that land on subnormal ties.
+The emulations run with fused_fma=False (lavapipe's Fma rounds twice), f32 with and
+without f64 help."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from elementwise import apply, pairs, same_floats, special_f32, special_f64
+from spvtools import F32, F64
+
+from cuport.backends.vulkan.spirv import FloatModes
+
+RNG = np.random.default_rng(99)
+EMULATED = {"f64 help": FloatModes(fused_fma=False), "f32 only": FloatModes(fused_fma=False, float64=False)}
+
+
+def _bits(dt):
+    return np.uint32 if dt == np.float32 else np.uint64
+
+
+def _random_floats(dt, n):
+    ib = _bits(dt)
+    return RNG.integers(0, np.iinfo(ib).max, n, dtype=ib, endpoint=True).view(dt)
+
+
+def _operands(dt, n_random=6000):
+    vals = special_f32() if dt == np.float32 else special_f64()
+    a, b = pairs(vals, RNG, n_random)
+    # significands in [1, 2) over exponents that make quotients overflow and go subnormal
+    w = np.dtype(dt).itemsize * 8
+    e = 127 if w == 32 else 1023
+    k = 4000
+    sa = (1 + RNG.random(k)) * np.exp2(RNG.integers(-e - 20, e, k).astype(np.float64))
+    sb = (1 + RNG.random(k)) * np.exp2(RNG.integers(-e - 20, e, k).astype(np.float64))
+    return np.concatenate([a, sa.astype(dt)]), np.concatenate([b, sb.astype(dt)])
+
+
+def _subnormal_ties(dt):
+    """a / b exactly halfway between two subnormals, and just off it."""
+    tiny = np.finfo(dt).smallest_subnormal
+    odd = np.arange(1, 400, 2, dtype=np.float64)
+    a = (odd * float(tiny)).astype(dt)
+    two = np.full(len(a), 2.0, dt)
+    nxt = np.nextafter(two, dt(3))
+    prv = np.nextafter(two, dt(1))
+    return np.concatenate([a, a, a, -a]), np.concatenate([two, nxt, prv, two])
+
+
+@pytest.mark.parametrize("mode", sorted(EMULATED))
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_fdiv_is_correctly_rounded(dt, mode) -> None:
+    if dt == np.float64 and mode == "f32 only":
+        pytest.skip("f64 never needs f32 help")
+    a, b = _operands(dt)
+    ta, tb = _subnormal_ties(dt)
+    a, b = np.concatenate([a, ta]), np.concatenate([b, tb])
+    got = apply(lambda k, v: k.b.fdiv(*v), [a, b], dt, float_modes=EMULATED[mode])
+    with np.errstate(all="ignore"):
+        want = a / b
+    ok = same_floats(got, want)
+    assert ok.all(), [(x, y, g, w) for x, y, g, w in zip(a[~ok][:6], b[~ok][:6], got[~ok][:6], want[~ok][:6], strict=True)]
+
+
+@pytest.mark.parametrize("mode", sorted(EMULATED))
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_sqrt_is_correctly_rounded(dt, mode) -> None:
+    if dt == np.float64 and mode == "f32 only":
+        pytest.skip("f64 never needs f32 help")
+    vals = special_f32() if dt == np.float32 else special_f64()
+    a = np.concatenate([vals, _random_floats(dt, 20000), np.abs(_random_floats(dt, 20000)),
+                        np.nextafter(np.arange(1, 200, dtype=dt) ** 2, dt(0)),
+                        np.nextafter(np.arange(1, 200, dtype=dt) ** 2, dt(1e9))]).astype(dt)
+    t = F32 if dt == np.float32 else F64
+    name = "llvm.sqrt.f32" if dt == np.float32 else "llvm.sqrt.f64"
+    got = apply(lambda k, v: k.intrinsic(name, t, v), [a], dt, float_modes=EMULATED[mode])
+    with np.errstate(all="ignore"):
+        want = np.sqrt(a)
+    ok = same_floats(got, want)
+    assert ok.all(), [(x, g, w) for x, g, w in zip(a[~ok][:6], got[~ok][:6], want[~ok][:6], strict=True)]
+
+
+def _round_fraction(x: Fraction, dt) -> float:
+    """The float of type dt nearest to x (ties to even), with overflow to infinity."""
+    if dt == np.float64:
+        try:
+            return float(x)  # CPython's int division rounds correctly, subnormals included
+        except OverflowError:
+            return np.inf if x > 0 else -np.inf
+    guess = np.float32(float(x)) if abs(x) < 2**129 else np.float32(np.inf if x > 0 else -np.inf)
+    best = None
+    for c in (np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))):
+        if np.isinf(c):
+            lim = Fraction(2**128) - Fraction(2**103)  # halfway between FLT_MAX and 2^128
+            fits = (x >= lim) if c > 0 else (x <= -lim)
+            if fits:
+                return float(c)
+            continue
+        d = abs(Fraction(float(c)) - x)
+        key = (d, int(np.array(c).view(np.uint32)) & 1)
+        if best is None or key < best[0]:
+            best = (key, float(c))
+    return best[1]
+
+
+def _fma_ref(a, b, c, dt):
+    out = []
+    for x, y, z in zip(a, b, c, strict=True):
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            with np.errstate(all="ignore"):
+                out.append(np.float64(x) * np.float64(y) + np.float64(z) if dt == np.float32 else x * y + z)
+            continue
+        exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        if exact == 0:  # the sign of an exact zero: +0 unless both addends are -0
+            neg = (np.signbit(x) != np.signbit(y)) and np.signbit(z) and (x == 0 or y == 0)
+            out.append(-0.0 if neg else 0.0)
+        else:
+            out.append(_round_fraction(exact, dt))
+    return np.array(out).astype(dt)
+
+
+@pytest.mark.parametrize("mode", sorted(EMULATED))
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_fma_is_exact(dt, mode) -> None:
+    if dt == np.float64 and mode == "f32 only":
+        pytest.skip("f64 never needs f32 help")
+    vals = special_f32() if dt == np.float32 else special_f64()
+    n = 5000
+    a = np.concatenate([np.repeat(vals, len(vals)), _random_floats(dt, n), (RNG.standard_normal(n) * 4).astype(dt)])
+    b = np.concatenate([np.tile(vals, len(vals)), _random_floats(dt, n), (RNG.standard_normal(n) * 4).astype(dt)])
+    c = np.concatenate([np.tile(vals[::-1], len(vals)), _random_floats(dt, n), -(a[-n:].astype(np.float64) * b[-n:]).astype(dt)])
+    # products near c: cancellation, and results that go subnormal
+    tiny = np.finfo(dt).tiny
+    m = 2000
+    x = (1 + RNG.random(m)).astype(dt)
+    y = ((1 + RNG.random(m)) * float(tiny) * 2.0 ** RNG.integers(-10, 3, m)).astype(dt)
+    z = -(x.astype(np.float64) * y).astype(dt)
+    # a subnormal c plus exactly half a subnormal unit (a tie), or a little more or less
+    unit = float(np.finfo(dt).smallest_subnormal)
+    k = RNG.integers(1, 2**20, 300).astype(np.float64)
+    cc = np.concatenate([k, -k, k]) * unit
+    lo = -538 if dt == np.float64 else -75
+    hi = -537 if dt == np.float64 else -75
+    aa = np.full(900, 2.0 ** hi)
+    aa[600:] = np.nextafter(aa[600:].astype(dt), dt(1)).astype(np.float64)
+    bb = np.full(900, 2.0 ** lo)
+    a, b, c = (np.concatenate([a, x, aa.astype(dt), -aa.astype(dt)]), np.concatenate([b, y, bb.astype(dt), bb.astype(dt)]),
+               np.concatenate([c, z, cc.astype(dt), cc.astype(dt)]))
+    t = F32 if dt == np.float32 else F64
+    name = "llvm.fma.f32" if dt == np.float32 else "llvm.fma.f64"
+    got = apply(lambda k, v: k.intrinsic(name, t, v), [a, b, c], dt, float_modes=EMULATED[mode])
+    want = _fma_ref(a, b, c, dt)
+    ok = same_floats(got, want)
+    assert ok.all(), [(x, y, z, g, w) for x, y, z, g, w in zip(a[~ok][:5], b[~ok][:5], c[~ok][:5], got[~ok][:5], want[~ok][:5], strict=True)]
+
+
+def test_f16_division_and_sqrt() -> None:
+    a = RNG.integers(0, 2**16, 8000, dtype=np.uint16).view(np.float16)
+    b = RNG.integers(0, 2**16, 8000, dtype=np.uint16).view(np.float16)
+    got = apply(lambda k, v: k.b.fdiv(*v), [a, b], np.float16)
+    with np.errstate(all="ignore"):
+        want = (a.astype(np.float64) / b).astype(np.float16)
+    assert same_floats(got, want).all()
+
+
+def _probe():
+    from spvrun import device
+
+    from cuport.backends.vulkan.spirv import fma_probe_fused, fma_probe_push, fma_probe_shader
+    dev = device()
+    sh = fma_probe_shader()
+    buf = dev.alloc(16)
+    try:
+        s = dev.stream()
+        pipe = dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
+        s.dispatch(pipe, (1, 1, 1), fma_probe_push(buf.address))
+        out = np.zeros(2, np.uint64)
+        s.copy_to_host(out, buf.address)
+        return fma_probe_fused(out.tobytes())
+    finally:
+        dev.free(buf)
+
+
+def test_fma_probe_tells_the_truth() -> None:
+    """The probe's answer agrees with the device's Fma on many operands."""
+    fused32, fused64 = _probe()
+    for dt, fused in ((np.float32, fused32), (np.float64, fused64)):
+        n = 3000
+        a = (RNG.standard_normal(n) * 3).astype(dt)
+        b = (RNG.standard_normal(n) * 3).astype(dt)
+        c = -(a.astype(np.float64) * b).astype(dt)
+        t, name = (F32, "llvm.fma.f32") if dt == np.float32 else (F64, "llvm.fma.f64")
+        got = apply(lambda k, v, t=t, name=name: k.intrinsic(name, t, v), [a, b, c], dt,
+                    float_modes=FloatModes(fused_fma=True))
+        assert same_floats(got, _fma_ref(a, b, c, dt)).all() == fused
+
+
+def test_native_fma_path_on_a_fused_device() -> None:
+    """With the device's Fma (fused_fma=True), where the probe says it rounds once: the
+    same division, root and fma results (on the H200; lavapipe's Fma rounds twice)."""
+    if not all(_probe()):
+        pytest.skip("the device's Fma rounds twice (lavapipe); this runs on GPUs whose Fma is fused")
+    EMULATED["native"] = FloatModes(fused_fma=True)
+    try:
+        for dt in (np.float32, np.float64):
+            test_fdiv_is_correctly_rounded(dt, "native")
+            test_sqrt_is_correctly_rounded(dt, "native")
+            test_fma_is_exact(dt, "native")
+    finally:
+        del EMULATED["native"]
