@@ -236,3 +236,40 @@ def test_clock() -> None:
     assert "ShaderClockKHR" in sh.capabilities and "SPV_KHR_shader_clock" in sh.extensions
     (res,) = run(sh, (1, 1, 1), [Ptr(np.zeros(2, np.uint64))])
     assert res[0] < 10**12  # t1 >= t0 (a wrapped difference would be huge)
+
+
+def _shared_retype(elem, n_elems, write_t, read_t, local=64):
+    """Each invocation stores its input as write_t at slot lid of shared memory seen as an
+    array of write_t, a barrier, then reads slot lid as read_t of the array seen as read_t."""
+    k = Kernel()
+    b = k.b
+    src, dst = k.push_ptr(0), k.push_ptr(8)
+    sh_t = ll.ArrayType(elem, n_elems)
+    shared = ll.GlobalVariable(k.module, sh_t, "cuport.shared", addrspace=3)
+    lid = k.builtin("LocalInvocationIndex")
+    gid = k.builtin("WorkgroupId", "x")
+    i = b.add(b.mul(gid, c32(local)), lid)
+    v = b.load(k.element(src, i, write_t), typ=write_t, align=4)
+    k.store(v, b.gep(shared, [c32(0), lid], source_etype=ll.ArrayType(write_t, 1)))
+    k.op("OpControlBarrier", VOID, [WORKGROUP, WORKGROUP, ACQ_REL_WG])
+    base = b.gep(shared, [c32(0), c32(0)], source_etype=sh_t)
+    r = b.load(b.gep(base, [lid], source_etype=read_t), typ=read_t)
+    b.store(r, k.element(dst, i, read_t)).align = 4
+    b.ret_void()
+    return translate_valid(k, (local, 1, 1))
+
+
+def test_shared_memory_seen_through_other_types() -> None:
+    from llvmlite import ir as llir
+    v4f = llir.VectorType(F32, 4)
+    rng = np.random.default_rng(8)
+    cases = [(I32, 64 * 2, I64, I64, np.uint64), (I32, 64 * 4, v4f, v4f, np.float32),
+             (ll.IntType(8), 64 * 4, I32, F32, np.uint32), (I32, 64, I32, F32, np.uint32),
+             (ll.IntType(8), 64 * 2, ll.IntType(16), ll.IntType(16), np.uint16)]
+    for elem, n, wt, rt, dt in cases:
+        sh = _shared_retype(elem, n, wt, rt)
+        per = {I64: 1, v4f: 4}.get(wt, 1)
+        data = rng.integers(0, 2**16, 64 * 2 * per, dtype=np.uint32).astype(dt) if dt != np.float32 else \
+            rng.standard_normal(64 * 2 * 4).astype(np.float32)
+        _, out = run(sh, (2, 1, 1), [Ptr(data), Ptr(np.zeros_like(data))])
+        assert out.tobytes() == data.tobytes(), (elem, wt, rt)

@@ -185,7 +185,8 @@ def test_bit_counting(name: str, dt) -> None:
     a = np.concatenate([a, a << np.uint64(32), RNG.integers(0, 2**63, 1000, dtype=np.uint64)]).astype(dt)
     full = f"llvm.{name}.i{w}"
     if name in ("ctlz", "cttz"):
-        f = (lambda k, v: k.intrinsic(full, v[0].type, [v[0], ll.Constant(ll.IntType(1), 0)]))
+        def f(k, v):
+            return (k.intrinsic(full, v[0].type, [v[0], ll.Constant(ll.IntType(1), 0)]))
     else:
         f = _intr(full)
     got = apply(f, [a], dt)
