@@ -321,17 +321,27 @@ def _fma_emulated(F: _F, a, b, c):
 # ---------------------------------------------------------------------- division
 def div(tr, t: ll.Type, a: int, b: int) -> int:
     """Correctly rounded a / b (LLVM's fdiv) on f16, f32, f64 and vectors of them."""
-    return _elementwise(tr, t, (a, b), _div_scalar)
+    return _elementwise(tr, t, (a, b), _helper("fdiv", _div_scalar))
 
 
 def sqrt(tr, t: ll.Type, a: int) -> int:
     """Correctly rounded square root (llvm.sqrt)."""
-    return _elementwise(tr, t, (a,), _sqrt_scalar)
+    return _elementwise(tr, t, (a,), _helper("sqrt", _sqrt_scalar))
 
 
 def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     """Fused multiply-add (llvm.fma)."""
-    return _elementwise(tr, t, (a, b, c), _fma_scalar)
+    if tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
+        return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
+    return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar))
+
+
+def _helper(name: str, scalar):
+    """`scalar` as a call of a helper function of the module (one per operation and type)."""
+    def call(tr, t, *args):
+        key = f"cuport.{name}.{t}"
+        return tr.call_helper(key, tr.ty(t), list(args), lambda *ps: scalar(tr, t, *ps))
+    return call
 
 
 def _elementwise(tr, t: ll.Type, args: tuple, scalar):

@@ -200,6 +200,9 @@ class _Translator:
         self.push_members: dict[int, tuple[int, ll.Type]] = {}  # offset -> (member, type)
         self.push_size = 0
         self.dest_var: int | None = None
+        self.helpers: dict[str, int] = {}
+        self.helper_words: list[int] = []
+        self.param_types: dict[int, int] = {}
         self.t_i32 = m.t_int(32)
         self.t_i64 = m.t_int(64)
         self.t_bool = m.t_bool()
@@ -394,6 +397,47 @@ class _Translator:
         target.preds.append(self.cur)
         self.cur = None
 
+    # ------------------------------------------------------------------ helper functions
+    def call_helper(self, key: str, rtype: int, args: list[int], build) -> int:
+        """A call of the module's helper function `key`, made on first use by
+        `build(*params) -> result id` as a branch-free function of its own (long exact
+        sequences are emitted once per module, not at every use)."""
+        fn = self.helpers.get(key)
+        if fn is None:
+            fn = self._make_helper(rtype, [self.site_type(a) for a in args], build)
+            self.helpers[key] = fn
+        return self.op(OP.OpFunctionCall, rtype, fn, *args)
+
+    def site_type(self, r: int) -> int:
+        s = self.site.get(r)
+        if s is not None:
+            return s[2]
+        t = self.param_types.get(r) or self.m.type_of(r)
+        if t is None:
+            raise self.error("internal: the type of an argument of a helper is unknown")
+        return t
+
+    def _make_helper(self, rtype: int, ptypes: list[int], build) -> int:
+        m = self.m
+        saved = (self.cur, self.blocks, self.fvars)
+        self.blocks, self.fvars = [], []
+        fn = m.id()
+        params = [m.id() for _ in ptypes]
+        for p, t in zip(params, ptypes, strict=True):
+            self.param_types[p] = t
+        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", "None"), m.t_function(rtype, tuple(ptypes)))
+        for p, t in zip(params, ptypes, strict=True):
+            head += inst(OP.OpFunctionParameter, t, p)
+        self.start(self.new_block())
+        r = build(*params)
+        self.stmt(OP.OpReturnValue, r)
+        if len(self.blocks) != 1 or self.fvars:
+            raise AssertionError("helper functions are single blocks without variables")
+        words = head + self.blocks[0].words + inst(OP.OpFunctionEnd)
+        self.helper_words += words
+        self.cur, self.blocks, self.fvars = saved
+        return fn
+
     # ------------------------------------------------------------------ driver
     def run(self) -> Shader:
         fn = self.fn
@@ -496,7 +540,7 @@ class _Translator:
             else:
                 words += w
         words += inst(OP.OpFunctionEnd)
-        m.functions = words
+        m.functions = self.helper_words + words
         m.entry_point("GLCompute", fn_id, self.fn.name, list(self.interface))
         m.execution_mode(fn_id, "LocalSize", *self.local_size)
         modes = []
