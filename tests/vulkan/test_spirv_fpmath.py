@@ -85,6 +85,7 @@ def test_sqrt_is_correctly_rounded(dt, mode) -> None:
     assert ok.all(), [(x, g, w) for x, g, w in zip(a[~ok][:6], got[~ok][:6], want[~ok][:6], strict=True)]
 
 
+@np.errstate(over="ignore")
 def _round_fraction(x: Fraction, dt) -> float:
     """The float of type dt nearest to x (ties to even), with overflow to infinity."""
     if dt == np.float64:
@@ -213,3 +214,121 @@ def test_native_fma_path_on_a_fused_device() -> None:
             test_fma_is_exact(dt, "native")
     finally:
         del EMULATED["native"]
+
+
+# ---------------------------------------------------------------------- directed rounding
+@np.errstate(over="ignore")
+def _directed(x: Fraction, dt, mode: str) -> float:
+    """x rounded towards zero (rz), down (rm) or up (rp) to dt."""
+    f = _round_fraction(x, dt)
+    big = float(np.finfo(dt).max)
+    if np.isinf(f):
+        if mode == "rz" or (mode == "rm" and x > 0) or (mode == "rp" and x < 0):
+            return big if x > 0 else -big
+        return f
+    fx = Fraction(f)
+    if mode == "rm" and fx > x:
+        return float(np.nextafter(dt(f), dt(-np.inf)))
+    if mode == "rp" and fx < x:
+        return float(np.nextafter(dt(f), dt(np.inf)))
+    if mode == "rz" and abs(fx) > abs(x):
+        return float(np.nextafter(dt(f), dt(0)))
+    return f
+
+
+def _zero_sum_sign(terms_negative: list[bool], mode: str) -> float:
+    """The sign of an exact zero sum: -0 rounding down unless every addend is +0; else -0
+    only when every addend is -0."""
+    if mode == "rm":
+        return 0.0 if not any(terms_negative) else -0.0
+    return -0.0 if all(terms_negative) else 0.0
+
+
+def _directed_ref(op, args, dt, mode):
+    out = []
+    for xs in zip(*args, strict=True):
+        fs = [float(v) for v in xs]
+        if op == "fma" and np.isinf(fs[2]) and np.isfinite(fs[0]) and np.isfinite(fs[1]):
+            out.append(fs[2])  # a finite product (exactly) plus an infinity
+            continue
+        if not all(np.isfinite(fs)):
+            with np.errstate(all="ignore"):
+                v = {"fadd": lambda a, b: a + b, "fsub": lambda a, b: a - b, "fmul": lambda a, b: a * b,
+                     "fdiv": lambda a, b: a / b, "sqrt": np.sqrt, "fma": lambda a, b, c: a * b + c}[op](*[dt(f) for f in fs])
+            out.append(float(v))
+            continue
+        q = [Fraction(f) for f in fs]
+        if op == "fdiv" and q[1] == 0:
+            with np.errstate(all="ignore"):
+                out.append(float(dt(fs[0]) / dt(fs[1])))
+            continue
+        if op == "sqrt":
+            if q[0] < 0:
+                out.append(np.nan)
+                continue
+            if q[0] == 0:
+                out.append(fs[0])
+                continue
+            # the root to more than 130 bits, and whether it is exact
+            n, d = q[0].numerator, q[0].denominator
+            k = max(0, (d.bit_length() - n.bit_length()) // 2) + 140
+            scale = 2 ** k
+            r = _isqrt(n * scale * scale // d)
+            exact = r * r * d == n * scale * scale
+            x = Fraction(r, scale) + (0 if exact else Fraction(1, scale * 2 ** 10))
+            out.append(_directed(x, dt, mode))
+            continue
+        x = {"fadd": lambda a, b: a + b, "fsub": lambda a, b: a - b, "fmul": lambda a, b: a * b,
+             "fdiv": lambda a, b: a / b, "fma": lambda a, b, c: a * b + c}[op](*q)
+        if x == 0:
+            sb = [np.signbit(f) for f in fs]
+            if op in ("fmul", "fdiv"):
+                out.append(-0.0 if sb[0] != sb[1] else 0.0)
+            elif op == "fadd":
+                out.append(_zero_sum_sign(sb, mode))
+            elif op == "fsub":
+                out.append(_zero_sum_sign([sb[0], not sb[1]], mode))
+            else:
+                out.append(_zero_sum_sign([sb[0] != sb[1], sb[2]], mode))
+            continue
+        out.append(_directed(x, dt, mode))
+    return np.array(out).astype(dt)
+
+
+def _isqrt(n: int) -> int:
+    import math
+    return math.isqrt(n)
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "fdiv", "sqrt", "fma"])
+def test_directed_rounding_of_constrained_intrinsics(op, dt, mode) -> None:
+    """llvm.experimental.constrained.* with a directed rounding (what fprt.strict emits for
+    f64 .rz/.rm/.rp) against exact rationals rounded the same way."""
+    from llvmlite import ir as ll
+    n_args = {"sqrt": 1, "fma": 3}.get(op, 2)
+    vals = special_f32() if dt == np.float32 else special_f64()
+    if n_args == 1:
+        args = [np.concatenate([vals, _random_floats(dt, 3000), np.abs(_random_floats(dt, 3000))]).astype(dt)]
+    elif n_args == 2:
+        a, b = _operands(dt, 3000)
+        args = [a, b]
+    else:
+        m = 3000
+        args = [np.concatenate([np.repeat(vals, len(vals)), _random_floats(dt, m), (RNG.standard_normal(m) * 3).astype(dt)]),
+                np.concatenate([np.tile(vals, len(vals)), _random_floats(dt, m), (RNG.standard_normal(m) * 3).astype(dt)]),
+                np.concatenate([np.tile(vals[::-1], len(vals)), _random_floats(dt, m), (RNG.standard_normal(m) * 3).astype(dt)])]
+    t = F32 if dt == np.float32 else F64
+    suffix = "f32" if dt == np.float32 else "f64"
+    md_mode = {"rz": "round.towardzero", "rm": "round.downward", "rp": "round.upward"}[mode]
+
+    def build(k, v):
+        md = ll.MetaDataType()
+        f = k.declare(f"llvm.experimental.constrained.{op}.{suffix}", t, [t] * n_args + [md, md])
+        return k.b.call(f, list(v) + [ll.MetaDataString(k.module, md_mode), ll.MetaDataString(k.module, "fpexcept.ignore")])
+
+    got = apply(build, args, dt)
+    want = _directed_ref(op, args, dt, mode)
+    ok = same_floats(got, want)
+    assert ok.all(), [tuple(x[~ok][:4]) for x in args] + [got[~ok][:4], want[~ok][:4]]

@@ -261,6 +261,7 @@ def _nan_or(x, y, f):
     return np.where(np.isnan(x), y, np.where(np.isnan(y), x, f(x, y)))
 
 
+@np.errstate(invalid="ignore")
 def _ieee_min(a, c, lower, nan_wins):
     out = []
     for x, y in zip(a.astype(np.float64), c.astype(np.float64), strict=True):

@@ -272,7 +272,7 @@ def _fma32_via_f64(tr, a, b, c):
     return tr.op(OP.OpFConvert, tr.m.t_float(32), d.round_odd(s, err))
 
 
-def _fma_emulated(F: _F, a, b, c):
+def _fma_emulated(F: _F, a, b, c, mode: str = "rn"):
     """Exact fma of any finite or special operands, emulated (Boldo and Melquiond's
     algorithm on significands scaled into [1, 2), the scale put back with one rounding)."""
     zero = F.f(0.0)
@@ -309,38 +309,70 @@ def _fma_emulated(F: _F, a, b, c):
     rem = F.sel(F.fne(err, zero), err, F.add(F.sub(s2, v), e2))
     rem = F.sel(F.lt(rn, zero), F.neg(rem), rem)
     # the scale put back: exactly when normal, rounded once at a subnormal's precision
-    r = _assemble(F, F.abs(rn), e, rem, F.iand(F.bits(rn), F.i(F.sign_mask)))
-    r = F.sel(F.feq(rn, zero), rn, r)
-    r = F.sel(F.sgt(d, F.i(lim)), c, r)
-    r = F.sel(c_zero, F.mul(a, b), r)
+    r = _assemble(F, F.abs(rn), e, rem, F.iand(F.bits(rn), F.i(F.sign_mask)), mode)
+    exact_zero = F.from_bits(F.i(F.sign_mask)) if mode == "rm" else zero
+    r = F.sel(F.feq(rn, zero), exact_zero, r)
+    # c far above the product: c, or its neighbour on the product's side in a directed mode
+    far = c
+    if mode != "rn":
+        away = _away(F, sign_c, mode)
+        same = F.ieq(sign_ab, sign_c)
+        step = F.isel(away, F.isel(same, F.i(1), F.i(0)), F.isel(same, F.i(0), F.i(-1)))
+        far = F.from_bits(F.iadd(F.bits(c), step))
+    r = F.sel(F.sgt(d, F.i(lim)), far, r)
+    r = F.sel(c_zero, F.mul(a, b) if mode == "rn" else _mul_core(F, a, b, mode), r)
+    if mode == "rm":  # an exact zero sum rounds to -0 unless both addends are +0
+        pos = F.land(F.ieq(sign_ab, F.i(0)), F.ieq(F.bits(c), F.i(0)))
+        unfused = F.sel(F.land(F.feq(unfused, zero), F.lnot(pos)), F.from_bits(F.i(F.sign_mask)), unfused)
     r = F.sel(ab_zero, unfused, r)
     r = F.sel(F.lor(F.lnot(finite_ab), c_special), unfused, r)
     return F.sel(F.land(finite_ab, F.isinf(c)), c, r)
 
 
 # ---------------------------------------------------------------------- division
-def div(tr, t: ll.Type, a: int, b: int) -> int:
+MODES = ("rn", "rz", "rm", "rp")  # to nearest even, towards zero, down, up
+
+
+def div(tr, t: ll.Type, a: int, b: int, mode: str = "rn") -> int:
     """Correctly rounded a / b (LLVM's fdiv) on f16, f32, f64 and vectors of them."""
-    return _elementwise(tr, t, (a, b), _helper("fdiv", _div_scalar))
+    return _elementwise(tr, t, (a, b), _helper("fdiv", _div_scalar, mode))
 
 
-def sqrt(tr, t: ll.Type, a: int) -> int:
+def sqrt(tr, t: ll.Type, a: int, mode: str = "rn") -> int:
     """Correctly rounded square root (llvm.sqrt)."""
-    return _elementwise(tr, t, (a,), _helper("sqrt", _sqrt_scalar))
+    return _elementwise(tr, t, (a,), _helper("sqrt", _sqrt_scalar, mode))
 
 
-def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
+def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn") -> int:
     """Fused multiply-add (llvm.fma)."""
-    if tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
+    if mode == "rn" and tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
         return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
-    return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar))
+    return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar, mode))
 
 
-def _helper(name: str, scalar):
-    """`scalar` as a call of a helper function of the module (one per operation and type)."""
+def add(tr, t: ll.Type, a: int, b: int, mode: str) -> int:
+    """a + b rounded in `mode` (rn is the plain OpFAdd)."""
+    if mode == "rn":
+        return tr.no_contract(tr.op(OP.OpFAdd, tr.ty(t), a, b))
+    return _elementwise(tr, t, (a, b), _helper("fadd", _add_scalar, mode))
+
+
+def mul(tr, t: ll.Type, a: int, b: int, mode: str) -> int:
+    """a * b rounded in `mode`."""
+    if mode == "rn":
+        return tr.no_contract(tr.op(OP.OpFMul, tr.ty(t), a, b))
+    return _elementwise(tr, t, (a, b), _helper("fmul", _mul_scalar, mode))
+
+
+def _helper(name: str, scalar, mode: str):
+    """`scalar` as a call of a helper function of the module (one per operation, mode and
+    type)."""
+    if mode not in MODES:
+        raise ValueError(mode)
+
     def call(tr, t, *args):
-        key = f"cuport.{name}.{t}"
-        return tr.call_helper(key, tr.ty(t), list(args), lambda *ps: scalar(tr, t, *ps))
+        key = f"cuport.{name}.{mode}.{t}"
+        return tr.call_helper(key, tr.ty(t), list(args), lambda *ps: scalar(tr, t, *ps, mode=mode))
     return call
 
 
@@ -355,15 +387,21 @@ def _elementwise(tr, t: ll.Type, args: tuple, scalar):
     return scalar(tr, t, *args)
 
 
-def _via_f32(tr, f, *args):
+def _via_f32(tr, f, *args, mode: str = "rn"):
     """An f16 operation done in f32 and rounded to f16 (24 >= 2 * 11 + 2 bits: the double
     rounding is innocuous for +, -, *, / and sqrt; fma is exact to odd first)."""
+    if mode != "rn":
+        raise tr.error(f"f16 arithmetic rounded {mode} is not supported")
     f32, f16 = tr.m.t_float(32), tr.m.t_float(16)
     wide = [tr.op(OP.OpFConvert, f32, x) for x in args]
     return tr.op(OP.OpFConvert, f16, f(tr, ll.FloatType(), *wide))
 
 
-def _fma_scalar(tr, t, a, b, c):
+def _fma_scalar(tr, t, a, b, c, mode: str = "rn"):
+    if mode != "rn":
+        if isinstance(t, ll.HalfType):
+            raise tr.error(f"f16 fma rounded {mode} is not supported")
+        return _fma_emulated(_F(tr, 32 if isinstance(t, ll.FloatType) else 64), a, b, c, mode)
     if isinstance(t, ll.HalfType):
         # the f16 product is exact in f32; the sum rounded to odd, then to f16
         F = _F(tr, 32)
@@ -374,9 +412,9 @@ def _fma_scalar(tr, t, a, b, c):
     return _F(tr, 32 if isinstance(t, ll.FloatType) else 64).fma(a, b, c)
 
 
-def _div_scalar(tr, t, a, b):
+def _div_scalar(tr, t, a, b, mode: str = "rn"):
     if isinstance(t, ll.HalfType):
-        return _via_f32(tr, _div_scalar, a, b)
+        return _via_f32(tr, _div_scalar, a, b, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
     zero, one = F.f(0.0), F.f(1.0)
     sign = F.iand(F.ixor(F.bits(a), F.bits(b)), F.i(F.sign_mask))
@@ -394,7 +432,7 @@ def _div_scalar(tr, t, a, b):
     h_dn = F.mul(F.sub(q, dn), F.f(0.5))
     q = F.sel(F.gt(rem, F.mul(h_up, mb)), up, F.sel(F.lt(rem, F.neg(F.mul(h_dn, mb))), dn, q))
     rem = F.fma_near_one(F.neg(q), mb, ma)  # exact: its sign says where the true quotient lies
-    res = _assemble(F, q, F.isub(ea, eb), rem, sign)
+    res = _assemble(F, q, F.isub(ea, eb), rem, sign, mode)
     # special cases
     nan = F.lor(F.isnan(a), F.isnan(b), F.land(F.feq(a, zero), F.feq(b, zero)),
                 F.land(F.isinf(a), F.isinf(b)))
@@ -405,36 +443,104 @@ def _div_scalar(tr, t, a, b):
     return F.sel(nan, F.add(F.add(a, b), F.f(float("nan"))), res)
 
 
-def _assemble(F: _F, q, e, rem, sign):
-    """The float q * 2^e with `sign` (q > 0 normal and correctly rounded, rem of the sign of
-    the true value minus q): the exponent added when normal, infinity past the largest; a
-    subnormal rounded to nearest even at its own precision, rem breaking the ties that
-    q's rounding hides (rounding q again would round twice)."""
+def _away(F: _F, sign, mode: str):
+    """For a directed mode, whether it rounds this sign's magnitudes up (None: to nearest)."""
+    if mode == "rn":
+        return None
+    if mode == "rz":
+        return F.tr.m.const_bool(False)
+    neg = F.ine(sign, F.i(0))
+    return F.lnot(neg) if mode == "rp" else neg
+
+
+def _assemble(F: _F, q, e, rem, sign, mode: str = "rn"):
+    """The float q * 2^e with `sign` (q > 0 normal and correctly rounded to nearest, rem of
+    the sign of the true magnitude minus q), rounded in `mode`: the exponent added when
+    normal (a directed mode steps an ulp where q is on the wrong side), infinity (or the
+    largest float) past the largest; a subnormal rounded once at its own precision, rem
+    telling the side of q the truth lies on (rounding q again would round twice)."""
+    zero = F.f(0.0)
+    one, none = F.i(1), F.i(0)
     qb = F.bits(q)
     eq = F.isub(F.shr(qb, F.i(F.mant)), F.i(F.bias))
     final = F.iadd(eq, e)
     normal = F.iadd(qb, F.shl(e, F.i(F.mant)))
-    normal = F.isel(F.sgt(final, F.i(F.emax)), F.i(F.inf_bits), normal)
+    away = _away(F, sign, mode)
+    over = F.i(F.inf_bits)
+    if away is not None:
+        step = F.isel(away, F.isel(F.gt(rem, zero), one, none), F.isel(F.lt(rem, zero), F.i(-1), none))
+        normal = F.iadd(normal, step)
+        over = F.isel(away, over, F.i(F.inf_bits - 1))
+    normal = F.isel(F.sgt(final, F.i(F.emax)), over, normal)
     # subnormal: the significand with its leading bit, shifted right by emin - final
     m = F.ior(F.iand(qb, F.i((1 << F.mant) - 1)), F.i(1 << F.mant))
-    s = F.smin(F.smax(F.isub(F.i(F.emin), final), F.i(1)), F.i(F.p + 1))
+    s = F.smin(F.smax(F.isub(F.i(F.emin), final), one), F.i(F.p + 1))
     base = F.shr(m, s)
-    low = F.iand(m, F.isub(F.shl(F.i(1), s), F.i(1)))
-    half = F.shl(F.i(1), F.isub(s, F.i(1)))
-    above = F.ugt(low, half)
-    tie = F.ieq(low, half)
-    zero = F.f(0.0)
-    odd = F.ieq(F.iand(base, F.i(1)), F.i(1))
-    up = F.lor(above, F.land(tie, F.lor(F.gt(rem, zero), F.land(F.feq(rem, zero), odd))))
-    sub = F.iadd(base, F.isel(up, F.i(1), F.i(0)))
+    low = F.iand(m, F.isub(F.shl(one, s), one))
+    if away is None:
+        half = F.shl(one, F.isub(s, one))
+        odd = F.ieq(F.iand(base, one), one)
+        up = F.lor(F.ugt(low, half),
+                   F.land(F.ieq(low, half), F.lor(F.gt(rem, zero), F.land(F.feq(rem, zero), odd))))
+        sub = F.iadd(base, F.isel(up, one, none))
+    else:
+        exact_grid = F.ieq(low, none)
+        up = F.lor(F.lnot(exact_grid), F.gt(rem, zero))
+        down = F.land(exact_grid, F.lt(rem, zero))
+        sub = F.isel(away, F.iadd(base, F.isel(up, one, none)), F.isub(base, F.isel(down, one, none)))
     mag = F.isel(F.slt(final, F.i(F.emin)), sub, normal)
     return F.from_bits(F.ior(mag, sign))
 
 
-# ---------------------------------------------------------------------- square root
-def _sqrt_scalar(tr, t, a):
+# ---------------------------------------------------------------------- add, mul (directed)
+def _add_scalar(tr, t, a, b, mode: str):
+    """a + b in a directed mode: TwoSum's exact error says which neighbour of the rounded
+    sum is wanted; an overflow from finite operands is the largest float unless rounding
+    away; an exact zero sum is -0 rounding down (unless both operands are +0), +0 else."""
     if isinstance(t, ll.HalfType):
-        return _via_f32(tr, _sqrt_scalar, a)
+        return _via_f32(tr, _add_scalar, a, b, mode=mode)
+    F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
+    zero = F.f(0.0)
+    s, err = F.two_sum(a, b)
+    sign = F.iand(F.bits(s), F.i(F.sign_mask))
+    away = _away(F, sign, mode)
+    rel = F.sel(F.ine(sign, F.i(0)), F.neg(err), err)  # err as seen from s's magnitude
+    step = F.isel(away, F.isel(F.gt(rel, zero), F.i(1), F.i(0)), F.isel(F.lt(rel, zero), F.i(-1), F.i(0)))
+    r = F.from_bits(F.iadd(F.bits(s), step))
+    finite = F.lnot(F.lor(F.isnan(a), F.isinf(a), F.isnan(b), F.isinf(b)))
+    overflow = F.land(finite, F.isinf(s))
+    big = F.from_bits(F.ior(sign, F.isel(away, F.i(F.inf_bits), F.i(F.inf_bits - 1))))
+    r = F.sel(overflow, big, r)
+    r = F.sel(F.lnot(finite), s, r)
+    if mode == "rm":
+        both_pos = F.land(F.ieq(F.bits(a), F.i(0)), F.ieq(F.bits(b), F.i(0)))
+        r = F.sel(F.land(F.feq(s, zero), F.lnot(both_pos)), F.from_bits(F.i(F.sign_mask)), r)
+    return r
+
+
+def _mul_scalar(tr, t, a, b, mode: str):
+    """a * b in a directed mode: Dekker's exact product of the significands, assembled."""
+    if isinstance(t, ll.HalfType):
+        return _via_f32(tr, _mul_scalar, a, b, mode=mode)
+    F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
+    zero = F.f(0.0)
+    plain = F.mul(a, b)  # exact for zeros, infinities and NaNs
+    special = F.lor(F.feq(a, zero), F.feq(b, zero), F.isnan(a), F.isnan(b), F.isinf(a), F.isinf(b))
+    return F.sel(special, plain, _mul_core(F, a, b, mode))
+
+
+def _mul_core(F: _F, a, b, mode: str):
+    sign = F.iand(F.ixor(F.bits(a), F.bits(b)), F.i(F.sign_mask))
+    ma, ea = F.split(a)
+    mb, eb = F.split(b)
+    ph, pl = F.two_prod(ma, mb)
+    return _assemble(F, ph, F.iadd(ea, eb), pl, sign, mode)
+
+
+# ---------------------------------------------------------------------- square root
+def _sqrt_scalar(tr, t, a, mode: str = "rn"):
+    if isinstance(t, ll.HalfType):
+        return _via_f32(tr, _sqrt_scalar, a, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
     zero, half = F.f(0.0), F.f(0.5)
     m, e = F.split(a)
@@ -457,7 +563,10 @@ def _sqrt_scalar(tr, t, a):
     hd = F.mul(F.sub(g, dn), half)
     g = F.sel(F.gt(F.fma_near_one(F.neg(g), up, m), F.mul(hu, hu)), up,
               F.sel(F.lt(F.fma_near_one(F.neg(g), dn, m), F.mul(hd, hd)), dn, g))
-    res = F.from_bits(F.iadd(F.bits(g), F.shl(e, F.i(F.mant))))
+    if mode == "rn":
+        res = F.from_bits(F.iadd(F.bits(g), F.shl(e, F.i(F.mant))))
+    else:  # directed: the side of g the root lies on, from the exact residual m - g^2
+        res = _assemble(F, g, e, F.fma_near_one(F.neg(g), g, m), F.i(0), mode)
     # special cases: -x and NaN give NaN, +-0 and +inf themselves
     res = F.sel(F.lor(F.feq(a, zero), F.isinf(a)), a, res)
     return F.sel(F.lor(F.isnan(a), F.lt(a, zero)), F.add(F.add(a, a), F.f(float("nan"))), res)
