@@ -332,3 +332,31 @@ def test_directed_rounding_of_constrained_intrinsics(op, dt, mode) -> None:
     want = _directed_ref(op, args, dt, mode)
     ok = same_floats(got, want)
     assert ok.all(), [tuple(x[~ok][:4]) for x in args] + [got[~ok][:4], want[~ok][:4]]
+
+
+class _Mc:
+    """The little of the CPU emitter's module context that fprt.strict uses."""
+
+    def __init__(self, k):
+        self.llmod = k.module
+        self.k = k
+
+    def declare(self, name, ret, args):
+        return self.k.declare(name, ret, args)
+
+
+class _Em:
+    def __init__(self, k):
+        self.mc = _Mc(k)
+        self.b = k.b
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+def test_fprt_strict_helper_functions(mode) -> None:
+    """The isa layer's own f64 directed-rounding helper (fprt.strict: a defined function that
+    brackets a constrained intrinsic with get/set rounding) is translated and runs."""
+    from cuport.isa import fprt
+    a, b = _operands(np.float64, 2000)
+    got = apply(lambda k, v: fprt.strict(_Em(k), "fdiv", list(v), mode), [a, b], np.float64)
+    want = _directed_ref("fdiv", [a, b], np.float64, mode)
+    assert same_floats(got, want).all()

@@ -561,8 +561,10 @@ def _call(tr, ins) -> None:
         escapes.call(tr, ins, name)
     elif name.startswith("llvm."):
         intrinsics.call(tr, ins, name)
+    elif ins.callee.blocks:
+        tr.call_defined(ins)
     else:
-        raise tr.error(f"call to @{name}: device functions must be inlined before translation")
+        raise tr.error(f"call to @{name}, which the module declares but does not define")
 
 
 @handles(ll.Comment)

@@ -201,6 +201,8 @@ class _Translator:
         self.push_size = 0
         self.dest_var: int | None = None
         self.helpers: dict[str, int] = {}
+        self.defined: dict[str, int] = {}  # functions of the module, translated
+        self.translating: set[str] = set()
         self.helper_words: list[int] = []
         self.param_types: dict[int, int] = {}
         self.t_i32 = m.t_int(32)
@@ -440,7 +442,12 @@ class _Translator:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Shader:
-        fn = self.fn
+        self._prescan()
+        self._emit_function(self.fn)
+        return self._finish(self.m)
+
+    def _emit_function(self, fn: ll.Function) -> None:
+        """Structure `fn`'s CFG and emit its blocks (into self.blocks, from a new entry)."""
         blocks = fn.blocks
         index = {b: i for i, b in enumerate(blocks)}
         succs: list[list[int]] = []
@@ -459,7 +466,7 @@ class _Translator:
                 succs.append([index[t.default]] + [index[blk] for _, blk in t.cases])
                 kinds.append("switch")
             elif isinstance(t, ll.Ret):
-                if t.operands:
+                if t.operands and fn is self.fn:
                     raise self.error("a kernel returns no value", t)
                 succs.append([])
                 kinds.append("ret")
@@ -477,23 +484,81 @@ class _Translator:
                 f"irreducible control flow: the branch at the end of block %{src.name} enters a loop "
                 f"at %{blocks[e.edge[1]].name}, not through its header", line_of(src.terminator)) from None
         self.cfg = cfg
-        self._prescan()
         root = st.structurize(cfg)
-        m = self.m
-        entry = self.new_block()
-        self.start(entry)
+        self.start(self.new_block())
         if st.uses_dispatch(root):
             self.dest_var = self.function_var(self.t_i32, self.cint(0))
         with st.deep_recursion():
             self.emit(root)
         if self.cur is not None:
             raise TranslateError(f"control reaches the end of @{fn.name} without a terminator")
-        return self._finish(m)
+
+    def call_defined(self, ins) -> None:
+        """A call of a function defined in the module (the isa layer's helpers, such as
+        fprt.strict's): translated once into a SPIR-V function of its own."""
+        callee = ins.callee
+        fid = self.defined.get(callee.name)
+        if fid is None:
+            if callee.name in self.translating:
+                raise self.error(f"recursive call of @{callee.name}")
+            fid = self._translate_defined(callee)
+        args = []
+        for a in ins.args:
+            if isinstance(a.type, ll.PointerType):
+                p = self.pointer(a)
+                if isinstance(p, LocalPtr):
+                    raise self.error("a pointer into a variable passed to a function")
+                args.append(self.use(p))
+            else:
+                args.append(self.val(a))
+        rt = self.ty(ins.type)
+        r = self.op(OP.OpFunctionCall, rt, fid, *args)
+        if not isinstance(ins.type, ll.VoidType):
+            self.define(ins, r)
+
+    def _translate_defined(self, callee: ll.Function) -> int:
+        m = self.m
+        names = ("fvars", "blocks", "cur", "breakables", "dest_var", "llblocks", "cfg", "ins")
+        saved = {n: getattr(self, n) for n in names}
+        self.translating.add(callee.name)
+        self.fvars, self.blocks, self.cur, self.breakables, self.dest_var = [], [], None, [], None
+        try:
+            fid = m.id()
+            rt = self.ty(callee.function_type.return_type)
+            ptypes = tuple(self.ty(a.type) for a in callee.args)
+            head = inst(OP.OpFunction, rt, fid, enum("FunctionControl", "None"), m.t_function(rt, ptypes))
+            for a, t in zip(callee.args, ptypes, strict=True):
+                pid = m.id()
+                head += inst(OP.OpFunctionParameter, t, pid)
+                self.vals[a] = pid
+                self.param_types[pid] = t
+            self._emit_function(callee)
+            self.helper_words += self._serialize(head)
+            m.name(fid, callee.name)
+        finally:
+            self.translating.discard(callee.name)
+            for n, v in saved.items():
+                setattr(self, n, v)
+        self.defined[callee.name] = fid
+        return fid
+
+    def _serialize(self, head: list[int]) -> list[int]:
+        """The function's words: `head` (OpFunction and parameters), the blocks with the
+        stores of demoted values put in, the variables at the start of the first block."""
+        words = list(head)
+        for i, blk in enumerate(self.blocks):
+            w = blk.words
+            if blk.inserts:
+                for pos, ins_words in sorted(blk.inserts, key=lambda x: x[0], reverse=True):
+                    w[pos:pos] = ins_words
+            words += w[:2] + self.fvars + w[2:] if i == 0 else w
+        return words + inst(OP.OpFunctionEnd)
 
     def _prescan(self) -> None:
         """Push-constant members (the block struct must be complete before any access)."""
         uses: dict[int, ll.Type] = {}
-        for b in self.llblocks:
+        blocks = [b for f in self.llmod.functions if f.blocks for b in f.blocks]
+        for b in blocks:
             for ins in b.instructions:
                 if isinstance(ins, ll.CallInstr) and ins.callee.name.startswith("spv.push."):
                     self.ins = ins
@@ -527,19 +592,8 @@ class _Translator:
 
     def _finish(self, m: Module) -> Shader:
         fn_id = m.id()
-        words = inst(OP.OpFunction, m.t_void(), fn_id, enum("FunctionControl", "None"), m.t_function(m.t_void()))
-        first = True
-        for blk in self.blocks:
-            w = blk.words
-            if blk.inserts:
-                for pos, ins_words in sorted(blk.inserts, key=lambda x: x[0], reverse=True):
-                    w[pos:pos] = ins_words
-            if first:
-                words += w[:2] + self.fvars + w[2:]
-                first = False
-            else:
-                words += w
-        words += inst(OP.OpFunctionEnd)
+        words = self._serialize(inst(OP.OpFunction, m.t_void(), fn_id, enum("FunctionControl", "None"),
+                                     m.t_function(m.t_void())))
         m.functions = self.helper_words + words
         m.entry_point("GLCompute", fn_id, self.fn.name, list(self.interface))
         m.execution_mode(fn_id, "LocalSize", *self.local_size)
@@ -594,7 +648,12 @@ class _Translator:
                 self.stmt(OP.OpStore, self.dest_var, self.cint(node.value))
         elif t is st.Return:
             if self.cur is not None:
-                self.stmt(OP.OpReturn)
+                term = self.llblocks[node.block].terminator
+                if term.operands:
+                    self.ins = term
+                    self.stmt(OP.OpReturnValue, self.val(term.operands[0]))
+                else:
+                    self.stmt(OP.OpReturn)
                 self.cur = None
         elif t is st.Unreachable:
             if self.cur is not None:
