@@ -47,7 +47,7 @@ def test_64_bit_atomics_and_atomicrmw() -> None:
     b.atomic_rmw("min", k.element(p, c32(6), I32), b.sub(c32(1000), i), "monotonic")
     b.ret_void()
     sh = translate_valid(k)
-    assert "Int64Atomics" in sh.capabilities
+    assert "Int64Atomics" in sh.capabilities and "shaderBufferInt64Atomics" in sh.features
     n = LOCAL * 8
     init = np.zeros(4, np.uint64)
     init[3] = 0x7FFFFFFF  # word 6 (as i32), the min target
@@ -122,6 +122,7 @@ def test_float_atomic_add() -> None:
     b.ret_void()
     sh = translate_valid(k)
     assert "AtomicFloat32AddEXT" in sh.capabilities and "SPV_EXT_shader_atomic_float_add" in sh.extensions
+    assert "shaderBufferFloat32AtomicAdd" in sh.features
     (res,) = run(sh, (10, 1, 1), [Ptr(np.zeros(1, np.float32))])
     assert res[0] == 0.5 * LOCAL * 10
 
@@ -194,6 +195,7 @@ def test_subgroup_operations() -> None:
         b.store(v, k.element(out, b.add(b.mul(i, c32(11)), c32(j)), I32)).align = 4
     b.ret_void()
     sh = translate_valid(k)
+    assert set(sh.subgroup_operations) == {"basic", "ballot", "arithmetic", "shuffle", "vote"}
     groups = 4
     n = LOCAL * groups
     data = np.random.default_rng(6).integers(0, 1 << 20, n, dtype=np.uint32)

@@ -37,6 +37,8 @@ def test_vadd_validates_and_reports() -> None:
     dis = disassemble(sh.spirv)
     assert "OpConvertUToPtr" in dis and "Aligned|NonPrivatePointer 4" in dis
     assert "NoContraction" in dis
+    assert {"bufferDeviceAddress", "shaderInt64", "vulkanMemoryModel"} <= set(sh.features)
+    assert sh.float_controls == ("shaderSignedZeroInfNanPreserveFloat32",)
 
 
 @pytest.mark.parametrize("t", [I8, I16, I32, I64, F64], ids=str)

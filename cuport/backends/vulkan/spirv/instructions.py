@@ -509,6 +509,7 @@ def _atomicrmw(tr, ins) -> None:
     t = value.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
     escapes.require_typed(tr, name, t)
+    tr.note_atomic(name, t, storage)
     r = tr.op(getattr(OP, name), tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, ins.ordering, storage), tr.val(value))
     tr.define(ins, r)
 
@@ -518,6 +519,7 @@ def _cmpxchg(tr, ins) -> None:
     pv, cmp, new = ins.operands
     t = cmp.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    tr.note_atomic("OpAtomicCompareExchange", t, storage)
     fail = ins.failordering if ins.failordering not in ("release", "acq_rel") else "monotonic"
     if fail == "seq_cst":
         fail = "acquire"
@@ -531,6 +533,7 @@ def _cmpxchg(tr, ins) -> None:
 def _load_atomic(tr, ins) -> None:
     t = ins.type
     ptr, storage = atomic_pointer(tr, tr.pointer(ins.operands[0]), t)
+    tr.note_atomic("OpAtomicLoad", t, storage)
     order = "acquire" if ins.ordering in ("acquire", "acq_rel", "seq_cst") else "monotonic"
     tr.define(ins, tr.op(OP.OpAtomicLoad, tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, order, storage)))
 
@@ -540,6 +543,7 @@ def _store_atomic(tr, ins) -> None:
     value, pv = ins.operands
     t = value.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    tr.note_atomic("OpAtomicStore", t, storage)
     order = "release" if ins.ordering in ("release", "acq_rel", "seq_cst") else "monotonic"
     tr.stmt(OP.OpAtomicStore, ptr, _scope(tr, storage), _semantics(tr, order, storage), tr.val(value))
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from . import structurize as st
+from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
@@ -55,6 +56,9 @@ class Shader:
     execution_modes: tuple[tuple[str, int], ...]  # float controls: (mode, width)
     push_size: int  # bytes of the push-constant block the kernel reads (0: none)
     shared_bytes: int  # bytes of Workgroup variables
+    features: tuple[str, ...] = ()  # device features needed (runtime.DeviceInfo.features names)
+    float_controls: tuple[str, ...] = ()  # float-control properties needed
+    subgroup_operations: tuple[str, ...] = ()  # subgroup operation classes needed
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,7 @@ class _Translator:
         self.push_size = 0
         self.dest_var: int | None = None
         self.helpers: dict[str, int] = {}
+        self.feature_uses: set[str] = set()  # storage-dependent features (atomics)
         self.defined: dict[str, int] = {}  # functions of the module, translated
         self.translating: set[str] = set()
         self.helper_words: list[int] = []
@@ -398,6 +403,13 @@ class _Translator:
         self.stmt(OP.OpBranch, target.label)
         target.preds.append(self.cur)
         self.cur = None
+
+    def note_atomic(self, opname: str, t: ll.Type, storage: str) -> None:
+        """Record the device feature an atomic on `storage` of type t needs."""
+        kind = atomic_kind(opname, scalar_width(t), is_float(t))
+        feat = ATOMIC_FEATURES.get((kind, storage)) if kind else None
+        if feat:
+            self.feature_uses.add(feat)
 
     # ------------------------------------------------------------------ helper functions
     def call_helper(self, key: str, rtype: int, args: list[int], build) -> int:
@@ -608,8 +620,11 @@ class _Translator:
                 m.execution_mode(fn_id, mode, w)
                 modes.append((mode, w))
         m.name(fn_id, self.fn.name)
-        return Shader(m.to_bytes(), self.fn.name, self.local_size, tuple(m.capabilities),
-                      tuple(m.extensions), tuple(modes), self.push_size, self.shared_bytes)
+        spirv = m.to_bytes()
+        feats, props, ops = requirements(m.capabilities, modes, self.feature_uses)
+        return Shader(spirv, self.fn.name, self.local_size, tuple(m.capabilities),
+                      tuple(m.extensions), tuple(modes), self.push_size, self.shared_bytes,
+                      feats, props, ops)
 
     # ------------------------------------------------------------------ structured emission
     def emit(self, node: st.Node) -> None:
