@@ -119,3 +119,15 @@ def test_features_enabled_are_those_the_device_has():
         assert on and dev.info.features[name]
     for name in ("bufferDeviceAddress", "timelineSemaphore", "vulkanMemoryModel", "shaderInt64"):
         assert dev.enabled_features.get(name)
+
+
+def test_device_info_as_json_and_text():
+    import json
+
+    for d in vkrt.devices():
+        back = json.loads(json.dumps(d.as_dict()))
+        assert back["name"] == d.name and back["limits"]["max_shared_memory"] == d.limits.max_shared_memory
+        assert back["missing"] == list(d.missing)
+        lines = d.describe()
+        assert lines[0].startswith(f"vulkan:{d.index}  {d.name}")
+        assert sum(ln.startswith("  missing: ") for ln in lines) == len(d.missing)

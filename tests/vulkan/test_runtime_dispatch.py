@@ -256,3 +256,155 @@ def test_device_synchronize_waits_for_every_stream(dev):
 
 def test_validation_layer_saw_nothing_wrong(dev):
     assert vs.validation_messages() == []
+
+
+def test_freed_memory_is_not_reused_while_queued_work_may_use_it(dev):
+    s = dev.stream(eager=False)
+    n = 4096
+    a = dev.alloc(n * 4)
+    out = dev.alloc(n * 4)
+    spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+    s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", a.address, n, 50))
+    s.copy(out.address, a.address, n * 4)
+    dev.free(a)  # queued work still writes and reads it
+    with pytest.raises(vkrt.BadAddress):
+        dev.find(a.address)
+    b = dev.alloc(n * 4)
+    assert b.address != a.address
+    got = np.empty(n, dtype=np.uint32)
+    s.copy_to_host(got, out.address)  # runs the queued work
+    assert np.array_equal(got, vs.lcg(n, 50))
+    c = dev.alloc(n * 4)
+    assert c.address == a.address  # released now that the work is done
+    for x in (b, c, out):
+        dev.free(x)
+    s.close()
+
+
+def test_a_destroyed_stream_finishes_its_work_and_keeps_its_timestamps(dev):
+    n = 4096
+    buf = dev.alloc(n * 4)
+    try:
+        s = dev.stream(eager=False)
+        spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+        has_ts = dev.info.limits.timestamp_valid_bits > 0
+        t0 = s.timestamp() if has_ts else None
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", buf.address, n, 77))
+        t1 = s.timestamp() if has_ts else None
+        s.close()  # returns at once; the work runs
+        with pytest.raises(vkrt.VulkanError, match="destroyed"):
+            s.dispatch(spin, (1, 1, 1), struct.pack("<QII", buf.address, n, 1))
+        dev.synchronize()
+        assert s.destroyed
+        got = np.empty(n, dtype=np.uint32)
+        dev.stream().copy_to_host(got, buf.address)
+        assert np.array_equal(got, vs.lcg(n, 77))
+        if has_ts:
+            assert vkrt.elapsed_ms(t0, t1) >= 0
+    finally:
+        dev.free(buf)
+
+
+def test_a_destroyed_pipeline_still_runs_its_queued_launches(dev):
+    n = 256
+    buf = dev.alloc(n * 4)
+    try:
+        s = dev.stream(eager=False)
+        code = vs.glsl(vs.SPIN.replace("x * 1664525u", "x * 1664525u + 0u"))  # a pipeline of its own
+        spin = dev.pipeline(code, "main", (64, 1, 1), 16)
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", buf.address, n, 9))
+        dev.destroy_pipeline(spin)
+        assert dev.pipeline(code, "main", (64, 1, 1), 16) is not spin
+        got = np.empty(n, dtype=np.uint32)
+        s.copy_to_host(got, buf.address)
+        assert np.array_equal(got, vs.lcg(n, 9))
+        s.close()
+    finally:
+        dev.free(buf)
+
+
+def test_grids_split_in_y_see_the_whole_grid(dev):
+    limit = dev.info.limits.max_workgroup_count[1]
+    gx, gy = 3, limit + 2
+    buf = dev.alloc(gx * gy * 4)
+    try:
+        s = dev.stream()
+        pipe = dev.pipeline(vs.glsl(vs.WGID2), "main", (1, 1, 1), 12)
+        s.fill(buf.address, 0, gx * gy, 4)
+        s.dispatch(pipe, (gx, gy, 1), struct.pack("<QI", buf.address, gx))
+        out = np.empty(gx * gy, dtype=np.uint32)
+        s.copy_to_host(out, buf.address)
+        assert np.array_equal(out, np.arange(1, gx * gy + 1, dtype=np.uint32))
+    finally:
+        dev.free(buf)
+
+
+def test_streams_used_from_several_threads(dev):
+    import threading
+
+    n = 1024
+    pipe = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 12)
+    bufs = [dev.alloc(n * 4) for _ in range(4)]
+    shared = dev.stream()
+    errors = []
+
+    def work(buf, own):
+        try:
+            s = dev.stream() if own else shared
+            for _ in range(50):
+                s.dispatch(pipe, (n // 64, 1, 1), struct.pack("<QI", buf.address, n))
+            s.synchronize()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    try:
+        for b in bufs:
+            dev.stream().fill(b.address, 0, n, 4)
+        threads = [threading.Thread(target=work, args=(b, i % 2 == 0)) for i, b in enumerate(bufs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        dev.synchronize()
+        for b in bufs:
+            out = np.empty(n, dtype=np.uint32)
+            shared.copy_to_host(out, b.address)
+            assert (out == 50).all()
+    finally:
+        for b in bufs:
+            dev.free(b)
+
+
+def test_host_functions_run_in_stream_order(dev):
+    """cuLaunchHostFunc: the function sees the work before it, the work after it waits for it."""
+    n = 1024
+    buf = dev.alloc(n * 4)
+    pinned = dev.alloc(n * 4, "host")
+    try:
+        host = _host_array(pinned, np.uint32, n)
+        host[:] = 0
+        s = dev.stream(eager=False)
+        spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
+        incr = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 12)
+        s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", pinned.address, n, 500))
+        seen = {}
+
+        def callback():
+            seen["before"] = host.copy()  # the kernel before has run
+            import time
+
+            time.sleep(0.05)
+            host[:] = 1000  # the kernel after must see this
+
+        s.launch_host_func(callback)
+        t = s.mark()
+        s.dispatch(incr, (n // 64, 1, 1), struct.pack("<QI", pinned.address, n))
+        s.synchronize()
+        assert np.array_equal(seen["before"], vs.lcg(n, 500))
+        assert (host == 1001).all()
+        assert s.is_done(t)
+        s.close()
+    finally:
+        dev.free(buf)
+        dev.free(pinned)

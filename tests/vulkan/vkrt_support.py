@@ -111,6 +111,18 @@ void main() {
 }
 """
 
+# out[y * nx + x] = that + 1 for workgroup (x, y): nx comes in push constants, since a split
+# grid's pieces see their own NumWorkgroups.
+WGID2 = HEADER + """
+layout(local_size_x = 1) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32 { uint v[]; };
+layout(push_constant) uniform P { U32 out_; uint nx; } p;
+void main() {
+    uint k = gl_WorkGroupID.y * p.nx + gl_WorkGroupID.x;
+    p.out_.v[k] = k + 1u;
+}
+"""
+
 # out[i] = subgroup size, out[n + i] = invocation id in its subgroup.
 SUBGROUP = HEADER + """
 #extension GL_KHR_shader_subgroup_basic : require

@@ -13,6 +13,7 @@ import atexit
 import itertools
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from . import features as F
@@ -119,6 +120,8 @@ class Device:
 
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._deferred: list[tuple[list[tuple[Stream, int]], Callable[[], None]]] = []
+        self._deferred_lock = threading.Lock()
         try:
             self.memory = Memory(self)
             self.staging = StagingPool(self)
@@ -151,7 +154,7 @@ class Device:
         return self.memory.alloc(size, kind)
 
     def free(self, buf: Buffer) -> None:
-        """Free an allocation; the caller has made sure no queued work still uses it."""
+        """Free an allocation; its memory is reused only after the work queued so far has run."""
         self.memory.free(buf)
 
     def find(self, address: int, size: int = 1) -> Buffer:
@@ -183,6 +186,10 @@ class Device:
         return self.pipelines.get(spirv, entry, local_size, push_size, required_subgroup_size,
                                   full_subgroups)
 
+    def destroy_pipeline(self, p: Pipeline) -> None:
+        """Release a pipeline (module unload); queued launches of it still run."""
+        self.pipelines.destroy(p)
+
     def stream(self, batch: int = 256, eager: bool = True, host_paths: bool = True) -> Stream:
         """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths)."""
         self._check()
@@ -193,11 +200,44 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait for every stream's work (cuCtxSynchronize)."""
-        streams = [s for s in list(self._streams) if not s.closed]
+        streams = [s for s in list(self._streams) if not s.destroyed]
         for s in streams:
-            s.submit()
+            if not s.closed:
+                s.submit()
         for s in streams:
             s.wait()
+        self.collect()
+
+    # -- releasing what queued work may still use -------------------------------------------------------
+    def defer(self, release: Callable[[], None]) -> None:
+        """Run `release` once every stream has finished the work recorded so far (at once if
+        there is none): freed memory, destroyed streams and pipelines wait for their users."""
+        pending = []
+        for s in list(self._streams):
+            if s.closed and s.destroyed:
+                continue
+            t = s.mark()
+            if t > s._done and s.completed() < t:
+                pending.append((s, t))
+        if not pending or self.lost:
+            release()
+            return
+        with self._deferred_lock:
+            self._deferred.append((pending, release))
+
+    def collect(self) -> None:
+        """Run the deferred releases whose work has finished (called at allocations, waits, close)."""
+        if not self._deferred:
+            return
+        with self._deferred_lock:
+            ready, waiting = [], []
+            for item in self._deferred:
+                done = self.lost or all(t <= s._done or (t <= s.submitted and s.completed() >= t)
+                                        for s, t in item[0])
+                (ready if done else waiting).append(item)
+            self._deferred = waiting
+        for _, release in ready:
+            release()
 
     # -- end ------------------------------------------------------------------------------------------------
     def _check(self) -> None:
@@ -221,6 +261,13 @@ class Device:
             except Exception:
                 pass
         self.cmd.vkDeviceWaitIdle(self.handle)
+        with self._deferred_lock:
+            ready, self._deferred = self._deferred, []
+        for _, release in ready:
+            try:
+                release()
+            except Exception:
+                pass
         self.pipelines.close()
         self.staging.close()
         self.memory.release_all()

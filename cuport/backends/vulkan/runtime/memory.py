@@ -148,6 +148,7 @@ class Memory:
                 "managed memory needs one address for host and device; this device gives "
                 "neither host-visible memory at its own address nor VK_EXT_external_memory_host",
                 "cuMemAllocManaged")
+        self.dev.collect()
         with self._lock:
             if rsize <= BLOCK // 2:
                 for blk in self._blocks[kind]:
@@ -162,6 +163,8 @@ class Memory:
             return self._register(blk, off, size, rsize, kind)
 
     def free(self, buf: Buffer) -> None:
+        """Forget `buf` at once (its address is invalid from now on); its memory is reused or
+        returned to the driver once the work queued before this call has finished."""
         with self._lock:
             if self._by_start.get(buf.address) is not buf:
                 raise BadAddress(f"0x{buf.address:x} is not an allocation of this device")
@@ -170,6 +173,10 @@ class Memory:
             if buf.host_ptr is not None and self._by_host.get(buf.host_ptr) is buf:
                 del self._by_host[buf.host_ptr]
                 del self._host_starts[bisect.bisect_left(self._host_starts, buf.host_ptr)]
+        self.dev.defer(lambda: self._release(buf))
+
+    def _release(self, buf: Buffer) -> None:
+        with self._lock:
             blk = buf.block
             if buf.kind == REGISTERED:
                 self._destroy_block(blk)
@@ -184,20 +191,22 @@ class Memory:
 
     def find(self, address: int, size: int = 1) -> Buffer:
         """The allocation holding [address, address+size); BadAddress if none holds all of it."""
-        i = bisect.bisect_right(self._starts, address) - 1
-        if i >= 0:
-            buf = self._by_start[self._starts[i]]
-            if address + size <= buf.address + buf.size:
-                return buf
+        with self._lock:
+            i = bisect.bisect_right(self._starts, address) - 1
+            if i >= 0:
+                buf = self._by_start[self._starts[i]]
+                if address + size <= buf.address + buf.size:
+                    return buf
         raise BadAddress(f"[0x{address:x}, +{size}) is not inside one allocation of this device")
 
     def find_host(self, ptr: int, size: int = 1) -> Buffer | None:
         """The host-visible allocation whose mapping holds [ptr, ptr+size), if any (pinned memory)."""
-        i = bisect.bisect_right(self._host_starts, ptr) - 1
-        if i >= 0:
-            buf = self._by_host[self._host_starts[i]]
-            if ptr + size <= buf.host_ptr + buf.size:
-                return buf
+        with self._lock:
+            i = bisect.bisect_right(self._host_starts, ptr) - 1
+            if i >= 0:
+                buf = self._by_host[self._host_starts[i]]
+                if ptr + size <= buf.host_ptr + buf.size:
+                    return buf
         return None
 
     def register_host(self, ptr: int, size: int) -> Buffer:
@@ -210,11 +219,8 @@ class Memory:
         end = hostmap.round_up(ptr + size, a)
         with self._lock:
             blk = self._import_block(start, end - start, REGISTERED)
-            try:
-                self._reserve(blk)
-            except OutOfDeviceMemory:
-                self._destroy_block(blk)
-                raise
+            if not self._reserve(blk):
+                self.unified = False
             buf = Buffer(address=blk.address + (ptr - start), size=size, kind=REGISTERED,
                          block=blk, offset=ptr - start, reserved_size=end - start, host_ptr=ptr)
             self._insert(buf)
@@ -258,36 +264,47 @@ class Memory:
         if kind in (HOST, MANAGED) and self.strategy == "alias":
             blk = self._alias_block(size, kind)
         else:
-            blk = self._plain_block(size, kind)
-            if kind == MANAGED and not (blk.host_ptr == blk.address):
+            blk = self._reserved_block(size, kind)
+            if kind == MANAGED and blk.host_ptr != blk.address:
                 self._destroy_block(blk)
                 raise Unsupported("the device gave host-visible memory a device address other "
                                   "than its host pointer; managed memory cannot share an address",
                                   "cuMemAllocManaged")
-            try:
-                self._reserve(blk)
-            except OutOfDeviceMemory:
-                self._destroy_block(blk)
-                raise
         blk.start = (-blk.address) % ALIGN
         blk.free = [[blk.start, blk.size - blk.start]]
         self._blocks[kind].append(blk)
         return blk
 
-    def _reserve(self, blk: Block) -> None:
-        """Unified addressing: hold the block's device range on the host, unless it is the
-        block's own host memory. A range the host already uses fails the block."""
+    def _reserved_block(self, size: int, kind: str) -> Block:
+        """A plain block whose device range is held on the host (unified addressing). A range
+        the host already uses is retried with the failed blocks kept, so that the driver
+        picks other addresses; if all tries collide, the last block is used unreserved and
+        the device stops claiming unified addressing."""
+        failed: list[Block] = []
+        try:
+            for _ in range(_RESERVE_TRIES):
+                blk = self._plain_block(size, kind)
+                if self._reserve(blk):
+                    return blk
+                failed.append(blk)
+            self.unified = False
+            return failed.pop()
+        finally:
+            for b in failed:
+                self._destroy_block(b)
+
+    def _reserve(self, blk: Block) -> bool:
+        """Hold the block's device range on the host unless it is the block's own host memory;
+        False if the host already uses part of that range."""
         if blk.host_ptr == blk.address or blk.pages is not None or blk.reserved:
-            return
+            return True
         if not hostmap.SUPPORTED:
             self.unified = False
-            return
+            return True
         if hostmap.reserve(blk.address, blk.size):
             blk.reserved = True
-            return
-        raise OutOfDeviceMemory(
-            f"the device address 0x{blk.address:x} of a new allocation is in use by host memory; "
-            "a pointer would name two things", "vkAllocateMemory")
+            return True
+        return False
 
     def _plain_block(self, size: int, kind: str) -> Block:
         vk, cmd, dev = self.vk, self.cmd, self.dev
@@ -446,7 +463,13 @@ class Memory:
         return [i for _, _, i in scored]
 
     def _probe(self) -> None:
-        """Find how host and device can share an address on this device (one small block)."""
+        """Find how host and device can share an address on this device (small probe blocks),
+        and whether device addresses can be kept free of host objects."""
+        try:
+            blk = self._reserved_block(hostmap.PAGE * 16, DEVICE)
+            self._destroy_block(blk)
+        except VulkanError:
+            pass
         try:
             blk = self._plain_block(hostmap.PAGE * 16, HOST)
         except VulkanError:

@@ -165,10 +165,12 @@ class Pipelines:
                         local_size=local_size, push_size=push, required_subgroup_size=rss, key=key)
 
     def destroy(self, p: Pipeline) -> None:
+        """Forget `p`; it is destroyed once the work queued so far (which may use it) has run."""
         with self._lock:
-            if self._by_key.get(p.key) is p:
-                del self._by_key[p.key]
-        self._destroy(p)
+            if self._by_key.get(p.key) is not p:
+                return
+            del self._by_key[p.key]
+        self.dev.defer(lambda: self._destroy(p))
 
     def _destroy(self, p: Pipeline) -> None:
         cmd, h, null = self.dev.cmd, self.dev.handle, self.vk.ffi.NULL

@@ -8,6 +8,7 @@ but the device lacks (`missing`, one line each, required ones first).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +97,30 @@ class DeviceInfo:
     managed_memory: str  # how cuport can give host and device one address: identity|alias|none
     missing: tuple[str, ...] = field(default=())  # required first ("required: ..."), then wanted
     usable: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (sets as sorted lists, bytes as hex), for `cuport info --json`."""
+        return _plain(dataclasses.asdict(self))
+
+    def describe(self) -> list[str]:
+        """A few lines for `cuport info`: what the device is, its limits, what it lacks."""
+        lim = self.limits
+        v = ".".join(map(str, self.api_version))
+        state = "usable" if self.usable else "NOT usable"
+        heaps = ", ".join(f"{h.size / 2**30:.1f} GiB{' device-local' if h.device_local else ''}"
+                          for h in self.memory_heaps)
+        sms = f"{self.multiprocessors} multiprocessors, " if self.multiprocessors else ""
+        lines = [
+            f"vulkan:{self.index}  {self.name} ({self.driver_name} {self.driver_info}), "
+            f"Vulkan {v}, {self.device_type}, {state}",
+            f"  subgroups {self.min_subgroup_size}..{self.max_subgroup_size}, {sms}"
+            f"{lim.max_workgroup_invocations} invocations a workgroup, "
+            f"{lim.max_shared_memory // 1024} KiB workgroup memory, "
+            f"{lim.max_push_constants} bytes of push constants",
+            f"  memory heaps: {heaps}; one address for host and device: {self.managed_memory}",
+        ]
+        lines += [f"  missing: {m}" for m in self.missing]
+        return lines
 
     def warp_subgroups(self) -> bool:
         """Whether a pipeline can run with 32-wide subgroups (a warp per subgroup)."""
@@ -309,6 +334,18 @@ def query(inst: Instance, pd: Any, index: int) -> DeviceInfo:
     missing = _missing(info, api)
     usable = not any(m.startswith("required: ") for m in missing)
     return DeviceInfo(**{**info.__dict__, "missing": tuple(missing), "usable": usable})
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (set, frozenset)):
+        return sorted(_plain(v) for v in x)
+    if isinstance(x, bytes):
+        return x.hex()
+    return x
 
 
 def _strip(name: str, prefix: str) -> str:

@@ -19,16 +19,21 @@ data is taken at the call (into the command buffer up to 64 KiB, else into stagi
 into pageable memory the call returns when the data is there; to and from pinned memory
 (cuport's host-visible allocations) the copy runs on the GPU in stream order.
 Where the stream is idle and the device memory is mapped, copies are plain host copies.
+
+Host waits are cut into 100 ms slices, so a lost device is noticed; CUPORT_VK_WAIT_S=N makes
+a wait give up after N seconds (a debugging aid: CUDA itself waits for ever).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +105,7 @@ class Timestamp:
     stream: Stream
     ticket: int
     slot: int
+    _ns: float | None = None  # read once, when first asked for (or when the stream goes)
 
     def ns(self) -> float:
         """Nanoseconds on the device's clock; waits for the timestamp to be written."""
@@ -148,7 +154,13 @@ class Stream:
         self._free_cbs: list[Any] = []
         self._queries: Any = None
         self._free_slots: list[int] = []
-        self.closed = False
+        self.closed = False  # no more work may be recorded
+        self.destroyed = False  # its Vulkan objects are gone (after close, once its work ran)
+        self._timestamps: weakref.WeakSet[Timestamp] = weakref.WeakSet()
+        self._host_sem: Any = None  # signalled by the host thread that runs host functions
+        self._host_value = 0
+        self._host_jobs: queue.SimpleQueue | None = None
+        self._host_thread: threading.Thread | None = None
         # Structs reused by every submission and barrier (vkQueueSubmit copies what it reads).
         self._submit = vk.new("VkSubmitInfo")
         self._tsi = vk.new("VkTimelineSemaphoreSubmitInfo")
@@ -156,15 +168,13 @@ class Stream:
         self._cbs = ffi.new("VkCommandBuffer[1]")
         self._signal_sem = ffi.new("VkSemaphore[1]", [self.semaphore])
         self._signal_val = ffi.new("uint64_t[1]")
-        self._wait_info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1)
         self._wait_sems = ffi.new("VkSemaphore[1]", [self.semaphore])
-        self._wait_vals = ffi.new("uint64_t[1]")
-        self._wait_info.pSemaphores = self._wait_sems
-        self._wait_info.pValues = self._wait_vals
         self._counter = ffi.new("uint64_t*")
         self._begin_info = vk.new("VkCommandBufferBeginInfo",
                                   flags=lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self._region = ffi.new("VkBufferCopy*")
+        self._grow_waits(4)
+        self._max_groups = dev.info.limits.max_workgroup_count
 
     # -- tickets ---------------------------------------------------------------------------------
     def mark(self) -> int:
@@ -175,6 +185,8 @@ class Stream:
     def completed(self) -> int:
         """The last ticket the GPU has finished."""
         with self._lock:
+            if self.destroyed:
+                return self._done
             r = self.cmd.vkGetSemaphoreCounterValue(self.dev.handle, self.semaphore, self._counter)
             if r < 0:
                 self.vk.check(r, "vkGetSemaphoreCounterValue")
@@ -210,10 +222,12 @@ class Stream:
         env_limit = os.environ.get("CUPORT_VK_WAIT_S")
         if deadline is None and env_limit:
             deadline = time.monotonic() + float(env_limit)
-        self._wait_vals[0] = ticket
         vk, cmd, h = self.vk, self.cmd, self.dev.handle
+        vals = vk.ffi.new("uint64_t[1]", [ticket])  # per call: waits may come from several threads
+        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=self._wait_sems,
+                      pValues=vals)
         while True:
-            r = cmd.vkWaitSemaphores(h, self._wait_info, WAIT_SLICE_NS)
+            r = cmd.vkWaitSemaphores(h, info, WAIT_SLICE_NS)
             if r == 0:
                 break
             if r < 0:
@@ -222,9 +236,11 @@ class Stream:
             if deadline is not None and time.monotonic() > deadline:
                 raise VulkanError(f"stream work did not finish within the wait limit "
                                   f"(ticket {ticket})", "vkWaitSemaphores", r)
-        if ticket > self._done:
-            self._done = ticket
-        self._reclaim()
+        with self._lock:
+            if ticket > self._done:
+                self._done = ticket
+            self._reclaim()
+        self.dev.collect()
 
     def synchronize(self) -> None:
         self.wait(None)
@@ -242,10 +258,52 @@ class Stream:
                 self.submit()  # the wait applies only to what is recorded after it
             self._waits.append((other.semaphore, ticket))
 
+    def launch_host_func(self, fn: Callable[[], None]) -> None:
+        """Call `fn` on a host thread once the work recorded so far has run; work recorded
+        later waits for `fn` to return (cuLaunchHostFunc, cuStreamAddCallback)."""
+        vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
+        with self._lock:
+            self._check_open()
+            if self._host_sem is None:
+                tci = vk.new("VkSemaphoreTypeCreateInfo",
+                             semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)
+                sem = ffi.new("VkSemaphore*")
+                vk.check(self.cmd.vkCreateSemaphore(
+                    self.dev.handle, vk.new("VkSemaphoreCreateInfo", pNext=tci), ffi.NULL, sem),
+                    "vkCreateSemaphore")
+                self._host_sem = sem[0]
+                self._host_jobs = queue.SimpleQueue()
+                self._host_thread = threading.Thread(target=self._host_worker, daemon=True,
+                                                     name="cuport-vulkan-host-func")
+                self._host_thread.start()
+            ticket = self.submit()
+            self._host_value += 1
+            self._host_jobs.put((ticket, fn, self._host_value))
+            self._waits.append((self._host_sem, self._host_value))
+
+    def _host_worker(self) -> None:
+        vk = self.vk
+        while True:
+            ticket, fn, value = self._host_jobs.get()
+            if fn is None:
+                return
+            try:
+                self.wait(ticket)
+                fn()
+            except Exception:  # as CUDA: an error in a callback is the program's, reported
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                info = vk.new("VkSemaphoreSignalInfo", semaphore=self._host_sem, value=value)
+                r = self.cmd.vkSignalSemaphore(self.dev.handle, info)
+                if r < 0:
+                    self.dev.lost = True
+
     # -- submission ---------------------------------------------------------------------------------
     def submit(self) -> int:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
-        vk, ffi, lib, cmd = self.vk, self.vk.ffi, self.vk.lib, self.cmd
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
         with self._lock:
             self._check_open()
             if self._cb is None and not self._waits:
@@ -260,15 +318,16 @@ class Stream:
                 waits.append((self.semaphore, self.submitted))
             si, tsi = self._submit, self._tsi
             n = len(waits)
-            wsems = ffi.new("VkSemaphore[]", [w[0] for w in waits]) if n else ffi.NULL
-            wvals = ffi.new("uint64_t[]", [w[1] for w in waits]) if n else ffi.NULL
-            stages = ffi.new("VkPipelineStageFlags[]",
-                             [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n) if n else ffi.NULL
+            if n > len(self._wsems):
+                self._grow_waits(n)
+            for i, (sem, val) in enumerate(waits):
+                self._wsems[i] = sem
+                self._wvals[i] = val
             si.waitSemaphoreCount = n
-            si.pWaitSemaphores = wsems
-            si.pWaitDstStageMask = stages
+            si.pWaitSemaphores = self._wsems
+            si.pWaitDstStageMask = self._wstages
             tsi.waitSemaphoreValueCount = n
-            tsi.pWaitSemaphoreValues = wvals
+            tsi.pWaitSemaphoreValues = self._wvals
             self._signal_val[0] = value
             tsi.signalSemaphoreValueCount = 1
             tsi.pSignalSemaphoreValues = self._signal_val
@@ -283,18 +342,29 @@ class Stream:
                 si.pCommandBuffers = ffi.NULL
             with self.queue.lock:
                 r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
-            if r < 0:
-                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
-                    self.dev.lost = True
-                vk.check(r, "vkQueueSubmit")
-            self._inflight.append((value, cb, self._keep))
-            self._keep = []
+            keep, self._keep = self._keep, []
             self._cb = None
             self._count = 0
             self._bound = None
             self._waits = []
+            if r < 0:  # what was recorded is dropped; the stream stays usable unless the device is lost
+                if cb is not None:
+                    self._free_cbs.append(cb)
+                for k in keep:
+                    if isinstance(k, Staging):
+                        self.dev.staging.put(k)
+                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+                    self.dev.lost = True
+                vk.check(r, "vkQueueSubmit")
+            self._inflight.append((value, cb, keep))
             self.submitted = value
             return value
+
+    def _grow_waits(self, n: int) -> None:
+        ffi, lib = self.vk.ffi, self.vk.lib
+        self._wsems = ffi.new("VkSemaphore[]", n)
+        self._wvals = ffi.new("uint64_t[]", n)
+        self._wstages = ffi.new("VkPipelineStageFlags[]", [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n)
 
     def _reclaim(self) -> None:
         """Recycle command buffers and staging memory of completed submissions."""
@@ -344,7 +414,8 @@ class Stream:
     def _recorded(self) -> None:
         """After each command: submit when the GPU would otherwise idle, or the batch is full."""
         self._count += 1
-        if self._count >= self.batch or (self.eager and self.completed() >= self.submitted):
+        if self._count >= self.batch or (self.eager and (
+                self._done >= self.submitted or self.completed() >= self.submitted)):
             self.submit()
 
     def _check_open(self) -> None:
@@ -374,7 +445,7 @@ class Stream:
                 n = (len(push) + 3) & ~3
                 data = push if n == len(push) else push + bytes(n - len(push))
                 cmd.vkCmdPushConstants(cb, pipeline.layout, self.dev.stage_compute, 0, n, data)
-            mx, my, mz = self.dev.info.limits.max_workgroup_count
+            mx, my, mz = self._max_groups
             if gx <= mx and gy <= my and gz <= mz:
                 cmd.vkCmdDispatch(cb, gx, gy, gz)
             else:
@@ -547,32 +618,55 @@ class Stream:
             self._count += 1
             ts = Timestamp(self, self.submitted + 1, slot)
             weakref.finalize(ts, self._free_slots.append, slot)
+            self._timestamps.add(ts)
             if self.eager and self.completed() >= self.submitted:
                 self.submit()
             return ts
 
     def _read_timestamp(self, ts: Timestamp) -> float:
-        self.wait(ts.ticket)
-        ffi = self.vk.ffi
+        if ts._ns is None:
+            if self.destroyed:
+                raise VulkanError("the timestamp's stream was destroyed before it was written")
+            self.wait(ts.ticket)
+            with self._lock:
+                if ts._ns is None:
+                    ts._ns = self._query(ts.slot)
+        return ts._ns
+
+    def _query(self, slot: int) -> float:
+        ffi, lib = self.vk.ffi, self.vk.lib
         out = ffi.new("uint64_t[1]")
         self.vk.check(self.cmd.vkGetQueryPoolResults(
-            self.dev.handle, self._queries, ts.slot, 1, 8, out, 8,
-            self.vk.lib.VK_QUERY_RESULT_64_BIT | self.vk.lib.VK_QUERY_RESULT_WAIT_BIT),
-            "vkGetQueryPoolResults")
+            self.dev.handle, self._queries, slot, 1, 8, out, 8,
+            lib.VK_QUERY_RESULT_64_BIT | lib.VK_QUERY_RESULT_WAIT_BIT), "vkGetQueryPoolResults")
         bits = self.dev.info.limits.timestamp_valid_bits
         ticks = out[0] & ((1 << bits) - 1) if bits < 64 else out[0]
         return ticks * self.dev.info.limits.timestamp_period_ns
 
     # -- end ----------------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Finish the stream's work and free what it holds."""
-        if self.closed:
-            return
-        try:
+        """Destroy the stream as cuStreamDestroy does: work already recorded still runs, and what
+        the stream holds is released once that work (and every stream's before it) is done."""
+        with self._lock:
+            if self.closed:
+                return
             if not self.dev.lost:
-                self.synchronize()
-        finally:
+                self.submit()
             self.closed = True
+        self.dev.defer(self._destroy)
+
+    def _destroy(self) -> None:
+        with self._lock:
+            if self.destroyed:
+                return
+            for ts in list(self._timestamps):
+                if ts._ns is None and not self.dev.lost:
+                    try:
+                        ts._ns = self._query(ts.slot)
+                    except VulkanError:
+                        pass
+            self._done = max(self._done, self.submitted)
+            self.destroyed = True
             ffi, cmd, h = self.vk.ffi, self.cmd, self.dev.handle
             for _, _, keep in self._inflight:
                 for k in keep:
@@ -582,10 +676,14 @@ class Stream:
                 if isinstance(k, Staging):
                     self.dev.staging.put(k)
             self._inflight.clear()
+            self._keep = []
             cmd.vkDestroyCommandPool(h, self._pool, ffi.NULL)
             cmd.vkDestroySemaphore(h, self.semaphore, ffi.NULL)
             if self._queries is not None:
                 cmd.vkDestroyQueryPool(h, self._queries, ffi.NULL)
+            if self._host_sem is not None:
+                self._host_jobs.put((0, None, 0))
+                cmd.vkDestroySemaphore(h, self._host_sem, ffi.NULL)
 
 
 def _host_fill(ptr: int, pattern: bytes, size: int) -> None:
