@@ -344,3 +344,24 @@ def test_recursion_is_refused() -> None:
     with pytest.raises(TranslateError) as e:
         k.shader()
     assert "recursive call of @rec" in str(e.value) and "PTX line 9" in str(e.value)
+
+
+def test_constant_table_global() -> None:
+    """A constant table in addrspace 0 (the isa layer's sRGB decode table) is a Private
+    variable every invocation reads."""
+    import numpy as np
+    from spvrun import Ptr, run
+    k = Kernel()
+    b = k.b
+    t = ll.ArrayType(F32, 16)
+    table = ll.GlobalVariable(k.module, t, "table")
+    table.global_constant = True
+    table.initializer = ll.Constant(t, [float(i) * 0.5 for i in range(16)])
+    out = k.push_ptr(0)
+    i = k.builtin("LocalInvocationIndex")
+    v = b.load(b.gep(table, [ll.Constant(I32, 0), b.and_(i, ll.Constant(I32, 15))]), typ=F32)
+    b.store(v, k.element(out, i, F32)).align = 4
+    b.ret_void()
+    sh = translate_valid(k, (64, 1, 1))
+    (got,) = run(sh, (1, 1, 1), [Ptr(np.zeros(64, np.float32))])
+    assert np.array_equal(got, (np.arange(64) % 16 * 0.5).astype(np.float32))

@@ -428,6 +428,21 @@ def _gep_local(tr, p: LocalPtr, s: ll.Type, idxs: list) -> LocalPtr:
           and alloc_size(s) % alloc_size(t.element) == 0):
         path.append(_scaled(tr, _index32(tr, first), alloc_size(s) // alloc_size(t.element)))
         t = t.element
+    elif len(idxs) == 1 and isinstance(s, ll.IntType) and s.width == 8:
+        # a byte offset (the isa layer's field offsets): whole elements of the array
+        elem = t.element if isinstance(t, ll.ArrayType) else t
+        if not _is_scalarish(elem):
+            raise tr.error(f"byte offset into {t}")
+        size = alloc_size(elem)
+        k = _byte_index(tr, first, size)
+        if isinstance(t, ll.ArrayType):
+            path.append(k)
+            t = elem
+        elif c0 != 0:
+            parent = _type_at(tr, p.vtype, len(path) - 1) if path else None
+            if parent is None:
+                raise tr.error("pointer arithmetic outside a variable")
+            path[-1] = tr.op(OP.OpIAdd, tr.t_i32, tr.use(path[-1]), k)
     else:
         raise tr.error(f"getelementptr over {s} on a pointer to {t}")
     for ix in idxs[1:]:
@@ -436,6 +451,23 @@ def _gep_local(tr, p: LocalPtr, s: ll.Type, idxs: list) -> LocalPtr:
         path.append(_index32(tr, ix))
         t = t.element
     return LocalPtr(p.var, p.storage, p.vtype, tuple(path), t)
+
+
+def _byte_index(tr, off, size: int) -> int:
+    """The element index of byte offset `off` into elements of `size` bytes (a constant one
+    must be a multiple; a run-time one is aligned, as PTX's accesses must be)."""
+    c = _const_index(off)
+    if c is not None:
+        c = _signed(c, off.type.width)
+        if c % size:
+            raise tr.error(f"byte offset {c} inside an element of {size} bytes")
+        return tr.cint((c // size) & 0xFFFFFFFF)
+    x = _index32(tr, off)
+    if size == 1:
+        return x
+    if size & (size - 1):
+        return tr.op(OP.OpSDiv, tr.t_i32, x, tr.cint(size))
+    return tr.op(OP.OpShiftRightArithmetic, tr.t_i32, x, tr.cint(size.bit_length() - 1))
 
 
 def _is_scalarish(t: ll.Type) -> bool:

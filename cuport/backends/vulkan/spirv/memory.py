@@ -30,7 +30,7 @@ def memory_operands(tr, ins, storage: str, t: ll.Type) -> list[int]:
     (shared) scope, so a spin on a flag sees other invocations' stores; a global one states
     its alignment."""
     volatile = bool(getattr(ins, "volatile", False)) or "volatile" in getattr(ins, "flags", ())
-    if storage == "Function":
+    if storage in ("Function", "Private"):
         return [MA_VOLATILE] if volatile else []
     mask = MA_NONPRIVATE
     params: list[int] = []

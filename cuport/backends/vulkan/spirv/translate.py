@@ -206,7 +206,7 @@ class _Translator:
         self.dest_var: int | None = None
         self.helpers: dict[str, int] = {}
         self.feature_uses: set[str] = set()  # storage-dependent features (atomics)
-        self.defined: dict[str, int] = {}  # functions of the module, translated
+        self.defined: dict[tuple, int] = {}  # functions of the module, translated, by shape
         self.translating: set[str] = set()
         self.helper_words: list[int] = []
         self.param_types: dict[int, int] = {}
@@ -506,29 +506,38 @@ class _Translator:
             raise TranslateError(f"control reaches the end of @{fn.name} without a terminator")
 
     def call_defined(self, ins) -> None:
-        """A call of a function defined in the module (the isa layer's helpers, such as
-        fprt.strict's): translated once into a SPIR-V function of its own."""
+        """A call of a function defined in the module (the isa layer's helpers: fprt.strict's,
+        the texture sampler): translated into a SPIR-V function of its own, one per shape of
+        its pointer arguments. A pointer into a variable is passed as the variable itself
+        (a memory object declaration, as Vulkan's logical addressing requires) and its
+        access-chain indices as i32 arguments."""
         callee = ins.callee
-        fid = self.defined.get(callee.name)
-        if fid is None:
-            if callee.name in self.translating:
-                raise self.error(f"recursive call of @{callee.name}")
-            fid = self._translate_defined(callee)
-        args = []
+        args: list[int] = []
+        shapes: list = []
         for a in ins.args:
             if isinstance(a.type, ll.PointerType):
                 p = self.pointer(a)
                 if isinstance(p, LocalPtr):
-                    raise self.error("a pointer into a variable passed to a function")
+                    args.append(p.var)
+                    args += [self.use(i) for i in p.path]
+                    shapes.append((p.storage, p.vtype, len(p.path), p.ptype))
+                    continue
                 args.append(self.use(p))
             else:
                 args.append(self.val(a))
-        rt = self.ty(ins.type)
-        r = self.op(OP.OpFunctionCall, rt, fid, *args)
+            shapes.append(None)
+        key = (callee.name, tuple(None if x is None else (x[0], str(x[1]), x[2], str(x[3])) for x in shapes))
+        fid = self.defined.get(key)
+        if fid is None:
+            if callee.name in self.translating:
+                raise self.error(f"recursive call of @{callee.name}")
+            fid = self._translate_defined(callee, shapes)
+            self.defined[key] = fid
+        r = self.op(OP.OpFunctionCall, self.ty(ins.type), fid, *args)
         if not isinstance(ins.type, ll.VoidType):
             self.define(ins, r)
 
-    def _translate_defined(self, callee: ll.Function) -> int:
+    def _translate_defined(self, callee: ll.Function, shapes: list) -> int:
         m = self.m
         names = ("fvars", "blocks", "cur", "breakables", "dest_var", "llblocks", "cfg", "ins")
         saved = {n: getattr(self, n) for n in names}
@@ -537,12 +546,25 @@ class _Translator:
         try:
             fid = m.id()
             rt = self.ty(callee.function_type.return_type)
-            ptypes = tuple(self.ty(a.type) for a in callee.args)
+            params: list[tuple[int, int]] = []  # (id, type)
+            for a, shape in zip(callee.args, shapes, strict=True):
+                if shape is None:
+                    pid = m.id()
+                    params.append((pid, self.ty(a.type)))
+                    self.vals[a] = pid
+                    continue
+                storage, vtype, depth, ptype = shape
+                var = m.id()
+                params.append((var, self.ptr_type(storage, self.ty(vtype))))
+                path = []
+                for _ in range(depth):
+                    path.append(m.id())
+                    params.append((path[-1], self.t_i32))
+                self.vals[a] = LocalPtr(var, storage, vtype, tuple(path), ptype)
+            ptypes = tuple(t for _, t in params)
             head = inst(OP.OpFunction, rt, fid, enum("FunctionControl", "None"), m.t_function(rt, ptypes))
-            for a, t in zip(callee.args, ptypes, strict=True):
-                pid = m.id()
+            for pid, t in params:
                 head += inst(OP.OpFunctionParameter, t, pid)
-                self.vals[a] = pid
                 self.param_types[pid] = t
             self._emit_function(callee)
             self.helper_words += self._serialize(head)
@@ -551,7 +573,6 @@ class _Translator:
             self.translating.discard(callee.name)
             for n, v in saved.items():
                 setattr(self, n, v)
-        self.defined[callee.name] = fid
         return fid
 
     def _serialize(self, head: list[int]) -> list[int]:
@@ -832,21 +853,30 @@ class _Translator:
         return r
 
     def global_var(self, g: ll.GlobalVariable) -> LocalPtr:
+        """A module global: addrspace(3) is shared memory (a Workgroup variable); a constant
+        in addrspace 0 (a table the isa layer made) is a Private variable initialised with
+        it, which every invocation reads."""
         p = self.globals_.get(g.name)
         if p is not None:
             return p
-        if g.addrspace != 3:
-            raise self.error(f"global @{g.name} in address space {g.addrspace}: only addrspace(3) "
-                             "(shared memory) globals are supported")
         init = g.initializer
-        if init is not None and not (isinstance(init, ll.Constant) and init.constant in (None, ll.Undefined)):
-            raise self.error(f"shared-memory global @{g.name} with an initializer")
+        undef = init is None or (isinstance(init, ll.Constant) and init.constant in (None, ll.Undefined))
         t = g.value_type
-        var = self.m.global_variable(self.ptr_type("Workgroup", self.ty(t)), "Workgroup")
+        if g.addrspace == 0 and g.global_constant and not undef:
+            var = self.m.global_variable(self.ptr_type("Private", self.ty(t)), "Private", self.const(init))
+            storage = "Private"
+        elif g.addrspace == 3:
+            if not undef:
+                raise self.error(f"shared-memory global @{g.name} with an initializer")
+            var = self.m.global_variable(self.ptr_type("Workgroup", self.ty(t)), "Workgroup")
+            self.shared_bytes += alloc_size(t)
+            storage = "Workgroup"
+        else:
+            raise self.error(f"global @{g.name} in address space {g.addrspace}: only shared memory "
+                             "(addrspace(3)) and constant tables are supported")
         self.m.name(var, g.name)
         self.interface[var] = None
-        self.shared_bytes += alloc_size(t)
-        p = self.globals_[g.name] = LocalPtr(var, "Workgroup", t, (), t)
+        p = self.globals_[g.name] = LocalPtr(var, storage, t, (), t)
         return p
 
 
