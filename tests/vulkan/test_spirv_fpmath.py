@@ -335,7 +335,7 @@ def test_directed_rounding_of_constrained_intrinsics(op, dt, mode) -> None:
 
 
 class _Mc:
-    """The little of the CPU emitter's module context that fprt.strict uses."""
+    """The little of an emitter's module context that rounding.strict uses."""
 
     def __init__(self, k):
         self.llmod = k.module
@@ -352,11 +352,12 @@ class _Em:
 
 
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
-def test_fprt_strict_helper_functions(mode) -> None:
-    """The isa layer's own f64 directed-rounding helper (fprt.strict: a defined function that
-    brackets a constrained intrinsic with get/set rounding) is translated and runs."""
-    from cuport.isa import fprt
+def test_strictfp_helper_functions(mode) -> None:
+    """A directed-rounding helper as the CPU backend builds it (rounding.strict: a defined
+    strictfp function that brackets a constrained intrinsic with get/set rounding) is
+    translated and runs."""
+    from cuport.backends.cpu import rounding
     a, b = _operands(np.float64, 2000)
-    got = apply(lambda k, v: fprt.strict(_Em(k), "fdiv", list(v), mode), [a, b], np.float64)
+    got = apply(lambda k, v: rounding.strict(_Em(k), "fdiv", list(v), mode), [a, b], np.float64)
     want = _directed_ref("fdiv", [a, b], np.float64, mode)
     assert same_floats(got, want).all()
