@@ -147,7 +147,7 @@ class Memcpy(Params):
 
     def run(self) -> None:
         for dst, src, n in self.rows:
-            ctypes.memmove(dst, src, n)
+            memory.move(dst, src, n)
 
     @property
     def struct(self):

@@ -58,6 +58,7 @@ class Allocation:
     freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
     graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
     imported: bool = False  # another process's, from cuIpcOpenMemHandle (ipc.py)
+    host_ok: bool = True  # the host can use the memory at its address (False: copy through the backend)
 
     @property
     def end(self) -> int:
@@ -84,6 +85,8 @@ class AllocationTable:
 
     def remove(self, a: Allocation, why: str = "freed") -> None:
         with self.lock:
+            if not a.host_ok and a.base in self._by_base:
+                _opaque[0] -= 1
             i = bisect.bisect_left(self._bases, a.base)
             del self._bases[i]
             del self._by_base[a.base]
@@ -262,11 +265,75 @@ def map_shared(fd: int, size: int) -> int:
     return base
 
 
+# -- memory the host cannot touch: copies and fills through the device's backend ---------
+_opaque = [0]  # live allocations with host_ok False: none means every copy is a memmove
+
+
+def _note_host_access(a: Allocation) -> Allocation:
+    b = a.context.device.backend() if a.context is not None else None
+    check = getattr(b, "host_accessible", None)
+    if check is not None and not check(a.base):
+        a.host_ok = False
+        with TABLE.lock:
+            _opaque[0] += 1
+    return a
+
+
+def _opaque_at(address: int) -> Allocation | None:
+    if not _opaque[0]:
+        return None
+    a = TABLE.find(address)
+    return a if a is not None and not a.host_ok else None
+
+
+def move(dst: int, src: int, n: int) -> None:
+    """memmove for the driver's copies: device memory the host cannot touch (a discrete
+    GPU's) goes through its backend; everything else is host memory at its address."""
+    if n <= 0:
+        return
+    d, s = _opaque_at(dst), _opaque_at(src)
+    if d is None and s is None:
+        ctypes.memmove(dst, src, n)
+        return
+    owner = d or s
+    b = owner.context.device.backend()
+    if d is not None and s is not None:
+        b.copy_dtod(dst, src, n)
+    elif d is not None:
+        b.copy_htod(dst, src, n)
+    else:
+        b.copy_dtoh(dst, src, n)
+
+
+def fill(dst: int, value: int, n: int, width: int = 1) -> None:
+    """n elements of `width` bytes set to `value`, through the backend where needed."""
+    a = _opaque_at(dst)
+    if a is None:
+        if width == 1:
+            ctypes.memset(dst, value & 0xFF, n)
+        else:
+            import numpy as np
+
+            dtype = {2: np.uint16, 4: np.uint32}[width]
+            np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(value)
+        return
+    a.context.device.backend().fill(dst, value, n, width)
+
+
+def read(address: int, n: int) -> bytes:
+    """The bytes of any memory the driver knows (host or device)."""
+    if _opaque_at(address) is None:
+        return ctypes.string_at(address, n)
+    buf = ctypes.create_string_buffer(n)
+    move(ctypes.addressof(buf), address, n)
+    return buf.raw
+
+
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
     if size == 0:
         raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
     _check_capture("allocating memory")
-    a = Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags)
+    a = _note_host_access(Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags))
     TABLE.add(a)
     return a
 
@@ -302,7 +369,7 @@ def _check_capture(what: str) -> None:
 
 def register_range(base: int, size: int, kind: str, ctx: context.Context | None) -> Allocation:
     """Record memory cuport did not map (module globals, registered host memory)."""
-    a = Allocation(base, size, kind, ctx, owned=False)
+    a = _note_host_access(Allocation(base, size, kind, ctx, owned=False))
     TABLE.add(a)
     return a
 
