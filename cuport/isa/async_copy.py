@@ -32,10 +32,9 @@ from collections.abc import Callable
 
 from llvmlite import ir as ll
 
-from ..backends.cpu.types import I1, I8, I32, I64, PTR
 from ..ptx import ir
-from .memory import for_each_lane, lane_pointers
 from .registry import lowers
+from .types import I1, I8, I32, I64, PTR
 
 _MASK21 = (1 << 21) - 1
 _EXPECTED, _TX, _PHASE = 21, 42, 63
@@ -52,7 +51,7 @@ def _each_lane(em, body: Callable[[ll.Value], None]) -> None:
         body(lane)
         return []
 
-    for_each_lane(em, em.exec_mask(), [], step)
+    em.for_each_lane(em.exec_mask(), [], step)
 
 
 def _memcpy(em, dst: ll.Value, src: ll.Value, n: ll.Value) -> None:
@@ -96,8 +95,8 @@ def _cp_async(em, ins: ir.Instr) -> None:
             em.store(em.offset_ptrs(dst, off), value, 4)
         return
     b = em.b
-    dst = lane_pointers(em, args[0], "shared")
-    src = lane_pointers(em, args[1], "global")
+    dst = em.lane_pointers(args[0], "shared")
+    src = em.lane_pointers(args[1], "global")
     if _is_pred(em, fill):  # ignore-src: nothing read when true
         ignore = em.read_bits(fill, "pred")
         count = b.select(ignore, em.const_int(32, 0), em.const_int(32, size))
@@ -150,7 +149,7 @@ def _word_ptr(em, ins: ir.Instr, index: int) -> ll.Value:
     space = em.space_of(ins)
     if space not in ("shared", "generic"):
         raise em.error(f"an mbarrier in .{space} memory")
-    return lane_pointers(em, mem, space)
+    return em.lane_pointers(mem, space)
 
 
 def _update(em, p: ll.Value, change: Callable[[_Word], ll.Value | None]) -> ll.Value | None:
@@ -199,7 +198,7 @@ def _arrive_lanes(em, ins: ir.Instr, pointer_index: int, count: ll.Value | None,
         return [b.insert_element(accs[0], state, lane)] if want_state else []
 
     inits = [ll.Constant(ll.VectorType(I64, 32), ll.Undefined)] if want_state else []
-    out = for_each_lane(em, em.exec_mask(), inits, body)
+    out = em.for_each_lane(em.exec_mask(), inits, body)
     if want_state:
         em.write(dest, "b64", out[0])
 
@@ -222,7 +221,7 @@ def _test_lanes(em, ins: ir.Instr, parity: bool) -> None:
         return [b.insert_element(accs[0], done, lane)]
 
     undef = ll.Constant(ll.VectorType(I1, 32), ll.Undefined)
-    out = for_each_lane(em, em.exec_mask(), [undef], body)
+    out = em.for_each_lane(em.exec_mask(), [undef], body)
     b.fence("acquire")
     dest = ins.args[0]
     if em.vec:
@@ -307,11 +306,11 @@ def _bulk(em, ins: ir.Instr) -> None:
         raise em.error("cp.async.bulk without its destination and source state spaces")
     dst_space, src_space = spaces[0], spaces[1]
     args = ins.args
-    dst = lane_pointers(em, args[0], dst_space)
-    src = lane_pointers(em, args[1], src_space)
+    dst = em.lane_pointers(args[0], dst_space)
+    src = em.lane_pointers(args[1], src_space)
     size = em.read_bits(args[2], "u32")
     mbar = "mbarrier::complete_tx::bytes" in mods
-    ptrs = lane_pointers(em, args[3], "shared") if mbar else None
+    ptrs = em.lane_pointers(args[3], "shared") if mbar else None
     b = em.b
 
     def body(lane):

@@ -1259,6 +1259,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
     def atomic(self, a) -> ll.Value | None:
         return atomic_ops.atomic(self, a)
 
+    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
+        return memory_ops.lane_pointers(self, mem, space)
+
+    def for_each_lane(self, mask: ll.Value, inits: list[ll.Value], body) -> list[ll.Value]:
+        return memory_ops.for_each_lane(self, mask, inits, body)
+
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
         return rounding.strict(self, op, args, mode)
 
