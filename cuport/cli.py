@@ -131,13 +131,41 @@ def run_program(argv: list[str], env: dict[str, str]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def _with_device(env: dict[str, str], device: str | None) -> dict[str, str]:
+    """--device cpu|vulkan[:N][,...]: what CUPORT_DEVICE says (driver/device.py)."""
+    if device:
+        env["CUPORT_DEVICE"] = device
+    return env
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    return run_program([args.program, *args.args], program_env())
+    return run_program([args.program, *args.args], _with_device(program_env(), args.device))
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
     trace = "all" if args.all else True
-    return run_program([args.program, *args.args], program_env(trace, args.ptx_dir))
+    return run_program([args.program, *args.args],
+                       _with_device(program_env(trace, args.ptx_dir), args.device))
+
+
+def _device_lines() -> list[str]:
+    """Every device cuport can run on: the CPU, and each Vulkan device with its limits and
+    what it lacks."""
+    from cuport.driver import device
+
+    out = [f"cpu       {device.devices()[0].name if device.device_spec()[0][0] == 'cpu' else 'the host CPU'}, "
+           f"{device.core_count()} cores (CUPORT_DEVICE=cpu, the default)"]
+    try:
+        from cuport.backends.vulkan import runtime
+
+        infos = runtime.devices()
+        if not infos:
+            out.append(f"vulkan    none: {runtime.unavailable_reason()}")
+        for info in infos:
+            out += info.describe()
+    except Exception as e:  # noqa: BLE001 - a broken Vulkan setup is worth showing, not raising
+        out.append(f"vulkan    unavailable: {e}")
+    return out
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -158,11 +186,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     lines = [
         ("cuport", f"{cuport.__version__} ({os.path.dirname(cuport.__file__)})"),
         ("python", f"{sys.version.split()[0]} ({sys.executable})"),
-        ("device", d.name),
+        ("device", d.name + ("" if len(device.devices()) == 1 else
+                             f" (and {len(device.devices()) - 1} more: CUPORT_DEVICE)")),
         ("compute capability", f"{major}.{minor}" + (" (CUPORT_CC)" if "CUPORT_CC" in os.environ
                                                      else " (default; set CUPORT_CC)")),
-        ("multiprocessors", f"{d.multiprocessors} (one per core this process may use)"),
-        ("memory", f"{device.total_memory() / 2**30:.1f} GiB"),
+        ("multiprocessors", f"{d.multiprocessors}" + (" (one per core this process may use)"
+                                                      if d.kind == "cpu" else "")),
+        ("memory", f"{d.total_memory() / 2**30:.1f} GiB"),
         ("driver version", f"{device.driver_version()} (what cuDriverGetVersion answers)"),
         ("driver API", f"{len(implemented)} of {len(table.functions())} functions implemented "
                        f"(CUDA {table.header_version()} headers)"),
@@ -191,18 +221,24 @@ def cmd_info(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in lines)
     for key, value in lines:
         print(f"{key:<{width}}  {value}")
+    print("\ndevices cuport can run on (choose with CUPORT_DEVICE or cuport run --device):")
+    for line in _device_lines():
+        print("  " + line)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cuport", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a CUDA program on the CPU")
+    run = sub.add_parser("run", help="run a CUDA program on the CPU or a Vulkan device")
+    run.add_argument("--device", help="cpu (default), vulkan or vulkan:N; a comma-separated "
+                                      "list presents several devices (sets CUPORT_DEVICE)")
     run.add_argument("program")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_run)
     trace = sub.add_parser("trace", help="run a program, logging every driver call to stderr")
     trace.add_argument("--ptx-dir", help="write the PTX of every module the program loads here")
+    trace.add_argument("--device", help="as for run")
     trace.add_argument("--all", action="store_true",
                        help="print every cuGetProcAddress lookup (folded into one line by default)")
     trace.add_argument("program")
