@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ptx import ir
+from ..ptx import ir, opcodes
 
 #: Opcodes that end a block and may suspend the warp (CTA-wide barriers).
 BARRIER_OPS = {"bar", "barrier"}
@@ -67,9 +67,6 @@ class CfgError(Exception):
         self.line = line
 
 
-_TERMINATORS = {"bra", "ret", "exit", "trap", "brx"}
-
-
 def build(fn: ir.Function) -> Cfg:
     assert fn.body is not None
     raw: list[Block] = []
@@ -99,7 +96,7 @@ def build(fn: ir.Function) -> Cfg:
         if not cur.instrs and not cur.line:
             cur.line = st.line
         cur.instrs.append(st)
-        if st.op in _TERMINATORS or is_suspend(st):
+        if opcodes.ends_block(st) or is_suspend(st):
             cur.term = st
             close()
     close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..isa.operands import defs, uses
-from ..ptx import ir
+from ..ptx import ir, opcodes
 from .cfg import Cfg, is_barrier, postdominators
 
 
@@ -36,11 +36,6 @@ class Divergence:
 
     def is_split(self, block: int) -> bool:
         return block in self.split_blocks
-
-
-#: Opcodes whose result differs per lane even when every source is uniform.
-_PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call", "elect",
-                 "wmma", "mbarrier"}
 
 
 def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "warp") -> bool:
@@ -89,9 +84,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
 
     def inherently_varying(ins: ir.Instr) -> bool:
         op = ins.op
-        if op in _PER_LANE_OPS:
-            return True
-        if op in ("bar", "barrier") and "red" not in ins.mods:
+        if opcodes.per_lane(ins):
             return True
         for a in ins.args:
             if isinstance(a, ir.Special) and special_is_varying(a.name, block, scope):

@@ -11,13 +11,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...isa.memory import space_of
 from ...passes import cfg as cfgmod
 from ...passes import divergence
 from ...passes import spaces as spaces_pass
 from ...passes.inline import inline_all_calls
+from ...passes.yields import observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
+from .spirv.translate import TranslateError
+from .spirv.translate import translate as to_spirv
 
 
 @dataclass
@@ -86,9 +90,6 @@ def check_progress(c: Compilation) -> Compilation:
     step would spin for ever or read stale data, so there it is refused."""
     if c.caps.independent_threads:
         return c
-    from ...isa.memory import space_of
-    from ...passes.yields import observes_others
-
     for header, body in c.cfg.loops.items():
         if header not in c.block_div.split_blocks:
             continue
@@ -119,9 +120,6 @@ def lower(c: Compilation) -> Compilation:
 
 
 def translate(c: Compilation) -> Compilation:
-    from .spirv.translate import TranslateError
-    from .spirv.translate import translate as to_spirv
-
     try:
         c.shader = to_spirv(c.llmod, "main", c.block)
     except TranslateError as e:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
-from ...isa import registry
+from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.memory import Access, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
@@ -35,6 +35,7 @@ from ...passes.divergence import Divergence
 from ...passes.spaces import Spaces
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
+from . import calls
 from . import layout as V
 from .lower_sync import SyncOps
 
@@ -218,8 +219,6 @@ class VulkanEmitter(Values, SyncOps):
         return self.b.not_(g) if ins.guard_neg else g
 
     def _emit_instr(self, ins: ir.Instr) -> None:
-        from ...isa import families  # noqa: F401 (fills the lowering table)
-
         self.ins = ins
         lower = registry.LOWERINGS.get(ins.op)
         if lower is None:
@@ -317,8 +316,6 @@ class VulkanEmitter(Values, SyncOps):
     def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
                   ret: ll.Type | None = None) -> ll.Value:
         if name == "llvm.fma" and not self.plan.caps.fused_fma:
-            from ...isa import fprt
-
             return fprt.fma_unfused_device(self, *args)
         if overload is None:
             overload = [args[0].type]
@@ -712,8 +709,6 @@ class VulkanEmitter(Values, SyncOps):
 
     # ---------------------------------------------------------------- rounding
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
-        from ...isa import fprt
-
         return fprt.directed_f64_emulated(self, op, args, mode)
 
     # ---------------------------------------------------------------- failures and per-thread code
@@ -760,8 +755,6 @@ class VulkanEmitter(Values, SyncOps):
         return body(args)  # a guarded instruction already runs inside its branch
 
     def emit_call(self, ins: ir.Instr) -> None:
-        from . import calls
-
         calls.lower_call(self, ins)
 
 

@@ -21,6 +21,7 @@ from llvmlite import ir as ll
 
 from ...isa.atomics import Atomic, combine
 from ...isa.types import F32, F64, I1, I32, I64, PTR
+from ...passes.cfg import is_barrier
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 from . import layout as V
@@ -165,8 +166,6 @@ class SyncOps:
         self._barrier_reduce(t, dst, cond)
 
     def _barrier_ids(self) -> set[int]:
-        from ...passes.cfg import is_barrier
-
         ids = set()
         for s in self.fn.body or ():
             if isinstance(s, ir.Instr) and is_barrier(s):
