@@ -199,7 +199,7 @@ def test_subgroup_operations() -> None:
     groups = 4
     n = LOCAL * groups
     data = np.random.default_rng(6).integers(0, 1 << 20, n, dtype=np.uint32)
-    data[:16] = 1  # one all-odd subgroup (subgroups are at most 16 wide on the test device)
+    data[:LOCAL] = 1  # a whole workgroup odd: all-true votes in every subgroup of it
     _, got = run(sh, (groups, 1, 1), [Ptr(data), Ptr(np.zeros(n * 11, np.uint32))])
     got = got.reshape(n, 11)
     w = int(got[0, 0])
