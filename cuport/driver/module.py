@@ -62,10 +62,12 @@ def backend_for(dev) -> object:
 
 
 def backend():
-    """The backend of the current context's device."""
-    from cuport.driver import context
+    """The backend of the current context's device; of the first device when no context is
+    current (the library API, cuLibraryLoadData and friends, needs none)."""
+    from cuport.driver import context, device
 
-    return context.current().device.backend()
+    s = context.stack()
+    return (s[-1].device if s else device.devices()[0]).backend()
 
 
 # -- PTX from images --------------------------------------------------------------------------

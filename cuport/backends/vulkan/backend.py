@@ -70,6 +70,9 @@ def caps_of(info) -> DeviceCaps:
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
         divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
         independent_threads=nvidia,  # Volta's independent thread scheduling
+        signed_zero_inf_nan=tuple(w for w in (16, 32, 64)
+                                  if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
+        simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
     )
 
 
@@ -120,7 +123,7 @@ class VulkanKernel:
                                        f"kernel {self.fn.name} needs {c.plan.shared_bytes} bytes of "
                                        f"workgroup memory (shared memory plus cuport's scratch); the "
                                        f"device has {limit}")
-                pipe = be.dev.pipeline(c.shader.spirv, "main", block, V.PUSH_BYTES,
+                pipe = be.dev.pipeline(c.shader.spirv, "main", c.plan.local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 self._specs[key] = pipe

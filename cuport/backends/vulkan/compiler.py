@@ -20,7 +20,7 @@ from ...passes.yields import observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
-from .spirv.translate import TranslateError
+from .spirv.translate import FloatModes, TranslateError  # noqa: F401 (DeviceCaps.float_modes)
 from .spirv.translate import translate as to_spirv
 
 
@@ -121,7 +121,7 @@ def lower(c: Compilation) -> Compilation:
 
 def translate(c: Compilation) -> Compilation:
     try:
-        c.shader = to_spirv(c.llmod, "main", c.block)
+        c.shader = to_spirv(c.llmod, "main", c.plan.local_size, c.caps.float_modes())
     except TranslateError as e:
         raise UnsupportedError(f"internal: SPIR-V translation of {c.kernel} failed: {e}",
                                e.ptx_line or 0) from e

@@ -65,6 +65,14 @@ class DeviceCaps:
     fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
     divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
+    signed_zero_inf_nan: tuple[int, ...] = ()  # float widths whose ±0/inf/NaN the device keeps
+    simd_width: int = 0  # lavapipe: a workgroup must fill whole SIMD groups (else pad it)
+
+    def float_modes(self):
+        from .spirv.translate import FloatModes
+
+        return FloatModes(fused_fma=self.fused_fma, float64=self.float64,
+                          signed_zero_inf_nan=self.signed_zero_inf_nan)
 
 
 @dataclass
@@ -96,6 +104,20 @@ class KernelPlan:
     def nthreads(self) -> int:
         x, y, z = self.block
         return x * y * z
+
+    @property
+    def padded(self) -> bool:
+        """The workgroup is one dimension rounded up to whole SIMD groups (lavapipe loses
+        loop iterations in a partly filled one); the extra invocations return at once."""
+        w = self.caps.simd_width
+        return bool(w) and self.nthreads % w != 0
+
+    @property
+    def local_size(self) -> tuple[int, int, int]:
+        if self.padded:
+            w = self.caps.simd_width
+            return (-(-self.nthreads // w) * w, 1, 1)
+        return self.block
 
 
 def _align(off: int, a: int) -> int:
@@ -197,7 +219,14 @@ class VulkanEmitter(Values, SyncOps):
         self.blocks = plan.cfg.blocks
         self.llblocks = [self.llfn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
         self.ret_bb = self.llfn.append_basic_block("return")
-        b.branch(self.llblocks[0])
+        if plan.padded:  # invocations past the block's threads leave at once
+            check = self.llfn.append_basic_block("padding")
+            b.branch(check)
+            b.position_at_end(check)
+            extra = b.icmp_unsigned(">=", self.linear_tid(), ll.Constant(I32, plan.nthreads))
+            b.cbranch(extra, self.ret_bb, self.llblocks[0])
+        else:
+            b.branch(self.llblocks[0])
         for blk in self.blocks:
             self._emit_block(blk)
         b.position_at_end(self.ret_bb)
@@ -315,8 +344,6 @@ class VulkanEmitter(Values, SyncOps):
 
     def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
                   ret: ll.Type | None = None) -> ll.Value:
-        if name == "llvm.fma" and not self.plan.caps.fused_fma:
-            return fprt.fma_unfused_device(self, *args)
         if overload is None:
             overload = [args[0].type]
         full = name + "".join("." + mangle(t) for t in overload)
@@ -392,6 +419,13 @@ class VulkanEmitter(Values, SyncOps):
             k = name[-1]
             if {"x": nx, "y": ny, "z": nz}[k] == 1:
                 return c(32, 0)
+            if self.plan.padded:  # a 1-D workgroup: the block's ids from the linear index
+                lin = self.linear_tid()
+                if k == "x":
+                    return b.urem(lin, c(32, nx))
+                if k == "y":
+                    return b.urem(b.udiv(lin, c(32, nx)), c(32, ny))
+                return b.udiv(lin, c(32, nx * ny))
             return self.builtin(f"LocalInvocationId.{k}")
         if name.startswith("%ntid."):
             return c(32, {"x": nx, "y": ny, "z": nz}[name[-1]])
