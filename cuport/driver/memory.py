@@ -161,11 +161,13 @@ def map_pages(size: int, ctx: context.Context | None = None, kind: str = "device
     pages are mapped here: page-aligned, with a granule of padding on either side, readable
     and writable as the neighbouring memory of a GPU allocation is; with
     CUPORT_CHECK_BOUNDS=1 a PROT_NONE page."""
-    ctx = ctx if ctx is not None else context.current()
-    dev = ctx.device
-    if size > dev.total_memory():
+    if ctx is None:
+        s = context.stack()
+        ctx = s[-1] if s else None
+    limit = ctx.device.total_memory() if ctx is not None else device.total_memory()
+    if size > limit:
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the device has "
-                                         f"{dev.total_memory()} bytes of memory")
+                                         f"{limit} bytes of memory")
     owner = _allocator(ctx)
     if owner is not None:
         return owner.allocate(size, kind)
