@@ -458,9 +458,12 @@ def interrupted(what: str) -> int:
     in the program as soon as its own Python code runs."""
     from cuport.driver import module
 
-    cancel = getattr(module._backend, "cancel_launches", None)  # (None: nothing launched)
-    if cancel is not None:
-        cancel()
+    with module._backend_lock:
+        backends = list(module._backends.values())  # (none: nothing was launched)
+    for b in backends:
+        cancel = getattr(b, "cancel_launches", None)
+        if cancel is not None:
+            cancel()
     rearm_interrupt()
     report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
                                   "flight were stopped")

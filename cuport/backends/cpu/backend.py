@@ -288,7 +288,7 @@ class CpuBackend:
                 ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot
             ctx_addr = ctypes.addressof(ctx)
-            faults: dict[int, int] = {}
+            faults: dict[int, int | None] = {}
             call = self._guarded(linked, ctx_addr, faults)
             device_launch.begin(module, depth)
             try:
@@ -307,7 +307,7 @@ class CpuBackend:
         return launches
 
     @staticmethod
-    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
+    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int | None]):
         """worker(ctx, i) for each worker i, with memory faults turned into launch errors."""
         lib = guard.library()
         if lib is None:
@@ -323,13 +323,15 @@ class CpuBackend:
             if sig in (signal.SIGSEGV, signal.SIGBUS):
                 # a general-protection fault (non-canonical address) comes without its
                 # address: decoded from the faulting instruction (faultaddr.py)
-                decoded = faultaddr.address(lib) if sig == signal.SIGSEGV else None
-                faults[i] = decoded if decoded is not None else where.value or 0
+                if sig == signal.SIGSEGV and not faultaddr.reported(lib):
+                    faults[i] = faultaddr.address(lib)  # (None: not decodable)
+                else:
+                    faults[i] = where.value or 0
 
         return call
 
     def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid,
-               faults: dict[int, int]) -> None:
+               faults: dict[int, int | None]) -> None:
         kind = ctx.error
         lin = ctx.error_block
         bx = lin % grid[0]
@@ -340,10 +342,15 @@ class CpuBackend:
             msg = f"kernel {name}: {what}"
         elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
-            why = ("an address beyond the 47-bit address space" if not faultaddr.canonical(address)
-                   else "memory the program never allocated, or freed")
-            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted ({why}); "
-                   f"PTX line and block unknown")
+            if address is None:
+                fault = ("a load or store faulted at an address the OS does not report (a "
+                         "general-protection fault: beyond the 47-bit address space)")
+            else:
+                why = ("an address beyond the 47-bit address space"
+                       if not faultaddr.canonical(address)
+                       else "memory the program never allocated, or freed")
+                fault = f"a load or store at {address:#x} faulted ({why})"
+            msg = f"kernel {name}: {what}: {fault}; PTX line and block unknown"
         else:
             msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {

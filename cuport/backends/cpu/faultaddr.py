@@ -61,6 +61,13 @@ def _reg_name(ix, reg) -> str:
     return next(k for k, v in vars(ix.Register).items() if v == reg and not k.startswith("_"))
 
 
+def reported(lib) -> bool:
+    """Whether the OS gave the last fault's address (si_addr) on this thread."""
+    regs = (ctypes.c_uint64 * NGREG)()
+    size = ctypes.c_uint32()
+    return lib.cuport_fault_state(regs, NGREG, None, 0, ctypes.byref(size)) != SI_KERNEL
+
+
 def address(lib) -> int | None:
     """The address the last fault of this thread used, decoded; None where unknown."""
     if platform.machine() not in ("x86_64", "AMD64"):
