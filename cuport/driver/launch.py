@@ -149,7 +149,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
 
     m.launch_started()
     try:
-        return stream.submit(s, run, f"{what}({f.name})")
+        return stream.submit(s, run, f"{what}({f.name})", device_work=True)
     except BaseException:
         m.launch_finished()
         raise

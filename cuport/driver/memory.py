@@ -273,6 +273,8 @@ _opaque = [0]  # live allocations with host_ok False: none means every copy is a
 
 def _note_host_access(a: Allocation) -> Allocation:
     b = a.context.device.backend() if a.context is not None else None
+    if b is not None and hasattr(b, "drain") and a.context.device not in _async_devices:
+        _async_devices.append(a.context.device)
     check = getattr(b, "host_accessible", None)
     if check is not None and not check(a.base):
         a.host_ok = False
@@ -288,11 +290,27 @@ def _opaque_at(address: int) -> Allocation | None:
     return a if a is not None and not a.host_ok else None
 
 
+_async_devices: list = []  # contexts' devices whose backends finish launches later (Vulkan)
+
+
+def _settle(*addresses: int) -> None:
+    """Before the host touches device memory: let a device whose launches finish
+    asynchronously complete them (stream.drain), so the host sees their results and the
+    kernels see the host's bytes only after they ran."""
+    if not _async_devices:
+        return
+    for address in addresses:
+        a = TABLE.find(address)
+        if a is not None and a.context is not None and stream.device_busy(a.context):
+            stream.drain(a.context)
+
+
 def move(dst: int, src: int, n: int) -> None:
     """memmove for the driver's copies: device memory the host cannot touch (a discrete
     GPU's) goes through its backend; everything else is host memory at its address."""
     if n <= 0:
         return
+    _settle(dst, src)
     d, s = _opaque_at(dst), _opaque_at(src)
     if d is None and s is None:
         ctypes.memmove(dst, src, n)
@@ -309,6 +327,7 @@ def move(dst: int, src: int, n: int) -> None:
 
 def fill(dst: int, value: int, n: int, width: int = 1) -> None:
     """n elements of `width` bytes set to `value`, through the backend where needed."""
+    _settle(dst)
     a = _opaque_at(dst)
     if a is None:
         if width == 1:

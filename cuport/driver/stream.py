@@ -42,22 +42,47 @@ _ids = itertools.count(1)
 _tls = threading.local()
 
 
+def drain(ctx: context.Context) -> None:
+    """Let the device finish the work its backend has in flight (a Vulkan backend returns
+    from a launch once the kernel is queued on the GPU), before anything that observes its
+    results: a host callback, an event, a copy, a synchronising call. A kernel failure found
+    then becomes the context's asynchronous error, as a failing launch does."""
+    b = ctx.device.backend()
+    finish = getattr(b, "drain", None)
+    if finish is None:
+        return
+    failed = finish()
+    if failed is not None:
+        what, err = failed
+        Op(lambda: None, [], what)._fail(ctx, CudaError(err.code, err.message))
+
+
+def device_busy(ctx: context.Context) -> bool:
+    pending = getattr(ctx.device.backend(), "pending", None)
+    return bool(pending and pending())
+
+
 class Op:
-    """One queued operation and the operations it must wait for."""
+    """One queued operation and the operations it must wait for. Device work (launches)
+    may finish after the op returns; every other op first drains the device (drain)."""
 
-    __slots__ = ("fn", "deps", "done", "error", "what")
+    __slots__ = ("fn", "deps", "done", "error", "what", "device_work")
 
-    def __init__(self, fn: Callable[[], None], deps: list[Op], what: str) -> None:
+    def __init__(self, fn: Callable[[], None], deps: list[Op], what: str,
+                 device_work: bool = False) -> None:
         self.fn = fn
         self.deps = deps
         self.done = threading.Event()
         self.error: CudaError | None = None
         self.what = what
+        self.device_work = device_work
 
     def run(self, ctx: context.Context) -> None:
         for dep in self.deps:
             dep.done.wait()
         try:
+            if not self.device_work:
+                drain(ctx)
             self.fn()
         except CudaError as e:
             self._fail(ctx, e)
@@ -119,6 +144,7 @@ class Stream:
     def synchronize(self) -> None:
         if self.last is not None:
             self.last.done.wait()
+        drain(self.context)
 
     def close(self) -> None:
         """No more work: the worker finishes what is queued and exits."""
@@ -217,13 +243,15 @@ def check_capture(s: Stream, what: str) -> None:
                             "CU_STREAM_NON_BLOCKING stream, or keep the legacy stream idle)")
 
 
-def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None) -> Op:
-    """Queue fn on stream s; it runs after everything it must wait for."""
+def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None,
+           device_work: bool = False) -> Op:
+    """Queue fn on stream s; it runs after everything it must wait for. `device_work`: fn
+    only queues work on the device (a launch), which needs no drain first."""
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s) + [d for d in (extra or []) if not d.done.is_set()]
-        op = Op(fn, deps, what)
+        op = Op(fn, deps, what, device_work)
         s.last = op
         s._ensure_worker()
         s._queue.put(op)
@@ -240,6 +268,7 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     with cs.lock:
         idle = not s.pending() and not _dependencies(s)
     if idle:
+        drain(s.context)
         fn()
         return
     op = submit(s, fn, what)
@@ -332,7 +361,7 @@ def query(handle: int) -> None:
     check_capture(s, "cuStreamQuery")
     cs = streams_of(s.context)
     with cs.lock:
-        busy = s.pending() or bool(_dependencies(s))
+        busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
     if busy:
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
     check_sticky(s.context)

@@ -226,6 +226,12 @@ class VulkanBackend:
         self.copies_only = os.environ.get("CUPORT_VK_COPIES") == "1"
         self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
         self.ring = self.allocate_buffer(V.RING_BYTES, "host")
+        struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
+                         V.RING_BYTES - V.RING_DATA)
+        self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
+        self._free_slots = list(range(self.SLOTS - 1, -1, -1))
+        self._inflight: list[tuple[str, int, int | None]] = []
+        self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 
@@ -238,6 +244,9 @@ class VulkanBackend:
                          0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
         mod = VulkanModule(self, [_FMA_PROBE])
         mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
+        failed = self.drain()
+        if failed is not None:
+            raise failed[1]
         f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
         self.dev.free(buf)
         return f32 == 0x3A000400 and f64 == 0x3E20000000200000
@@ -292,8 +301,7 @@ class VulkanBackend:
             return
         buf = self._owned.pop(address, None)
         if buf is not None:
-            self.stream.synchronize()
-            self.dev.free(buf)
+            self.dev.free(buf)  # (the runtime reuses the memory only after queued work ran)
 
     def host_accessible(self, address: int) -> bool:
         """Whether the host may use [address...] directly (else: copy_* and fill)."""
@@ -356,24 +364,69 @@ class VulkanBackend:
         return VulkanModule(self, ptx_texts)
 
     # ------------------------------------------------------------ launch
+    # Launch records: a slot (status record + parameters) per launch in flight, so that
+    # launches queue on the GPU without waiting for each other; the printf ring is shared
+    # (its head is atomic) and emptied when nothing is in flight.
+    SLOT = V.STATUS_BYTES + 4096
+    SLOTS = 256
+
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
+        """Queue the launch; it completes on the GPU (drain finds out how it went). With
+        CUPORT_VK_SYNC=1 every launch is waited for."""
+        if len(params) > 64 * 1024:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
+        failed = None
         with self._lock:
-            lb, hb = self.launch_buf.address, self.launch_buf.host_ptr
-            if len(params) > 64 * 1024:
-                raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-            ctypes.memset(hb, 0, V.STATUS_BYTES)
+            if len(params) > self.SLOT - V.STATUS_BYTES or not self._free_slots:
+                failed = self._retire()  # wait: the big buffer or a free slot is needed
+            if len(params) > self.SLOT - V.STATUS_BYTES:
+                dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+            else:
+                slot = self._free_slots.pop()
+                dev = self.slots.address + slot * self.SLOT
+                host = self.slots.host_ptr + slot * self.SLOT
+            ctypes.memset(host, 0, V.STATUS_BYTES)
             if params:
-                ctypes.memmove(hb + V.STATUS_BYTES, params, len(params))
-            ring, hring = self.ring.address, self.ring.host_ptr
-            struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
-            push = V.Push(params=lb + V.STATUS_BYTES, status=lb, globals=k.module.table.address,
-                          printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
+                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            push = V.Push(params=dev + V.STATUS_BYTES, status=dev, globals=k.module.table.address,
+                          printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
             self.stream.dispatch(pipe, grid, push)
-            self.stream.synchronize()
-            self._print(hring)
-            kind = ctypes.c_uint32.from_address(hb).value
-            if kind:
-                self._raise(k, hb, kind)
+            self._inflight.append((k.fn.name, host, slot))
+            if slot is None or self.sync_launches:
+                failed = failed or self._retire()
+        if failed is not None:
+            raise failed[1]
+
+    def pending(self) -> bool:
+        return bool(self._inflight)
+
+    def drain(self) -> tuple[str, BackendError] | None:
+        """Wait for the launches in flight; print their printf output; the first failure
+        among them, as (the launch, its error), if any."""
+        if not self._inflight:
+            return None
+        with self._lock:
+            return self._retire()
+
+    def _retire(self) -> tuple[str, BackendError] | None:
+        if not self._inflight:
+            return None
+        self.stream.synchronize()
+        hring = self.ring.host_ptr
+        self._print(hring)
+        struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
+        failed = None
+        for name, host, slot in self._inflight:
+            kind = ctypes.c_uint32.from_address(host).value
+            if kind and failed is None:
+                try:
+                    self._raise(name, host, kind)
+                except BackendError as e:
+                    failed = (f"cuLaunchKernel({name})", e)
+            if slot is not None:
+                self._free_slots.append(slot)
+        self._inflight.clear()
+        return failed
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)
@@ -396,7 +449,7 @@ class VulkanBackend:
         _libc.fwrite(text, 1, len(text), _c_stdout)
         _libc.fflush(_c_stdout)
 
-    def _raise(self, k: VulkanKernel, lb: int, kind: int) -> None:
+    def _raise(self, name: str, lb: int, kind: int) -> None:
         f = {name: struct.unpack_from("<Q" if off in (32, 40, 48) else "<I",
                                       ctypes.string_at(lb + off, 8), 0)[0]
              for name, off, _ in V.STATUS_FIELDS}
@@ -412,7 +465,7 @@ class VulkanBackend:
                              f"{f['tid_z']}] Assertion `{s(f['arg'])}` failed.\n")
             sys.stderr.flush()
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
-        raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {k.fn.name}: {what} ({where})")
+        raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 
 _backends: dict[int, VulkanBackend] = {}
