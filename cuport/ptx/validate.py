@@ -124,11 +124,12 @@ BITS = frozenset({"b16", "b32", "b64"})
 FLT = frozenset({"f32", "f64"})
 HALF = frozenset({"f16", "f16x2", "bf16", "bf16x2"})
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
+PAIRS = frozenset({"u16x2", "s16x2"})
 B32 = frozenset({"b32"})
 B3264 = frozenset({"b32", "b64"})
 MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16",
                        "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
-ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "e2m1x2", "e3m2x2", "e2m3x2",
+ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "u16x2", "s16x2", "e2m1x2", "e3m2x2", "e2m3x2",
                                        "ue8m0x2", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3",
                                        "ue8m0", "b1", "f8f6f4", "e4m3x4", "e5m2x4", "e2m1x4"}
 
@@ -139,6 +140,8 @@ def _kind(t: str) -> str:
 
 def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     """May a register declared `.rtype` be an operand of a `.itype` instruction?"""
+    if not itype or itype not in _BITS:
+        return True  # no instruction type to hold the register to
     if itype == "pred" or rtype == "pred":
         return itype == rtype
     rk, rs = _kind(rtype), _BITS.get(rtype, 0)
@@ -210,8 +213,8 @@ def _g(*names: str) -> frozenset:
 
 
 FORMS: dict[str, Form] = {
-    "add": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
-    "sub": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "add": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "sub": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
     "addc": Form(INT32, ("daa",), (_g("cc"),)),
     "subc": Form(INT32, ("daa",), (_g("cc"),)),
     "mul": Form(INT | FLT | HALF, ("daa",), (_g("lo", "hi", "wide"), RND_F, _g("ftz"), _g("sat"))),
@@ -226,9 +229,9 @@ FORMS: dict[str, Form] = {
     "rem": Form(INT, ("daa",)),
     "abs": Form(SINT | FLT | HALF, ("da",), (_g("ftz"),)),
     "neg": Form(SINT | FLT | HALF, ("da",), (_g("ftz"),)),
-    "min": Form(INT | FLT | HALF, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
+    "min": Form(INT | FLT | HALF | PAIRS, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
                                                     _g("relu"))),
-    "max": Form(INT | FLT | HALF, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
+    "max": Form(INT | FLT | HALF | PAIRS, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
                                                     _g("relu"))),
     "and": Form(BITS | _g("pred"), ("daa",)),
     "or": Form(BITS | _g("pred"), ("daa",)),
@@ -244,7 +247,7 @@ FORMS: dict[str, Form] = {
     "bfe": Form(INT32, ("dauu",)),
     "bfi": Form(B3264, ("daauu",)),
     "prmt": Form(B32, ("daaa",), (_g("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),)),
-    "lop3": Form(B32, ("daaau",)),
+    "lop3": Form(B32, ("daaau", "Xaaauq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
     "copysign": Form(FLT, ("daa",)),
     "rcp": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
     "sqrt": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
@@ -264,7 +267,8 @@ FORMS: dict[str, Form] = {
     "st": Form(MEM_TYPES, ("mA", "mAa"), ()),
     "cvta": Form(_g("u32", "u64"), ("da",), (_g("to"),), symbols=True),
     "cvt": Form(INT | FLT | HALF | _g("u8", "s8", "tf32"), ("DA",),
-                (RND_F | RND_I, _g("ftz"), _g("sat"), _g("relu")), ntypes=2, specials=True),
+                (RND_F | RND_I, _g("ftz"), _g("sat"), _g("relu"), _g("satfinite"), _g("pack")),
+                ntypes=2, specials=True),
     "bra": Form(frozenset(), ("l",), (_g("uni"),)),
     "ret": Form(frozenset(), ("",), (_g("uni"),)),
     "exit": Form(frozenset(), ("",)),
@@ -272,7 +276,7 @@ FORMS: dict[str, Form] = {
     "brkpt": Form(frozenset(), ("",)),
     "activemask": Form(B32, ("d",)),
     "nanosleep": Form(_g("u32"), ("a",)),
-    "isspacep": Form(frozenset(), ("pa",), (SPACES,)),
+    "isspacep": Form(frozenset(), ("px",), (SPACES,)),
     "shfl": Form(B32, ("Xakkk", "Xakk"), (_g("sync"), _g("up", "down", "bfly", "idx"))),
 }
 
@@ -744,11 +748,18 @@ class _Context:
         if op == "prmt" and "b32" not in types:
             types = [t for t in types if t == "b32"]
         full = ".".join((op, *[m for m in others if m in ("lo", "hi", "wide")]))
-        if form.types:
+        mixed = op in ("add", "sub", "fma") and len(types) == 2 and types[0] == "f32" and \
+            types[1] in ("f16", "bf16")  # add.rn.f32.f16 d, a, c (PTX 8.6): not checked further
+        if op == "cvt":
+            if not (len(types) == 2 or (len(types) == 3 and "pack" in others)) or \
+                    any(x not in ALL_TYPES for x in types):
+                self.bad("Unexpected instruction types specified for 'cvt'")
+                return
+        elif form.types and not mixed:
             if len(types) != form.ntypes or any(t not in form.types for t in types):
                 self.bad(f"Unexpected instruction types specified for '{full}'")
                 return
-        elif types and op not in ("bra",):
+        elif not form.types and types and op != "bra":
             self.bad(f"Unexpected instruction types specified for '{op}'")
             return
         if op in ("ld", "st", "ldu", "cvta", "isspacep", "mov", "cvt"):
@@ -757,10 +768,13 @@ class _Context:
         elif not self.modifier_groups(ins, form, others, full):
             return
         t = types[0] if types else ""
+        if mixed:
+            return
+        if op == "cvt" and ("pack" in others or len(types) != 2 or any(
+                x.endswith(("x2", "x4")) or x not in _BITS for x in types)):
+            return  # packing conversions (f16x2 <- two f32, e4m3x2, cvt.pack): not checked
         if not self.semantic_rules(ins, op, t, types, set(others), full):
             return
-        if op == "cvt" and any(x.endswith(("x2", "x4")) or x not in _BITS for x in types):
-            return  # packing conversions (f16x2 <- two f32, e4m3x2, ...): operands not checked
         args = ins.args
         for sig in form.sigs:
             if self.matches(sig, args, t, types, form, dry=True):
@@ -963,6 +977,10 @@ class _Context:
                 return False
         elif op == "cvt":
             return self.cvt_rules(types, mods)
+        elif op == "lop3":
+            if bool(mods & BOOL) != (len(ins.args) == 6):
+                self.bad("Arguments mismatch for instruction 'lop3'")
+                return False
         elif op == "shfl":
             if "sync" in mods and len(ins.args) != 5:
                 self.bad("Arguments mismatch for instruction 'shfl'")
@@ -996,11 +1014,15 @@ class _Context:
             return True
         if df and sf:
             narrowing = _BITS[dst] < _BITS[src]
-            if dst == src or (dst in ("f16", "bf16") and src in ("f16", "bf16")):
+            if {dst, src} == {"f16", "bf16"}:
+                if rnd_i:
+                    self.bad("Illegal rounding modifier for instruction 'cvt'")
+                    return False
+            elif dst == src:
                 if rnd_f:
                     self.bad("Illegal rounding modifier for instruction 'cvt'")
                     return False
-            elif narrowing or {dst, src} in ({"f16", "bf16"},):
+            elif narrowing:
                 if rnd_i or (not rnd_f and dst != "tf32"):
                     self.bad("Rounding modifier required for instruction 'cvt'" if not rnd_f
                              else "Illegal rounding modifier for instruction 'cvt'")

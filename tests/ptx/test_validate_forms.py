@@ -72,6 +72,9 @@ CASES = [
     ("popc.b64 %rd, %rd;", BAD),
     ("bfe.u32 %r32, %r32, 1, 2;", OK),
     ("prmt.b32 %r32, %r32, %r32, %r32;", OK),
+    ("lop3.b32 %r32, %r32, %r32, %r32, 0x96;", OK),
+    ("lop3.or.b32 %r32|%p, %r32, %r32, %r32, 0x96, %q;", OK),
+    ("lop3.or.b32 %r32, %r32, %r32, %r32, 0x96;", BAD),
     ("prmt.b32 %r32, %r32, %r32, %r32, %r32;", BAD),
     # comparisons and selection
     ("setp.eq.u32 %p|%q, %r32, 1;", OK),
