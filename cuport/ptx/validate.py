@@ -262,9 +262,9 @@ FORMS: dict[str, Form] = {
     "setp": Form(INT | BITS | FLT | HALF, ("Paa", "Paaq"), (CMP, BOOL, _g("ftz"))),
     "selp": Form(INT | BITS | FLT, ("daaq",)),
     "mov": Form(INT | BITS | FLT | _g("pred", "b128"), ("ds",), specials=True, symbols=True),
-    "ld": Form(MEM_TYPES, ("Dm", "Dma"), (), specials=False),
+    "ld": Form(MEM_TYPES, ("Dm", "Dmy"), (), specials=False),
     "ldu": Form(MEM_TYPES, ("Dm",), ()),
-    "st": Form(MEM_TYPES, ("mA", "mAa"), ()),
+    "st": Form(MEM_TYPES, ("mA", "mAy"), ()),
     "cvta": Form(_g("u32", "u64"), ("da",), (_g("to"),), symbols=True),
     "cvt": Form(INT | FLT | HALF | _g("u8", "s8", "tf32"), ("DA",),
                 (RND_F | RND_I, _g("ftz"), _g("sat"), _g("relu"), _g("satfinite"), _g("pack")),
@@ -402,6 +402,8 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
             st.add(2, f"PTX .version {v[0]}.{v[1]} does not support .target {t}")
     if len(targets) > 1:
         st.add(2, "Only one SM target is allowed in a .target directive")
+    if "debug" in module.target and not module.has_debug_sections:
+        st.add(0, "Debug information not found in presence of .target debug")
     if module.address_size != 64:
         if module.address_size == 32:
             st.add(3, "32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported by cuport")
@@ -494,6 +496,8 @@ def _check_function(module: ir.Module, fn: ir.Function, symbols: dict[str, ir.Va
     for p in (*fn.params, *fn.rets):
         if p.name in names:
             st.add(p.line or fn.line, f"Duplicate definition of variable '{p.name}'")
+        if fn.is_entry and p.space != "param":
+            st.add(p.line or fn.line, f"Entry parameter '{p.name}' must have .param state space")
         names.add(p.name)
         _check_variable(p, st, module_scope=False)
     for dims, what in ((fn.maxntid, "maxntid"), (fn.reqntid, "reqntid")):
@@ -855,11 +859,23 @@ class _Context:
             if m in CMP - {"lo", "hi"} or m in RND_F | RND_I or m in ("sat", "cc", "ftz", "wide"):
                 self.bad(f"Illegal modifier '.{m}' for instruction '{op}'")
                 return False
-        if "relaxed" in others or "acquire" in others or "release" in others:
-            if not any(m in SCOPES for m in others):
-                self.bad(f"Modifier '.{next(m for m in others if m in ORDERS)}' requires scope "
-                         f"with '{op}' instruction")
-                return False
+        orders = [m for m in others if m in ORDERS]
+        scopes = [m for m in others if m in SCOPES]
+        if len(orders) > 1 or len(scopes) > 1:
+            self.bad(f"Illegal modifier '.{(orders + scopes)[-1]}' for instruction '{op}'")
+            return False
+        if orders and orders[0] in ("relaxed", "acquire", "release") and not scopes:
+            self.bad(f"Modifier '.{orders[0]}' requires scope with '{op}' instruction")
+            return False
+        if scopes and (not orders or orders[0] in ("volatile", "weak")):
+            self.bad(f"Modifier '.{orders[0]}' cannot be combined with modifier '.{scopes[0]}'"
+                     if orders else f"Modifier '.{scopes[0]}' requires memory order with '{op}' "
+                     "instruction")
+            return False
+        nargs = len(ins.args)
+        if nargs == 3 and "L2::cache_hint" not in others:
+            self.bad(f".L2::cache_hint modifier required for instruction '{op}' with 3 arguments")
+            return False
         return True
 
     def semantic_rules(self, ins, op: str, t: str, types: list[str], mods: set[str],
@@ -960,12 +976,12 @@ class _Context:
             if not mods & CMP:
                 self.bad("Comparison operator required for instruction 'setp'")
                 return False
-            if t in INT | BITS and mods & (CMP - {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls",
-                                                 "hi", "hs"}):
-                self.bad(f"Illegal comparison operator for instruction 'setp' on .{t}")
-                return False
-            if t in BITS and mods & (CMP - {"eq", "ne"}):
-                self.bad(f"Illegal comparison operator for instruction 'setp' on .{t}")
+            allowed = ({"eq", "ne"} if t in BITS else
+                       {"eq", "ne", "lt", "le", "gt", "ge"} if t[0] == "s" else
+                       {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"} if t[0] == "u"
+                       else CMP - {"lo", "ls", "hi", "hs"})
+            if mods & CMP - allowed:
+                self.bad("Mismatch between instruction type and comparison qualifier")
                 return False
             if "ftz" in mods and t not in ("f32", "f16", "f16x2"):
                 self.bad("Illegal modifier '.ftz' for instruction 'setp'")
@@ -1121,6 +1137,8 @@ class _Context:
             return self.source(a, "u32", False, form)
         if code == "k":
             return self.source(a, "b32", False, form)
+        if code == "y":  # an L2 cache policy
+            return self.source(a, "b64", False, form)
         if code in "aAcs":
             if op in ("mul", "mad") and code == "a" and i == 3 and "wide" in self.ins.mods:
                 t = _wide(t)

@@ -82,6 +82,11 @@ CASES = [
     ("setp.eq.u32 %p, %r32, 1, %q;", BAD),
     ("setp.eq.and.u32 %p, %r32, 1, !%q;", OK),
     ("setp.u32 %p, %r32, 1;", BAD),
+    ("setp.lo.u32 %p, %r32, %r32;", OK),
+    ("setp.lo.s32 %p, %r32, %r32;", BAD),
+    ("setp.lt.b32 %p, %r32, %r32;", BAD),
+    ("setp.equ.s32 %p, %r32, %r32;", BAD),
+    ("setp.equ.f32 %p, %f32, %f32;", OK),
     ("selp.u32 %r32, 1, 2, !%p;", OK),
     ("selp.u32 %r32, 1, 2, %r32;", BAD),
     # moves and conversions
@@ -126,6 +131,11 @@ CASES = [
     ("ld.relaxed.gpu.global.u32 %r32, [%rd];", OK),
     ("ld.global.relaxed.u32 %r32, [%rd];", BAD),
     ("ld.uni.global.u32 %r32, [%rd];", BAD),
+    ("ld.gpu.global.u32 %r32, [%rd];", BAD),
+    ("ld.volatile.gpu.global.u32 %r32, [%rd];", BAD),
+    ("ld.acquire.gpu.global.u32 %r32, [%rd];", OK),
+    ("st.global.u32 [%rd], %r32, %rd;", BAD),
+    ("st.global.L2::cache_hint.u32 [%rd], %r32, %rd;", OK),
     ("ld.global.L1::evict_last.u32 %r32, [%rd];", OK),
     ("ld.global.u32 %r32, [p];", BAD),  # a kernel parameter is not global memory
     ("ld.param.u64 %rd, [p];", OK),
