@@ -664,6 +664,11 @@ class _Context:
                     return
         if not self.operands_declared(ins.args):
             return
+        if self.module.sm and self.module.sm < 90:
+            need = _needs_target(ins)
+            if need is not None and self.module.sm < need[0]:
+                self.bad(f"{need[1]} requires .target sm_{need[0]} or higher")
+                return
         form = FORMS.get(op)
         if form is not None:
             self.check_form(ins, form)
@@ -1351,6 +1356,13 @@ class _Context:
                 self.bad(f"Arguments mismatch for instruction '{ins.op}'")
 
     def check_atom(self, ins: ir.Instr) -> None:
+        spaces = [m for m in ins.mods if m in SPACES]
+        if len(spaces) > 1:
+            self.bad(f"Unexpected number of state spaces specified in instruction '{ins.op}'")
+            return
+        if any(m in RND_F | RND_I for m in ins.mods):
+            self.bad(f"Illegal rounding modifier for instruction '{ins.op}'")
+            return
         ops = [m for m in ins.mods if m in ("add", "inc", "dec", "and", "or", "xor", "exch", "cas",
                                              "min", "max")]
         if len(ops) != 1:
@@ -1387,6 +1399,59 @@ class _Context:
             if not self.source(a, t, False, form)[0]:
                 self.bad(f"Arguments mismatch for instruction '{ins.op}'")
                 return
+
+
+_ORDERS_SM70 = ("release", "relaxed", "acquire", "acq_rel", "sc")
+_F16_ARITH = ("add", "sub", "mul", "fma", "setp", "set", "neg", "abs", "min", "max")
+
+
+def _needs_target(ins: ir.Instr) -> tuple[int, str] | None:
+    """The oldest target that has the instruction, and how ptxas names it (measured: ptxas
+    13.0's messages for nvcc's PTX assembled for .target sm_20)."""
+    op, m = ins.op, set(ins.mods)
+    if op == "wmma":
+        if m & {"f64"}:
+            return 80, "Feature 'WMMA with fp64 types'"
+        if m & {"bf16", "tf32"}:
+            return 80, "Feature 'WMMA with .bf16/.tf32 FP types'"
+        if m & {"s8", "u8", "s4", "u4", "b1"}:
+            return 72, "Feature 'WMMA with integer types'"
+        return 70, "Feature 'WMMA with floating point types'"
+    if m & {"bf16", "bf16x2"}:
+        return 80, "Feature '.bf16'"
+    if "tf32" in m:
+        return 80, "Feature '.tf32'"
+    if op == "cp" and "async" in m:
+        return (90 if "bulk" in m else 80), f"Feature '{'.'.join((op, *ins.mods[:2]))}'"
+    if op == "mbarrier":
+        return (90 if m & {"try_wait", "expect_tx"} else 80), f"Feature 'mbarrier.{ins.mods[0]}'"
+    if op == "redux":
+        return 80, "Feature 'redux'"
+    if op in ("nanosleep", "bmsk", "match", "fence"):
+        return 70, f"Instruction '{op}'"
+    orders = m & set(_ORDERS_SM70)
+    if orders:
+        return 70, f"Feature '.{sorted(orders)[0]}'"
+    if op in ("atom", "red"):
+        if m & SCOPES:
+            return 60, "Feature 'scopes on atomic operations'"
+        if "add" in m and "f64" in m:
+            return 60, "Instruction 'atom.add.f64'"
+        if m & {"min", "max"} and m & {"u64", "s64"}:
+            return 32, f"Instruction 'atom.{'max' if 'max' in m else 'min'}.64'"
+    if op in ("ld", "ldu") and "nc" in m:
+        return 32, "Instruction 'ld.nc'"
+    if op in _F16_ARITH and m & {"f16", "f16x2"}:
+        return 53, "Feature 'f16 arithemetic and compare instructions'"
+    if op in ("barrier", "shfl", "activemask") or (op == "bar" and "warp" in m) or \
+            (op == "vote" and "sync" in m) or op in ("vabsdiff2", "vabsdiff4", "vadd2", "vadd4",
+                                                      "vavrg2", "vavrg4", "vmax2", "vmax4",
+                                                      "vmin2", "vmin4", "vset2", "vset4",
+                                                      "vsub2", "vsub4"):
+        return 30, f"Instruction '{op}{'.sync' if op == 'vote' else ''}'"
+    if any(isinstance(a, ir.Special) and a.name.startswith("%globaltimer") for a in ins.args):
+        return 30, "Feature '%globaltimer'"
+    return None
 
 
 def _wide(t: str) -> str:
