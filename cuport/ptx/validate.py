@@ -1261,6 +1261,11 @@ class _Context:
 
     # -------------------------------------------------------------- other families
     def check_call(self, ins: ir.Instr) -> None:
+        for m in ins.mods:
+            if m != "uni":
+                self.bad("Comparison qualifier is not allowed for instruction 'call'" if m in CMP
+                         else f"Illegal modifier '.{m}' for instruction 'call'")
+                return
         args = list(ins.args)
         rets: tuple = ()
         if args and isinstance(args[0], ir.Args):
