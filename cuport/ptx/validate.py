@@ -768,7 +768,7 @@ class _Context:
             if len(types) != form.ntypes or any(t not in form.types for t in types):
                 self.bad(f"Unexpected instruction types specified for '{full}'")
                 return
-        elif not form.types and types and op != "bra":
+        elif not form.types and types:
             self.bad(f"Unexpected instruction types specified for '{op}'")
             return
         if op in ("ld", "st", "ldu", "cvta", "isspacep", "mov", "cvt"):

@@ -152,6 +152,8 @@ CASES = [
     # control and synchronisation
     ("bra L;", OK),
     ("bra %r32;", BAD),
+    ("bra.uni L;", OK),
+    ("bra.b64.uni L;", BAD),
     ("bra M;", BAD),
     ("@%p bra L;", OK),
     ("@%r32 bra L;", BAD),
