@@ -6,12 +6,26 @@ from __future__ import annotations
 
 import struct
 
+from .. import ptx
 from ..ptx import ir
 from ..ptx.callgraph import reachable_module_variables, reachable_shared
 from ..ptx.errors import UnsupportedError
-from .base import KernelInfo, ParamInfo
+from ..ptx.lexer import PtxSyntaxError
+from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
 
 MAX_THREADS = 1024
+
+
+def load_ptx(texts: list[str]) -> ir.Module:
+    """The module of a load: parsed, checked as ptxas would check it (cuport.ptx.validate)
+    and linked; invalid PTX is a BackendError with NVIDIA's code, ptxas' words and, in
+    `log`, what CU_JIT_ERROR_LOG_BUFFER gets."""
+    try:
+        return ptx.load(texts)
+    except PtxSyntaxError as e:
+        err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
+        err.log = ptx.log_of(e)
+        raise err from None
 
 
 def pack_init(v: ir.Var, resolve) -> bytes:

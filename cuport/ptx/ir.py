@@ -255,6 +255,7 @@ class Module:
     variables: list[Var] = field(default_factory=list)
     functions: dict[str, Function] = field(default_factory=dict)
     files: dict[int, str] = field(default_factory=dict)
+    has_debug_sections: bool = False  # `.section .debug_*` blocks (which the lexer skips)
 
     @property
     def sm(self) -> int:

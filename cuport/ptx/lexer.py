@@ -60,7 +60,7 @@ _KIND = {
 class Tokens:
     """The token stream: parallel lists of kinds, texts and text offsets."""
 
-    __slots__ = ("kinds", "texts", "pos", "src", "_nl")
+    __slots__ = ("kinds", "texts", "pos", "src", "_nl", "sections")
 
     def __init__(self, src: str) -> None:
         self.src = src
@@ -70,12 +70,16 @@ class Tokens:
         ka, ta, pa = kinds.append, texts.append, pos.append
         kind_of = _KIND
         end = 0
+        sections = 0
         for m in _TOKEN.finditer(src):
             if m.start() != end:
                 break
             end = m.end()
             g = m.lastgroup
-            if g == "ws" or g == "section":
+            if g == "ws":
+                continue
+            if g == "section":
+                sections += 1
                 continue
             t = m.group()
             if g == "word" and t[0] == "." and "." in t[1:]:
@@ -100,6 +104,7 @@ class Tokens:
         pa(len(src))
         self.kinds, self.texts, self.pos = kinds, texts, pos
         self._nl = None
+        self.sections = sections
 
     def _newlines(self) -> list[int]:
         if self._nl is None:

@@ -158,9 +158,14 @@ class _Parser:
     # ------------------------------------------------------------ module level
     def module(self) -> ir.Module:
         kinds, texts = self.kinds, self.texts
+        self.mod.has_debug_sections = self.tk.sections > 0
+        declared = False
         while kinds[self.i] != EOF:
             t = texts[self.i]
             if kinds[self.i] == LINEDIR:
+                if declared and t.startswith((".version", ".target", ".address_size")):
+                    raise self.error("a declaration (.version, .target and .address_size come "
+                                     "first)")
                 self.line_directive(t)
                 self.i += 1
             elif t == ".pragma":
@@ -179,6 +184,7 @@ class _Parser:
                     line = self.line()
                     raise PtxSyntaxError(f"Missing {what} directive at start of file", line,
                                          self.tk.line_text(line))
+                declared = True
                 self.declaration()
         return self.mod
 
@@ -228,7 +234,7 @@ class _Parser:
     def declaration(self) -> None:
         start = self.i
         linkage = ""
-        while self.texts[self.i] in _LINKAGE:
+        if self.texts[self.i] in _LINKAGE:
             linkage = _LINKAGE[self.texts[self.i]]
             self.i += 1
         t = self.texts[self.i]

@@ -124,11 +124,12 @@ BITS = frozenset({"b16", "b32", "b64"})
 FLT = frozenset({"f32", "f64"})
 HALF = frozenset({"f16", "f16x2", "bf16", "bf16x2"})
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
+PAIRS = frozenset({"u16x2", "s16x2"})
 B32 = frozenset({"b32"})
 B3264 = frozenset({"b32", "b64"})
 MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16",
                        "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
-ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "e2m1x2", "e3m2x2", "e2m3x2",
+ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "u16x2", "s16x2", "e2m1x2", "e3m2x2", "e2m3x2",
                                        "ue8m0x2", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3",
                                        "ue8m0", "b1", "f8f6f4", "e4m3x4", "e5m2x4", "e2m1x4"}
 
@@ -139,6 +140,8 @@ def _kind(t: str) -> str:
 
 def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     """May a register declared `.rtype` be an operand of a `.itype` instruction?"""
+    if not itype or itype not in _BITS:
+        return True  # no instruction type to hold the register to
     if itype == "pred" or rtype == "pred":
         return itype == rtype
     rk, rs = _kind(rtype), _BITS.get(rtype, 0)
@@ -210,8 +213,8 @@ def _g(*names: str) -> frozenset:
 
 
 FORMS: dict[str, Form] = {
-    "add": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
-    "sub": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "add": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "sub": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
     "addc": Form(INT32, ("daa",), (_g("cc"),)),
     "subc": Form(INT32, ("daa",), (_g("cc"),)),
     "mul": Form(INT | FLT | HALF, ("daa",), (_g("lo", "hi", "wide"), RND_F, _g("ftz"), _g("sat"))),
@@ -226,9 +229,9 @@ FORMS: dict[str, Form] = {
     "rem": Form(INT, ("daa",)),
     "abs": Form(SINT | FLT | HALF, ("da",), (_g("ftz"),)),
     "neg": Form(SINT | FLT | HALF, ("da",), (_g("ftz"),)),
-    "min": Form(INT | FLT | HALF, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
+    "min": Form(INT | FLT | HALF | PAIRS, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
                                                     _g("relu"))),
-    "max": Form(INT | FLT | HALF, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
+    "max": Form(INT | FLT | HALF | PAIRS, ("daa", "daaa"), (_g("ftz"), _g("NaN"), _g("xorsign"), _g("abs"),
                                                     _g("relu"))),
     "and": Form(BITS | _g("pred"), ("daa",)),
     "or": Form(BITS | _g("pred"), ("daa",)),
@@ -244,7 +247,7 @@ FORMS: dict[str, Form] = {
     "bfe": Form(INT32, ("dauu",)),
     "bfi": Form(B3264, ("daauu",)),
     "prmt": Form(B32, ("daaa",), (_g("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),)),
-    "lop3": Form(B32, ("daaau",)),
+    "lop3": Form(B32, ("daaau", "Xaaauq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
     "copysign": Form(FLT, ("daa",)),
     "rcp": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
     "sqrt": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
@@ -259,12 +262,13 @@ FORMS: dict[str, Form] = {
     "setp": Form(INT | BITS | FLT | HALF, ("Paa", "Paaq"), (CMP, BOOL, _g("ftz"))),
     "selp": Form(INT | BITS | FLT, ("daaq",)),
     "mov": Form(INT | BITS | FLT | _g("pred", "b128"), ("ds",), specials=True, symbols=True),
-    "ld": Form(MEM_TYPES, ("Dm", "Dma"), (), specials=False),
+    "ld": Form(MEM_TYPES, ("Dm", "Dmy"), (), specials=False),
     "ldu": Form(MEM_TYPES, ("Dm",), ()),
-    "st": Form(MEM_TYPES, ("mA", "mAa"), ()),
+    "st": Form(MEM_TYPES, ("mA", "mAy"), ()),
     "cvta": Form(_g("u32", "u64"), ("da",), (_g("to"),), symbols=True),
     "cvt": Form(INT | FLT | HALF | _g("u8", "s8", "tf32"), ("DA",),
-                (RND_F | RND_I, _g("ftz"), _g("sat"), _g("relu")), ntypes=2, specials=True),
+                (RND_F | RND_I, _g("ftz"), _g("sat"), _g("relu"), _g("satfinite"), _g("pack")),
+                ntypes=2, specials=True),
     "bra": Form(frozenset(), ("l",), (_g("uni"),)),
     "ret": Form(frozenset(), ("",), (_g("uni"),)),
     "exit": Form(frozenset(), ("",)),
@@ -272,7 +276,7 @@ FORMS: dict[str, Form] = {
     "brkpt": Form(frozenset(), ("",)),
     "activemask": Form(B32, ("d",)),
     "nanosleep": Form(_g("u32"), ("a",)),
-    "isspacep": Form(frozenset(), ("pa",), (SPACES,)),
+    "isspacep": Form(frozenset(), ("px",), (SPACES,)),
     "shfl": Form(B32, ("Xakkk", "Xakk"), (_g("sync"), _g("up", "down", "bfly", "idx"))),
 }
 
@@ -398,6 +402,8 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
             st.add(2, f"PTX .version {v[0]}.{v[1]} does not support .target {t}")
     if len(targets) > 1:
         st.add(2, "Only one SM target is allowed in a .target directive")
+    if "debug" in module.target and not module.has_debug_sections:
+        st.add(0, "Debug information not found in presence of .target debug")
     if module.address_size != 64:
         if module.address_size == 32:
             st.add(3, "32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported by cuport")
@@ -490,6 +496,8 @@ def _check_function(module: ir.Module, fn: ir.Function, symbols: dict[str, ir.Va
     for p in (*fn.params, *fn.rets):
         if p.name in names:
             st.add(p.line or fn.line, f"Duplicate definition of variable '{p.name}'")
+        if fn.is_entry and p.space != "param":
+            st.add(p.line or fn.line, f"Entry parameter '{p.name}' must have .param state space")
         names.add(p.name)
         _check_variable(p, st, module_scope=False)
     for dims, what in ((fn.maxntid, "maxntid"), (fn.reqntid, "reqntid")):
@@ -656,6 +664,11 @@ class _Context:
                     return
         if not self.operands_declared(ins.args):
             return
+        if self.module.sm and self.module.sm < 90:
+            need = _needs_target(ins)
+            if need is not None and self.module.sm < need[0]:
+                self.bad(f"{need[1]} requires .target sm_{need[0]} or higher")
+                return
         form = FORMS.get(op)
         if form is not None:
             self.check_form(ins, form)
@@ -744,11 +757,18 @@ class _Context:
         if op == "prmt" and "b32" not in types:
             types = [t for t in types if t == "b32"]
         full = ".".join((op, *[m for m in others if m in ("lo", "hi", "wide")]))
-        if form.types:
+        mixed = op in ("add", "sub", "fma") and len(types) == 2 and types[0] == "f32" and \
+            types[1] in ("f16", "bf16")  # add.rn.f32.f16 d, a, c (PTX 8.6): not checked further
+        if op == "cvt":
+            if not (len(types) == 2 or (len(types) == 3 and "pack" in others)) or \
+                    any(x not in ALL_TYPES for x in types):
+                self.bad("Unexpected instruction types specified for 'cvt'")
+                return
+        elif form.types and not mixed:
             if len(types) != form.ntypes or any(t not in form.types for t in types):
                 self.bad(f"Unexpected instruction types specified for '{full}'")
                 return
-        elif types and op not in ("bra",):
+        elif not form.types and types:
             self.bad(f"Unexpected instruction types specified for '{op}'")
             return
         if op in ("ld", "st", "ldu", "cvta", "isspacep", "mov", "cvt"):
@@ -757,10 +777,13 @@ class _Context:
         elif not self.modifier_groups(ins, form, others, full):
             return
         t = types[0] if types else ""
+        if mixed:
+            return
+        if op == "cvt" and ("pack" in others or len(types) != 2 or any(
+                x.endswith(("x2", "x4")) or x not in _BITS for x in types)):
+            return  # packing conversions (f16x2 <- two f32, e4m3x2, cvt.pack): not checked
         if not self.semantic_rules(ins, op, t, types, set(others), full):
             return
-        if op == "cvt" and any(x.endswith(("x2", "x4")) or x not in _BITS for x in types):
-            return  # packing conversions (f16x2 <- two f32, e4m3x2, ...): operands not checked
         args = ins.args
         for sig in form.sigs:
             if self.matches(sig, args, t, types, form, dry=True):
@@ -841,11 +864,23 @@ class _Context:
             if m in CMP - {"lo", "hi"} or m in RND_F | RND_I or m in ("sat", "cc", "ftz", "wide"):
                 self.bad(f"Illegal modifier '.{m}' for instruction '{op}'")
                 return False
-        if "relaxed" in others or "acquire" in others or "release" in others:
-            if not any(m in SCOPES for m in others):
-                self.bad(f"Modifier '.{next(m for m in others if m in ORDERS)}' requires scope "
-                         f"with '{op}' instruction")
-                return False
+        orders = [m for m in others if m in ORDERS]
+        scopes = [m for m in others if m in SCOPES]
+        if len(orders) > 1 or len(scopes) > 1:
+            self.bad(f"Illegal modifier '.{(orders + scopes)[-1]}' for instruction '{op}'")
+            return False
+        if orders and orders[0] in ("relaxed", "acquire", "release") and not scopes:
+            self.bad(f"Modifier '.{orders[0]}' requires scope with '{op}' instruction")
+            return False
+        if scopes and (not orders or orders[0] in ("volatile", "weak")):
+            self.bad(f"Modifier '.{orders[0]}' cannot be combined with modifier '.{scopes[0]}'"
+                     if orders else f"Modifier '.{scopes[0]}' requires memory order with '{op}' "
+                     "instruction")
+            return False
+        nargs = len(ins.args)
+        if nargs == 3 and "L2::cache_hint" not in others:
+            self.bad(f".L2::cache_hint modifier required for instruction '{op}' with 3 arguments")
+            return False
         return True
 
     def semantic_rules(self, ins, op: str, t: str, types: list[str], mods: set[str],
@@ -946,12 +981,12 @@ class _Context:
             if not mods & CMP:
                 self.bad("Comparison operator required for instruction 'setp'")
                 return False
-            if t in INT | BITS and mods & (CMP - {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls",
-                                                 "hi", "hs"}):
-                self.bad(f"Illegal comparison operator for instruction 'setp' on .{t}")
-                return False
-            if t in BITS and mods & (CMP - {"eq", "ne"}):
-                self.bad(f"Illegal comparison operator for instruction 'setp' on .{t}")
+            allowed = ({"eq", "ne"} if t in BITS else
+                       {"eq", "ne", "lt", "le", "gt", "ge"} if t[0] == "s" else
+                       {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"} if t[0] == "u"
+                       else CMP - {"lo", "ls", "hi", "hs"})
+            if mods & CMP - allowed:
+                self.bad("Mismatch between instruction type and comparison qualifier")
                 return False
             if "ftz" in mods and t not in ("f32", "f16", "f16x2"):
                 self.bad("Illegal modifier '.ftz' for instruction 'setp'")
@@ -963,6 +998,10 @@ class _Context:
                 return False
         elif op == "cvt":
             return self.cvt_rules(types, mods)
+        elif op == "lop3":
+            if bool(mods & BOOL) != (len(ins.args) == 6):
+                self.bad("Arguments mismatch for instruction 'lop3'")
+                return False
         elif op == "shfl":
             if "sync" in mods and len(ins.args) != 5:
                 self.bad("Arguments mismatch for instruction 'shfl'")
@@ -996,11 +1035,15 @@ class _Context:
             return True
         if df and sf:
             narrowing = _BITS[dst] < _BITS[src]
-            if dst == src or (dst in ("f16", "bf16") and src in ("f16", "bf16")):
+            if {dst, src} == {"f16", "bf16"}:
+                if rnd_i:
+                    self.bad("Illegal rounding modifier for instruction 'cvt'")
+                    return False
+            elif dst == src:
                 if rnd_f:
                     self.bad("Illegal rounding modifier for instruction 'cvt'")
                     return False
-            elif narrowing or {dst, src} in ({"f16", "bf16"},):
+            elif narrowing:
                 if rnd_i or (not rnd_f and dst != "tf32"):
                     self.bad("Rounding modifier required for instruction 'cvt'" if not rnd_f
                              else "Illegal rounding modifier for instruction 'cvt'")
@@ -1099,6 +1142,8 @@ class _Context:
             return self.source(a, "u32", False, form)
         if code == "k":
             return self.source(a, "b32", False, form)
+        if code == "y":  # an L2 cache policy
+            return self.source(a, "b64", False, form)
         if code in "aAcs":
             if op in ("mul", "mad") and code == "a" and i == 3 and "wide" in self.ins.mods:
                 t = _wide(t)
@@ -1216,6 +1261,11 @@ class _Context:
 
     # -------------------------------------------------------------- other families
     def check_call(self, ins: ir.Instr) -> None:
+        for m in ins.mods:
+            if m != "uni":
+                self.bad("Comparison qualifier is not allowed for instruction 'call'" if m in CMP
+                         else f"Illegal modifier '.{m}' for instruction 'call'")
+                return
         args = list(ins.args)
         rets: tuple = ()
         if args and isinstance(args[0], ir.Args):
@@ -1311,6 +1361,13 @@ class _Context:
                 self.bad(f"Arguments mismatch for instruction '{ins.op}'")
 
     def check_atom(self, ins: ir.Instr) -> None:
+        spaces = [m for m in ins.mods if m in SPACES]
+        if len(spaces) > 1:
+            self.bad(f"Unexpected number of state spaces specified in instruction '{ins.op}'")
+            return
+        if any(m in RND_F | RND_I for m in ins.mods):
+            self.bad(f"Illegal rounding modifier for instruction '{ins.op}'")
+            return
         ops = [m for m in ins.mods if m in ("add", "inc", "dec", "and", "or", "xor", "exch", "cas",
                                              "min", "max")]
         if len(ops) != 1:
@@ -1347,6 +1404,59 @@ class _Context:
             if not self.source(a, t, False, form)[0]:
                 self.bad(f"Arguments mismatch for instruction '{ins.op}'")
                 return
+
+
+_ORDERS_SM70 = ("release", "relaxed", "acquire", "acq_rel", "sc")
+_F16_ARITH = ("add", "sub", "mul", "fma", "setp", "set", "neg", "abs", "min", "max")
+
+
+def _needs_target(ins: ir.Instr) -> tuple[int, str] | None:
+    """The oldest target that has the instruction, and how ptxas names it (measured: ptxas
+    13.0's messages for nvcc's PTX assembled for .target sm_20)."""
+    op, m = ins.op, set(ins.mods)
+    if op == "wmma":
+        if m & {"f64"}:
+            return 80, "Feature 'WMMA with fp64 types'"
+        if m & {"bf16", "tf32"}:
+            return 80, "Feature 'WMMA with .bf16/.tf32 FP types'"
+        if m & {"s8", "u8", "s4", "u4", "b1"}:
+            return 72, "Feature 'WMMA with integer types'"
+        return 70, "Feature 'WMMA with floating point types'"
+    if m & {"bf16", "bf16x2"}:
+        return 80, "Feature '.bf16'"
+    if "tf32" in m:
+        return 80, "Feature '.tf32'"
+    if op == "cp" and "async" in m:
+        return (90 if "bulk" in m else 80), f"Feature '{'.'.join((op, *ins.mods[:2]))}'"
+    if op == "mbarrier":
+        return (90 if m & {"try_wait", "expect_tx"} else 80), f"Feature 'mbarrier.{ins.mods[0]}'"
+    if op == "redux":
+        return 80, "Feature 'redux'"
+    if op in ("nanosleep", "bmsk", "match", "fence"):
+        return 70, f"Instruction '{op}'"
+    orders = m & set(_ORDERS_SM70)
+    if orders:
+        return 70, f"Feature '.{sorted(orders)[0]}'"
+    if op in ("atom", "red"):
+        if m & SCOPES:
+            return 60, "Feature 'scopes on atomic operations'"
+        if "add" in m and "f64" in m:
+            return 60, "Instruction 'atom.add.f64'"
+        if m & {"min", "max"} and m & {"u64", "s64"}:
+            return 32, f"Instruction 'atom.{'max' if 'max' in m else 'min'}.64'"
+    if op in ("ld", "ldu") and "nc" in m:
+        return 32, "Instruction 'ld.nc'"
+    if op in _F16_ARITH and m & {"f16", "f16x2"}:
+        return 53, "Feature 'f16 arithemetic and compare instructions'"
+    if op in ("barrier", "shfl", "activemask") or (op == "bar" and "warp" in m) or \
+            (op == "vote" and "sync" in m) or op in ("vabsdiff2", "vabsdiff4", "vadd2", "vadd4",
+                                                      "vavrg2", "vavrg4", "vmax2", "vmax4",
+                                                      "vmin2", "vmin4", "vset2", "vset4",
+                                                      "vsub2", "vsub4"):
+        return 30, f"Instruction '{op}{'.sync' if op == 'vote' else ''}'"
+    if any(isinstance(a, ir.Special) and a.name.startswith("%globaltimer") for a in ins.args):
+        return 30, "Feature '%globaltimer'"
+    return None
 
 
 def _wide(t: str) -> str:

@@ -13,15 +13,14 @@ import signal
 import threading
 import time
 
-from ... import __version__, ptx
+from ... import __version__
 from ...ptx import ir
-from ...ptx.lexer import PtxSyntaxError
+from .. import facts
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
     CUDA_ERROR_HARDWARE_STACK_ERROR,
     CUDA_ERROR_ILLEGAL_ADDRESS,
-    CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
     CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -105,12 +104,7 @@ class CpuKernel:
 class CpuModule:
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
-        try:
-            self.ptx = ptx.load(ptx_texts)  # parsed, checked as ptxas would, linked
-        except PtxSyntaxError as e:
-            err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
-            err.log = ptx.log_of(e)  # for CU_JIT_ERROR_LOG_BUFFER
-            raise err from None
+        self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
         self.globals: dict[str, tuple[int, int]] = {}

@@ -24,13 +24,10 @@ import threading
 
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from ...ptx.lexer import PtxSyntaxError
-from ...ptx.link import link_modules
-from ...ptx.parser import parse
+from .. import facts
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_ILLEGAL_ADDRESS,
-    CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
     CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -147,11 +144,7 @@ class VulkanKernel:
 class VulkanModule:
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
-        try:
-            mods = [parse(t) for t in ptx_texts]
-        except PtxSyntaxError as e:
-            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
-        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
         self.globals: dict[str, tuple[int, int]] = {}
         self._buffers: list = []
         self._allocate_globals()
