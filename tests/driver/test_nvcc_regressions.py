@@ -76,32 +76,27 @@ def test_reads_just_outside_an_allocation_do_not_fault(tmp_path, layout):
     assert "illegal address: a load or store at" in r.stderr
 
 
-def test_allocations_are_padded_to_the_granule_or_guarded():
+def test_allocations_are_padded_to_the_granule_or_guarded(monkeypatch):
     """The mapping around a fresh allocation: 2 MiB readable on either side by default,
     an inaccessible page on either side in the checking mode."""
-    from cuport.driver import memory
+    from cuport.backends.cpu import host_pages
     from cuport.loader.memory import ProcessMemory
 
-    size = 3 * memory.PAGE + 100
-    base = memory.map_pages(size)
+    size = 3 * host_pages.PAGE + 100
+    base = host_pages.allocate(size)
     try:
         maps = ProcessMemory()
-        assert maps.readable_until(base - memory.GRANULE) >= base + size + memory.GRANULE - 1
+        assert maps.readable_until(base - host_pages.GRANULE) >= base + size + host_pages.GRANULE - 1
     finally:
-        memory._unmap(memory.Allocation(base, size, "device", None))
-    import os
-
-    os.environ["CUPORT_CHECK_BOUNDS"] = "1"
-    try:
-        base = memory.map_pages(size)
-    finally:
-        del os.environ["CUPORT_CHECK_BOUNDS"]
+        host_pages.free(base, size)
+    monkeypatch.setenv("CUPORT_CHECK_BOUNDS", "1")
+    base = host_pages.allocate(size)
     try:
         maps = ProcessMemory()
-        assert maps.readable_until(base) == base + memory.page_span(size)
+        assert maps.readable_until(base) == base + 4 * host_pages.PAGE
         assert maps.mapping_at(base - 1) is not None and not maps.mapping_at(base - 1).readable
     finally:
-        memory._unmap(memory.Allocation(base, size, "device", None))
+        host_pages.free(base, size)
 
 
 def test_every_failing_thread_prints_its_assert_line_on_stdout(tmp_path):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
+from ...isa.types import I8, I32, I64, PTR
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 from . import layout as L
-from .types import I8, I32, I64, PTR
 
 
 def _lower_set_conditional(mc, em, ins: ir.Instr, params: tuple, rets: tuple) -> None:
