@@ -166,7 +166,7 @@ def _open_mem(handle, flags: int) -> int:
             return entry[0].base
         fd = _open_exported(h, f"{_MEM_PREFIX}-{h.ident}", "mem")
         try:
-            if os.fstat(fd).st_size < memory.page_span(h.size):
+            if os.fstat(fd).st_size < h.size:
                 raise CudaError(E.INVALID_VALUE, "the exported memory is smaller than its handle "
                                                  "says")
             base = memory.map_shared(fd, h.size, ctx)

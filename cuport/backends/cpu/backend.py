@@ -178,6 +178,14 @@ class CpuBackend:
     def free(self, address: int, size: int) -> None:
         host_pages.free(address, size)
 
+    def share(self, address: int, size: int, name: str) -> int:
+        """Make an allocation mappable by other processes (IPC); its memory file."""
+        return host_pages.share(address, size, name)
+
+    def map_shared(self, fd: int, size: int) -> int:
+        """Map another process's allocation (a memory file from share)."""
+        return host_pages.map_shared(fd, size)
+
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
         """Resident blocks per worker that keep a cooperative grid of nblocks all running."""
