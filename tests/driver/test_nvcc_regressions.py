@@ -14,6 +14,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - graph_memory_reuse: a mem alloc node after the free of another takes its address, as
   CUDA's graph allocator does (cuda-samples graphMemoryFootprint).
 - const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
+- vector_load_dests: `ld.shared.v2 {%a, %b}` with %b varying and %a not was refused
+  (cuda-samples segmentationTreeThrust, behind its shared-memory failure).
 """
 
 from __future__ import annotations
@@ -129,3 +131,9 @@ def test_const_size_bytes_counts_the_kernels_constant_memory(tmp_path):
     sizes = dict(line.rsplit(" const ", 1) for line in r.stdout.splitlines())
     assert int(sizes["lookup"]) >= 256 * 4 + 4 and int(sizes["scaled"]) >= 4, r.stdout
     assert sizes == {"lookup": "1028", "scaled": "4"}  # the constants each one reads
+
+
+def test_destinations_of_a_vector_load_share_their_kind(tmp_path):
+    exe = build(tmp_path, "vector_load_dests", ["vector_load_dests.cu"], "-O3")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
