@@ -27,6 +27,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
+from cuport.backends import host_pages
 from cuport.capi import types
 from cuport.driver import context, memory
 from cuport.driver.api import implements
@@ -148,7 +149,7 @@ def get_mem_handle(out: int, dptr: int) -> None:
             from cuport.driver import stream
 
             stream.synchronize_context(a.context)  # no kernel may write while pages move
-            fd = memory.make_shareable(a, f"{_MEM_PREFIX}-{a.id}")
+            fd = memory.share(a, f"{_MEM_PREFIX}-{a.id}")
             _exported[a.base] = fd
     ctypes.memmove(out, _pack(_MEM_MAGIC, fd, a.size, a.id), HANDLE_BYTES)
 
@@ -165,10 +166,10 @@ def _open_mem(handle, flags: int) -> int:
             return entry[0].base
         fd = _open_exported(h, f"{_MEM_PREFIX}-{h.ident}", "mem")
         try:
-            if os.fstat(fd).st_size < memory.page_span(h.size):
+            if os.fstat(fd).st_size < h.size:
                 raise CudaError(E.INVALID_VALUE, "the exported memory is smaller than its handle "
                                                  "says")
-            base = memory.map_shared(fd, h.size)
+            base = memory.map_shared(fd, h.size, ctx)
         finally:
             os.close(fd)
         a = memory.Allocation(base, h.size, "device", ctx, imported=True)
@@ -225,7 +226,7 @@ class SharedEventState:
         self.fd = fd
         self.ident = ident
         page = mmap.PAGESIZE
-        address = memory.libc_mmap(page, mmap.MAP_SHARED, fd)
+        address = host_pages.map_file(fd, page)
         self._words = (ctypes.c_uint64 * 2).from_address(address)
         weakref.finalize(self, _release_page, address, page, fd)
 
@@ -263,7 +264,7 @@ class SharedEventState:
 
 
 def _release_page(address: int, length: int, fd: int) -> None:
-    memory.libc_munmap(address, length)
+    host_pages.unmap(address, length)
     os.close(fd)
 
 

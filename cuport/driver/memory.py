@@ -1,10 +1,9 @@
 """Device, host, managed and registered memory, and the table that knows all of it.
 
 On the CPU backend device memory is host memory: every allocation is a private
-anonymous mmap (page-aligned, zero-filled), and a CUdeviceptr is its address, so
-kernels and host copies use it directly. Like a GPU's 2 MiB pages, 2 MiB of padding on
-either side keep reads just outside an allocation from faulting; CUPORT_CHECK_BOUNDS=1
-puts inaccessible pages there instead. The allocation table answers the
+anonymous mmap (page-aligned, zero-filled, padded as a GPU's 2 MiB pages are:
+backends/host_pages.py), and a CUdeviceptr is its address, so kernels and host
+copies use it directly. The allocation table answers the
 questions a driver must (is this pointer ours, which allocation, how large, which
 context) and lets every copy be checked before memory is touched: a bad pointer
 or a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE, never a crash.
@@ -15,10 +14,8 @@ from __future__ import annotations
 import bisect
 import collections
 import ctypes
-import functools
 import itertools
 import mmap
-import os
 import threading
 from dataclasses import dataclass, field
 
@@ -29,8 +26,6 @@ from cuport.driver.errors import CudaError, E
 
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
-_MAP_NORESERVE = 0x4000  # Linux: no swap reservation, like device memory that is not touched
-_MAP_FIXED = 0x10
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -123,148 +118,55 @@ class AllocationTable:
 TABLE = AllocationTable()
 
 
-#: A GPU maps device memory in 2 MiB pages, so a read a little outside an allocation (a
-#: stencil's row before or after its buffer) lands in mapped memory and does not fault.
-GRANULE = 2 << 20
-_MADV_NOHUGEPAGE = 15
-_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-
-# base of each allocation cuport mapped -> (start, length) of the whole mapping
-_mappings: dict[int, tuple[int, int]] = {}
-
-
-def check_bounds() -> bool:
-    """CUPORT_CHECK_BOUNDS=1: every allocation sits between inaccessible pages, so any
-    access past the page that holds its last byte faults (a checking mode; a GPU does not)."""
-    return os.environ.get("CUPORT_CHECK_BOUNDS", "") not in ("", "0")
-
-
-@functools.cache
-def _thp_always() -> bool:
-    """Whether the kernel backs any anonymous memory with huge pages (padding is then
-    marked MADV_NOHUGEPAGE; otherwise it is left alone, which keeps one mapping a VMA)."""
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return "[always]" in f.read()
-    except OSError:
-        return False
-
-
-def page_span(size: int) -> int:
-    return max(PAGE, -(-size // PAGE) * PAGE)
-
-
 def map_pages(size: int, ctx: context.Context | None = None, kind: str = "device") -> int:
-    """Fresh zero-filled memory of the context's device. A backend that owns its memory
-    (Vulkan) allocates it; otherwise (the CPU backend: device memory is host memory) the
-    pages are mapped here: page-aligned, with a granule of padding on either side, readable
-    and writable as the neighbouring memory of a GPU allocation is; with
-    CUPORT_CHECK_BOUNDS=1 a PROT_NONE page."""
-    if ctx is None:
+    """Fresh zero-filled memory of the context's device (its backend allocates it)."""
+    if ctx is None:  # (tests and the library API may allocate with no context current)
         s = context.stack()
         ctx = s[-1] if s else None
     limit = ctx.device.total_memory() if ctx is not None else device.total_memory()
     if size > limit:
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the device has "
                                          f"{limit} bytes of memory")
-    owner = _allocator(ctx)
-    if owner is not None:
-        return owner.allocate(size, kind)
-    body = page_span(size)
-    pad = PAGE if check_bounds() else GRANULE
-    length = pad + body + pad
-    start = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
-    if start in (None, _MAP_FAILED):
-        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {size} bytes failed "
-                                         f"(errno {ctypes.get_errno()})")
-    base = start + pad
-    if check_bounds() or _thp_always():
-        for guard in (start, base + body):
-            if check_bounds():
-                _libc.mprotect(guard, pad, 0)  # PROT_NONE
-            else:  # padding written to must not take a huge page of real memory
-                _libc.madvise(guard, pad, _MADV_NOHUGEPAGE)
-    with TABLE.lock:
-        _mappings[base] = (start, length)
-    return base
+    return _allocator(ctx).allocate(size, kind)
 
 
 def _allocator(ctx: context.Context | None):
-    """The backend of a context's device when it allocates device memory itself."""
+    """The backend that owns a context's memory (host pages for backends that do not)."""
     b = ctx.device.backend() if ctx is not None else None
-    return b if b is not None and hasattr(b, "allocate") else None
+    if b is None or not hasattr(b, "allocate"):
+        from cuport.backends import host_pages
+
+        return host_pages
+    return b
 
 
 def _unmap(a: Allocation) -> None:
-    owner = _allocator(a.context)
-    if owner is not None and a.base not in _mappings:
-        for hook in UNMAP_HOOKS:
-            hook(a)
-        owner.free(a.base, a.size)
-        return
-    with TABLE.lock:
-        start, length = _mappings.pop(a.base, (a.base, page_span(a.size)))
     for hook in UNMAP_HOOKS:
         hook(a)
-    _libc.munmap(start, length)
+    _allocator(a.context).free(a.base, a.size)
 
 
 # Called with an allocation just before its memory is unmapped (ipc.py closes its file).
 UNMAP_HOOKS: list = []
 
 
-def libc_mmap(length: int, flags: int, fd: int = -1) -> int:
-    """A read-write mapping (memory files of ipc.py); OUT_OF_MEMORY if it fails."""
-    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, fd, 0)
-    if address in (None, _MAP_FAILED):
-        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {length} bytes failed "
-                                         f"(errno {ctypes.get_errno()})")
-    return address
+def _sharing(ctx: context.Context | None, what: str):
+    alloc = _allocator(ctx)
+    if not hasattr(alloc, "share"):
+        raise CudaError(E.NOT_SUPPORTED, f"{what}: the device's memory cannot be shared between "
+                                         "processes by cuport")
+    return alloc
 
 
-def libc_munmap(address: int, length: int) -> None:
-    _libc.munmap(address, length)
+def share(a: Allocation, name: str) -> int:
+    """Make an allocation's memory mappable by other processes (address and contents
+    kept); returns the descriptor of the memory file that holds it."""
+    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size, name)
 
 
-def _map_fixed_shared(address: int, length: int, fd: int) -> None:
-    got = _libc.mmap(address, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                     mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
-    if got != address:
-        raise CudaError(E.OUT_OF_MEMORY, f"mmap of a shared file over {hex(address)} failed "
-                                         f"(errno {ctypes.get_errno()})")
-
-
-def make_shareable(a: Allocation, name: str) -> int:
-    """Move an allocation's pages into a memory file that other processes can map (its
-    contents copied, its address kept) and return the file's descriptor. The caller makes
-    sure no kernel or copy uses the allocation meanwhile."""
-    body = page_span(a.size)
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    try:
-        os.ftruncate(fd, body)
-        tmp = libc_mmap(body, mmap.MAP_SHARED, fd)
-        ctypes.memmove(tmp, a.base, body)
-        _libc.munmap(tmp, body)
-        _map_fixed_shared(a.base, body, fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def map_shared(fd: int, size: int) -> int:
-    """Map another process's memory file (padded as map_pages pads) and return its base."""
-    base = map_pages(size)
-    try:
-        _map_fixed_shared(base, page_span(size), fd)
-    except CudaError:
-        with TABLE.lock:
-            start, length = _mappings.pop(base)
-        _libc.munmap(start, length)
-        raise
-    return base
+def map_shared(fd: int, size: int, ctx: context.Context) -> int:
+    """Map another process's memory file into this process; returns its address here."""
+    return _sharing(ctx, "cuIpcOpenMemHandle").map_shared(fd, size)
 
 
 # -- memory the host cannot touch: copies and fills through the device's backend ---------

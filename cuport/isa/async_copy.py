@@ -23,7 +23,8 @@ state an arrive returns is the word after the arrive, before a completion it cau
 is true once the barrier's parity differs from that phase's, test_wait.parity once it
 differs from the parity given. try_wait tests and returns at once (allowed: its time
 limit is the system's): the loops that call it get yield points (passes/yields.py), so
-the warps that must arrive get to run. Every executing thread arrives, in lane order.
+the warps that must arrive get to run. Every executing thread arrives, in lane order
+(`em.begin_collective()` then `em.per_lane`: a warp's lanes act one by one).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from llvmlite import ir as ll
 
 from ..ptx import ir
+from .memory import space_of
 from .registry import lowers
 from .types import I1, I8, I32, I64, PTR
 
@@ -40,18 +42,24 @@ _MASK21 = (1 << 21) - 1
 _EXPECTED, _TX, _PHASE = 21, 42, 63
 
 
-def _lane(em, v: ll.Value, lane: ll.Value) -> ll.Value:
-    return em.b.extract_element(v, lane) if isinstance(v.type, ll.VectorType) else v
+def _generic(em, mem, space: str) -> ll.Value:
+    """The generic address (u64, current mode) of a memory operand of `space`."""
+    if not isinstance(mem, ir.Mem):
+        raise em.error("an operand that is not [address]")
+    b = em.b
+    if isinstance(mem.base, ir.Reg):
+        a = em.read_bits(mem.base, "u64")
+    elif isinstance(mem.base, ir.Sym):
+        a = em.read_bits(ir.SymAddr(mem.base.name, 0), "u64")
+    else:
+        a = em.const_int(64, 0)
+    if mem.offset:
+        a = b.add(a, em.const_int(64, mem.offset))
+    return a if space == "generic" else em.cvta(space, a, False)
 
 
-def _each_lane(em, body: Callable[[ll.Value], None]) -> None:
-    """body(lane) for every executing lane, lowest first (uniform operands included:
-    each thread's arrival or transaction counts once)."""
-    def step(lane, _):
-        body(lane)
-        return []
-
-    em.for_each_lane(em.exec_mask(), [], step)
+def _ptr(em, a: ll.Value) -> ll.Value:
+    return em.b.inttoptr(a, PTR)
 
 
 def _memcpy(em, dst: ll.Value, src: ll.Value, n: ll.Value) -> None:
@@ -65,9 +73,19 @@ def _memset0(em, dst: ll.Value, n: ll.Value) -> None:
 
 
 def _is_pred(em, op) -> bool:
+    """Whether cp.async's fourth operand is ignore-src (a predicate), not src-size."""
     if isinstance(op, ir.Not):
         return True
-    return isinstance(op, ir.Reg) and op.name in em.regs and em.regs[op.name][1] == I1
+    return isinstance(op, ir.Reg) and em.fn.regs.get(op.name) == "pred"
+
+
+def _each(em, args: list[ll.Value], body: Callable[[list[ll.Value]], None]) -> None:
+    """body(scalar args) for every executing thread, lowest lane first."""
+    def run(vals):
+        body(vals)
+        return []
+
+    em.per_lane(args, run)
 
 
 # ---------------------------------------------------------------- cp.async (non-bulk)
@@ -89,14 +107,15 @@ def _cp_async(em, ins: ir.Instr) -> None:
     if fill is None or (isinstance(fill, ir.Imm) and fill.value == size):
         # the whole cp-size from the source: ordinary 4-byte loads and stores (the
         # emitter makes vector accesses of contiguous lanes)
-        src, dst = em.address(args[1], "global"), em.address(args[0], "shared")
+        src, dst = args[1], args[0]
         for off in range(0, size, 4):
-            value = em.load(em.offset_ptrs(src, off), I32, 4)
-            em.store(em.offset_ptrs(dst, off), value, 4)
+            value = em.load(em.address(ir.Mem(src.base, src.offset + off), "global"), I32, 4)
+            em.store(em.address(ir.Mem(dst.base, dst.offset + off), "shared"), value, 4)
         return
+    em.begin_collective()
     b = em.b
-    dst = em.lane_pointers(args[0], "shared")
-    src = em.lane_pointers(args[1], "global")
+    dst = _generic(em, args[0], "shared")
+    src = _generic(em, args[1], "global")
     if _is_pred(em, fill):  # ignore-src: nothing read when true
         ignore = em.read_bits(fill, "pred")
         count = b.select(ignore, em.const_int(32, 0), em.const_int(32, size))
@@ -105,12 +124,12 @@ def _cp_async(em, ins: ir.Instr) -> None:
         limit = em.const_int(32, size)
         count = b.select(b.icmp_unsigned("<", count, limit), count, limit)
 
-    def body(lane):
-        d = _lane(em, dst, lane)
-        _memset0(em, d, ll.Constant(I64, size))
-        _memcpy(em, d, _lane(em, src, lane), b.zext(_lane(em, count, lane), I64))
+    def body(vals):
+        d, s, n = vals
+        _memset0(em, _ptr(em, d), ll.Constant(I64, size))
+        _memcpy(em, _ptr(em, d), _ptr(em, s), b.zext(n, I64))
 
-    _each_lane(em, body)
+    _each(em, [dst, src, count], body)
 
 
 # ---------------------------------------------------------------- mbarrier words
@@ -142,20 +161,18 @@ class _Word:
         self.phase = b.select(done, b.xor(self.phase, ll.Constant(I64, 1)), self.phase)
 
 
-def _word_ptr(em, ins: ir.Instr, index: int) -> ll.Value:
-    mem = ins.args[index]
-    if not isinstance(mem, ir.Mem):
-        raise em.error("an mbarrier operand that is not [address]")
-    space = em.space_of(ins)
+def _word_address(em, ins: ir.Instr, index: int) -> ll.Value:
+    space = space_of(ins)
     if space not in ("shared", "generic"):
         raise em.error(f"an mbarrier in .{space} memory")
-    return em.lane_pointers(mem, space)
+    return _generic(em, ins.args[index], space)
 
 
-def _update(em, p: ll.Value, change: Callable[[_Word], ll.Value | None]) -> ll.Value | None:
-    """Read-modify-write one lane's barrier word; change() edits the fields and may
-    return a value (the lane's state) computed before a completion it then applies."""
+def _update(em, address: ll.Value, change: Callable[[_Word], ll.Value | None]) -> ll.Value | None:
+    """Read-modify-write one thread's barrier word; change() edits the fields and may
+    return a value (the thread's state) computed before a completion it then applies."""
     b = em.b
+    p = _ptr(em, address)
     ld = b.load(p, typ=I64, align=8)
     ld.volatile = True
     w = _Word(b, ld)
@@ -165,70 +182,61 @@ def _update(em, p: ll.Value, change: Callable[[_Word], ll.Value | None]) -> ll.V
     return out
 
 
-def _count(em, ins: ir.Instr, index: int, default: int) -> ll.Value:
+def _u32(em, ins: ir.Instr, index: int, default: int) -> ll.Value:
     return em.read_bits(ins.args[index], "u32") if len(ins.args) > index else em.const_int(32, default)
 
 
-def _arrive_lanes(em, ins: ir.Instr, pointer_index: int, count: ll.Value | None,
-                  tx: ll.Value | None, drop: bool, complete: bool, dest=None) -> None:
-    """Each executing lane: tx-count += tx, then an arrive of `count` (dropping that many
-    expected arrivals too for arrive_drop); its state into `dest` (a varying b64)."""
+def _arrive(em, ins: ir.Instr, index: int, count: ll.Value | None, tx: ll.Value | None,
+            drop: bool, complete: bool, dest=None) -> None:
+    """Each executing thread: tx-count += tx, then an arrive of `count` (dropping that many
+    expected arrivals too for arrive_drop); its state into `dest` (a b64)."""
+    em.begin_collective()
     b = em.b
-    ptrs = _word_ptr(em, ins, pointer_index)
-    em.b.fence("release")
-    want_state = dest is not None and not isinstance(dest, ir.Sink)
+    address = _word_address(em, ins, index)
+    count = count if count is not None else em.const_int(32, 0)
+    tx = tx if tx is not None else em.const_int(32, 0)
+    b.fence("release")
 
-    def body(lane, accs):
-        p = _lane(em, ptrs, lane)
+    def body(vals):
+        a, c, t = vals
 
         def change(w: _Word):
-            if tx is not None:
-                w.tx = b.add(w.tx, b.zext(_lane(em, tx, lane), I64))
-            if count is not None:
-                c = b.zext(_lane(em, count, lane), I64)
-                w.pending = b.sub(w.pending, c)
-                if drop:
-                    w.expected = b.sub(w.expected, c)
+            w.tx = b.add(w.tx, b.zext(t, I64))
+            c64 = b.zext(c, I64)
+            w.pending = b.sub(w.pending, c64)
+            if drop:
+                w.expected = b.sub(w.expected, c64)
             state = w.pack()
             if complete:
                 w.complete_if_done()
             return state
 
-        state = _update(em, p, change)
-        return [b.insert_element(accs[0], state, lane)] if want_state else []
+        return [_update(em, a, change)]
 
-    inits = [ll.Constant(ll.VectorType(I64, 32), ll.Undefined)] if want_state else []
-    out = em.for_each_lane(em.exec_mask(), inits, body)
-    if want_state:
-        em.write(dest, "b64", out[0])
+    states = em.per_lane([address, count, tx], body, 1, I64)
+    if dest is not None and not isinstance(dest, ir.Sink):
+        em.write(dest, "b64", states[0])
 
 
-def _test_lanes(em, ins: ir.Instr, parity: bool) -> None:
+def _test(em, ins: ir.Instr, parity: bool) -> None:
     """test_wait / try_wait{.parity}: whether the phase of the state (or of the given
-    parity) is complete, per lane."""
+    parity) is complete, per thread."""
+    em.begin_collective()
     b = em.b
-    ptrs = _word_ptr(em, ins, 1)
-    ref = em.read_bits(ins.args[2], "b32" if parity else "b64")
+    address = _word_address(em, ins, 1)
+    ref = em.read_bits(ins.args[2], "b64")
 
-    def body(lane, accs):
-        ld = b.load(_lane(em, ptrs, lane), typ=I64, align=8)
+    def body(vals):
+        a, r = vals
+        ld = b.load(_ptr(em, a), typ=I64, align=8)
         ld.volatile = True
         phase = b.lshr(ld, ll.Constant(I64, _PHASE))
-        r = _lane(em, ref, lane)
-        mine = b.and_(b.zext(r, I64), ll.Constant(I64, 1)) if parity else \
-            b.lshr(r, ll.Constant(I64, _PHASE))
-        done = b.icmp_unsigned("!=", phase, mine)
-        return [b.insert_element(accs[0], done, lane)]
+        mine = b.and_(r, ll.Constant(I64, 1)) if parity else b.lshr(r, ll.Constant(I64, _PHASE))
+        return [b.zext(b.icmp_unsigned("!=", phase, mine), I32)]
 
-    undef = ll.Constant(ll.VectorType(I1, 32), ll.Undefined)
-    out = em.for_each_lane(em.exec_mask(), [undef], body)
+    done = em.per_lane([address, ref], body, 1, I32)[0]
     b.fence("acquire")
-    dest = ins.args[0]
-    if em.vec:
-        em.write(dest, "pred", out[0])
-    else:  # a uniform destination: every lane saw the same word
-        first = b.cttz(em.exec_mask(), ll.Constant(I1, 1))
-        em.write(dest, "pred", b.extract_element(out[0], first))
+    em.write(ins.args[0], "pred", b.icmp_unsigned("!=", done, em.const_int(32, 0)))
 
 
 @lowers("mbarrier")
@@ -237,52 +245,52 @@ def lower_mbarrier(em, ins: ir.Instr) -> None:
     mods = set(ins.mods[1:])
     b = em.b
     if kind == "init":
-        ptrs = _word_ptr(em, ins, 0)
-        count = em.read_bits(ins.args[1], "u32")
+        em.begin_collective()
 
-        def init(lane):
-            c = b.and_(b.zext(_lane(em, count, lane), I64), ll.Constant(I64, _MASK21))
-            st = b.store(b.or_(c, b.shl(c, ll.Constant(I64, _EXPECTED))), _lane(em, ptrs, lane),
-                         align=8)
+        def init(vals):
+            a, n = vals
+            c = b.and_(b.zext(n, I64), ll.Constant(I64, _MASK21))
+            st = b.store(b.or_(c, b.shl(c, ll.Constant(I64, _EXPECTED))), _ptr(em, a), align=8)
             st.volatile = True
 
-        _each_lane(em, init)
+        _each(em, [_word_address(em, ins, 0), em.read_bits(ins.args[1], "u32")], init)
         return
     if kind == "inval":
-        ptrs = _word_ptr(em, ins, 0)
-        _each_lane(em, lambda lane: b.store(ll.Constant(I64, 0), _lane(em, ptrs, lane), align=8))
+        em.begin_collective()
+        _each(em, [_word_address(em, ins, 0)],
+              lambda vals: b.store(ll.Constant(I64, 0), _ptr(em, vals[0]), align=8))
         return
     if kind in ("expect_tx", "complete_tx"):
-        n = em.read_bits(ins.args[1], "u32")
-        ptrs = _word_ptr(em, ins, 0)
+        em.begin_collective()
 
-        def tx(lane):
+        def tx(vals):
+            a, n = vals
+
             def change(w: _Word):
-                v = b.zext(_lane(em, n, lane), I64)
+                v = b.zext(n, I64)
                 w.tx = b.add(w.tx, v) if kind == "expect_tx" else b.sub(w.tx, v)
                 if kind == "complete_tx":
                     w.complete_if_done()
 
-            _update(em, _lane(em, ptrs, lane), change)
+            _update(em, a, change)
 
-        _each_lane(em, tx)
+        _each(em, [_word_address(em, ins, 0), em.read_bits(ins.args[1], "u32")], tx)
         return
     if kind in ("arrive", "arrive_drop"):
         drop = kind == "arrive_drop"
         if "expect_tx" in mods:  # state, [addr], txCount: an arrive of one
-            _arrive_lanes(em, ins, 1, em.const_int(32, 1), _count(em, ins, 2, 0), drop, True,
-                          ins.args[0])
+            _arrive(em, ins, 1, em.const_int(32, 1), _u32(em, ins, 2, 0), drop, True,
+                    ins.args[0])
         else:
-            _arrive_lanes(em, ins, 1, _count(em, ins, 2, 1), None, drop,
-                          "noComplete" not in mods, ins.args[0])
+            _arrive(em, ins, 1, _u32(em, ins, 2, 1), None, drop, "noComplete" not in mods,
+                    ins.args[0])
         return
     if kind in ("test_wait", "try_wait"):
-        _test_lanes(em, ins, "parity" in mods)
+        _test(em, ins, "parity" in mods)
         return
     if kind == "pending_count":
         state = em.read_bits(ins.args[1], "b64")
-        em.write(ins.args[0], "u32", b.trunc(b.and_(state, em.const_int(64, _MASK21)),
-                                             ll.VectorType(I32, 32) if em.vec else I32))
+        em.write(ins.args[0], "u32", b.and_(state, em.const_int(64, _MASK21)))
         return
     raise em.error(f"mbarrier.{kind} is not supported")
 
@@ -304,26 +312,26 @@ def _bulk(em, ins: ir.Instr) -> None:
     spaces = [m.split("::")[0] for m in mods if m.split("::")[0] in ("shared", "global")]
     if len(spaces) < 2:
         raise em.error("cp.async.bulk without its destination and source state spaces")
-    dst_space, src_space = spaces[0], spaces[1]
-    args = ins.args
-    dst = em.lane_pointers(args[0], dst_space)
-    src = em.lane_pointers(args[1], src_space)
-    size = em.read_bits(args[2], "u32")
-    mbar = "mbarrier::complete_tx::bytes" in mods
-    ptrs = em.lane_pointers(args[3], "shared") if mbar else None
+    em.begin_collective()
     b = em.b
+    args = ins.args
+    mbar = "mbarrier::complete_tx::bytes" in mods
+    vals = [_generic(em, args[0], spaces[0]), _generic(em, args[1], spaces[1]),
+            em.read_bits(args[2], "u32")]
+    if mbar:
+        vals.append(_generic(em, args[3], "shared"))
 
-    def body(lane):
-        n = b.zext(_lane(em, size, lane), I64)
-        _memcpy(em, _lane(em, dst, lane), _lane(em, src, lane), n)
+    def body(v):
+        n = b.zext(v[2], I64)
+        _memcpy(em, _ptr(em, v[0]), _ptr(em, v[1]), n)
         if mbar:
             def change(w: _Word):
                 w.tx = b.sub(w.tx, n)
                 w.complete_if_done()
 
-            _update(em, _lane(em, ptrs, lane), change)
+            _update(em, v[3], change)
 
-    _each_lane(em, body)
+    _each(em, vals, body)
 
 
 @lowers("cp")
@@ -340,7 +348,7 @@ def lower_cp(em, ins: ir.Instr) -> None:
         # cp.async.mbarrier.arrive{.noinc}: arrive once the thread's copies are done
         # (they are); without .noinc the pending count's increment cancels the arrive
         if "noinc" in rest:
-            _arrive_lanes(em, ins, 0, em.const_int(32, 1), None, False, True)
+            _arrive(em, ins, 0, em.const_int(32, 1), None, False, True)
     elif rest and rest[0] in ("ca", "cg"):
         _cp_async(em, ins)
     else:

@@ -120,6 +120,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
             for r in defs(ins):
                 mark(r.name)
 
+    multi_defs = [ds for ds in (defs(ins) for _, ins in all_instrs) if len(ds) > 1]
     ipdom = postdominators(cfg)
     blocks = cfg.blocks
     split: set[int] = set()
@@ -177,6 +178,14 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
             if name not in varying and def_count[name] > 1 and bs & split:
                 mark(name)
                 changed = True
+        # the destinations of one instruction (ld.v2 {%a, %b}, a carry out) are written in
+        # one mode: if one is varying (say %b, by a second definition in a loop), all are
+        for multi in multi_defs:
+            if any(r.name in varying for r in multi):
+                for r in multi:
+                    if r.name not in varying:
+                        mark(r.name)
+                        changed = True
         # bar.red (__syncthreads_count/and/or) gives every thread the same answer when the
         # whole warp arrives together; in split code lanes may arrive in different rounds
         for bi, ins in all_instrs:

@@ -14,6 +14,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - graph_memory_reuse: a mem alloc node after the free of another takes its address, as
   CUDA's graph allocator does (cuda-samples graphMemoryFootprint).
 - const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
+- vector_load_dests: `ld.shared.v2 {%a, %b}` with %b varying and %a not was refused
+  (cuda-samples segmentationTreeThrust, behind its shared-memory failure).
 """
 
 from __future__ import annotations
@@ -76,32 +78,27 @@ def test_reads_just_outside_an_allocation_do_not_fault(tmp_path, layout):
     assert "illegal address: a load or store at" in r.stderr
 
 
-def test_allocations_are_padded_to_the_granule_or_guarded():
+def test_allocations_are_padded_to_the_granule_or_guarded(monkeypatch):
     """The mapping around a fresh allocation: 2 MiB readable on either side by default,
     an inaccessible page on either side in the checking mode."""
-    from cuport.driver import memory
+    from cuport.backends import host_pages
     from cuport.loader.memory import ProcessMemory
 
-    size = 3 * memory.PAGE + 100
-    base = memory.map_pages(size)
+    size = 3 * host_pages.PAGE + 100
+    base = host_pages.allocate(size)
     try:
         maps = ProcessMemory()
-        assert maps.readable_until(base - memory.GRANULE) >= base + size + memory.GRANULE - 1
+        assert maps.readable_until(base - host_pages.GRANULE) >= base + size + host_pages.GRANULE - 1
     finally:
-        memory._unmap(memory.Allocation(base, size, "device", None))
-    import os
-
-    os.environ["CUPORT_CHECK_BOUNDS"] = "1"
-    try:
-        base = memory.map_pages(size)
-    finally:
-        del os.environ["CUPORT_CHECK_BOUNDS"]
+        host_pages.free(base, size)
+    monkeypatch.setenv("CUPORT_CHECK_BOUNDS", "1")
+    base = host_pages.allocate(size)
     try:
         maps = ProcessMemory()
-        assert maps.readable_until(base) == base + memory.page_span(size)
+        assert maps.readable_until(base) == base + 4 * host_pages.PAGE
         assert maps.mapping_at(base - 1) is not None and not maps.mapping_at(base - 1).readable
     finally:
-        memory._unmap(memory.Allocation(base, size, "device", None))
+        host_pages.free(base, size)
 
 
 def test_every_failing_thread_prints_its_assert_line_on_stdout(tmp_path):
@@ -134,3 +131,9 @@ def test_const_size_bytes_counts_the_kernels_constant_memory(tmp_path):
     sizes = dict(line.rsplit(" const ", 1) for line in r.stdout.splitlines())
     assert int(sizes["lookup"]) >= 256 * 4 + 4 and int(sizes["scaled"]) >= 4, r.stdout
     assert sizes == {"lookup": "1028", "scaled": "4"}  # the constants each one reads
+
+
+def test_destinations_of_a_vector_load_share_their_kind(tmp_path):
+    exe = build(tmp_path, "vector_load_dests", ["vector_load_dests.cu"], "-O3")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr

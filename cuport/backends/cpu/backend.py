@@ -15,7 +15,7 @@ import time
 
 from ... import __version__
 from ...ptx import ir
-from .. import facts
+from .. import facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
@@ -164,6 +164,21 @@ class CpuBackend:
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
         return CpuModule(self, ptx_texts)
+
+    # ------------------------------------------------------------ memory: host pages
+    def allocate(self, size: int, kind: str = "device") -> int:
+        return host_pages.allocate(size, kind)
+
+    def free(self, address: int, size: int) -> None:
+        host_pages.free(address, size)
+
+    def share(self, address: int, size: int, name: str) -> int:
+        """Make an allocation mappable by other processes (IPC); its memory file."""
+        return host_pages.share(address, size, name)
+
+    def map_shared(self, fd: int, size: int) -> int:
+        """Map another process's allocation (a memory file from share)."""
+        return host_pages.map_shared(fd, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:

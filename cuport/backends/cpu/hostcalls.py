@@ -4,8 +4,9 @@ nvcc turns `printf` into `vprintf(fmt, argbuf)`, `assert` into `__assertfail(...
 device `malloc`/`free` into calls of those names; they are `.extern .func` in the PTX.
 The warp executor calls the host once per active lane, in lane order. printf output (and
 each failing thread's assert line) is collected during the launch and written through
-the C library's own `stdout` when the launch completes, so it interleaves correctly with the host program's printf output (as
-on a GPU, where device printf output appears at synchronisation).
+the C library's own `stdout` when the launch completes, so it interleaves correctly with
+the host program's printf output (as on a GPU, where device printf output appears at
+synchronisation).
 """
 
 from __future__ import annotations
