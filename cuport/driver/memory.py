@@ -365,17 +365,16 @@ def _resident_bytes(base: int, length: int) -> int:
 
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
-    """Free memory falls by what is allocated, as on a GPU. Host pages are reserved
-    lazily (MAP_NORESERVE), so MemAvailable alone sees only the pages touched: the
-    untouched rest of every host-page allocation is subtracted from it."""
+    """Free memory falls by what is allocated, as on a GPU. Where device memory is host
+    memory (the CPU device), pages are reserved lazily (MAP_NORESERVE), so MemAvailable
+    alone sees only the pages touched: the untouched rest of every such allocation is
+    subtracted from it. (Devices with memory of their own answer as before.)"""
     ctx = context.current()
-    from cuport.backends.cpu import host_pages
-
-    if _allocator(ctx) is not host_pages:
+    if ctx.device.memory_bytes:  # a device with memory of its own (Vulkan)
         return device.available_memory(), device.total_memory()
     untouched = 0
     for a in TABLE.all():
-        if a.owned and _allocator(a.context) is host_pages:
+        if a.owned and (a.context is None or not a.context.device.memory_bytes):
             length = max(PAGE, -(-a.size // PAGE) * PAGE)
             untouched += length - _resident_bytes(a.base, length)
     total = device.total_memory()
