@@ -27,13 +27,6 @@ from cuport.driver.errors import CudaError, E
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-_MAP_FAILED = ctypes.c_void_p(-1).value
 
 KINDS_DEVICE_VISIBLE = ("device", "managed", "host", "registered", "global")
 _ids = itertools.count(1)
@@ -475,24 +468,31 @@ def mem_host_get_flags(p: int) -> int:
     return a.flags
 
 
+_mincore = ctypes.CDLL(None, use_errno=True).mincore
+_mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+
+
 def _resident_bytes(base: int, length: int) -> int:
     """How much of a mapping is in memory (mincore): pages never touched are not."""
     pages = length // PAGE
     vec = (ctypes.c_ubyte * pages)()
-    if _libc.mincore(ctypes.c_void_p(base), ctypes.c_size_t(length), vec) != 0:
+    if _mincore(base, length, vec) != 0:
         return length  # cannot tell: count it as used, which MemAvailable then also says
     return (pages - bytes(vec).count(0)) * PAGE
 
 
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
-    """Free memory falls by what is allocated, as on a GPU: cuport's allocations are
-    reserved lazily (MAP_NORESERVE), so MemAvailable alone sees only the pages touched;
-    the untouched rest of every allocation is subtracted from it."""
-    context.current()
+    """Free memory falls by what is allocated, as on a GPU. Where device memory is host
+    memory (the CPU device), pages are reserved lazily (MAP_NORESERVE), so MemAvailable
+    alone sees only the pages touched: the untouched rest of every such allocation is
+    subtracted from it. (Devices with memory of their own answer as before.)"""
+    ctx = context.current()
+    if ctx.device.memory_bytes:  # a device with memory of its own (Vulkan)
+        return device.available_memory(), device.total_memory()
     untouched = 0
     for a in TABLE.all():
-        if a.owned:
+        if a.owned and (a.context is None or not a.context.device.memory_bytes):
             length = max(PAGE, -(-a.size // PAGE) * PAGE)
             untouched += length - _resident_bytes(a.base, length)
     total = device.total_memory()

@@ -36,7 +36,7 @@ def test_answers_cuport_gives():
         "cuDevicePrimaryCtxRetain": 0, "cuMemAlloc_v2": 201, "cuDriverGetVersion": 0}
     assert set(answers["fork_after_cuInit"].values()) == {3}  # CUDA_ERROR_NOT_INITIALIZED
     assert answers["cuMemFree_v2(0) with a context"] == 0
-    assert answers["cuMemGetInfo falls by at least 1 GiB on a 1 GiB allocation"] is True
+    assert answers["cuMemGetInfo falls by 0.9 GiB or more on a 1 GiB allocation"] is True
 
 
 @pytest.mark.skipif(not RECORDED.exists(), reason="not yet recorded on an H200: run "
