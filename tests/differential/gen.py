@@ -201,6 +201,7 @@ def assemble(spec: FileSpec, kernels: list[Kernel], pools: dict[str, list[int]])
     lines = head.split("\n")
     for k in kernels:
         lines.append("")
+        lines.extend(k.pre)
         k.first_line = len(lines) + 1
         lines.append(KERNEL_HEAD.format(name=k.name))
         lines.extend(KERNEL_IDS)

@@ -11,6 +11,7 @@ import hashlib
 import lzma
 import math
 import os
+import resource
 import shutil
 import struct
 import subprocess
@@ -61,6 +62,14 @@ class Run:
     init_status: int | None
     crashed: dict[str, str]                  # kernel -> what happened (exit code, timeout) when no record came
     stderr: str
+    raw: bytes = b""                         # the record file as the program wrote it (resumed runs append)
+
+    def message(self, kernel: str) -> str:
+        """cuport's line about a kernel (the error it returned), if it printed one."""
+        for ln in self.stderr.splitlines():
+            if ln.startswith("cuport:") and f"({kernel})" in ln or f"kernel {kernel}:" in ln:
+                return ln
+        return ""
 
 
 def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: int,
@@ -100,7 +109,8 @@ def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: 
                 continue
             crashed[names[nxt]] = f"exit status {rc}" + _last_lines(stderr)
             first = nxt + 1
-    return Run(records, init, crashed, "\n".join(err))
+        raw = outfile.read_bytes() if outfile.exists() else b""
+    return Run(records, init, crashed, "\n".join(err), raw)
 
 
 def _last_lines(s: str, n: int = 6) -> str:
@@ -114,7 +124,6 @@ def cuport_prefix() -> list[str]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_") or k == "CUPORT_CACHE_DIR"}
-    env["CUPORT_QUIET"] = "1"
     env.update(extra)
     return env
 
@@ -261,9 +270,14 @@ def main(argv: list[str]) -> int:
         if names and spec.name not in names:
             continue
         g = gen.generate(spec)
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         exe = build(g, cache, nvcc)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         knames = [k.name for k in g.kernels]
         res = run(exe, cuport_prefix(), clean_env(), len(g.kernels), knames)
+        c2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = lambda a, b: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime)  # noqa: E731
+        print(f"-- {spec.name}: CPU seconds: nvcc {cpu(c0, c1):.1f}, cuport run {cpu(c1, c2):.1f}")
         src_lines = g.source.split("\n")
         rec = None if use_ref else load_recording(spec)
         gpu = {n: d for n, s, d in rec} if rec else None
@@ -275,7 +289,7 @@ def main(argv: list[str]) -> int:
                 continue
             status, data = res.records[k.name]
             if status:
-                print(f"  {k.name} ({k.family}): status {status}")
+                print(f"  {k.name} ({k.family}): status {status}: {res.message(k.name)}")
                 total_bad += 1
                 continue
             got = decode(k, data)

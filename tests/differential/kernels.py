@@ -58,9 +58,9 @@ class Kernel:
     body: list[str]
     outs: list[Out]
     helpers: set[str]
-    ref: Callable[[list[int]], dict[str, list]] | None = None  # pool words -> expected per output
+    ref: Callable[..., dict[str, list]] | None = None  # (pools, outputs under test) -> expected per output
     first_line: int = 0   # the line of the kernel's signature in the file (gen.py sets it)
-    notes: list[str] = field(default_factory=list)
+    pre: list[str] = field(default_factory=list)  # device code the kernel needs before it
 
     @property
     def nthreads_block(self) -> int:
@@ -95,14 +95,19 @@ class Builder:
         self.offset = 0
         self.nvar = 0
         self.indent = 1
+        self.pre: list[str] = []
 
     @property
     def nb(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
 
     @property
+    def nblocks(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
     def nt(self) -> int:
-        return self.nb * self.grid[0] * self.grid[1]
+        return self.nb * self.nblocks
 
     def var(self, prefix: str = "v") -> str:
         self.nvar += 1
@@ -129,7 +134,7 @@ class Builder:
 
     def kernel(self, family: str, ref=None) -> Kernel:
         return Kernel(self.name, family, self.grid, self.block, self.dyn_smem, self.param, self.lines, self.outs,
-                      self.helpers, ref)
+                      self.helpers, ref, pre=self.pre)
 
 
 # ---------------------------------------------------------------- input loads
