@@ -19,7 +19,7 @@ WEIGHTS = [("arith", 44), ("ctrl", 16), ("warp", 14), ("shared", 10), ("atomics"
 
 def make(name: str, r: Rng, spec) -> K.Kernel:
     fam = r.weighted(WEIGHTS)
-    return MAKERS[fam](name, r)
+    return MAKERS[fam](name, r, "-ftz=true" in spec.flags)
 
 
 class Unknown(Exception):
@@ -247,7 +247,7 @@ def _emit_block(kb: K.Builder, ctrl: Ctrl, nodes: list) -> None:
             kb.store(n.out, "g", name)
 
 
-def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict) -> None:
+def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict, ftz: bool = False) -> None:
     """Execute nodes for one thread; raises Unknown when a decision depends on an unknown value."""
     accs = st["acc"]
 
@@ -256,13 +256,7 @@ def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict) -> None:
         return v
 
     def ev(op, args):
-        vals = [val(a) for a in args]
-        if any(v is None or v == H.ANYNAN for v in vals):
-            return None
-        try:
-            r = op.ref(*vals)
-        except (ZeroDivisionError, OverflowError, ValueError):
-            return None
+        r = K.apply(op, [val(a) for a in args], ftz)
         return None if r == H.ANYNAN else r
 
     def decide(c: Cond) -> bool:
@@ -275,7 +269,7 @@ def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict) -> None:
         if isinstance(n, Upd):
             accs[n.acc] = ev(n.op, n.args)
         elif isinstance(n, If):
-            _run_block(n.then if decide(n.cond) else n.other, st, pools, g, b, p, res)
+            _run_block(n.then if decide(n.cond) else n.other, st, pools, g, b, p, res, ftz)
         elif isinstance(n, Loop):
             if n.count is not None:
                 c = val(n.count)
@@ -286,7 +280,7 @@ def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict) -> None:
                 trips = n.base + 1
             for i in range(trips):
                 st["iter"][n.depth] = i
-                _run_block(n.body, st, pools, g, b, p, res)
+                _run_block(n.body, st, pools, g, b, p, res, ftz)
                 if n.brk and decide(n.brk):
                     break
         elif isinstance(n, Switch):
@@ -299,7 +293,7 @@ def _run_block(nodes: list, st: dict, pools, g, b, p, res: dict) -> None:
                 if ci == sel:
                     running = True
                 if running:
-                    _run_block(body, st, pools, g, b, p, res)
+                    _run_block(body, st, pools, g, b, p, res, ftz)
                     if not falls:
                         break
         elif isinstance(n, StoreAcc):
@@ -319,7 +313,7 @@ def _perm(kind: int, k: int, m: int, t: int, nb: int) -> int:
     return (t * m) % nb
 
 
-def ctrl_kernel(name: str, r: Rng) -> K.Kernel:
+def ctrl_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     grid, block = K.shape(r, max_threads=256)
     kb = K.Builder(name, r, grid, block)
     cg = CtrlGen(kb)
@@ -369,10 +363,16 @@ def ctrl_kernel(name: str, r: Rng) -> K.Kernel:
             src = PERMS[pk].format(k=k, m=m)
             kb.emit(f"sh_{ti}[{src}] = c{i};")
             kb.emit("__syncthreads();")
+            tj = types[j]
+            # a defined conversion: C++ casts between integers and from integers or floats to
+            # floats; a float becomes an integer through its bits (a cast would be undefined
+            # out of range)
+            cast = f"({TYPES[tj].c})B(sh_{ti}[t])" if TYPES[ti].kind == "float" and TYPES[tj].kind == "int" \
+                else f"({TYPES[tj].c})sh_{ti}[t]"
             if op is not None:
-                kb.emit(f"c{j} = {kb.use(op).format(f'c{j}', f'({TYPES[types[j]].c})sh_{ti}[t]')};")
+                kb.emit(f"c{j} = {kb.use(op).format(f'c{j}', cast)};")
             else:
-                kb.emit(f"c{j} = ({TYPES[types[j]].c})sh_{ti}[t];")
+                kb.emit(f"c{j} = {cast};")
             kb.emit("__syncthreads();")
             if loop:
                 kb.indent -= 1
@@ -405,13 +405,13 @@ def ctrl_kernel(name: str, r: Rng) -> K.Kernel:
                         g = blk * nb + t
                         try:
                             if ph[0] == "stmts":
-                                _run_block(ph[1], sts[t], pools, g, blk, param, res)
+                                _run_block(ph[1], sts[t], pools, g, blk, param, res, ftz)
                             else:
                                 c = ph[1]
-                                vals = [a.value(sts[t], pools, g, blk, param) for a in c.args]
-                                if any(v is None or v == H.ANYNAN for v in vals):
+                                v = K.apply(c.op, [a.value(sts[t], pools, g, blk, param) for a in c.args], ftz)
+                                if v is None or v == H.ANYNAN:
                                     raise Unknown
-                                if c.op.ref(*vals):
+                                if v:
                                     alive[t] = False
                         except Unknown:
                             unknown[t] = True
@@ -432,13 +432,8 @@ def ctrl_kernel(name: str, r: Rng) -> K.Kernel:
                             cur = sts[t]["acc"][j]
                             if op is None:
                                 sts[t]["acc"][j] = v
-                            elif v is None or cur is None:
-                                sts[t]["acc"][j] = None
                             else:
-                                try:
-                                    rv = op.ref(cur, v)
-                                except (ZeroDivisionError, OverflowError, ValueError):
-                                    rv = None
+                                rv = K.apply(op, [cur, v], ftz)
                                 sts[t]["acc"][j] = None if rv == H.ANYNAN else rv
             for t in range(nb):
                 g = blk * nb + t
@@ -456,12 +451,18 @@ def ctrl_kernel(name: str, r: Rng) -> K.Kernel:
 
 
 def _convert(v: int, src: str, dst: str):
-    """The value of a C++ cast between two accumulator types (None where not modelled)."""
+    """The exchange's conversion between two accumulator types (v: the source's bits, already
+    sign-extended when signed): integer casts wrap, integers and floats round to floats, a
+    float gives an integer its bits."""
+    s, d = TYPES[src], TYPES[dst]
     if src == dst:
-        return v & TYPES[dst].mask if TYPES[dst].kind == "int" else v
-    if TYPES[src].kind == "int" and TYPES[dst].kind == "int":
-        return v & TYPES[dst].mask
-    return None
+        return v & d.mask
+    if d.kind == "int":
+        return v & d.mask
+    if s.kind == "int":
+        return H.i2f(v, d.fmt, "rn")
+    r = H.f2f(v, s.fmt, d.fmt)
+    return None if r == H.ANYNAN else r
 
 
 def _gcd(a: int, b: int) -> int:
@@ -475,7 +476,9 @@ SHFL_TYPES = ["u32", "i32", "f32", "u64", "f64", "i64", "h2"]
 
 
 def _shfl_src(mode: str, lane: int, b: int, width: int) -> int:
-    """The lane a shfl reads (PTX shfl.sync with CUDA's clamp values), or lane itself."""
+    """The lane a shfl reads (PTX shfl.sync with CUDA's clamp values), or lane itself. Only
+    the low 5 bits of the lane operand count (the ISA's bval[4:0])."""
+    b &= 31
     seg = 32 - width
     minl = lane & seg
     if mode == "up":
@@ -491,7 +494,7 @@ def _shfl_src(mode: str, lane: int, b: int, width: int) -> int:
     return j if j <= maxl else lane
 
 
-def warp_kernel(name: str, r: Rng) -> K.Kernel:
+def warp_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     partial = r.chance(0.2)
     grid, block = K.shape(r, warp_multiple=not partial, max_threads=256)
     if partial and block[0] * block[1] * block[2] % 32 == 0:
@@ -631,8 +634,9 @@ def warp_kernel(name: str, r: Rng) -> K.Kernel:
 
     def ref(pools, got=None):
         res = {o.name: [None] * o.count for o in kb.outs}
-        for w0 in range(0, kb.nt, 32):
-            eval_warp(pools, w0 // nb, w0 % nb, res)
+        for blk in range(kb.nblocks):
+            for t0 in range(0, nb, 32):  # warps are formed within each block
+                eval_warp(pools, blk, t0, res)
         return res
 
     def eval_warp(pools, blk: int, t0: int, res: dict) -> None:
@@ -760,7 +764,7 @@ REDUCE = {"add": lambda s: sum(s) & 0xFFFFFFFF, "min": min, "max": max,
 SHARED_TYPES = ["u8", "i16", "u32", "i32", "u64", "f32", "f64", "h2"]
 
 
-def shared_kernel(name: str, r: Rng) -> K.Kernel:
+def shared_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     kind = r.weighted([("permute", 4), ("reduce", 3), ("dynamic", 2), ("atomics", 2), ("tile", 1)])
     if kind == "tile":
         side = r.choice([8, 16])
@@ -859,7 +863,7 @@ def shared_kernel(name: str, r: Rng) -> K.Kernel:
                     for t in range(nb):
                         if t < s and t + s < nb:
                             x, y = red[t], red[t + s]
-                            v = None if x is None or y is None else op.ref(x, y)
+                            v = K.apply(op, [x, y], ftz)
                             new[t] = None if v == H.ANYNAN else v
                     red = new
                     s //= 2
@@ -942,7 +946,7 @@ def _coprime(r: Rng, n: int) -> int:
 
 
 # ================================================================ global atomics
-def atomics_kernel(name: str, r: Rng) -> K.Kernel:
+def atomics_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     grid, block = K.shape(r, max_threads=256)
     kb = K.Builder(name, r, grid, block)
     nt = kb.nt
@@ -1075,7 +1079,7 @@ def atomics_kernel(name: str, r: Rng) -> K.Kernel:
                     acc[g % nbins] = 9 if (c == 0 or c > 9) else c - 1
                 elif kind == "cas_fmax":
                     x = extra.value(pools, g, g // nb, param)
-                    acc[0] = H.f_minmax(acc[0], x, "f32", True)
+                    acc[0] = None if acc[0] is None or (ftz and K._subnormal32(x)) else H.f_minmax(acc[0], x, "f32", True)
                 elif kind == "cas_mul":
                     acc[0] = ((acc[0] | 1) * (v | 1)) & 0xFFFFFFFF
                 elif kind == "ticket":
@@ -1119,7 +1123,7 @@ def _frac(x: float):
 
 
 # ================================================================ barrier reductions
-def barrier_kernel(name: str, r: Rng) -> K.Kernel:
+def barrier_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     grid, block = K.shape(r, max_threads=256)
     if r.chance(0.3):
         block = (r.choice([200, 100, 130, 72]), 1, 1)
@@ -1168,7 +1172,7 @@ def barrier_kernel(name: str, r: Rng) -> K.Kernel:
 
 
 # ================================================================ the issue's bug classes
-def regress_kernel(name: str, r: Rng) -> K.Kernel:
+def regress_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
     kind = r.choice(["align256", "cp_async", "carry_divergent", "spelling_divergent", "noinline"])
     grid, block = K.shape(r, max_threads=128, warp_multiple=kind == "cp_async")
     kb = K.Builder(name, r, grid, block)
@@ -1261,7 +1265,7 @@ def regress_kernel(name: str, r: Rng) -> K.Kernel:
                 t = g % nb
                 if not ((c.value(pools, g, g // nb, param) ^ t) & mask):
                     continue
-                env = K.eval_steps(steps, pools, g, g // nb, param)
+                env = K.eval_steps(steps, pools, g, g // nb, param, ftz=ftz)
                 for v, o in outs.items():
                     res[o.name][g] = None if env[v] == H.ANYNAN else env[v]
             return res

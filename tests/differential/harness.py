@@ -17,7 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +27,8 @@ import gen  # noqa: E402
 import hostref as H  # noqa: E402
 from kernels import Kernel, Out  # noqa: E402
 
-RECORDED = HERE / "recorded"
+#: the GPU's recording; DIFFTEST_RECORDED points elsewhere (a fresh recording, before committing it)
+RECORDED = Path(os.environ.get("DIFFTEST_RECORDED", HERE / "recorded"))
 
 
 # ---------------------------------------------------------------- building
@@ -47,12 +48,37 @@ def build(g: gen.Generated, cache: Path, nvcc: str = "nvcc") -> Path:
         src = Path(tmp) / f"{g.spec.name}.cu"
         src.write_text(g.source)
         out = Path(tmp) / "prog"
-        r = subprocess.run([nvcc, *gen.NVCC_FLAGS, *g.spec.flags, "-o", str(out), str(src)],
-                           capture_output=True, text=True)
+        keep = Path(tmp) / "keep"
+        keep.mkdir()
+        r = subprocess.run([nvcc, *gen.NVCC_FLAGS, *g.spec.flags, "--keep", "--keep-dir", str(keep),
+                            "-o", str(out), str(src)], capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"nvcc failed for {g.spec.name}:\n{r.stderr[-4000:]}")
+        os.replace(keep / f"{g.spec.name}.ptx", exe.with_suffix(".ptx"))
         os.replace(out, exe)
     return exe
+
+
+def ptx_digests(exe: Path) -> dict[str, str]:
+    """A digest of each kernel's PTX as nvcc made it (comments dropped; the module's other
+    functions and variables are part of every kernel's digest). The recording keeps them, so
+    that a kernel whose PTX differs from the GPU's build (another nvcc) is not compared."""
+    text = exe.with_suffix(".ptx").read_text()
+    lines = [ln.split("//")[0].rstrip() for ln in text.splitlines()]
+    chunks: dict[str, list[str]] = {}
+    common: list[str] = []
+    cur = common
+    for ln in lines:
+        head = ln.split("(")[0].split()
+        if head and head[-2:-1] == [".entry"]:
+            cur = chunks.setdefault(head[-1], [])
+        elif head and (".func" in head or ".global" in head or ".const" in head or ".shared" in head) \
+                and not ln.startswith((" ", "\t")):
+            cur = common
+        if ln:
+            cur.append(ln)
+    base = hashlib.sha256("\n".join(common).encode()).hexdigest()
+    return {k: hashlib.sha256((base + "\n".join(v)).encode()).hexdigest()[:16] for k, v in chunks.items()}
 
 
 # ---------------------------------------------------------------- running
@@ -63,6 +89,7 @@ class Run:
     crashed: dict[str, str]                  # kernel -> what happened (exit code, timeout) when no record came
     stderr: str
     raw: bytes = b""                         # the record file as the program wrote it (resumed runs append)
+    ptx: dict[str, str] = field(default_factory=dict)  # kernel -> digest of its PTX (ptx_digests)
 
     def message(self, kernel: str) -> str:
         """cuport's line about a kernel (the error it returned), if it printed one."""
@@ -266,6 +293,7 @@ def main(argv: list[str]) -> int:
     cache = Path(os.environ.get("DIFFTEST_BUILD_CACHE", Path(tempfile.gettempdir()) / f"difftest-build-{os.getuid()}"))
     nvcc = shutil.which("nvcc") or "nvcc"
     total_bad = 0
+    coverage: dict[str, list[int]] = {}
     for spec in gen.FILES:
         if names and spec.name not in names:
             continue
@@ -299,6 +327,11 @@ def main(argv: list[str]) -> int:
             else:
                 want = k.ref(g.pools, got) if k.ref else {}
                 bad = compare(k, got, want, reference=True)
+                fam = k.family.split(":")[0]
+                c = coverage.setdefault(fam, [0, 0])
+                for o in k.outs:
+                    c[1] += o.count
+                    c[0] += o.count if o.approx else sum(1 for v in want.get(o.name, []) if v is not None)
             if bad:
                 total_bad += 1
                 print(f"  {k.name} ({k.family}): {len(bad)} mismatches")
@@ -308,6 +341,9 @@ def main(argv: list[str]) -> int:
                         continue
                     seen.add(m.out.name)
                     print("    " + m.describe(src_lines).replace("\n", "\n    "))
+    if coverage:
+        print("host reference coverage (elements checked / elements):",
+              ", ".join(f"{f} {a}/{b} ({100 * a // max(b, 1)}%)" for f, (a, b) in sorted(coverage.items())))
     return 1 if total_bad else 0
 
 

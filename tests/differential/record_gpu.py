@@ -91,6 +91,7 @@ def main() -> int:
         failed = {n: st for n, (st, _) in res.records.items() if st}
         manifest["files"][g.spec.name] = {
             "digest": g.digest, "flags": list(g.spec.flags), "kernels": len(names), "init_status": res.init_status,
+            "ptx": harness.ptx_digests(exe),
             "failed": failed, "crashed": res.crashed, "run_seconds": round(time.time() - t1, 2)}
         print(f"{g.spec.name}: {len(res.records)} kernels recorded, {len(failed)} failed, {len(res.crashed)} crashed,"
               f" {time.time() - t1:.1f} s", flush=True)

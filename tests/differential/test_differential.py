@@ -61,6 +61,8 @@ def recordings():
             pytest.fail(f"{spec.name}: the generator no longer makes the recorded source "
                         f"(digest {GENERATED[spec.name].digest}, recorded {entry['digest']}): re-record ({RECORD_CMD})")
         out[spec.name] = {n: (st, d) for n, st, d in recs}
+        out[spec.name]["__ptx__"] = entry.get("ptx", {})
+        out[spec.name]["__nvcc__"] = manifest.get("nvcc", "")
     return out
 
 
@@ -76,10 +78,14 @@ def cuport_runs(recordings, request):
         g = GENERATED[spec.name]
         exe = harness.build(g, cache, nvcc)
         names = [k.name for k in g.kernels]
-        return spec.name, harness.run(exe, harness.cuport_prefix(), harness.clean_env(), len(names), names)
+        run = harness.run(exe, harness.cuport_prefix(), harness.clean_env(), len(names), names)
+        run.ptx = harness.ptx_digests(exe)
+        return spec.name, run
 
     with ThreadPoolExecutor(int(os.environ.get("DIFFTEST_JOBS", "2"))) as pool:
-        return dict(pool.map(one, gen.FILES))
+        runs = dict(pool.map(one, gen.FILES))
+    runs["__nvcc__"] = harness.nvcc_version(nvcc)
+    return runs
 
 
 def test_inputs_and_init_match_the_recording(recordings, cuport_runs):
@@ -102,6 +108,9 @@ def test_kernel_matches_the_gpu(recordings, cuport_runs, fname, kname):
         pytest.skip(f"the GPU failed this kernel (cudaError {gst}): a generator bug to fix")
     run = cuport_runs[fname]
     where = f"{kname} ({k.family}, {fname}.cu line {k.first_line})"
+    if run.ptx.get(kname) != recordings[fname]["__ptx__"].get(kname):
+        pytest.skip(f"{where}: nvcc made other PTX than for the recording ({cuport_runs['__nvcc__']}; "
+                    f"recorded with {recordings[fname]['__nvcc__']}): re-record with this nvcc")
     assert kname not in run.crashed, f"{where}: no result under cuport: {run.crashed.get(kname)}"
     st, data = run.records[kname]
     assert st == 0, f"{where}: cuport returned cudaError {st}: {run.message(kname)}"
