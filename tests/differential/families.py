@@ -19,7 +19,9 @@ WEIGHTS = [("arith", 44), ("ctrl", 16), ("warp", 14), ("shared", 10), ("atomics"
 
 def make(name: str, r: Rng, spec) -> K.Kernel:
     fam = r.weighted(WEIGHTS)
-    return MAKERS[fam](name, r, "-ftz=true" in spec.flags)
+    if fam == "regress":
+        return regress_kernel(name, r, spec.ftz, "managed" in spec.features)
+    return MAKERS[fam](name, r, spec.ftz)
 
 
 class Unknown(Exception):
@@ -1172,8 +1174,9 @@ def barrier_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
 
 
 # ================================================================ the issue's bug classes
-def regress_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
-    kind = r.choice(["align256", "cp_async", "carry_divergent", "spelling_divergent", "noinline"])
+def regress_kernel(name: str, r: Rng, ftz: bool = False, managed: bool = False) -> K.Kernel:
+    kind = r.choice(["align256", "cp_async", "carry_divergent", "spelling_divergent", "noinline", "oob_read"]
+                    + ["managed"] * (3 if managed else 0))
     grid, block = K.shape(r, max_threads=128, warp_multiple=kind == "cp_async")
     kb = K.Builder(name, r, grid, block)
     nb = kb.nb
@@ -1198,6 +1201,33 @@ def regress_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
                 res[o2.name].append(((v * (v % n + 1)) + ((v >> (((v >> 3) % (n + 3)) & 7)) & 255)) & 0xFFFFFFFF)
             return res
         return kb.kernel("regress:align256", ref)
+
+    if kind == "oob_read":
+        # loads just past the end of the input allocation (inside the page the GPU maps it in):
+        # a GPU reads something there; a fault would be cuport's. The values are not used.
+        k = r.choice([0, 1, 7])
+        kb.emit("unsigned junk;")
+        kb.emit(f'asm volatile("ld.global.u32 %0, [%1];" : "=r"(junk) : "l"(in + {POOL_N * len(POOLED)}u + (t & 7u) + {k}u));')
+        o = kb.out("u32", kb.nt, "a load past the end of an allocation completed", len(kb.lines))
+        kb.store(o, "g", "1u")
+
+        def ref(pools, got=None):
+            return {o.name: [1] * kb.nt}
+        return kb.kernel("regress:oob_read", ref)
+
+    if kind == "managed":
+        from gen import MANAGED_N  # noqa: PLC0415 (gen imports this module)
+        a = K.new_load(kb, "u32", npair)
+        o = kb.out("u32", kb.nt, "a __managed__ variable set by the host", len(kb.lines))
+        kb.store(o, "g", f"MG[({a.var} ^ t) % {MANAGED_N}u] + {a.var}")
+
+        def ref(pools, got=None):
+            res = []
+            for g in range(kb.nt):
+                v = a.value(pools, g, g // nb, param)
+                res.append((pools["u32"][(v ^ (g % nb)) % MANAGED_N] + v) & 0xFFFFFFFF)
+            return {o.name: res}
+        return kb.kernel("regress:managed", ref)
 
     if kind == "cp_async":
         # cp.async with a src-size operand: bytes past src-size are zero-filled

@@ -1,13 +1,16 @@
 """Build a generated file with nvcc, run it (natively or under cuport), decode its records and
 compare them: shared by the test, the recorder and the exploration command.
 
-    python tests/differential/harness.py [--ref] [FILE ...]   # build, run under cuport, compare
-        with the GPU recording where there is one, else (--ref) with the host reference
+    python tests/differential/harness.py [--ref] [--save=DIR] [FILE ...]
+        build, run under cuport, compare with the GPU recording where there is one, else
+        (--ref) with the host reference; --save writes cuport's results in the recording's
+        format (to try the test's machinery, or compare two cuport versions)
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import lzma
 import math
 import os
@@ -84,7 +87,7 @@ def ptx_digests(exe: Path) -> dict[str, str]:
 # ---------------------------------------------------------------- running
 @dataclass
 class Run:
-    records: dict[str, tuple[int, bytes]]   # kernel -> (status, bytes)
+    records: dict[str, tuple[int, bytes]]   # kernel -> (status, bytes); "<kernel>@attr": its attributes
     init_status: int | None
     crashed: dict[str, str]                  # kernel -> what happened (exit code, timeout) when no record came
     stderr: str
@@ -287,9 +290,22 @@ def load_recording(spec: gen.FileSpec) -> list[tuple[str, int, bytes]] | None:
     return gen.parse_records(lzma.decompress(p.read_bytes()))
 
 
+def save_recording(out: Path, g: gen.Generated, res: Run, exe: Path, manifest: dict) -> None:
+    """Write a run's record file and its manifest entry in the recording's format."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{g.spec.name}.bin.xz").write_bytes(lzma.compress(res.raw, preset=9 | lzma.PRESET_EXTREME))
+    manifest.setdefault("files", {})[g.spec.name] = {
+        "digest": g.digest, "flags": list(g.spec.flags), "kernels": len(g.kernels), "init_status": res.init_status,
+        "ptx": ptx_digests(exe), "failed": {n: st for n, (st, _) in res.records.items() if st},
+        "crashed": res.crashed}
+
+
 def main(argv: list[str]) -> int:
     use_ref = "--ref" in argv
+    save = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("--save=")), None)
     names = [a for a in argv if not a.startswith("--")]
+    manifest: dict = {"generator_version": gen.GENERATOR_VERSION, "nvcc": nvcc_version(shutil.which("nvcc") or "nvcc"),
+                      "gpu": "none: cuport's own results (harness.py --save)"}
     cache = Path(os.environ.get("DIFFTEST_BUILD_CACHE", Path(tempfile.gettempdir()) / f"difftest-build-{os.getuid()}"))
     nvcc = shutil.which("nvcc") or "nvcc"
     total_bad = 0
@@ -306,6 +322,9 @@ def main(argv: list[str]) -> int:
         c2 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = lambda a, b: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime)  # noqa: E731
         print(f"-- {spec.name}: CPU seconds: nvcc {cpu(c0, c1):.1f}, cuport run {cpu(c1, c2):.1f}")
+        if save is not None:
+            save_recording(save, g, res, exe, manifest)
+            (save / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         src_lines = g.source.split("\n")
         rec = None if use_ref else load_recording(spec)
         gpu = {n: d for n, s, d in rec} if rec else None

@@ -143,12 +143,12 @@ class Load:
     """An input value: pool entry (index expression) of a type, as a function of g, t, b and p."""
     var: str
     dtype: str
-    kind: str      # "rand", "pair", "uniform", "block", "param"
+    kind: str      # "rand", "pair", "uniform", "block", "param", "const" (u32 from __constant__ CT)
     a: int = 0
     c: int = 0
 
     def index_c(self) -> str:
-        if self.kind == "rand":
+        if self.kind in ("rand", "const"):
             return f"g * {self.a}u + {self.c}u"
         if self.kind == "pair":
             return f"(g / {self.a}u) % {self.c}u"
@@ -159,7 +159,7 @@ class Load:
         return f"p * {self.a}u + {self.c}u"
 
     def index(self, g: int, b: int, p: int) -> int:
-        if self.kind == "rand":
+        if self.kind in ("rand", "const"):
             i = g * self.a + self.c
         elif self.kind == "pair":
             i = (g // self.a) % self.c
@@ -180,6 +180,8 @@ class Load:
 def new_load(kb: Builder, dtype: str, npair: list[int]) -> Load:
     r = kb.r
     kind = r.weighted([("rand", 50), ("pair", 24), ("uniform", 12), ("block", 7), ("param", 7)])
+    if dtype == "u32" and r.chance(0.15):
+        kind = "const"
     v = kb.var("a")
     if kind == "pair":
         s = nspecials(dtype if dtype != "pred" else "u32")
@@ -192,9 +194,14 @@ def new_load(kb: Builder, dtype: str, npair: list[int]) -> Load:
         ld = Load(v, dtype, "block", r.below(16) * 2 + 1, r.below(64))
     elif kind == "param":
         ld = Load(v, dtype, "param", r.below(16) * 2 + 1, r.below(64))
+    elif kind == "const":
+        ld = Load(v, dtype, "const", r.below(32) * 2 + 1, r.below(64))
     else:
         ld = Load(v, dtype, "uniform", 0, r.below(64))
-    kb.emit(f"const {TYPES[dtype].c} {v} = ld_{dtype}(in, {ld.index_c()});")
+    if kind == "const":
+        kb.emit(f"const unsigned {v} = CT[({ld.index_c()}) % {POOL_N}u];")
+    else:
+        kb.emit(f"const {TYPES[dtype].c} {v} = ld_{dtype}(in, {ld.index_c()});")
     return ld
 
 
@@ -250,8 +257,12 @@ def arith(kb: Builder, theme: str, nstmts: int, napprox: int = 0) -> tuple[list[
     outs: dict[str, Out] = {}
     npair = [0]
 
-    def operand(t: str) -> str:
+    products: set[str] = set()  # results of "hmul" ops, never the operands of an "hadd" op
+
+    def operand(t: str, op: O.Op) -> str:
         have = live.get(t, [])
+        if "hadd" in op.tags:
+            have = [v for v in have if v not in products]
         if have and r.chance(0.7):
             return have[-1 - min(r.below(4), len(have) - 1)] if r.chance(0.6) else r.choice(have)
         ld = new_load(kb, t, npair)
@@ -263,8 +274,10 @@ def arith(kb: Builder, theme: str, nstmts: int, napprox: int = 0) -> tuple[list[
         # of a few candidates, the one whose operands are most available
         opts = [r.choice(cands) for _ in range(3)]
         op = max(opts, key=lambda o: sum(a in live for a in o.args))
-        args = tuple(operand(a) for a in op.args)
+        args = tuple(operand(a, op) for a in op.args)
         v = kb.var()
+        if "hmul" in op.tags:
+            products.add(v)
         line = kb.emit(f"const {TYPES[op.out].c} {v} = {kb.use(op).format(*args)};")
         o = kb.out(op.out, kb.nt, op.name, line)
         kb.store(o, "g", v)
@@ -277,7 +290,7 @@ def arith(kb: Builder, theme: str, nstmts: int, napprox: int = 0) -> tuple[list[
         operand_outs = []
         xs = []
         for i, dom in enumerate(ap.domain):
-            raw = operand("f32")
+            raw = operand("f32", ap)
             x = kb.var("x")
             e = dom.format(x=raw)
             line = kb.emit(f"const float {x} = {e};")

@@ -16,7 +16,6 @@ Then commit the .bin.xz files and manifest.json to tests/differential/recorded/.
 from __future__ import annotations
 
 import json
-import lzma
 import os
 import shutil
 import subprocess
@@ -85,14 +84,10 @@ def main() -> int:
         t1 = time.time()
         names = [k.name for k in g.kernels]
         res = harness.run(exe, [], None, len(names), names, timeout=300)
-        data = res.raw
-        datas[g.spec.name] = data
-        (out / f"{g.spec.name}.bin.xz").write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
-        failed = {n: st for n, (st, _) in res.records.items() if st}
-        manifest["files"][g.spec.name] = {
-            "digest": g.digest, "flags": list(g.spec.flags), "kernels": len(names), "init_status": res.init_status,
-            "ptx": harness.ptx_digests(exe),
-            "failed": failed, "crashed": res.crashed, "run_seconds": round(time.time() - t1, 2)}
+        datas[g.spec.name] = res.raw
+        harness.save_recording(out, g, res, exe, manifest)
+        manifest["files"][g.spec.name]["run_seconds"] = round(time.time() - t1, 2)
+        failed = manifest["files"][g.spec.name]["failed"]
         print(f"{g.spec.name}: {len(res.records)} kernels recorded, {len(failed)} failed, {len(res.crashed)} crashed,"
               f" {time.time() - t1:.1f} s", flush=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

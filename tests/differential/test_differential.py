@@ -99,6 +99,22 @@ def test_inputs_and_init_match_the_recording(recordings, cuport_runs):
             f"{spec.name}: cudaFree(0) returned {cuport_runs[spec.name].init_status} under cuport, {st} on the GPU")
 
 
+@pytest.mark.parametrize("fname", [s.name for s in gen.FILES])
+def test_function_attributes_match_the_gpu(recordings, cuport_runs, fname):
+    """cudaFuncGetAttributes: static shared memory, constant memory and threads per block."""
+    bad = []
+    for k in GENERATED[fname].kernels:
+        key = k.name + "@attr"
+        gst, gdata = recordings[fname][key]
+        st, data = cuport_runs[fname].records.get(key, (None, b""))
+        if st != gst or data != gdata:
+            def show(s, d):
+                vals = [int.from_bytes(d[i:i + 4], "little") for i in range(0, len(d), 4)]
+                return f"status {s}, shared/const/maxThreads {vals}"
+            bad.append(f"{k.name}: cuport {show(st, data)}; the GPU {show(gst, gdata)}")
+    assert not bad, f"{len(bad)} kernels:\n" + "\n".join(bad[:10])
+
+
 @pytest.mark.parametrize("fname, kname", CASES)
 def test_kernel_matches_the_gpu(recordings, cuport_runs, fname, kname):
     g = GENERATED[fname]
