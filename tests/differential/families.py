@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import hostref as H
-import kernels as K
+import kernelgen as K
 import ops as O
 from dtypes import POOL_N, POOLED, TYPES, Rng
 

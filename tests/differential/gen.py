@@ -2,7 +2,7 @@
 
     python tests/differential/gen.py OUTDIR          # writes OUTDIR/<file>.cu for every file in FILES
 
-Each file holds many random kernels (kernels.py) and a host main that runs each of them once
+Each file holds many random kernels (kernelgen.py, families.py) and a host main that runs each of them once
 on fixed inputs and writes every output to a binary file:
 
     record file = b"CUDIFF01" then, per kernel:
@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 import families  # noqa: E402
 import ops as O  # noqa: E402
 from dtypes import POOL_N, POOLED, TYPES, Rng, pool  # noqa: E402
-from kernels import Kernel  # noqa: E402
+from kernelgen import Kernel  # noqa: E402
 
 MAGIC = b"CUDIFF01"
 GENERATOR_VERSION = 1  # bump when the generated sources change on purpose (then re-record)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 
 import gen  # noqa: E402
 import hostref as H  # noqa: E402
-from kernels import Kernel, Out  # noqa: E402
+from kernelgen import Kernel, Out  # noqa: E402
 
 #: the GPU's recording; DIFFTEST_RECORDED points elsewhere (a fresh recording, before committing it)
 RECORDED = Path(os.environ.get("DIFFTEST_RECORDED", HERE / "recorded"))
