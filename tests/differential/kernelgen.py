@@ -231,11 +231,11 @@ def shape(r: Rng, warp_multiple: bool = False, max_threads: int = 256) -> tuple[
 # ---------------------------------------------------------------- arithmetic DAGs
 THEMES = {
     "int": lambda o: "int" in o.tags and "ptx" not in o.tags,
-    "intptx": lambda o: "int" in o.tags and "ptx" in o.tags,
+    "intptx": lambda o: "int" in o.tags and "ptx" in o.tags and "spelling" not in o.tags,
     "float": lambda o: "float" in o.tags,
     "half": lambda o: "half" in o.tags,
     "conv": lambda o: "conv" in o.tags,
-    "mixed": lambda o: True,
+    "mixed": lambda o: "spelling" not in o.tags,
 }
 THEME_WEIGHTS = [("int", 5), ("intptx", 5), ("float", 5), ("half", 3), ("conv", 6), ("mixed", 4)]
 
