@@ -441,10 +441,9 @@ def ctrl_kernel(name: str, r: Rng, ftz: bool = False) -> K.Kernel:
                                 sts[t]["acc"][j] = None if rv == H.ANYNAN else rv
             for t in range(nb):
                 g = blk * nb + t
-                if unknown[t]:
+                if unknown[t]:  # whatever it stored may have been stored over later
                     for o in kb.outs:
-                        if res[o.name][g] == 0:
-                            res[o.name][g] = None
+                        res[o.name][g] = None
                     continue
                 if alive[t]:
                     for i, o in enumerate(finals):

@@ -16,6 +16,7 @@ import math
 import os
 import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -114,11 +115,7 @@ def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: 
         outfile = Path(tmp) / "out.bin"
         while first < nkernels:
             args = [*cmd_prefix, str(exe), str(outfile)] + ([str(first)] if first else [])
-            try:
-                r = subprocess.run(args, env=env, capture_output=True, timeout=timeout)
-                rc, stderr = r.returncode, r.stderr.decode(errors="replace")
-            except subprocess.TimeoutExpired as e:
-                rc, stderr = "timeout", (e.stderr or b"").decode(errors="replace")
+            rc, stderr = _run_group(args, env, timeout)
             err.append(stderr[-20000:])
             recs = gen.parse_records(outfile.read_bytes()) if outfile.exists() else []
             for name, status, data in recs:
@@ -141,6 +138,19 @@ def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: 
             first = nxt + 1
         raw = outfile.read_bytes() if outfile.exists() else b""
     return Run(records, init, crashed, "\n".join(err), raw)
+
+
+def _run_group(args: list[str], env, timeout: float) -> tuple[object, str]:
+    """Run a program in its own process group; on a timeout the whole group is killed (cuport
+    run's child included). Returns (exit status or "timeout", stderr)."""
+    p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=timeout)
+        return p.returncode, err.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+        return "timeout", err.decode(errors="replace")
 
 
 def _last_lines(s: str, n: int = 6) -> str:
