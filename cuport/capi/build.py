@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -74,6 +75,7 @@ def cdef_text() -> str:
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
+    lines.append(f"extern void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}];")
     lines.append('extern "Python" {')
     for f in funcs.values():
         lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.c_params()});")
@@ -103,21 +105,92 @@ def c_source(libpython: str) -> str:
         out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
+        body = f"    return cuport_py_{f.symbol}({f.c_args()});\n"
+        if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
+            body = (f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
+                    f"    if (r == 0) cuport_initialized = 1;\n    return r;\n")
         out.append(
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
-            f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
-            f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
+            f"    int refused = cuport_enter();\n"
+            f"    if (refused) {{\n{_teardown(f)}    }}\n{body}}}")
+    out.extend(_slot_entries())
     out.append("struct cuport_symbol { const char *name; void *fn; };")
     out.append(f"static const struct cuport_symbol cuport_symbols[{len(funcs)}] = {{")
     out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())
     out.append("};")
     for t, s in slot_stubs():
         out.append(f"static CUresult cuport_unknown_{t}_{s}(void) "
-                   f"{{ return cuport_unknown_slot({t}, {s}); }}")
+                   f"{{ int refused = cuport_enter(); return refused ? cuport_refused("
+                   f"\"export table slot {s} of table {t}\", refused, refused) : "
+                   f"cuport_unknown_slot({t}, {s}); }}")
     out.append(f"static void *const cuport_unknown_slots[{len(slot_stubs())}] = {{")
     out.extend(f"    (void *)&cuport_unknown_{t}_{s}," for t, s in slot_stubs())
     out.append("};")
     return "\n".join(out) + "\n"
+
+
+# After the interpreter has ended (boot.c): calls that release something succeed, the
+# context stack is an empty one per thread kept in C; everything else is DEINITIALIZED.
+_RELEASES = re.compile(r"^cu(?!GraphAddMemFree|GraphMemFreeNode)\w*"
+                       r"(Free|Destroy|Release|Unload|Unregister|Detach)(?![a-z])")
+_DEINIT = "refused == CUPORT_DEINITIALIZED"
+_TEARDOWN_STACK = {
+    "cuCtxGetCurrent": f"if ({_DEINIT} && pctx) {{ *pctx = cuport_teardown_current; {{ok}} }}",
+    "cuCtxSetCurrent": f"if ({_DEINIT}) {{ cuport_teardown_current = ctx; {{ok}} }}",
+    "cuCtxPushCurrent": f"if ({_DEINIT}) {{ cuport_teardown_current = ctx; {{ok}} }}",
+    "cuCtxPopCurrent": f"if ({_DEINIT}) {{ if (pctx) *pctx = cuport_teardown_current; "
+                       "cuport_teardown_current = NULL; {ok} }",
+}
+
+
+def _teardown(f: table.Function) -> str:
+    """C statements answering a call that cuport_enter() refused (`refused` is its code)."""
+    name = _c_string(f.symbol)
+    ok = f"return cuport_refused({name}, refused, 0);"
+    stack = _TEARDOWN_STACK.get(f.symbol.removesuffix("_v2"))
+    if stack:
+        return f"        {stack.replace('{ok}', ok)}\n        return cuport_refused({name}, refused, refused);\n"
+    answer = f"{_DEINIT} ? 0 : refused" if _RELEASES.search(f.symbol) else "refused"
+    return f"        return cuport_refused({name}, refused, {answer});\n"
+
+
+def _split_params(params: str) -> list[str]:
+    """C parameter declarations, split at the commas outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(params + ","):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(params[start:i].strip())
+            start = i + 1
+    return [p for p in out if p and p != "void"]
+
+
+def _slot_entries() -> list[str]:
+    """A C entry in front of each implemented export-table slot: the slots are called
+    like driver functions (the static runtime's exit handler deletes its CLS entry after
+    the interpreter has gone), so they pass cuport_enter() first too."""
+    out = []
+    for name, (ret, params) in export_layout.SLOT_SIGNATURES.items():
+        decls = _split_params(params)
+        named = []
+        for i, d in enumerate(decls):
+            named.append(d.replace("(*)", f"(*a{i})", 1) if "(*)" in d else f"{d} a{i}")
+        args = ", ".join(f"a{i}" for i in range(len(decls)))
+        what = _c_string(f"export table slot {name}")
+        answer = f"{_DEINIT} ? 0 : refused" if name == "cls_delete" else "refused"
+        refused = {"void": f"{{ cuport_refused({what}, refused, refused); return; }}",
+                   "uint32_t": f"return cuport_refused({what}, refused, refused), 0;"
+                   }.get(ret, f"return cuport_refused({what}, refused, {answer});")
+        call = f"cuport_slot_{name}({args});"
+        out.append(f"static {ret} cuport_slot_{name}({params});")
+        out.append(f"static {ret} cuport_c_slot_{name}({', '.join(named) or 'void'}) {{\n"
+                   f"    int refused = cuport_enter();\n"
+                   f"    if (refused) {refused}\n"
+                   f"    {call if ret == 'void' else 'return ' + call}\n}}")
+    out.append(f"static void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}] = {{")
+    out.extend(f"    (void *)&cuport_c_slot_{name}," for name in export_layout.SLOT_SIGNATURES)
+    out.append("};")
+    return out
 
 
 def build_id() -> str:

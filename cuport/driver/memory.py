@@ -32,6 +32,7 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                        ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 KINDS_DEVICE_VISIBLE = ("device", "managed", "host", "registered", "global")
@@ -278,6 +279,9 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
 
 @implements("cuMemFree_v2")
 def mem_free(dptr: int) -> None:
+    if dptr == 0:  # cudaFree(0), the usual way to create the runtime's context: success
+        context.current()
+        return
     _free(dptr, ("device", "managed"), "cuMemFreeHost (host) / cuMemHostUnregister (registered)")
 
 
@@ -347,10 +351,28 @@ def mem_host_get_flags(p: int) -> int:
     return a.flags
 
 
+def _resident_bytes(base: int, length: int) -> int:
+    """How much of a mapping is in memory (mincore): pages never touched are not."""
+    pages = length // PAGE
+    vec = (ctypes.c_ubyte * pages)()
+    if _libc.mincore(ctypes.c_void_p(base), ctypes.c_size_t(length), vec) != 0:
+        return length  # cannot tell: count it as used, which MemAvailable then also says
+    return (pages - bytes(vec).count(0)) * PAGE
+
+
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
+    """Free memory falls by what is allocated, as on a GPU: cuport's allocations are
+    reserved lazily (MAP_NORESERVE), so MemAvailable alone sees only the pages touched;
+    the untouched rest of every allocation is subtracted from it."""
     context.current()
-    return device.available_memory(), device.total_memory()
+    untouched = 0
+    for a in TABLE.all():
+        if a.owned:
+            length = max(PAGE, -(-a.size // PAGE) * PAGE)
+            untouched += length - _resident_bytes(a.base, length)
+    total = device.total_memory()
+    return max(0, min(total, device.available_memory() - untouched)), total
 
 
 @implements("cuMemGetAddressRange_v2", optional_outs=("pbase", "psize"))

@@ -227,6 +227,19 @@ class Library:
                 m = self.modules[ctx.id] = Module(ctx, self.entries, self)
             return m
 
+    def managed_module(self) -> Module:
+        """The module whose managed variables the library answers with: one already loaded,
+        else the current context's, else the primary context's of device 0 (cuport
+        compiles a module per context, so a second context's module has its own copies)."""
+        with self.lock:
+            for m in self.modules.values():
+                if handles.peek(m.handle) is m:
+                    return m
+            ctx = context.current_or_none()
+            if ctx is None or handles.peek(ctx.handle) is not ctx or not ctx.active:
+                ctx = context.primary(0)
+            return self.module_for(ctx)
+
     def kernel_names(self) -> list[str]:
         """Entry names, without compiling: a CUlibrary needs no context to be asked."""
         names: list[str] = []
@@ -430,9 +443,22 @@ def library_get_module(handle: int) -> int:
     return lookup_library(handle).module_for(context.current()).handle
 
 
-@implements("cuLibraryGetGlobal", "cuLibraryGetManaged", optional_outs=("dptr", "bytes"))
+@implements("cuLibraryGetGlobal", optional_outs=("dptr", "bytes"))
 def library_get_global(handle: int, name: str | None) -> tuple[int, int]:
     return lookup_library(handle).module_for(context.current()).global_symbol(name)
+
+
+@implements("cuLibraryGetManaged", optional_outs=("dptr", "bytes"))
+def library_get_managed(handle: int, name: str | None) -> tuple[int, int]:
+    """Managed variables belong to the library, not to a context: the runtime asks for
+    them while registering `__managed__` variables, before any context is current."""
+    lib = lookup_library(handle)
+    if name is not None and not any(re.search(
+            rf"\.global\s+[^;]*\.attribute\(\s*\.managed\s*\)[^;]*\s{re.escape(name)}\b",
+            e.text) for e in lib.entries):
+        raise CudaError(E.NOT_FOUND, f"the library has no managed variable named {name!r}",
+                        subject=name)
+    return lib.managed_module().global_symbol(name)
 
 
 @implements("cuLibraryGetKernelCount")
