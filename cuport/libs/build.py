@@ -84,7 +84,7 @@ def impl_source(libpython: str) -> str:
         ret = "return " if f.ret != "void" else ""
         out.append(
             f"CUPORT_EXPORT {f.ret} cuport_lib_{f.symbol}({f.c_params()}) {{\n"
-            f"    if (!cuport_ensure()) return {_failure_value(f, code)};\n"
+            f"    if (cuport_enter()) return {_failure_value(f, code)};\n"
             f"    {ret}cuport_py_{f.symbol}({f.c_args()});\n}}")
     return "\n".join(out) + "\n"
 

@@ -2,5 +2,9 @@
 
 from cuport.libs import (
     cublas,  # noqa: F401
+    cufft,  # noqa: F401
+    curand,  # noqa: F401
+    cusolver,  # noqa: F401
+    cusparse,  # noqa: F401
     gemm_ex,  # noqa: F401
 )
