@@ -168,24 +168,27 @@ class Generator:
         self.handle = handles.new(self)
 
     def raw(self, count: int) -> np.ndarray:
-        """The next `count` 32-bit outputs in the host API's order, advancing the offset."""
+        """The next `count` 32-bit outputs in the host API's order, advancing the offset.
+
+        Output g (counting from the seed's start) is step g // HOST_STATES of
+        subsequence g % HOST_STATES; a Philox step is one of a block's four words."""
         states = HOST_STATES
-        steps = -(-count // states)
+        first, last = self.offset // states, (self.offset + count - 1) // states
         if self.rng_type == PHILOX:
-            blocks = -(-steps // 4)
-            start = self.offset // states // 4
-            out = np.empty((blocks * 4, states), U32)
+            b0, b1 = first // 4, last // 4
             counters = np.zeros((states, 4), U32)
             counters[:, 2] = np.arange(states, dtype=U32)
-            for b in range(blocks):
-                step = start + b
-                counters[:, 0] = U32(step & 0xFFFFFFFF)
-                counters[:, 1] = U32(step >> 32)
-                out[b * 4:(b + 1) * 4] = philox_blocks(self.seed, counters).T
-            flat = out.reshape(-1)[:count]
+            rows = []
+            for b in range(b0, b1 + 1):
+                counters[:, 0] = U32(b & 0xFFFFFFFF)
+                counters[:, 1] = U32(b >> 32)
+                rows.append(philox_blocks(self.seed, counters).T)
+            table = np.concatenate(rows)[first - 4 * b0:last - 4 * b0 + 1]
         else:
-            v, d = xorwow_init(self.seed, np.arange(states), self.offset // states)
-            flat = xorwow_generate(v, d, steps).reshape(-1)[:count]
+            v, d = xorwow_init(self.seed, np.arange(states), first)
+            table = xorwow_generate(v, d, last - first + 1)
+        start = self.offset % states
+        flat = table.reshape(-1)[start:start + count]
         self.offset += count
         return flat
 

@@ -89,8 +89,9 @@ class Dispatcher:
         single_out = len(outs) == 1
         symbol, fn, status = func.symbol, impl.fn, func.returns_status
         internal, unsupported = lib.internal, lib.unsupported
-        invalid = next((n for n in (f"{lib.status.upper().split('STATUS')[0]}STATUS_INVALID_VALUE",
-                                    "CUFFT_INVALID_VALUE") if n in codes), internal)
+        prefix = lib.internal.split("_")[0]
+        invalid = next((n for n in (f"{prefix}_STATUS_INVALID_VALUE", f"{prefix}_INVALID_VALUE")
+                        if n in codes), internal)
         returner, failed = self._returner(func)
         do_trace = self.trace
 
