@@ -102,3 +102,21 @@ def test_generated_tables_are_current():
         pytest.skip("no CUDA toolkit headers")
     args = [a for d in sorted(map(str, dirs)) for a in ("--include", d)]
     assert gen_tables.main([*args, "--toolkit", str(home / "include"), "--check"]) == 0
+
+
+RECORDED = __import__("pathlib").Path(__file__).resolve().parent / "recorded" / "curand_streams.txt"
+
+
+@pytest.mark.skipif(not RECORDED.exists(), reason="cuRAND's host streams are not recorded on "
+                    "the H200 yet (tests/libs/record_gpu.sh writes curand_streams.txt)")
+def test_curand_host_streams_match_the_h200():
+    from cuport.libs import curand
+
+    types = {"XORWOW": curand.XORWOW, "PHILOX4_32_10": curand.PHILOX}
+    for line in RECORDED.read_text().splitlines():
+        name, _, seed, _, offset, kind, *values = line.split()
+        if kind != "raw":
+            continue
+        g = curand.Generator.__new__(curand.Generator)
+        g.rng_type, g.seed, g.offset = types[name], int(seed), int(offset)
+        assert [int(v) for v in g.raw(len(values))] == [int(v) for v in values], line[:60]

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run on the H200 (from the repository root, nvcc and PyPI's nvidia-cublas/-cufft/-curand/
+# -cusparse wheels installed, as the 'cuda' image has them): builds the library test
+# programs against NVIDIA's libraries, runs them, and records cuRAND's host-API streams.
+# Writes $OUT/libs_programs.txt (each program's output; all must end in PASS) and
+# $OUT/curand_streams.txt (commit it as tests/libs/recorded/curand_streams.txt; the
+# exact-sequence test reads it). Takes about a minute.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+INC=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "include"))')
+LIB=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
+: > "$OUT/libs_programs.txt"
+for p in cublas_gemm:cublas cufft_conv:cufft curand_host:curand cusparse_spmv:cusparse; do
+  name=${p%%:*}; lib=${p##*:}
+  nvcc -O2 -arch=sm_90 -I"$INC" -L"$LIB" -Xlinker -rpath="$LIB" -o "/tmp/$name" "tests/programs/libs/$name.cu" -l"$lib" \
+    >> "$OUT/libs_programs.txt" 2>&1 || { echo "$name: build failed" >> "$OUT/libs_programs.txt"; continue; }
+  echo "== $name" >> "$OUT/libs_programs.txt"
+  "/tmp/$name" >> "$OUT/libs_programs.txt" 2>&1; echo "exit $?" >> "$OUT/libs_programs.txt"
+done
+/tmp/curand_host record > "$OUT/curand_streams.txt" 2>&1
