@@ -1,4 +1,4 @@
-"""A Python API to load PTX (or a fat binary) and launch kernels on the CPU.
+"""A Python API to load PTX (or a fat binary) and launch kernels on a cuport device.
 
     import numpy as np, cuport
     mod = cuport.Module(open("vadd.ptx").read())
@@ -6,10 +6,11 @@
     a = np.arange(1000, dtype=np.float32); b = a * 2; c = np.empty_like(a)
     vadd(grid=4, block=256, args=(a, b, c, 1000))
 
-Device memory is host memory on the CPU backend, so a NumPy array is passed to a kernel
-by the address of its data: the kernel reads and writes the array in place. Scalars are
-packed as the kernel's PTX parameter types say; `Pointer(addr)` passes a raw address and
-`bytes` a by-value struct.
+`device` is "cpu" (the default) or "vulkan" / "vulkan:N". Device memory is host memory on
+the CPU backend, so a NumPy array is passed to a kernel by the address of its data: the
+kernel reads and writes the array in place. On a Vulkan device each array is copied into
+device memory for the launch and back after it. Scalars are packed as the kernel's PTX
+parameter types say; `Pointer(addr)` passes a raw address and `bytes` a by-value struct.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .backends import get_backend
 from .backends.base import BackendError, KernelInfo
-from .backends.cpu.backend import CpuKernel, CpuModule, get_cpu_backend
 
 __all__ = ["Module", "Kernel", "Pointer", "BackendError", "pack_params"]
 
@@ -41,6 +42,13 @@ def _dims(x) -> tuple[int, int, int]:
         return (x, 1, 1)
     t = tuple(int(v) for v in x)
     return (t + (1, 1, 1))[:3]
+
+
+def _device(spec: str) -> tuple[str, int]:
+    kind, _, idx = spec.lower().partition(":")
+    if kind not in ("cpu", "vulkan") or (idx and not idx.isdigit()):
+        raise ValueError(f"device {spec!r}: write cpu, vulkan or vulkan:N")
+    return kind, int(idx or 0)
 
 
 def pack_params(info: KernelInfo, args) -> bytes:
@@ -78,8 +86,9 @@ def pack_params(info: KernelInfo, args) -> bytes:
 
 
 class Kernel:
-    def __init__(self, k: CpuKernel) -> None:
+    def __init__(self, k, backend) -> None:
         self._k = k
+        self._backend = backend
         self.info = k.info
         self.name = k.info.name
 
@@ -87,13 +96,35 @@ class Kernel:
         self.launch(grid, block, args, shared)
 
     def launch(self, grid, block, args=(), shared: int = 0) -> None:
-        self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, args))
+        if self._backend.name == "cpu":
+            self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, args))
+            return
+        # device memory is not host memory: stage every array through a device buffer
+        import ctypes
+
+        staged, bufs = [], []
+        try:
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    a = np.ascontiguousarray(a) if not a.flags.c_contiguous else a
+                    addr = self._backend.allocate(max(a.nbytes, 1))
+                    bufs.append((addr, a))
+                    ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+                    staged.append(Pointer(addr))
+                else:
+                    staged.append(a)
+            self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, staged))
+        finally:
+            for addr, a in bufs:
+                if a.flags.writeable:
+                    ctypes.memmove(a.ctypes.data, addr, a.nbytes)
+                self._backend.free(addr, max(a.nbytes, 1))
 
 
 class Module:
-    """A PTX module (text) or a fat binary / ELF image (bytes) loaded for the CPU."""
+    """A PTX module (text) or a fat binary / ELF image (bytes) loaded for a device."""
 
-    def __init__(self, source: str | bytes | list[str], device_cc: int = 90) -> None:
+    def __init__(self, source: str | bytes | list[str], device_cc: int = 90, device: str = "cpu") -> None:
         if isinstance(source, list):
             texts = source
         elif isinstance(source, str):
@@ -102,10 +133,11 @@ class Module:
             from .loader import choose_ptx, parse_image
 
             texts = [choose_ptx(parse_image(bytes(source)), device_cc).text]
-        self._m: CpuModule = get_cpu_backend().load_module(texts)
+        self._backend = get_backend(*_device(device))
+        self._m = self._backend.load_module(texts)
 
     def kernel(self, name: str) -> Kernel:
-        return Kernel(self._m.kernel(name))
+        return Kernel(self._m.kernel(name), self._backend)
 
     def kernel_names(self) -> list[str]:
         return self._m.kernel_names()

@@ -29,7 +29,6 @@ from pathlib import Path
 
 def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, str]:
     from cuport.capi import build
-
     from cuport.libs import build as libs_build
 
     env = dict(os.environ)

@@ -1,4 +1,9 @@
-"""The device cuport presents (the host CPU), cuInit and cuDriverGetVersion.
+"""The devices cuport presents, cuInit and cuDriverGetVersion.
+
+`CUPORT_DEVICE` chooses them: `cpu` (the default), `vulkan` or `vulkan:N` (a Vulkan device,
+backends/vulkan), or a comma-separated list of these, presented in that order, so that
+multi-GPU programs see cuDeviceGetCount > 1. Each device reaches its backend through
+`Device.backend()`.
 
 The attribute table answers every CUdevice_attribute with a value that is true of
 the CPU backend (one multiprocessor per core the process may run on, warp size 32,
@@ -262,29 +267,86 @@ class Device:
     multiprocessors: int
     clock_khz: int
     cache_bytes: int
+    kind: str = "cpu"  # the backend: cpu | vulkan
+    index: int = 0  # the backend's own device number
+    overrides: tuple = ()  # (attribute key, value) pairs where the device differs from the CPU's
+    memory_bytes: int = 0  # 0: the machine's memory
 
     def attribute(self, code: int) -> int:
         key = attribute_codes().get(code)
         if key is None:
             raise CudaError(E.INVALID_VALUE, f"{code} is not a CUdevice_attribute cuport knows")
+        return self.value(key)
+
+    def value(self, key: str) -> int:
+        """The attribute named `key` (ATTRIBUTES' names) for this device."""
+        for k, v in self.overrides:
+            if k == key:
+                return v
         value = ATTRIBUTES[key]
         return value(self) if callable(value) else value
+
+    def backend(self):
+        """The backend that runs this device's modules and owns its memory."""
+        from cuport.driver import module
+
+        return module.backend_for(self)
+
+    def total_memory(self) -> int:
+        return self.memory_bytes or total_memory()
 
     @property
     def pci_bus_id(self) -> str:
         return f"{0:04x}:{0:02x}:{0:02x}.0"
 
 
-@cache
-def devices() -> tuple[Device, ...]:
+def _cpu_device(ordinal: int) -> Device:
     model = _cpuinfo("model name") or os.uname().machine
     try:
         machine_id = open("/etc/machine-id").read().strip()
     except OSError:
         machine_id = os.uname().nodename
     uuid = hashlib.md5(f"cuport:{model}:{machine_id}".encode()).digest()
-    return (Device(0, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(),
-                   _cache_bytes()),)
+    return Device(ordinal, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(), _cache_bytes())
+
+
+def _vulkan_device(ordinal: int, index: int) -> Device:
+    from cuport.backends.vulkan import runtime
+    from cuport.backends.vulkan.attributes import device_attributes
+
+    infos = runtime.devices()
+    if index >= len(infos):
+        why = f"there are {len(infos)} Vulkan devices" + (f" ({runtime.unavailable_reason()})"
+                                                         if not infos else "")
+        raise CudaError(E.NO_DEVICE, f"CUPORT_DEVICE asks for vulkan:{index}, but {why}")
+    info = infos[index]
+    attrs = device_attributes(info)
+    memory = attrs.pop("_memory_bytes")
+    return Device(ordinal, f"cuport Vulkan ({info.name})", bytes(info.uuid), attrs["MULTIPROCESSOR_COUNT"],
+                  attrs["CLOCK_RATE"], attrs["L2_CACHE_SIZE"], "vulkan", index,
+                  tuple(sorted(attrs.items())), memory)
+
+
+def device_spec() -> list[tuple[str, int]]:
+    """CUPORT_DEVICE as [(kind, index)]: cpu, vulkan, vulkan:N, comma-separated."""
+    text = os.environ.get("CUPORT_DEVICE", "cpu").strip() or "cpu"
+    out = []
+    for part in text.split(","):
+        kind, _, idx = part.strip().lower().partition(":")
+        if kind not in ("cpu", "vulkan") or (idx and not idx.isdigit()) or (kind == "cpu" and idx):
+            raise CudaError(E.INVALID_VALUE, f"CUPORT_DEVICE={text!r}: {part!r} is not a device "
+                                             "(write cpu, vulkan or vulkan:N, comma-separated)")
+        out.append((kind, int(idx or 0)))
+    return out
+
+
+@cache
+def devices() -> tuple[Device, ...]:
+    out = []
+    for kind, index in device_spec():
+        ordinal = len(out)
+        out.append(_cpu_device(ordinal) if kind == "cpu" else _vulkan_device(ordinal, index))
+    return tuple(out)
 
 
 def get(ordinal: int) -> Device:
@@ -338,8 +400,7 @@ def device_uuid(address: int, dev: int) -> None:
 
 @implements("cuDeviceTotalMem_v2")
 def device_total_mem(dev: int) -> int:
-    get(dev)
-    return total_memory()
+    return get(dev).total_memory()
 
 
 @implements("cuDeviceGetAttribute")

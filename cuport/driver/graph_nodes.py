@@ -361,7 +361,7 @@ def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
         raise CudaError(E.INVALID_VALUE, "poolProps.location must be device 0")
     # Mapped directly, not through memory.allocate: making a graph is no unsafe call
     # during a stream capture.
-    a = memory.Allocation(memory.map_pages(p.bytesize), p.bytesize, "device", ctx,
+    a = memory.Allocation(memory.map_pages(p.bytesize, ctx), p.bytesize, "device", ctx,
                           graph_memory=True)
     memory.TABLE.add(a)
     GRAPH_MEMORY.append(a)

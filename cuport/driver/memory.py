@@ -25,15 +25,7 @@ from cuport.driver.errors import CudaError, E
 
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
-_MAP_NORESERVE = 0x4000  # Linux: no swap reservation, like device memory that is not touched
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_long]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-_MAP_FAILED = ctypes.c_void_p(-1).value
 
 KINDS_DEVICE_VISIBLE = ("device", "managed", "host", "registered", "global")
 _ids = itertools.count(1)
@@ -114,28 +106,35 @@ class AllocationTable:
 TABLE = AllocationTable()
 
 
-def map_pages(size: int) -> int:
-    if size > device.total_memory():
-        raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the machine has "
-                                         f"{device.total_memory()} bytes of memory")
-    length = max(PAGE, -(-size // PAGE) * PAGE)
-    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                         mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
-    if address in (None, _MAP_FAILED):
-        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {size} bytes failed "
-                                         f"(errno {ctypes.get_errno()})")
-    return address
+def map_pages(size: int, ctx: context.Context | None = None, kind: str = "device") -> int:
+    """Fresh zero-filled memory of the context's device (its backend allocates it)."""
+    ctx = ctx if ctx is not None else context.current()
+    dev = ctx.device
+    if size > dev.total_memory():
+        raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the device has "
+                                         f"{dev.total_memory()} bytes of memory")
+    return _allocator(ctx).allocate(size, kind)
+
+
+def _allocator(ctx: context.Context | None):
+    """The backend that owns a context's memory (host pages for backends that do not)."""
+    b = ctx.device.backend() if ctx is not None else None
+    if b is None or not hasattr(b, "allocate"):
+        from cuport.backends.cpu import host_pages
+
+        return host_pages
+    return b
 
 
 def _unmap(a: Allocation) -> None:
-    _libc.munmap(a.base, max(PAGE, -(-a.size // PAGE) * PAGE))
+    _allocator(a.context).free(a.base, a.size)
 
 
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
     if size == 0:
         raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
     _check_capture("allocating memory")
-    a = Allocation(map_pages(size), size, kind, ctx, flags)
+    a = Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags)
     TABLE.add(a)
     return a
 
@@ -351,27 +350,19 @@ def mem_host_get_flags(p: int) -> int:
     return a.flags
 
 
-def _resident_bytes(base: int, length: int) -> int:
-    """How much of a mapping is in memory (mincore): pages never touched are not."""
-    pages = length // PAGE
-    vec = (ctypes.c_ubyte * pages)()
-    if _libc.mincore(ctypes.c_void_p(base), ctypes.c_size_t(length), vec) != 0:
-        return length  # cannot tell: count it as used, which MemAvailable then also says
-    return (pages - bytes(vec).count(0)) * PAGE
-
-
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
-    """Free memory falls by what is allocated, as on a GPU: cuport's allocations are
+    """Free memory falls by what is allocated, as on a GPU: host-page allocations are
     reserved lazily (MAP_NORESERVE), so MemAvailable alone sees only the pages touched;
-    the untouched rest of every allocation is subtracted from it."""
-    context.current()
+    the untouched rest of every such allocation is subtracted from it."""
+    from cuport.backends.cpu import host_pages
+
+    ctx = context.current()
     untouched = 0
     for a in TABLE.all():
-        if a.owned:
-            length = max(PAGE, -(-a.size // PAGE) * PAGE)
-            untouched += length - _resident_bytes(a.base, length)
-    total = device.total_memory()
+        if a.owned and _allocator(a.context) is host_pages:
+            untouched += host_pages.untouched_bytes(a.base, a.size)
+    total = ctx.device.total_memory()
     return max(0, min(total, device.available_memory() - untouched)), total
 
 

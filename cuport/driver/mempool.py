@@ -45,7 +45,7 @@ class Pool:
         return sum(a.size for a in self.live.values())
 
     def take(self, size: int, ctx: context.Context) -> memory.Allocation:
-        a = memory.Allocation(memory.map_pages(size), size, "device", ctx)
+        a = memory.Allocation(memory.map_pages(size, ctx), size, "device", ctx)
         a.pool = self
         memory.TABLE.add(a)
         with _lock:

@@ -37,27 +37,34 @@ _ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 
 # -- the backend ----------------------------------------------------------------------------
 
-_backend = None
+_backends: dict[tuple[str, int], object] = {}
 _backend_lock = threading.Lock()
 
 
-def backend():
-    """The compiler backend: CUPORT_BACKEND="module:factory" if set, else cuport's own."""
-    global _backend
+def backend_for(dev) -> object:
+    """The backend of device `dev`: CUPORT_BACKEND="module:factory" if set (tests' fake
+    backends), else cuport's own for the device's kind (backends.get_backend)."""
+    key = (dev.kind, dev.index)
     with _backend_lock:
-        if _backend is None:
+        b = _backends.get(key)
+        if b is None:
             spec = os.environ.get("CUPORT_BACKEND")
             if spec:
                 module_name, _, attr = spec.partition(":")
-                factory = getattr(importlib.import_module(module_name), attr or "get_backend")
+                b = getattr(importlib.import_module(module_name), attr or "get_backend")()
             else:
                 import cuport.backends as backends
 
-                factory = getattr(backends, "get_backend", None)
-                if factory is None:
-                    from cuport.backends.cpu.backend import get_cpu_backend as factory
-            _backend = factory()
-        return _backend
+                b = backends.get_backend(dev.kind, dev.index)
+            _backends[key] = b
+        return b
+
+
+def backend():
+    """The backend of the current context's device."""
+    from cuport.driver import context
+
+    return context.current().device.backend()
 
 
 # -- PTX from images --------------------------------------------------------------------------

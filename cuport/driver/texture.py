@@ -1,7 +1,7 @@
 """Texture and surface objects: cuTexObject*, cuSurfObject*.
 
 A texture or surface object handle is the host address of a descriptor laid out as
-cuport/backends/cpu/texture_layout.py says; kernels receive it as a 64-bit parameter
+cuport/isa/texture_layout.py says; kernels receive it as a 64-bit parameter
 and the code generated for `tex`, `suld`, `sust`... reads the descriptor directly. This
 module checks the program's resource, texture and view descriptors the way NVIDIA's
 driver does (CUDA_ERROR_INVALID_VALUE, with a message naming the field), and resolves
@@ -20,11 +20,11 @@ import struct
 import threading
 from dataclasses import dataclass, field
 
-from cuport.backends.cpu import texture_layout as T
 from cuport.driver import array, context, device, memory, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
+from cuport.isa import texture_layout as T
 
 # -- the C structs ------------------------------------------------------------------------
 

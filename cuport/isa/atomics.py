@@ -5,45 +5,29 @@ updates memory. Operations: add (integers, f32, f64, and .noftz f16/f16x2/bf16/b
 min/max (s32/u32/s64/u64), inc/dec (u32, wrapping in [0..b]), and/or/xor (b32/b64),
 exch (b32/b64/b128), cas (b16/b32/b64/b128; 16-byte atomics need the host's cmpxchg16b).
 
-How a warp does it. The lanes of a warp act one after another in lane order, so when
-several lanes hit one address each sees the previous lane's result:
-- global and generic addresses: every lane does a real LLVM atomic (`atomicrmw`,
-  `cmpxchg`, or a compare-and-swap loop for operations LLVM lacks), because other worker
-  threads run other blocks at the same time;
-- shared addresses: only this worker thread touches the block's shared memory, so a
-  plain load, combine and store per lane is atomic already;
-- integer add to one address from the whole warp (the counter idiom): one atomic add of
-  the warp's total, each lane's old value from an exclusive prefix sum in lane order.
-Lanes that do not execute (inactive, guard false) never touch memory.
-
-`.sem` maps to the LLVM ordering (.relaxed → monotonic, the default); `.scope` needs
-nothing more, since a CPU atomic is visible to every thread. atom.add.f32 on global
+This module decodes the instruction into an `Atomic` and gives the new memory value of
+each operation (`combine`, the ISA's table, which backends use in compare-and-swap loops);
+the backend performs it (`em.atomic`, isa/api.py). Lanes that do not execute (inactive,
+guard false) never touch memory. `.sem` maps to the LLVM ordering (.relaxed → monotonic,
+the default); `.scope` is the PTX scope (gpu unless stated). atom.add.f32 on global
 memory flushes subnormal inputs and results to zero, as the ISA says the GPU does (not on
 shared memory; a generic address decides by where it points).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llvmlite import ir as ll
 
-from ..backends.cpu.types import F16, F32, F64, I1, I16, I32, I64, vec
 from ..ptx import ir
-from ..ptx.ir import TYPE_BITS
-from .memory import for_each_lane, in_shared_window, lane_pointers
+from .memory import space_of
 from .registry import lowers, type_suffix
+from .types import F16, F32, F64, I16, I32, I64
 
 _OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
 _SEM = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
-_FAIL = {"monotonic": "monotonic", "acquire": "acquire", "release": "monotonic", "acq_rel": "acquire"}
 
-#: (op, kind) → the LLVM atomicrmw operation; kind is "s" / "u" / "b" / "f" (f32/f64)
-_RMW = {
-    ("add", "u"): "add", ("add", "s"): "add", ("add", "f"): "fadd",
-    ("min", "s"): "min", ("min", "u"): "umin", ("max", "s"): "max", ("max", "u"): "umax",
-    ("inc", "u"): "uinc_wrap", ("dec", "u"): "udec_wrap",
-    ("and", "b"): "and", ("or", "b"): "or", ("xor", "b"): "xor",
-    ("exch", "b"): "xchg", ("exch", "u"): "xchg", ("exch", "s"): "xchg",
-}
 
 _ALLOWED = {
     "add": {"u32", "s32", "u64", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"},
@@ -59,7 +43,7 @@ _ALLOWED = {
 }
 
 
-def _kind(t: str) -> str:
+def kind(t: str) -> str:
     """s / u / b, f for f32 and f64, h for the half-precision types (no atomicrmw of their own)."""
     if t in ("f32", "f64"):
         return "f"
@@ -149,82 +133,24 @@ def combine(b: ll.IRBuilder, op: str, t: str, old: ll.Value, v: ll.Value, c: ll.
     raise ValueError(op)
 
 
-# ---------------------------------------------------------------- one lane, one address
+@dataclass(frozen=True)
+class Atomic:
+    """One atom/red: `v` and `c` are the operand values (bits, current mode)."""
 
-
-def _cas_loop(em, p: ll.Value, et: ll.IntType, order: str, new_of) -> ll.Value:
-    """Atomically replace *p by new_of(old) with a compare-and-swap loop; returns old."""
-    b = em.b
-    size = et.width // 8
-    pre = b.block
-    first = b.load_atomic(p, "monotonic", size, typ=et)
-    loop = em.llfn.append_basic_block("cas")
-    done = em.llfn.append_basic_block("cas_done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    old = b.phi(et)
-    old.add_incoming(first, pre)
-    new = new_of(old)
-    res = b.cmpxchg(p, old, new, order, _FAIL[order])
-    old.add_incoming(b.extract_value(res, 0), b.block)
-    b.cbranch(b.extract_value(res, 1), done, loop)
-    b.position_at_end(done)
-    return old
-
-
-def _one_lane(em, op: str, t: str, space: str, order: str, p: ll.Value, v: ll.Value,
-              c: ll.Value | None) -> ll.Value:
-    """Apply the operation at host address `p` for one lane; returns the old value (bits)."""
-    b = em.b
-    et = ll.IntType(TYPE_BITS[t])
-    size = et.width // 8
-    if space == "shared":
-        old = b.load(p, typ=et, align=size)
-        b.store(combine(b, op, t, old, v, c), p, align=size)
-        return old
-    if op == "cas":
-        res = b.cmpxchg(p, v, c, order, _FAIL[order])
-        return b.extract_value(res, 0)
-    if op == "add" and t == "f32":
-        # the GPU flushes subnormals of atom.add.f32 on global memory, not on shared
-        if space == "global":
-            ftz = ll.Constant(I1, 1)
-        else:
-            saved = em.vec
-            em.vec = False
-            ftz = b.not_(in_shared_window(em, b.ptrtoint(p, I64)))
-            em.vec = saved
-        return _cas_loop(em, p, et, order, lambda old: combine(b, op, t, old, v, c, ftz))
-    name = _RMW.get((op, _kind(t)))
-    if name is None:
-        return _cas_loop(em, p, et, order, lambda old: combine(b, op, t, old, v, c))
-    if name == "fadd":
-        ft = F64 if t == "f64" else F32
-        r = b.atomic_rmw(name, p, b.bitcast(v, ft), order)
-        return b.bitcast(r, et)
-    return b.atomic_rmw(name, p, v, order)
-
-
-# ---------------------------------------------------------------- the warp
-
-
-def _exclusive_scan(em, x: ll.Value) -> tuple[ll.Value, ll.Value]:
-    """(exclusive prefix sums in lane order, total) of a 32-lane integer vector."""
-    b = em.b
-    zero = ll.Constant(x.type, None)
-    incl = x
-    s = 1
-    while s < 32:
-        idx = [i - s if i >= s else 32 for i in range(32)]
-        incl = b.add(incl, b.shuffle_vector(incl, zero, ll.Constant(vec(I32), idx)))
-        s *= 2
-    return b.sub(incl, x), b.extract_element(incl, ll.Constant(I32, 31))
+    op: str  # and or xor cas exch add inc dec min max
+    t: str
+    space: str  # global shared generic
+    order: str  # LLVM ordering
+    scope: str  # cta cluster gpu sys
+    mem: ir.Mem
+    v: ll.Value
+    c: ll.Value | None
+    wants_old: bool  # atom (the old value is written to a register), not red
 
 
 @lowers("atom", "red")
 def lower_atomic(em, ins: ir.Instr) -> None:
-    em.vec = True  # red has no result, but its lanes still act one by one
-    b = em.b
+    em.begin_collective()  # red has no result, but a warp's lanes still act one by one
     t = type_suffix(ins)
     op = next((m for m in ins.mods if m in _OPS), None)
     if op is None:
@@ -235,10 +161,11 @@ def lower_atomic(em, ins: ir.Instr) -> None:
         raise em.error(f"{ins.op}.{op} on .{t} is not supported")
     if op in ("add",) and t in ("f16", "f16x2", "bf16", "bf16x2") and "noftz" not in ins.mods:
         raise em.error(f"{ins.op}.add.{t} requires .noftz")
-    space = em.space_of(ins)
+    space = space_of(ins)
     if space not in ("global", "shared", "generic"):
         raise em.error(f"{ins.op} on the .{space} state space")
     order = next((_SEM[m] for m in ins.mods if m in _SEM), "monotonic")
+    scope = next((m for m in ins.mods if m in ("cta", "cluster", "gpu", "sys")), "gpu")
     args = list(ins.args)
     if any(m.endswith("cache_hint") for m in ins.mods):
         args.pop()  # the cache policy operand
@@ -250,33 +177,6 @@ def lower_atomic(em, ins: ir.Instr) -> None:
         raise em.error(f"wrong number of operands for {ins.op}.{op}")
     v = em.read_bits(args[1], t)
     c = em.read_bits(args[2], t) if op == "cas" else None
-    ptrs = lane_pointers(em, mem, space)
-    uniform = not isinstance(ptrs.type, ll.VectorType)
-    exec_mask = em.exec_mask()
-
-    if op == "add" and _kind(t) in "us" and uniform:
-        # the whole warp adds to one counter: one atomic, old values by prefix sum
-        x = b.select(em.exec_mask_vec(), v, ll.Constant(v.type, None))
-        before, total = _exclusive_scan(em, x)
-        p = ptrs
-        pre = b.block
-        with b.if_then(b.icmp_unsigned("!=", exec_mask, ll.Constant(I32, 0))):
-            base = _one_lane(em, op, t, space, order, p, total, None)
-            then = b.block
-        if dst is not None:
-            phi = b.phi(total.type)
-            phi.add_incoming(base, then)
-            phi.add_incoming(ll.Constant(total.type, 0), pre)
-            em.write(dst, t, b.add(em.splat(phi), before))
-        return
-
-    def body(lane, accs):
-        p = ptrs if uniform else b.extract_element(ptrs, lane)
-        old = _one_lane(em, op, t, space, order, p, b.extract_element(v, lane),
-                        b.extract_element(c, lane) if c is not None else None)
-        return [b.insert_element(accs[0], old, lane)] if accs else []
-
-    init = [ll.Constant(v.type, ll.Undefined)] if dst is not None else []
-    res = for_each_lane(em, exec_mask, init, body)
+    old = em.atomic(Atomic(op, t, space, order, scope, mem, v, c, dst is not None))
     if dst is not None:
-        em.write(dst, t, res[0])
+        em.write(dst, t, old)

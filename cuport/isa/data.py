@@ -7,8 +7,6 @@ variable's host address); `cvta` converts between those and generic (host) addre
 
 from __future__ import annotations
 
-from llvmlite import ir as ll
-
 from ..ptx import ir
 from ..ptx.ir import TYPE_BITS
 from .registry import lowers, type_suffix
@@ -59,14 +57,5 @@ def lower_cvta(em, ins: ir.Instr) -> None:
     if space is None:
         raise em.error("cvta without a state space")
     b = em.b
-    a = em.read_bits(src, "u64")
-    if space == "shared":
-        base = b.ptrtoint(em.shared_base, ll.IntType(64))
-        base = em.splat(base) if em.vec else base
-        a = b.sub(a, base) if to else b.add(b.and_(a, em.const_int(64, 0xFFFFFFFF)), base)
-    elif space == "local":
-        if not em.vec:
-            raise em.error("internal: cvta.local in uniform mode")
-        bases = em.lane_local_bases()
-        a = b.sub(a, bases) if to else b.add(a, bases)
+    a = em.cvta(space, em.read_bits(src, "u64"), to)
     em.write(dst, t, b.trunc(a, em.bty(t)) if TYPE_BITS[t] < 64 else a)

@@ -100,7 +100,7 @@ def compute(em, t: str, op: str, args: list, mode: str):
         return getattr(em.b, op)(*args)
     if t == "f32":
         return fprt.directed_f32(em, op, args, mode)
-    return fprt.strict(em, op, args, mode)
+    return em.directed_f64(op, args, mode)
 
 
 def _mixed(ins: ir.Instr) -> str | None:

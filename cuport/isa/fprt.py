@@ -10,11 +10,9 @@ Directed rounding (.rz/.rm/.rp) without touching the host's rounding mode:
   TwoSum's pair, a quotient or square root has an exact FMA residual), then `f64_to_f32`
   rounds the pair in the asked direction: round to nearest with `fptrunc`, compare back,
   step one ulp where the nearest value lies on the wrong side.
-- f64 results have no wider format to lean on; `strict` calls a small `noinline strictfp`
-  helper that sets the host's rounding mode (`llvm.set.rounding`), runs the constrained
-  intrinsic with the matching rounding metadata and restores the mode. The helper is a
-  function of its own so the optimiser cannot move ordinary arithmetic into the window
-  where the mode differs.
+- f64 results have no wider format to lean on: the backend's `em.directed_f64` does them
+  (the CPU backend switches the host FPU's rounding mode in a strictfp helper; a GPU backend
+  emulates with error-free transformations).
 - Narrow formats (f16, bf16, tf32, e4m3, e5m2) are produced by `round_small` with integer
   operations on the f32 bits. Wider sources first go to f32 with round-to-odd, which keeps
   the information any later rounding to a format of at most 22 bits needs.
@@ -54,8 +52,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llvmlite import ir as ll
-
 MODES = ("rn", "rz", "rm", "rp")
 CANON_NAN = {"f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000, "f16": 0x7FFF, "bf16": 0x7FFF}
 DEFAULT_NAN64 = 0xFFF8000000000000  # what an invalid f64 operation generates (CUDART_NAN)
@@ -67,9 +63,6 @@ NAN_ORDER_F64 = {"fadd": (1, 0), "fsub": (1, 0), "fmul": (1, 0), "fma": (1, 2, 0
 NAN_LAYOUT = {"f64": (64, 52), "f32": (32, 23), "f16": (16, 10), "bf16": (16, 7)}
 F32_MAX_BITS = 0x7F7FFFFF
 
-# host rounding mode numbers of llvm.set.rounding, and constrained-intrinsic metadata
-_HOST_MODE = {"rn": 1, "rz": 0, "rp": 2, "rm": 3}
-_MD_MODE = {"rn": "round.tonearest", "rz": "round.towardzero", "rp": "round.upward", "rm": "round.downward"}
 
 
 # ---------------------------------------------------------------- small helpers
@@ -273,6 +266,95 @@ def adjust_f64(em, s, e, mode: str):
     return s
 
 
+def directed_f64_emulated(em, op: str, args: list, mode: str):
+    """f64 fadd/fsub/fmul/fdiv/sqrt/fma in rz/rm/rp without switching a rounding mode (for
+    backends that cannot: Vulkan fixes the mode per shader). The result rounded to nearest
+    and the sign of its exact error decide the step (adjust_f64): TwoSum for sums, the FMA
+    residual for products, quotients and square roots. Where nearest rounding overflows to
+    ±inf from finite operands, the directed result may be the largest finite value. For fma
+    the error is the sum of the product's and the addition's errors, exact except when the
+    final rounding's own error is itself inexact (not met outside constructed cases)."""
+    b = em.b
+    fma = lambda x, y, z: em.intrinsic("llvm.fma", [x, y, z])  # noqa: E731
+    if op in ("fadd", "fsub"):
+        c = args[1] if op == "fadd" else b.fneg(args[1])
+        s, e = two_sum(em, args[0], c)
+    elif op == "fmul":
+        s = b.fmul(args[0], args[1])
+        e = fma(args[0], args[1], b.fneg(s))
+    elif op == "fdiv":
+        s = b.fdiv(args[0], args[1])
+        r = fma(b.fneg(s), args[1], args[0])  # a - s*b, exact
+        e = b.select(signbit(em, args[1], "f64"), b.fneg(r), r)
+    elif op == "sqrt":
+        s = em.intrinsic("llvm.sqrt", [args[0]])
+        e = fma(b.fneg(s), s, args[0])
+    elif op == "fma":
+        p = b.fmul(args[0], args[1])
+        pe = fma(args[0], args[1], b.fneg(p))
+        t, te = two_sum(em, p, args[2])
+        s = fma(args[0], args[1], args[2])
+        e = b.fadd(b.fadd(b.fsub(t, s), te), pe)
+    else:
+        raise ValueError(op)
+    r = adjust_f64(em, s, e, mode)
+    inf = em.const("f64", float("inf"))
+    finite = None
+    for a in args:
+        f = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [a]), inf)
+        finite = f if finite is None else b.and_(finite, f)
+    big = em.const_bits("f64", 0x7FEFFFFFFFFFFFFF)
+    overflow = b.and_(finite, b.fcmp_ordered("==", em.intrinsic("llvm.fabs", [s]), inf))
+    neg = signbit(em, s, "f64")
+    if mode == "rz":
+        clamp = overflow
+    elif mode == "rp":
+        clamp = b.and_(overflow, neg)
+    else:  # rm
+        clamp = b.and_(overflow, b.not_(neg))
+    return b.select(clamp, em.intrinsic("llvm.copysign", [big, s]), r)
+
+
+def fma_unfused_device(em, a, b_, c):
+    """fma(a, b, c) where the device's own fused multiply-add is not fused (Vulkan lets an
+    implementation compute GLSL's Fma as a multiply then an add; lavapipe does).
+
+    f32: exact. The product of two f32 is exact in f64; TwoSum gives the sum's exact error;
+    the f64 value rounded to odd (truncate, set the last bit when inexact), then to f32 to
+    nearest, is the correctly rounded result (f64 has more than f32's 24 + 2 bits).
+    f64: Dekker's exact product (Veltkamp splitting; products above 2^996 overflow the
+    split) and a TwoSum, rounded once at the end: faithful, and exact except in rare
+    double-rounding cases."""
+    b = em.b
+    if a.type == em.ty("f32"):
+        x, y, z = (b.fpext(v, em.ty("f64")) for v in (a, b_, c))
+        s, e = two_sum(em, b.fmul(x, y), z)
+        inexact = b.fcmp_ordered("!=", e, em.const("f64", 0.0))
+        down = b.and_(inexact, b.xor(signbit(em, e, "f64"), signbit(em, s, "f64")))
+        t = b.select(down, toward_zero(em, s, "f64"), s)
+        bits = em.to_bits(t, "f64")
+        odd = b.select(inexact, b.or_(bits, ci(em, 64, 1)), bits)
+        return b.fptrunc(em.to_value(odd, "f64"), em.ty("f32"))
+    split = em.const("f64", 134217729.0)  # 2^27 + 1
+
+    def halves(v):
+        t = b.fmul(split, v)
+        hi = b.fsub(t, b.fsub(t, v))
+        return hi, b.fsub(v, hi)
+
+    ah, al = halves(a)
+    bh, bl = halves(b_)
+    p = b.fmul(a, b_)
+    err = b.fadd(b.fadd(b.fadd(b.fsub(b.fmul(ah, bh), p), b.fmul(ah, bl)), b.fmul(al, bh)), b.fmul(al, bl))
+    s, t = two_sum(em, p, c)
+    r = b.fadd(s, b.fadd(t, err))
+    # infinities and NaNs: the plain expression gives the IEEE answer where the pieces cannot
+    plain = b.fadd(p, c)
+    inf = em.const("f64", float("inf"))
+    finite = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [plain]), inf)
+    return b.select(finite, r, plain)
+
+
 def _opposite(em, e, s):
     """e is non-zero and of the other sign than s (the exact value lies towards zero)."""
     b = em.b
@@ -318,42 +400,6 @@ def directed_f32(em, op: str, args: list, mode: str):
         rem = em.intrinsic("llvm.fma", [b.fneg(s), s, xs[0]])  # exact: a - s*s
         return f64_to_f32(em, s, rem, mode)
     raise ValueError(op)
-
-
-def strict(em, op: str, args: list, mode: str, ret: ll.Type | None = None):
-    """`op` (fadd fsub fmul fdiv fma sqrt sitofp uitofp) in rounding mode `mode`, done by the
-    host FPU inside a strictfp helper function that switches the mode and restores it."""
-    mc = em.mc
-    rt = ret if ret is not None else args[0].type
-    from ..backends.cpu.types import mangle  # noqa: PLC0415 (the emitter's type names)
-
-    key = f"cuport.fp.{op}.{mode}." + ".".join(mangle(a.type) for a in args) + "." + mangle(rt)
-    fn = mc.llmod.globals.get(key)
-    if fn is None:
-        md = ll.MetaDataType()
-        fn = ll.Function(mc.llmod, ll.FunctionType(rt, [a.type for a in args]), name=key)
-        fn.linkage = "internal"
-        fn.attributes.add("noinline")
-        set.add(fn.attributes, "strictfp")
-        bb = ll.IRBuilder(fn.append_basic_block("entry"))
-        i32 = ll.IntType(32)
-        get = mc.declare("llvm.get.rounding", i32, [])
-        setr = mc.declare("llvm.set.rounding", ll.VoidType(), [i32])
-        old = bb.call(get, [])
-        set.add(old.attributes, "strictfp")
-        c = bb.call(setr, [ll.Constant(i32, _HOST_MODE[mode])])
-        set.add(c.attributes, "strictfp")
-        cname = f"llvm.experimental.constrained.{op}.{mangle(rt)}"
-        if op in ("sitofp", "uitofp", "fptrunc"):
-            cname += f".{mangle(args[0].type)}"
-        cfn = mc.declare(cname, rt, [a.type for a in args] + [md, md])
-        r = bb.call(cfn, list(fn.args) + [ll.MetaDataString(mc.llmod, _MD_MODE[mode]),
-                                          ll.MetaDataString(mc.llmod, "fpexcept.ignore")])
-        set.add(r.attributes, "strictfp")
-        c = bb.call(setr, [old])
-        set.add(c.attributes, "strictfp")
-        bb.ret(r)
-    return em.b.call(fn, args)
 
 
 # ---------------------------------------------------------------- narrow formats

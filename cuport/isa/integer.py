@@ -195,10 +195,31 @@ def _product(em, ins: ir.Instr, t: str, a, c):
         return b.mul(a, c), t
     if mode == "wide" and n > 32:
         raise em.error(f"{ins.op}.wide exists only for 16- and 32-bit types")
+    if n == 64 and not getattr(em, "has_i128", True):
+        return mul_hi64(em, a, c, sgn), t
     p = b.mul(resize(em, a, 2 * n, sgn), resize(em, c, 2 * n, sgn))
     if mode == "wide":
         return p, ("s" if sgn else "u") + str(2 * n)
     return b.trunc(b.lshr(p, em.const_int(2 * n, n)), ity(em, n)), t
+
+
+def mul_hi64(em, a, c, sgn: bool):
+    """The high 64 bits of the 128-bit product of 64-bit a and c, from 32-bit halves (for
+    backends without 128-bit integers): hi = a1*c1 + (a0*c1 >> 32) + (a1*c0 >> 32) + carries
+    of the middle column; the signed high half subtracts c where a < 0 and a where c < 0."""
+    b = em.b
+    m32 = em.const_int(64, 0xFFFFFFFF)
+    s32 = em.const_int(64, 32)
+    a0, a1 = b.and_(a, m32), b.lshr(a, s32)
+    c0, c1 = b.and_(c, m32), b.lshr(c, s32)
+    p00, p01, p10, p11 = b.mul(a0, c0), b.mul(a0, c1), b.mul(a1, c0), b.mul(a1, c1)
+    mid = b.add(b.add(b.lshr(p00, s32), b.and_(p01, m32)), b.and_(p10, m32))
+    hi = b.add(b.add(p11, b.lshr(p01, s32)), b.add(b.lshr(p10, s32), b.lshr(mid, s32)))
+    if sgn:
+        zero = em.const_int(64, 0)
+        hi = b.sub(hi, b.select(b.icmp_signed("<", a, zero), c, zero))
+        hi = b.sub(hi, b.select(b.icmp_signed("<", c, zero), a, zero))
+    return hi
 
 
 @lowers("mul", kind="int")

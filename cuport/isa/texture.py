@@ -28,15 +28,12 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ..backends.cpu import layout as L
-from ..backends.cpu import texture_layout as T
-from ..backends.cpu import texture_rt as rt
-from ..backends.cpu.emit import FAILED
-from ..backends.cpu.types import I1, I8, I32, I64, PTR, vec
 from ..ptx import ir
 from ..ptx.ir import TYPE_BITS
-from .memory import for_each_lane
+from . import texture_layout as T
+from . import texture_sampler as rt
 from .registry import lowers
+from .types import I1, I8, I32, I64, PTR, vec
 
 # -- operands -----------------------------------------------------------------------------
 
@@ -56,10 +53,10 @@ def handle(em, image) -> ll.Value:
     if isinstance(image, ir.Reg):
         return em.read_bits(image, "u64")
     if isinstance(image, ir.Sym):
-        if em.is_kernel and image.name in em.mc.kernel_param_offsets:
+        if em.is_kernel_param(image.name):
             ptr = em.address(ir.Mem(image, 0), "param")
             return em.load(ptr, I64, 8)
-        var = next((v for v in em.mc.ptx.variables if v.name == image.name), None)
+        var = next((v for v in em.ptx.variables if v.name == image.name), None)
         if var is not None and var.type in ("texref", "surfref", "samplerref"):
             raise em.error(f"the texture reference {image.name} (.{var.type} variables were removed "
                            "in CUDA 12; texture and surface objects are supported)")
@@ -79,49 +76,13 @@ def _out_slot(em, name: str) -> ll.Value:
 
 def _fault(em, bad: ll.Value) -> None:
     """Stop the kernel (CUDA_ERROR_ILLEGAL_ADDRESS) when the i1 `bad` holds."""
-    b = em.b
-    fault = em.llfn.append_basic_block("tex_fault")
-    ok = em.llfn.append_basic_block("tex_ok")
-    b.cbranch(bad, fault, ok)
-    b.position_at_end(fault)
-    em.mc.emit_error(b, em.ctx, em.blk, L.ERR_ILLEGAL_ADDRESS, em.ins.line)
-    b.ret(ll.Constant(I32, FAILED))
-    b.position_at_end(ok)
-
-
-def _lane(b: ll.IRBuilder, v: ll.Value, lane: ll.Value) -> ll.Value:
-    return b.extract_element(v, lane) if isinstance(v.type, ll.VectorType) else v
+    em.fail_if(bad, "illegal_address")
 
 
 def per_lane(em, args: list[ll.Value], body, nres: int = 0, t: ll.Type = I32) -> list[ll.Value]:
-    """Run `body(scalar args) -> [results of type t]` for each executing lane (once, for the
-    warp, in uniform mode) and return the results as the warp's values (vectors or scalars)."""
-    b = em.b
-    if not em.vec:
-        execs = b.icmp_unsigned("!=", em.exec_mask(), ll.Constant(I32, 0))
-        pre = b.block
-        run = em.llfn.append_basic_block("tex_run")
-        join = em.llfn.append_basic_block("tex_join")
-        b.cbranch(execs, run, join)
-        b.position_at_end(run)
-        res = body(args)
-        end = b.block
-        b.branch(join)
-        b.position_at_end(join)
-        out = []
-        for r in res:
-            p = b.phi(r.type)
-            p.add_incoming(r, end)
-            p.add_incoming(ll.Constant(r.type, 0), pre)
-            out.append(p)
-        return out
-
-    def step(lane, accs):
-        res = body([_lane(b, a, lane) for a in args])
-        return [b.insert_element(acc, r, lane) for acc, r in zip(accs, res, strict=True)]
-
-    zero = ll.Constant(vec(t), None)
-    return for_each_lane(em, em.exec_mask(), [zero] * nres, step)
+    """Run `body(scalar args) -> [results of type t]` for each executing thread (see
+    isa/api.py `per_lane`) and return the results in the current mode."""
+    return em.per_lane(args, body, nres, t)
 
 
 def _write_words(em, dst, words: list[ll.Value]) -> None:
@@ -202,7 +163,7 @@ def lower_tex(em, ins: ir.Instr) -> None:
             if len(items) < dims:
                 raise em.error(f"a gradient of {len(items)} components for a {dims}D texture")
             grads += [em.read(x, "f32") for x in items[:dims]] + [em.const("f32", 0.0)] * (3 - dims)
-    fn = rt.sampler(em.mc.llmod, geom, ctype == "s32", lod)
+    fn = rt.sampler(em.module, geom, ctype == "s32", lod)
     out = _out_slot(em, "tex_out")
 
     def body(a: list[ll.Value]) -> list[ll.Value]:
@@ -228,7 +189,7 @@ def lower_tld4(em, ins: ir.Instr) -> None:
     b = em.b
     h = handle(em, image)
     cs = _coordinate_values(em, coords, geom, "f32")
-    fn = rt.gather(em.mc.llmod, geom, "rgba".index(comp))
+    fn = rt.gather(em.module, geom, "rgba".index(comp))
     out = _out_slot(em, "tld4_out")
 
     def body(a: list[ll.Value]) -> list[ll.Value]:
@@ -260,7 +221,7 @@ _SUQ = ("width", "height", "depth", "array_size")
 
 def _null_descriptor(em) -> ll.Value:
     """A zeroed descriptor-sized global: what a query of a NULL object reads."""
-    mod = em.mc.llmod
+    mod = em.module
     try:
         g = mod.get_global("cuport_null_descriptor")
     except KeyError:
@@ -373,7 +334,7 @@ def lower_suld(em, ins: ir.Instr) -> None:
     b = em.b
     h = handle(em, image)
     cs = _surface_coords(em, coords, geom)
-    fn = rt.surface_address(em.mc.llmod, geom)
+    fn = rt.surface_address(em.module, geom)
     et = ll.IntType(8 * size)
     zeros = _zeros(em)
 
@@ -394,14 +355,13 @@ def lower_suld(em, ins: ir.Instr) -> None:
 
 
 def _store_lanes(em, args: list[ll.Value], body) -> None:
-    """Side effects per executing lane, in lane order (uniform operands included)."""
-    b = em.b
+    """Side effects per executing thread, in lane order (uniform operands included)."""
 
-    def step(lane, accs):
-        body([_lane(b, a, lane) for a in args])
+    def run(xs: list[ll.Value]) -> list[ll.Value]:
+        body(xs)
         return []
 
-    for_each_lane(em, em.exec_mask(), [], step)
+    em.per_lane(args, run, 0)
 
 
 @lowers("sust")
@@ -420,9 +380,9 @@ def lower_sust(em, ins: ir.Instr) -> None:
     h = handle(em, image)
     cs = _surface_coords(em, coords, geom)
     vals = [em.read_bits(x, t) for x in items]
-    fn = rt.surface_address(em.mc.llmod, geom)
+    fn = rt.surface_address(em.module, geom)
     access = size * n if kind == "b" else 0  # .p: the element's size, known at run time
-    fmt = rt.formatted_store(em.mc.llmod) if kind == "p" else None
+    fmt = rt.formatted_store(em.module) if kind == "p" else None
 
     def body(a: list[ll.Value]) -> None:
         desc = b.inttoptr(a[0], PTR)
@@ -464,7 +424,7 @@ def lower_sured(em, ins: ir.Instr) -> None:
     h = handle(em, image)
     cs = _surface_coords(em, coords, geom)
     v = em.read_bits(ins.args[1], t)
-    fn = rt.surface_address(em.mc.llmod, geom)
+    fn = rt.surface_address(em.module, geom)
 
     def body(a: list[ll.Value]) -> None:
         addr = b.call(fn, [b.inttoptr(a[0], PTR), *a[1:5], ll.Constant(I32, size),

@@ -1,20 +1,20 @@
 """Warp collectives: shfl, vote, match, redux, activemask, elect.
 
 PTX ISA §9.7.9.6 (shfl.sync), §9.7.13.8-11 (vote, match.sync, activemask, redux.sync),
-§9.7.13.12 (elect.sync). A warp runs as one SIMD function, so a collective is a cross-lane
-operation on the 32-lane register vectors: no synchronisation is needed, and every one of
-these lowerings works in vector mode (their results are always per-lane registers).
+§9.7.13.12 (elect.sync). The semantics (operand decoding, the shfl lane arithmetic, vote's
+and match's rules, redux's identities and NaN rules) are written here once against the
+warp primitives of the lowering interface (isa/api.py: participants, ballot, lane reads,
+reductions); the CPU backend runs a warp as one SIMD function (a collective is a
+cross-lane operation on 32-lane vectors), a GPU backend maps them to subgroup operations.
 
-Who takes part. The GPU waits for the non-exited lanes of `membermask`; here, under
-min-PC scheduling, a lane of the member mask may be pending elsewhere in the function
-when the active lanes reach the collective. Such a lane *contributes its current register
-value* (the value it held when it left the others: exactly the GPU's answer when it would
-have reached the collective with that value unchanged). The participants are therefore
-
-    P = exec | (membermask & live & ~exited)
-
-where `exec` are the lanes executing the instruction (active and guard true). Exited lanes
-never contribute. Legacy forms without `.sync` (no member mask) use `exec` alone.
+Who takes part (`em.warp_participants`). The GPU waits for the non-exited lanes of
+`membermask`. On the CPU backend, under min-PC scheduling, a lane of the member mask may
+be pending elsewhere in the function when the active lanes reach the collective; such a
+lane *contributes its current register value* (the value it held when it left the others:
+exactly the GPU's answer when it would have reached the collective with that value
+unchanged), so the participants are P = exec | (membermask & live & ~exited), where `exec`
+are the lanes executing the instruction (active and guard true). Exited lanes never
+contribute. Legacy forms without `.sync` (no member mask) use `exec` alone.
 
 shfl: a lane whose computed source lane is out of range (the `c` operand's clamp and
 segment mask) reads its own value, as the ISA says; one whose source lane is in range but
@@ -26,88 +26,23 @@ destination is the ISA's range test alone.
 
 from __future__ import annotations
 
-import weakref
-
 from llvmlite import ir as ll
 
-from ..backends.cpu import layout as L
-from ..backends.cpu.emit import opaque_alloca
-from ..backends.cpu.types import I1, I32, I64, PTR, vec
 from ..ptx import ir
 from .registry import lowers, type_suffix
+from .types import I1, I32, WARP
 
-W = L.WARP
-_SCRATCH: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+W = WARP
 
 
 def _i32(v: int) -> ll.Constant:
     return ll.Constant(I32, v & 0xFFFFFFFF)
 
 
-def first_exec_lane(em) -> ll.Value:
-    """Index (i32) of the lowest executing lane (31 if none, to stay in range)."""
+def _is_member(em, part: ll.Value, lane: ll.Value) -> ll.Value:
+    """Per lane: whether lane `lane` (current mode) is among the participants `part` (i32)."""
     b = em.b
-    return b.and_(b.cttz(em.exec_mask(), ll.Constant(I1, 0)), _i32(W - 1))
-
-
-def warp_uniform(em, op, ptype: str = "b32") -> ll.Value:
-    """A scalar operand that PTX requires to be the same in every lane (member masks):
-    an immediate or uniform register directly, a varying one from the first executing lane."""
-    saved = em.vec
-    em.vec = True
-    v = em.read_bits(op, ptype)
-    em.vec = saved
-    return em.b.extract_element(v, first_exec_lane(em))
-
-
-def live_lanes(em) -> ll.Value:
-    """i32 mask of the lanes of this warp that exist and have not exited."""
-    b = em.b
-    exited = b.load(b.gep(em.ws, [ll.Constant(I64, L.WS_EXITED)], source_etype=ll.IntType(8)), typ=I32)
-    return b.and_(em.live_mask, b.not_(exited))
-
-
-def participants(em, member_op) -> ll.Value:
-    """The lanes whose values a collective combines (see the module docstring)."""
-    b = em.b
-    ex = em.exec_mask()
-    if member_op is None:
-        return ex
-    member = warp_uniform(em, member_op)
-    return b.or_(ex, b.and_(member, live_lanes(em)))
-
-
-def mask_vec(em, mask: ll.Value) -> ll.Value:
-    """i32 lane mask → <32 x i1>."""
-    return em.b.bitcast(mask, vec(I1))
-
-
-def _scratch(em) -> ll.Value:
-    """A 32 x 8-byte stack buffer in the function's entry block, for cross-lane gathers."""
-    slot = _SCRATCH.get(em)
-    if slot is None:
-        entry = em.llfn.entry_basic_block
-        eb = ll.IRBuilder(entry)
-        eb.position_at_start(entry)
-        slot = opaque_alloca(eb, ll.ArrayType(I64, W), "xlane", align=64)
-        _SCRATCH[em] = slot
-    return slot
-
-
-def gather_lanes(em, values: ll.Value, src: ll.Value) -> ll.Value:
-    """result[i] = values[src[i]] for every executing lane (others keep values[i])."""
-    b = em.b
-    et = values.type.element
-    slot = _scratch(em)
-    b.store(values, slot, align=64)
-    ptrs = b.gep(slot, [src], source_etype=et)
-    ptrs.type = vec(PTR)  # llvmlite types a GEP with vector indices as a scalar pointer
-    return em.intrinsic(
-        "llvm.masked.gather",
-        [ptrs, _i32(et.width // 8), em.exec_mask_vec(), values],
-        overload=[values.type, ptrs.type],
-        ret=values.type,
-    )
+    return b.trunc(b.lshr(em.broadcast(part), lane), em.bty("pred"))
 
 
 # ---------------------------------------------------------------- shfl
@@ -115,7 +50,7 @@ def gather_lanes(em, values: ll.Value, src: ll.Value) -> ll.Value:
 
 @lowers("shfl")
 def lower_shfl(em, ins: ir.Instr) -> None:
-    em.vec = True
+    em.begin_collective()
     b = em.b
     mode = next((m for m in ins.mods if m in ("up", "down", "bfly", "idx")), None)
     if mode is None:
@@ -133,7 +68,7 @@ def lower_shfl(em, ins: ir.Instr) -> None:
     c = em.read_bits(c_op, "b32")
     clamp = b.and_(c, c31)
     seg = b.and_(b.lshr(c, em.const_int(32, 8)), c31)
-    lane = em.lane
+    lane = em.warp_lane()
     min_lane = b.and_(lane, seg)
     max_lane = b.or_(min_lane, b.and_(clamp, b.xor(seg, c31)))
     if mode == "up":
@@ -147,11 +82,11 @@ def lower_shfl(em, ins: ir.Instr) -> None:
         else:
             j = b.or_(min_lane, b.and_(bval, b.xor(seg, c31)))
         inrange = b.icmp_unsigned("<=", j, max_lane)
+    # out of range: the lane reads its own value; a source lane that does not take part: 0
     src = b.select(inrange, j, lane)
-    part = participants(em, member)
-    src_in = b.trunc(b.lshr(em.splat(part), src), vec(I1))
-    d = gather_lanes(em, a, src)
-    d = b.select(src_in, d, em.const_int(32, 0))
+    part = em.warp_participants(member)
+    d = em.warp_read(a, src)
+    d = b.select(_is_member(em, part, src), d, em.const_int(32, 0))
     if isinstance(dst, ir.PredPair):
         em.write(dst.p, "b32", d)
         em.write(dst.q, "pred", inrange)
@@ -164,7 +99,7 @@ def lower_shfl(em, ins: ir.Instr) -> None:
 
 @lowers("vote")
 def lower_vote(em, ins: ir.Instr) -> None:
-    em.vec = True
+    em.begin_collective()
     b = em.b
     mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
     if mode is None:
@@ -172,11 +107,10 @@ def lower_vote(em, ins: ir.Instr) -> None:
     sync = "sync" in ins.mods
     if len(ins.args) != (3 if sync else 2):
         raise em.error("vote takes d, p" + (", membermask" if sync else ""))
-    part = participants(em, ins.args[2] if sync else None)
-    pred = b.bitcast(em.read_bits(ins.args[1], "pred"), I32)
-    yes = b.and_(part, pred)
+    part = em.warp_participants(ins.args[2] if sync else None)
+    yes = b.and_(part, em.warp_ballot(em.read_bits(ins.args[1], "pred")))
     if mode == "ballot":
-        em.write(ins.args[0], "b32", em.splat(yes))
+        em.write(ins.args[0], "b32", em.broadcast(yes))
         return
     zero = _i32(0)
     if mode == "all":
@@ -185,30 +119,30 @@ def lower_vote(em, ins: ir.Instr) -> None:
         r = b.icmp_unsigned("!=", yes, zero)
     else:
         r = b.or_(b.icmp_unsigned("==", yes, part), b.icmp_unsigned("==", yes, zero))
-    em.write(ins.args[0], "pred", em.splat(r))
+    em.write(ins.args[0], "pred", em.broadcast(r))
 
 
 @lowers("activemask")
 def lower_activemask(em, ins: ir.Instr) -> None:
     """The lanes executing this instruction (active, not exited, guard true)."""
-    em.vec = True
-    em.write(ins.args[0], "b32", em.splat(em.exec_mask()))
+    em.begin_collective()
+    em.write(ins.args[0], "b32", em.broadcast(em.warp_executing()))
 
 
 @lowers("elect")
 def lower_elect(em, ins: ir.Instr) -> None:
     """elect.sync d|p, membermask: the lowest executing lane of the member mask leads."""
-    em.vec = True
+    em.begin_collective()
     b = em.b
     if len(ins.args) != 2:
         raise em.error("elect.sync takes d|p, membermask")
-    member = warp_uniform(em, ins.args[1])
-    cand = b.and_(member, em.exec_mask())
+    member = em.warp_uniform(ins.args[1])
+    cand = b.and_(member, em.warp_executing())
     leader = b.cttz(cand, ll.Constant(I1, 0))
     dst = ins.args[0]
     d, p = (dst.p, dst.q) if isinstance(dst, ir.PredPair) else (dst, ir.Sink())
-    em.write(d, "b32", em.splat(leader))
-    em.write(p, "pred", b.icmp_unsigned("==", em.lane, em.splat(leader)))
+    em.write(d, "b32", em.broadcast(leader))
+    em.write(p, "pred", b.icmp_unsigned("==", em.warp_lane(), em.broadcast(leader)))
 
 
 # ---------------------------------------------------------------- match
@@ -216,7 +150,7 @@ def lower_elect(em, ins: ir.Instr) -> None:
 
 @lowers("match")
 def lower_match(em, ins: ir.Instr) -> None:
-    em.vec = True
+    em.begin_collective()
     b = em.b
     t = type_suffix(ins)
     if t not in ("b32", "b64"):
@@ -225,40 +159,23 @@ def lower_match(em, ins: ir.Instr) -> None:
     if mode is None or len(ins.args) != 3:
         raise em.error("match.any/all.sync takes d, a, membermask")
     a = em.read_bits(ins.args[1], t)
-    part = participants(em, ins.args[2])
+    part = em.warp_participants(ins.args[2])
     dst = ins.args[0]
     if mode == "all":
-        first = b.cttz(part, ll.Constant(I1, 0))
-        ref = b.extract_element(a, b.and_(first, _i32(W - 1)))
-        same = b.bitcast(b.icmp_unsigned("==", a, em.splat(ref)), I32)
+        ref = em.warp_first(a, part)
+        same = em.warp_ballot(b.icmp_unsigned("==", a, em.broadcast(ref)))
         ok = b.icmp_unsigned("==", b.and_(same, part), part)
         d = b.select(ok, part, _i32(0))
         if isinstance(dst, ir.PredPair):
-            em.write(dst.p, "b32", em.splat(d))
-            em.write(dst.q, "pred", em.splat(ok))
+            em.write(dst.p, "b32", em.broadcast(d))
+            em.write(dst.q, "pred", em.broadcast(ok))
         else:
-            em.write(dst, "b32", em.splat(d))
+            em.write(dst, "b32", em.broadcast(d))
         return
     if isinstance(dst, ir.PredPair):
         raise em.error("match.any has no predicate destination")
     # match.any: for every participant j, the lanes whose value equals lane j's get bit j
-    acc = _over_lanes(em, part, em.const_int(32, 0), lambda j, acc: b.or_(
-        acc,
-        b.select(
-            b.icmp_unsigned("==", a, em.splat(b.extract_element(a, j))),
-            em.splat(b.shl(_i32(1), j)),
-            em.const_int(32, 0),
-        ),
-    ))
-    em.write(dst, "b32", b.and_(acc, em.splat(part)))
-
-
-def _over_lanes(em, mask: ll.Value, init: ll.Value, body) -> ll.Value:
-    """Fold `body(j, acc) -> acc` over the set bits j of `mask`, lowest first (an LLVM loop)."""
-    from .memory import for_each_lane
-
-    (out,) = for_each_lane(em, mask, [init], lambda j, accs: [body(j, accs[0])])
-    return out
+    em.write(dst, "b32", b.and_(em.warp_match_any(a, part), em.broadcast(part)))
 
 
 # ---------------------------------------------------------------- redux
@@ -273,29 +190,28 @@ _REDUX_INT = {
 
 @lowers("redux")
 def lower_redux(em, ins: ir.Instr) -> None:
-    em.vec = True
+    em.begin_collective()
     b = em.b
     t = type_suffix(ins)
     op = next((m for m in ins.mods if m in ("add", "min", "max", "and", "or", "xor")), None)
     if op is None or len(ins.args) != 3:
         raise em.error("redux.sync takes .op, d, a, membermask")
-    part = participants(em, ins.args[2])
-    pv = mask_vec(em, part)
+    part = em.warp_participants(ins.args[2])
+    mine = _is_member(em, part, em.warp_lane())
     if t == "f32":
-        r = _redux_float(em, ins, op, em.read(ins.args[1], "f32"), pv)
-        em.write(ins.args[0], "f32", em.splat(r))
+        r = _redux_float(em, ins, op, em.read(ins.args[1], "f32"), mine)
+        em.write(ins.args[0], "f32", em.broadcast(r))
         return
     key = (op, t if op not in ("and", "or", "xor") else "b32")
     if key not in _REDUX_INT:
         raise em.error(f"redux.sync.{op}.{t}")
     name, ident = _REDUX_INT[key]
     a = em.read_bits(ins.args[1], "b32")
-    x = b.select(pv, a, em.const_int(32, ident))
-    r = em.intrinsic(f"llvm.vector.reduce.{name}", [x], ret=I32)
-    em.write(ins.args[0], t, em.splat(r))
+    x = b.select(mine, a, em.const_int(32, ident))
+    em.write(ins.args[0], t, em.broadcast(em.warp_reduce(name, x, ident)))
 
 
-def _redux_float(em, ins: ir.Instr, op: str, a: ll.Value, pv: ll.Value) -> ll.Value:
+def _redux_float(em, ins: ir.Instr, op: str, a: ll.Value, mine: ll.Value) -> ll.Value:
     """redux.sync.min/max{.abs}{.NaN}.f32: -0 < +0; NaNs ignored unless .NaN (then any NaN
     gives the canonical NaN); all inputs NaN gives the canonical NaN."""
     if op not in ("min", "max"):
@@ -306,14 +222,13 @@ def _redux_float(em, ins: ir.Instr, op: str, a: ll.Value, pv: ll.Value) -> ll.Va
         a = em.intrinsic("llvm.fabs", [a])
     isnan = b.fcmp_unordered("uno", a, a)
     ident = float("inf") if op == "min" else float("-inf")
-    usable = b.and_(pv, b.not_(isnan))
+    usable = b.and_(mine, b.not_(isnan))
     x = b.select(usable, a, em.const("f32", ident))
-    r = em.intrinsic(f"llvm.vector.reduce.f{'minimum' if op == 'min' else 'maximum'}", [x], ret=f32)
-    any_nan = b.icmp_unsigned("!=", b.bitcast(b.and_(pv, isnan), I32), _i32(0))
-    any_num = b.icmp_unsigned("!=", b.bitcast(usable, I32), _i32(0))
+    r = em.warp_reduce("fminimum" if op == "min" else "fmaximum", x, ident)
+    any_nan = b.icmp_unsigned("!=", em.warp_ballot(b.and_(mine, isnan)), _i32(0))
+    any_num = b.icmp_unsigned("!=", em.warp_ballot(usable), _i32(0))
     nan = b.bitcast(_i32(0x7FFFFFFF), f32)
     bad = b.not_(any_num)
     if "NaN" in ins.mods:
         bad = b.or_(bad, any_nan)
     return b.select(bad, nan, r)
-

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ..backends.cpu.types import F16, F32, F64, I8, I16, I32, I64, PTR, mangle, vec
 from ..ptx import ir
 from .registry import lowers
+from .types import F16, F32, F64, I8, I16, I32, I64, PTR, mangle, opaque_alloca, vec
 
 W = 32
 SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16),
@@ -131,6 +131,7 @@ def _vector_ptrs(em, base, offsets: ll.Value, size: int) -> ll.Value:
 
 @lowers("wmma")
 def lower_wmma(em, ins: ir.Instr) -> None:
+    em.begin_collective()  # fragments are spread over the warp's lanes
     kind = ins.mods[0] if ins.mods else ""
     m, n, k = _shape(em, ins)
     b = em.b
@@ -243,8 +244,6 @@ def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
 
 
 def _matrix(em, slots: list[ll.Value], ct: ll.Type) -> ll.Value:
-    from ..backends.cpu.emit import opaque_alloca
-
     entry = em.llfn.entry_basic_block
     eb = ll.IRBuilder(entry)
     eb.position_at_start(entry)
@@ -258,7 +257,7 @@ def _matrix(em, slots: list[ll.Value], ct: ll.Type) -> ll.Value:
 def _helper(em, m: int, n: int, k: int, ct: ll.Type, integer: bool) -> ll.Function:
     """c[i][:] += a[i][kk] * b[kk][:] for kk in order: row-vector fmas (f32/f64), or exact
     products and sums (integers, in i64)."""
-    module = em.llfn.module
+    module = em.module
     name = f"cuport_wmma_{m}x{n}x{k}_{'i64' if integer else ('f64' if ct == F64 else 'f32')}"
     if name in module.globals:
         return module.globals[name]

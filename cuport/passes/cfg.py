@@ -325,6 +325,29 @@ def _dominates(idom: list[int], a: int, b: int) -> bool:
         b = idom[b]
 
 
+def _keep_ways_out(blocks: list[Block], succs: list[list[int]]) -> None:
+    """Put back dropped edges into exit sinks where they were the only way out: when the
+    function's last `ret` is itself an exit sink, dropping every edge into it would leave
+    no block able to reach the exit (and every post-dominator the virtual exit). Edges are
+    restored latest block first, so an early `return` keeps being ignored once the rest of
+    the function can reach the exit again."""
+    n = len(blocks)
+    while True:
+        reach = [not succs[i] for i in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n - 1, -1, -1):
+                if not reach[i] and any(reach[s] for s in succs[i]):
+                    reach[i] = True
+                    changed = True
+        stuck = [i for i in range(n) if not reach[i] and len(succs[i]) < len(blocks[i].succs)]
+        if not stuck:
+            return
+        i = max(stuck)
+        succs[i] = list(blocks[i].succs)
+
+
 def postdominators(cfg: Cfg, ignore_exit_sinks: bool = True) -> list[int]:
     """Immediate post-dominators; -1 means the virtual exit.
 
@@ -336,6 +359,8 @@ def postdominators(cfg: Cfg, ignore_exit_sinks: bool = True) -> list[int]:
     succs = [
         [s for s in b.succs if not (ignore_exit_sinks and blocks[s].exit_sink)] for b in blocks
     ]
+    if ignore_exit_sinks:
+        _keep_ways_out(blocks, succs)
     EXIT = n
     rsuccs: list[list[int]] = [[] for _ in range(n + 1)]  # reverse graph: successors = preds
     for i in range(n):

@@ -41,8 +41,17 @@ _PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call",
                  "wmma"}
 
 
-def special_is_varying(name: str, block: tuple[int, int, int]) -> bool:
+def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "warp") -> bool:
+    """Whether threads of one warp (scope "warp") or of one block ("block") may read
+    different values of the special register `name`."""
     nx, ny, nz = block
+    if scope == "block":
+        dims = {"%tid.x": nx, "%tid.y": ny, "%tid.z": nz}
+        if name in dims:
+            return dims[name] != 1
+        if name in ("%warpid", "%laneid") or name.startswith("%lanemask"):
+            return nx * ny * nz > 1
+        return False
     if name == "%tid.x":
         return nx != 1
     if name == "%tid.y":
@@ -52,7 +61,10 @@ def special_is_varying(name: str, block: tuple[int, int, int]) -> bool:
     return name == "%laneid" or name.startswith("%lanemask")
 
 
-def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
+def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Divergence:
+    """Divergence among the threads of a warp (the CPU backend's SIMD lanes), or with
+    scope "block" among all threads of a block (where a backend needs the whole block at a
+    warp collective)."""
     fn = cfg.fn
     kernel_params = {p.name for p in fn.params} if fn.is_entry else set()
     func_param_vars = {v.name for v in fn.locals if v.space == "param"} | (
@@ -80,7 +92,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int]) -> Divergence:
         if op in ("bar", "barrier") and "red" not in ins.mods:
             return True
         for a in ins.args:
-            if isinstance(a, ir.Special) and special_is_varying(a.name, block):
+            if isinstance(a, ir.Special) and special_is_varying(a.name, block, scope):
                 return True
         if op in ("ld", "ldu"):
             space = _space(ins)

@@ -17,6 +17,7 @@ import copy
 import itertools
 
 from ..ptx import ir
+from ..ptx.errors import UnsupportedError
 from .cfg import is_barrier
 
 _counter = itertools.count(1)
@@ -35,8 +36,6 @@ def _call_target(ins: ir.Instr) -> str | None:
 
 def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
     """Return `funcs` with barrier-containing callees inlined into the entry (copied, not mutated)."""
-    from ..backends.cpu.emit import UnsupportedError
-
     by_name = {f.name: f for f in funcs}
     needs = {f.name for f in funcs if not f.is_entry and has_barrier(f)}
     if not needs:
@@ -168,4 +167,61 @@ def _instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err) ->
             continue
         out.append(ir.Instr(st.op, st.mods, [op(a) for a in st.args], guard, st.guard_neg, st.line, st.loc))
     out.append(ir.Label(end, call.line))
+    return out
+
+
+def inline_all_calls(module: ir.Module, funcs: list[ir.Function], kernel: str) -> ir.Function:
+    """The kernel `kernel` with every call of a defined device function inlined (copied, not
+    mutated); calls of `.extern` functions (vprintf, __assertfail, malloc) stay calls.
+
+    For backends without a call stack of their own (Vulkan's SPIR-V has no recursion and no
+    function pointers). A guarded call becomes a branch around the inlined body; recursion
+    and indirect calls are refused with the call's line."""
+    by_name = {f.name: f for f in funcs}
+    fn = by_name[kernel]
+    defined = {n for n, f in by_name.items() if f.is_definition and not f.is_entry}
+    for st in fn.body or ():
+        if isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) is None:
+            raise UnsupportedError("an indirect call (a function pointer)", st.line, st.text())
+    body = _unguard_calls(list(fn.body or ()), defined)
+    new = copy.copy(fn)
+    new.regs = dict(fn.regs)
+    new.reg_vec = dict(fn.reg_vec)
+    new.locals = list(fn.locals)
+    new.prototypes = dict(fn.prototypes)
+    new.body = _expand_all(body, new, by_name, defined, [])
+    return new
+
+
+def _unguard_calls(body: list, defined: set[str]) -> list:
+    """`@p call f` → `@!p bra skip; call f; skip:` (inlining copies a body, not a guard)."""
+    out: list = []
+    for st in body:
+        if isinstance(st, ir.Instr) and st.op == "call" and st.guard is not None \
+                and _call_target(st) in defined:
+            skip = f"$skip{next(_counter)}"
+            out.append(ir.Instr("bra", (), [ir.Sym(skip)], st.guard, not st.guard_neg, st.line, st.loc))
+            out.append(ir.Instr(st.op, st.mods, st.args, None, False, st.line, st.loc))
+            out.append(ir.Label(skip, st.line))
+        else:
+            out.append(st)
+    return out
+
+
+def _expand_all(body: list, host: ir.Function, by_name, defined: set[str], stack: list[str]) -> list:
+    out: list = []
+    for st in body:
+        name = _call_target(st) if isinstance(st, ir.Instr) and st.op == "call" else None
+        if name not in defined:
+            if isinstance(st, ir.Instr) and st.op == "call" and name is None:
+                raise UnsupportedError("an indirect call (a function pointer)", st.line, st.text())
+            out.append(st)
+            continue
+        if name in stack:
+            raise UnsupportedError(f"the recursive device function {name} (this backend has no "
+                                   "call stack)", st.line, st.text())
+        stack.append(name)
+        copied = _unguard_calls(_instantiate(st, by_name[name], host, UnsupportedError), defined)
+        out.extend(_expand_all(copied, host, by_name, defined, stack))
+        stack.pop()
     return out

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from cuport.backends.cpu import texture_layout as T
+from cuport.isa import texture_layout as T
 
 WRAP, CLAMP, MIRROR, BORDER = 0, 1, 2, 3
 

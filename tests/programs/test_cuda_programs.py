@@ -34,6 +34,31 @@ JOBS = [(p, r) for p in PROGRAMS for r in ("toolkit-static", "toolkit-shared")] 
 ]
 
 
+def _vulkan_available() -> bool:
+    from cuport.backends.vulkan import runtime
+
+    return bool(runtime.devices())
+
+
+#: What a Vulkan device may refuse, in cuport's own words (the program then ends with the
+#: error): such a run is skipped with the message. Anything else must PASS.
+VULKAN_LIMITS = (
+    "the recursive device function",  # no call stack in SPIR-V
+    "a warp collective (",  # on devices whose subgroups are not 32 wide, in divergent code
+    "a guarded ",  # a guarded collective, likewise
+    "a CTA barrier in code that part of the block may skip",
+    "a loop that waits for another thread of the block",
+    "bytes of workgroup memory",  # more shared memory than the device has
+    "cooperative launches on the Vulkan backend",
+    "wmma (tensor-core fragments) on the Vulkan backend",
+    "device functions must be inlined before translation",  # texture sampling: not yet
+)
+#: programs that a CPU Vulkan driver (lavapipe) cannot run at all, and why
+IN_PROCESS_SKIPS = {"faults": "a Vulkan driver that runs kernels in this process (lavapipe) "
+                              "crashes on a wild pointer, where a GPU reports it"}
+VULKAN_JOBS = [(p, "vulkan") for p in PROGRAMS] if _vulkan_available() else []
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
     nvcc = need_nvcc()
@@ -52,6 +77,29 @@ def built(tmp_path_factory):
 
     with ThreadPoolExecutor(2) as pool:
         return {job: (exe, log) for job, exe, log in pool.map(build, JOBS)}
+
+
+@pytest.mark.parametrize("name", [n for n, _ in VULKAN_JOBS], ids=[f"{n}-vulkan" for n, _ in VULKAN_JOBS])
+def test_program_passes_on_vulkan(built, name):
+    """The same binaries on the Vulkan backend (CUPORT_DEVICE=vulkan)."""
+    from cuport.backends.vulkan import runtime
+
+    info = runtime.devices()[0]
+    if info.device_type == "cpu" and name in IN_PROCESS_SKIPS:
+        pytest.skip(IN_PROCESS_SKIPS[name])
+    exe, log = built[(name, "toolkit-static")]
+    if exe is None:
+        pytest.fail(f"nvcc failed for {name}:\n{log}")
+    r = run([*cuport_command(), "run", str(exe)], env=clean_env(CUPORT_DEVICE="vulkan"), timeout=900)
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    if r.returncode == 0 and lines and lines[-1] == "PASS":
+        return
+    refused = [ln for ln in r.stderr.splitlines() if "CUDA_ERROR_NOT_SUPPORTED" in ln
+               or "CUDA_ERROR_INVALID_VALUE" in ln]
+    for ln in refused:
+        if any(w in ln for w in VULKAN_LIMITS):
+            pytest.skip(f"{info.name}: {ln.strip()[:400]}")
+    pytest.fail(f"{name} on Vulkan exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}")
 
 
 @pytest.mark.parametrize("name, runtime", JOBS, ids=[f"{n}-{r}" for n, r in JOBS])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
+from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
@@ -22,7 +23,6 @@ from ...passes.yields import insert_yields
 from ...ptx import ir
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
-from .types import I8, I32, I64, PTR, VOID
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)

@@ -27,30 +27,38 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from ...isa.memory import space_of
 from ...isa.operands import defs, uses
+from ...isa.types import (
+    F16,
+    F32,
+    F64,
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    PTR,
+    bits_type,
+    mangle,
+    opaque_alloca,
+    vec,
+)
+from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
 from ...passes.divergence import Divergence, special_is_varying
+from ...passes.shapes import access_pattern
 from ...ptx import ir
+from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
+from . import atomic_ops, memory_ops, rounding
 from . import layout as L
-from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle, value_type, vec
+from .lane_ops import LaneOps
+from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
+from .warp_ops import WarpOps
 
 W = L.WARP
 ALL = (1 << W) - 1
-from ...passes.shapes import access_pattern  # noqa: E402
-
-# warp function return codes
-DONE, SUSPENDED, FAILED, YIELDED = 0, 1, 2, 3
-
-
-class UnsupportedError(Exception):
-    """An instruction, directive or form cuport cannot translate (yet)."""
-
-    def __init__(self, message: str, line: int = 0, text: str = "") -> None:
-        where = f"PTX line {line}: " if line else ""
-        super().__init__(where + message + (f" (`{text}`)" if text else ""))
-        self.line = line
-        self.detail = message
 
 
 @dataclass
@@ -79,15 +87,6 @@ class ParamSlot:
     ptr: ll.Value | None = None  # base of W consecutive copies, lane-major
 
 
-def opaque_alloca(b: ll.IRBuilder, t: ll.Type, name: str = "", align: int = 0) -> ll.Value:
-    """An alloca used as untyped memory (byte offsets through GEP on i8)."""
-    a = b.alloca(t, name=name)
-    if align:
-        a.align = align
-    a.type = PTR
-    return a
-
-
 def i32c(v: int) -> ll.Constant:
     return ll.Constant(I32, v & 0xFFFFFFFF)
 
@@ -96,7 +95,7 @@ def i64c(v: int) -> ll.Constant:
     return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
 
 
-class FunctionEmitter:
+class FunctionEmitter(Values, WarpOps, LaneOps):
     """Lowers one PTX function (kernel entry or device function) for one block shape."""
 
     def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
@@ -441,7 +440,6 @@ class FunctionEmitter:
 
     def _hoistable_checks(self, body: list[ir.Instr]) -> list:
         """Memory accesses whose address pattern can be checked at the start of the block."""
-        from ...isa.memory import vector_width  # noqa: F401  (same module family)
         from ...isa.registry import type_suffix
 
         written: set[str] = set()
@@ -1048,56 +1046,6 @@ class FunctionEmitter:
         ins = self.ins
         return UnsupportedError(message, ins.line if ins else 0, ins.text() if ins else "")
 
-    def ty(self, ptype: str) -> ll.Type:
-        """The value type of `ptype` in the current mode (vector of 32 when varying)."""
-        t = value_type(ptype)
-        return vec(t) if self.vec else t
-
-    def bty(self, ptype: str) -> ll.Type:
-        t = bits_type(ptype)
-        return vec(t) if self.vec else t
-
-    def splat(self, v: ll.Value, n: int = W) -> ll.Value:
-        if isinstance(v, ll.Constant) and not isinstance(v.type, ll.VectorType):
-            return ll.Constant(vec(v.type, n), [v.constant] * n) if v.constant is not None else self._splat_dyn(v, n)
-        return self._splat_dyn(v, n)
-
-    def _splat_dyn(self, v: ll.Value, n: int) -> ll.Value:
-        b = self.b
-        undef = ll.Constant(vec(v.type, n), ll.Undefined)
-        ins = b.insert_element(undef, v, i32c(0))
-        return b.shuffle_vector(ins, undef, ll.Constant(vec(I32, n), [0] * n))
-
-    def const(self, ptype: str, value) -> ll.Value:
-        """A constant of PTX type `ptype` (int, or float for float types) in the current mode."""
-        t = value_type(ptype)
-        if isinstance(t, ll.IntType):
-            c = ll.Constant(t, int(value) & ((1 << t.width) - 1) if t.width > 1 else int(bool(value)))
-        else:
-            c = ll.Constant(t, float(value))
-        return ll.Constant(vec(t), [c.constant] * W) if self.vec else c
-
-    def const_bits(self, ptype: str, bits: int) -> ll.Value:
-        """A constant given by its bit pattern, as the value type."""
-        t = bits_type(ptype)
-        c = ll.Constant(t, bits & ((1 << t.width) - 1))
-        if self.vec:
-            c = ll.Constant(vec(t), [c.constant] * W)
-        vt = value_type(ptype)
-        return c if vt == t else self.b.bitcast(c, vec(vt) if self.vec else vt)
-
-    def to_value(self, bits: ll.Value, ptype: str) -> ll.Value:
-        vt = value_type(ptype)
-        if vt == bits_type(ptype):
-            return bits
-        return self.b.bitcast(bits, vec(vt) if self.vec else vt)
-
-    def to_bits(self, v: ll.Value, ptype: str) -> ll.Value:
-        bt = bits_type(ptype)
-        if isinstance(v.type, (ll.IntType,)) or (isinstance(v.type, ll.VectorType) and isinstance(v.type.element, ll.IntType)):
-            return v
-        return self.b.bitcast(v, vec(bt) if self.vec else bt)
-
     def read(self, op, ptype: str) -> ll.Value:
         """Operand `op` as a value of PTX type `ptype` (float types as LLVM floats)."""
         return self.to_value(self.read_bits(op, ptype), ptype)
@@ -1119,7 +1067,7 @@ class FunctionEmitter:
         if isinstance(op, ir.Imm):
             return self.const_int(want.width, op.value)
         if isinstance(op, ir.FImm):
-            return self.const_int(want.width, _float_imm_bits(op, ptype))
+            return self.const_int(want.width, float_imm_bits(op, ptype))
         if isinstance(op, ir.Not):
             v = self.read_bits(op.reg, "pred")
             return b.not_(v)
@@ -1128,22 +1076,6 @@ class FunctionEmitter:
         if isinstance(op, (ir.Sym, ir.SymAddr)):
             return self._resize(self.symbol_value(op), want, False)
         raise self.error(f"an operand of an unsupported kind ({ir.format_operand(op)})")
-
-    def const_int(self, width: int, value: int) -> ll.Value:
-        t = ll.IntType(width)
-        c = ll.Constant(t, value & ((1 << width) - 1))
-        return ll.Constant(vec(t), [c.constant] * W) if self.vec else c
-
-    def _resize(self, v: ll.Value, want: ll.IntType, signed: bool) -> ll.Value:
-        have = v.type.element if isinstance(v.type, ll.VectorType) else v.type
-        if have == want:
-            return v
-        tgt = vec(want, v.type.count) if isinstance(v.type, ll.VectorType) else want
-        if not isinstance(have, ll.IntType):
-            raise self.error("internal: resize of a non-integer value")
-        if have.width > want.width:
-            return self.b.trunc(v, tgt)
-        return self.b.sext(v, tgt) if signed else self.b.zext(v, tgt)
 
     def write(self, op, ptype: str, value: ll.Value, signed: bool | None = None) -> None:
         """Store `value` (value or bits type of `ptype`) into destination operand `op`.
@@ -1297,14 +1229,37 @@ class FunctionEmitter:
 
     # ---------------------------------------------------------------- symbols and memory
     def space_of(self, ins: ir.Instr) -> str:
-        for m in ins.mods:
-            if m in ("global", "shared", "local", "const", "param"):
-                return m
-            if m.startswith("shared::"):
-                return "shared"
-            if m.startswith("param::"):
-                return "param"
-        return "generic"
+        return space_of(ins)
+
+    # ---------------------------------------------------------------- families' hooks (isa/api.py)
+    @property
+    def module(self) -> ll.Module:
+        return self.mc.llmod
+
+    @property
+    def ptx(self) -> ir.Module:
+        return self.mc.ptx
+
+    def is_kernel_param(self, name: str) -> bool:
+        return self.is_kernel and name in self.mc.kernel_param_offsets
+
+    def load_elements(self, acc) -> list[ll.Value]:
+        return memory_ops.load_elements(self, acc)
+
+    def store_elements(self, acc, vals: list[ll.Value]) -> None:
+        memory_ops.store_elements(self, acc, vals)
+
+    def in_space(self, space: str, a: ll.Value) -> ll.Value:
+        return memory_ops.in_space(self, space, a)
+
+    def cvta(self, space: str, a: ll.Value, to_space: bool) -> ll.Value:
+        return memory_ops.cvta(self, space, a, to_space)
+
+    def atomic(self, a) -> ll.Value | None:
+        return atomic_ops.atomic(self, a)
+
+    def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
+        return rounding.strict(self, op, args, mode)
 
     def symbol_value(self, op) -> ll.Value:
         """The value of a symbol used as an operand: an address (in its own state space)."""
@@ -1781,27 +1736,6 @@ class FunctionEmitter:
         b.ret(i32c(FAILED))
         b.position_at_end(out)
         return b.load(st_slot)
-
-
-def _float_imm_bits(op: ir.FImm, ptype: str) -> int:
-    """Bits of a floating-point immediate as an operand of type `ptype`."""
-    import struct
-
-    bits = TYPE_BITS[ptype]
-    if op.width == bits:
-        return op.bits
-    if bits == 32:
-        return struct.unpack("<I", struct.pack("<f", op.value))[0]
-    if bits == 64:
-        return struct.unpack("<Q", struct.pack("<d", op.value))[0]
-    if bits == 16:
-        from .types import f16_bits_from_f64
-
-        if ptype == "bf16":
-            b32 = struct.unpack("<I", struct.pack("<f", op.value))[0]
-            return ((b32 + 0x7FFF + ((b32 >> 16) & 1)) >> 16) & 0xFFFF
-        return f16_bits_from_f64(op.value)
-    raise UnsupportedError(f"a float immediate for type .{ptype}")
 
 
 __all__ = ["FunctionEmitter", "UnsupportedError", "DONE", "SUSPENDED", "FAILED", "F16", "F32", "F64", "I16"]

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ctypes
 
-WARP = 32  # lanes per warp, also the SIMD width of the generated code
+from ...isa.types import WARP  # noqa: F401 (lanes per warp, also the SIMD width of the generated code)
+
+#: what a warp function returns to the block runner
+DONE, SUSPENDED, FAILED, YIELDED = 0, 1, 2, 3
 MAX_BARRIERS = 16  # named barriers 0..15 per CTA
 
 

@@ -12,8 +12,10 @@ import struct
 
 from llvmlite import ir as ll
 
-from ...ptx.ir import TYPE_BITS
-from .layout import WARP
+from ..ptx.ir import TYPE_BITS
+
+#: threads of a PTX warp: the width of a varying value on the CPU backend, a subgroup on a GPU
+WARP = 32
 
 I1 = ll.IntType(1)
 I8 = ll.IntType(8)
@@ -90,3 +92,12 @@ def mangle(t: ll.Type) -> str:
     if isinstance(t, ll.PointerType):
         return "p0"
     raise TypeError(f"cannot mangle {t}")
+
+
+def opaque_alloca(b: ll.IRBuilder, t: ll.Type, name: str = "", align: int = 0) -> ll.Value:
+    """An alloca used as untyped memory (byte offsets through GEP on i8)."""
+    a = b.alloca(t, name=name)
+    if align:
+        a.align = align
+    a.type = PTR
+    return a

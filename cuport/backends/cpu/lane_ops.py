@@ -1,0 +1,64 @@
+"""The CPU backend's per-lane escapes: code that runs once per executing lane of a warp
+(texture sampling, surface accesses) and the failure exit of a kernel.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ...isa.types import I32, vec
+from . import layout as L
+from .memory_ops import for_each_lane
+
+#: the failures isa lowerings may raise with em.fail_if, and the launch error they set
+FAILURES = {"illegal_address": L.ERR_ILLEGAL_ADDRESS, "trap": L.ERR_TRAP, "assert": L.ERR_ASSERT,
+            "misaligned": L.ERR_MISALIGNED}
+
+
+def _lane(b: ll.IRBuilder, v: ll.Value, lane: ll.Value) -> ll.Value:
+    return b.extract_element(v, lane) if isinstance(v.type, ll.VectorType) else v
+
+
+class LaneOps:
+    """Mixin of the FunctionEmitter."""
+
+    def fail_if(self, bad: ll.Value, kind: str) -> None:
+        """Stop the kernel with the launch error `kind` (FAILURES) when the i1 `bad` holds."""
+        b = self.b
+        fault = self.llfn.append_basic_block("fault")
+        ok = self.llfn.append_basic_block("no_fault")
+        b.cbranch(bad, fault, ok)
+        b.position_at_end(fault)
+        self.mc.emit_error(b, self.ctx, self.blk, FAILURES[kind], self.ins.line)
+        b.ret(ll.Constant(I32, L.FAILED))
+        b.position_at_end(ok)
+
+    def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type = I32) -> list[ll.Value]:
+        """Run `body(scalar args) -> [results of type t]` for each executing lane (once, for the
+        warp, in uniform mode) and return the results as the warp's values (vectors or scalars)."""
+        b = self.b
+        if not self.vec:
+            execs = b.icmp_unsigned("!=", self.exec_mask(), ll.Constant(I32, 0))
+            pre = b.block
+            run = self.llfn.append_basic_block("tex_run")
+            join = self.llfn.append_basic_block("tex_join")
+            b.cbranch(execs, run, join)
+            b.position_at_end(run)
+            res = body(args)
+            end = b.block
+            b.branch(join)
+            b.position_at_end(join)
+            out = []
+            for r in res:
+                p = b.phi(r.type)
+                p.add_incoming(r, end)
+                p.add_incoming(ll.Constant(r.type, 0), pre)
+                out.append(p)
+            return out
+
+        def step(lane, accs):
+            res = body([_lane(b, a, lane) for a in args])
+            return [b.insert_element(acc, r, lane) for acc, r in zip(accs, res, strict=True)]
+
+        zero = ll.Constant(vec(t), None)
+        return for_each_lane(self, self.exec_mask(), [zero] * nres, step)

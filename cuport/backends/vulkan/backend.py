@@ -1,0 +1,351 @@
+"""The Vulkan backend: PTX kernels as SPIR-V compute shaders on a Vulkan device.
+
+A loaded module parses and links its PTX once and places its `.global`/`.const` variables
+in device memory, with a table of their addresses that kernels read (layout.py). A kernel
+is compiled per block shape and dynamic shared-memory size (workgroup sizes and workgroup
+arrays are fixed in SPIR-V) into a compute pipeline. A launch writes its parameters into a
+device buffer, dispatches, and reports the status record's failure (trap, assert, bad
+address) as the launch error, after printing the kernel's printf output.
+
+Device memory: the driver sees one address space. Allocations are made by the runtime
+(buffer device addresses); where the device gives host-visible memory at its own device
+address (lavapipe, and managed memory through host-mapping aliases on discrete GPUs), the
+driver's host-side code uses it directly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import struct
+import sys
+import threading
+
+from ...ptx import ir
+from ...ptx.errors import UnsupportedError
+from ...ptx.lexer import PtxSyntaxError
+from ...ptx.link import link_modules
+from ...ptx.parser import parse
+from ..base import (
+    CUDA_ERROR_ASSERT,
+    CUDA_ERROR_ILLEGAL_ADDRESS,
+    CUDA_ERROR_INVALID_PTX,
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_MISALIGNED_ADDRESS,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_ERROR_OUT_OF_MEMORY,
+    BackendError,
+)
+from ..facts import kernel_info, pack_init
+from ..printf import format_printf
+from . import layout as V
+from .compiler import compile_kernel
+from .lower import DeviceCaps
+
+_CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
+          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS}
+_libc = ctypes.CDLL(None)
+try:
+    _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
+except ValueError:  # macOS
+    _c_stdout = ctypes.c_void_p.in_dll(_libc, "__stdoutp")
+_libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+_libc.fflush.argtypes = [ctypes.c_void_p]
+
+
+def caps_of(info) -> DeviceCaps:
+    f = info.features
+    warp = info.warp_subgroups()
+    nvidia = info.driver_id.startswith("NVIDIA")
+    return DeviceCaps(
+        subgroup_size=32 if warp else info.subgroup_size,
+        float32_atomic_add=bool(f.get("shaderBufferFloat32AtomicAdd")),
+        float32_atomic_add_shared=bool(f.get("shaderSharedFloat32AtomicAdd")),
+        float64_atomic_add=bool(f.get("shaderBufferFloat64AtomicAdd")),
+        atomic_add_flushes_f32=nvidia,  # the same instruction as CUDA's red.global.add.f32
+        shader_clock=bool(f.get("shaderSubgroupClock")),
+        float64=bool(f.get("shaderFloat64")),
+        int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
+        divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
+        independent_threads=nvidia,  # Volta's independent thread scheduling
+    )
+
+
+_FMA_PROBE = """
+.version 7.0
+.target sm_90
+.address_size 64
+.visible .entry probe(.param .u64 out)
+{
+    .reg .f32 %f<5>;
+    .reg .f64 %d<5>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    ld.global.f32 %f1, [%rd1];
+    ld.global.f32 %f2, [%rd1+4];
+    fma.rn.f32 %f3, %f1, %f1, %f2;
+    st.global.f32 [%rd1+32], %f3;
+    ld.global.f64 %d1, [%rd1+8];
+    ld.global.f64 %d2, [%rd1+16];
+    fma.rn.f64 %d3, %d1, %d1, %d2;
+    st.global.f64 [%rd1+40], %d3;
+    ret;
+}
+"""
+
+
+class VulkanKernel:
+    def __init__(self, module: VulkanModule, fn: ir.Function) -> None:
+        self.module = module
+        self.fn = fn
+        self.info = kernel_info(module.ptx, fn)
+        self._specs: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def specialization(self, block: tuple[int, int, int], dyn_smem: int):
+        key = (block, dyn_smem)
+        with self._lock:
+            pipe = self._specs.get(key)
+            if pipe is None:
+                be = self.module.backend
+                try:
+                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, be.caps)
+                except UnsupportedError as e:
+                    raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
+                limit = be.info.limits.max_shared_memory
+                if c.plan.shared_bytes > limit:
+                    raise BackendError(CUDA_ERROR_INVALID_VALUE,
+                                       f"kernel {self.fn.name} needs {c.plan.shared_bytes} bytes of "
+                                       f"workgroup memory (shared memory plus cuport's scratch); the "
+                                       f"device has {limit}")
+                pipe = be.dev.pipeline(c.shader.spirv, "main", block, V.PUSH_BYTES,
+                                       32 if be.caps.subgroup_size == 32 and
+                                       be.info.min_subgroup_size != be.info.max_subgroup_size else None)
+                self._specs[key] = pipe
+            return pipe
+
+    def prepare(self, block: tuple[int, int, int]) -> None:
+        self.specialization(tuple(int(x) for x in block), 0)
+
+    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
+               cooperative: bool = False) -> None:
+        grid = tuple(int(x) for x in grid)
+        block = tuple(int(x) for x in block)
+        if min(grid) < 1 or min(block) < 1:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
+        if cooperative:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, "cooperative launches on the Vulkan backend")
+        pipe = self.specialization(block, int(dynamic_shared_bytes))
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params))
+
+
+class VulkanModule:
+    def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
+        self.backend = backend
+        try:
+            mods = [parse(t) for t in ptx_texts]
+        except PtxSyntaxError as e:
+            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
+        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.globals: dict[str, tuple[int, int]] = {}
+        self._buffers: list = []
+        self._allocate_globals()
+        self._kernels: dict[str, VulkanKernel] = {}
+
+    def _allocate_globals(self) -> None:
+        be = self.backend
+        vars_ = [v for v in self.ptx.variables if v.space in ("global", "const")]
+        table = bytearray(8 * max(len(vars_), 1))
+        for i, v in enumerate(vars_):
+            if v.linkage == "extern" and v.init is None and v.size == 0:
+                continue
+            buf = be.allocate_buffer(max(v.size, 1))
+            self._buffers.append(buf)
+            self.globals[v.name] = (buf.address, v.size)
+            struct.pack_into("<Q", table, 8 * i, buf.address)
+
+        def resolve(name: str) -> int:
+            if name in self.globals:
+                return self.globals[name][0]
+            raise UnsupportedError(f"an initialiser refers to {name}, which is not a global variable "
+                                   "(function pointers are not supported on the Vulkan backend)")
+
+        for v in vars_:
+            if v.name in self.globals:
+                data = pack_init(v, resolve) if v.init else bytes(max(v.size, 1))
+                be.write(self.globals[v.name][0], data)
+        self.table = be.allocate_buffer(len(table))
+        self._buffers.append(self.table)
+        be.write(self.table.address, bytes(table))
+
+    def kernel(self, name: str) -> VulkanKernel:
+        k = self._kernels.get(name)
+        if k is None:
+            fn = self.ptx.functions.get(name)
+            if fn is None or not fn.is_entry or not fn.is_definition:
+                raise KeyError(name)
+            k = VulkanKernel(self, fn)
+            self._kernels[name] = k
+        return k
+
+    def kernel_names(self) -> list[str]:
+        return [f.name for f in self.ptx.kernels()]
+
+    def global_symbol(self, name: str) -> tuple[int, int]:
+        return self.globals[name]
+
+    def unload(self) -> None:
+        self._kernels.clear()
+
+
+class VulkanBackend:
+    name = "vulkan"
+
+    def __init__(self, index: int = 0) -> None:
+        from . import runtime
+
+        infos = runtime.devices()
+        if not infos:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"no Vulkan device: {runtime.unavailable_reason()}")
+        if index >= len(infos):
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"vulkan:{index}: there are {len(infos)} Vulkan devices")
+        self.info = infos[index]
+        self.dev = runtime.open(index)
+        self.caps = caps_of(self.info)
+        self.stream = self.dev.stream()
+        self._lock = threading.Lock()
+        self._owned: dict[int, object] = {}
+        self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024)
+        self.ring = self.allocate_buffer(V.RING_BYTES)
+        if not self._probe_fma():
+            self.caps = dataclasses.replace(self.caps, fused_fma=False)
+
+    def _probe_fma(self) -> bool:
+        """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
+        the product is not rounded first (and likewise for f64). Inputs come from memory, so
+        no compiler folds them."""
+        buf = self.allocate_buffer(64)
+        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.address), 0,
+                         0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
+        mod = VulkanModule(self, [_FMA_PROBE])
+        mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
+        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.address + 32, 16))
+        self.dev.free(buf)
+        return f32 == 0x3A000400 and f64 == 0x3E20000000200000
+
+    # ------------------------------------------------------------ memory
+    def allocate_buffer(self, size: int):
+        """Device memory that the host can also use at its device address."""
+        from . import runtime
+
+        try:
+            buf = self.dev.alloc(size)
+            if buf.host_ptr != buf.address:
+                self.dev.free(buf)
+                buf = self.dev.alloc(size, runtime.MANAGED)
+        except runtime.OutOfDeviceMemory as e:
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"device memory the host can use at the "
+                               f"same address: {e}") from None
+        return buf
+
+    def allocate(self, size: int, kind: str = "device") -> int:
+        """Memory for the driver: device, host (pinned) or managed, at one address for host
+        and kernels."""
+        from . import runtime
+
+        if kind == "managed":
+            try:
+                buf = self.dev.alloc(size, runtime.MANAGED)
+            except runtime.Unsupported as e:
+                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+        else:
+            buf = self.allocate_buffer(size)
+        ctypes.memset(buf.address, 0, size)  # cuport's device memory starts zeroed, as on the CPU
+        self._owned[buf.address] = buf
+        return buf.address
+
+    def free(self, address: int, size: int) -> None:
+        buf = self._owned.pop(address, None)
+        if buf is not None:
+            self.stream.synchronize()
+            self.dev.free(buf)
+
+    def write(self, address: int, data: bytes) -> None:
+        ctypes.memmove(address, data, len(data))
+
+    def load_module(self, ptx_texts: list[str]) -> VulkanModule:
+        return VulkanModule(self, ptx_texts)
+
+    # ------------------------------------------------------------ launch
+    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
+        with self._lock:
+            lb = self.launch_buf.address
+            if len(params) > 64 * 1024:
+                raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
+            ctypes.memset(lb, 0, V.STATUS_BYTES)
+            if params:
+                ctypes.memmove(lb + V.STATUS_BYTES, params, len(params))
+            ring = self.ring.address
+            struct.pack_into("<II", (ctypes.c_char * 8).from_address(ring), 0, 0, V.RING_BYTES - V.RING_DATA)
+            push = V.Push(params=lb + V.STATUS_BYTES, status=lb, globals=k.module.table.address,
+                          printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
+            self.stream.dispatch(pipe, grid, push)
+            self.stream.synchronize()
+            self._print(ring)
+            kind = ctypes.c_uint32.from_address(lb).value
+            if kind:
+                self._raise(k, lb, kind)
+
+    def _print(self, ring: int) -> None:
+        used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)
+        if not used:
+            return
+        data = ctypes.string_at(ring + V.RING_DATA, used)
+        out = []
+        pos = 0
+        while pos + 16 <= len(data):
+            size, nargs, fmt = struct.unpack_from("<IIQ", data, pos)
+            if size < 16 or pos + size > len(data):
+                break
+            args = ctypes.create_string_buffer(data[pos + 16:pos + 16 + nargs], max(nargs, 8))
+            try:
+                out.append(format_printf(ctypes.string_at(fmt), ctypes.addressof(args)))
+            except Exception as e:  # never let a bad format string bring the process down
+                out.append(f"cuport: printf from a kernel failed: {e}\n".encode())
+            pos += size
+        text = b"".join(out)
+        _libc.fwrite(text, 1, len(text), _c_stdout)
+        _libc.fflush(_c_stdout)
+
+    def _raise(self, k: VulkanKernel, lb: int, kind: int) -> None:
+        f = {name: struct.unpack_from("<Q" if off in (32, 40, 48) else "<I",
+                                      ctypes.string_at(lb + off, 8), 0)[0]
+             for name, off, _ in V.STATUS_FIELDS}
+        where = (f"PTX line {f['line']}, block ({f['ctaid_x']},{f['ctaid_y']},{f['ctaid_z']}), "
+                 f"thread ({f['tid_x']},{f['tid_y']},{f['tid_z']})")
+        if kind == V.ERR_ASSERT:
+            def s(p: int) -> str:
+                return ctypes.string_at(p).decode(errors="replace") if p else "?"
+
+            sys.stdout.flush()
+            sys.stderr.write(f"{s(f['file'])}:{f['aline']}: {s(f['func'])}: block: [{f['ctaid_x']},"
+                             f"{f['ctaid_y']},{f['ctaid_z']}], thread: [{f['tid_x']},{f['tid_y']},"
+                             f"{f['tid_z']}] Assertion `{s(f['arg'])}` failed.\n")
+            sys.stderr.flush()
+        what = V.ERROR_NAMES.get(kind, f"error {kind}")
+        raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {k.fn.name}: {what} ({where})")
+
+
+_backends: dict[int, VulkanBackend] = {}
+_blk = threading.Lock()
+
+
+def get_vulkan_backend(index: int = 0) -> VulkanBackend:
+    with _blk:
+        b = _backends.get(index)
+        if b is None:
+            b = _backends[index] = VulkanBackend(index)
+        return b

@@ -1,0 +1,194 @@
+"""PTX kernel → SPIR-V compute shader: the Vulkan backend's pass pipeline, in order.
+
+Each step takes and returns the `Compilation` record; `PIPELINE` is the one list, with the
+reason for its place. `compile_kernel(..., dump_after=NAME)` prints the state after a
+named step (`cuport ptx --backend vulkan --dump-after NAME`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...passes import cfg as cfgmod
+from ...passes import divergence
+from ...passes import spaces as spaces_pass
+from ...passes.inline import inline_all_calls
+from ...ptx import ir
+from ...ptx.errors import UnsupportedError
+from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
+
+
+@dataclass
+class Compilation:
+    ptx: ir.Module
+    kernel: str
+    block: tuple[int, int, int]
+    dyn_smem: int
+    caps: DeviceCaps
+    fn: ir.Function | None = None
+    cfg: cfgmod.Cfg | None = None
+    div: divergence.Divergence | None = None
+    block_div: divergence.Divergence | None = None
+    spaces: spaces_pass.Spaces | None = None
+    plan: KernelPlan | None = None
+    llmod: object = None
+    shader: object = None
+    notes: dict = field(default_factory=dict)
+
+
+def _reachable(ptx: ir.Module, kernel: ir.Function) -> list[ir.Function]:
+    seen: dict[str, ir.Function] = {}
+    work = [kernel]
+    while work:
+        f = work.pop()
+        if f.name in seen:
+            continue
+        seen[f.name] = f
+        for st in f.body or ():
+            if isinstance(st, ir.Instr):
+                for a in st.args:
+                    if isinstance(a, (ir.Sym, ir.SymAddr)):
+                        g = ptx.functions.get(a.name)
+                        if g is not None and g.is_definition and not g.is_entry:
+                            work.append(g)
+    return list(seen.values())
+
+
+def inline(c: Compilation) -> Compilation:
+    k = c.ptx.functions.get(c.kernel)
+    if k is None or not k.is_entry:
+        raise UnsupportedError(f"no kernel named {c.kernel}")
+    c.fn = inline_all_calls(c.ptx, _reachable(c.ptx, k), c.kernel)
+    return c
+
+
+def build_cfg(c: Compilation) -> Compilation:
+    c.cfg = cfgmod.build(c.fn)
+    if not c.cfg.reducible:
+        raise UnsupportedError(f"irreducible control flow in {c.kernel} (a loop entered other than "
+                               "through its header): the Vulkan backend needs structured control flow",
+                               c.fn.line)
+    return c
+
+
+def analyze_divergence(c: Compilation) -> Compilation:
+    c.div = divergence.analyze(c.cfg, c.block)
+    c.block_div = divergence.analyze(c.cfg, c.block, scope="block")
+    return c
+
+
+def check_progress(c: Compilation) -> Compilation:
+    """A loop that waits for another thread of its block (a volatile or ordered shared load
+    in a loop that part of the block runs) needs threads that make progress independently,
+    as on Volta and later NVIDIA GPUs; a device that runs a workgroup's invocations in lock
+    step would spin for ever or read stale data, so there it is refused."""
+    if c.caps.independent_threads:
+        return c
+    from ...isa.memory import space_of
+    from ...passes.yields import observes_others
+
+    for header, body in c.cfg.loops.items():
+        if header not in c.block_div.split_blocks:
+            continue
+        for x in body:
+            for ins in c.cfg.blocks[x].instrs:
+                if ins.op in ("ld", "ldu") and observes_others(ins) and space_of(ins) in ("shared", "generic"):
+                    raise UnsupportedError(
+                        "a loop that waits for another thread of the block (this Vulkan device runs "
+                        "a workgroup's threads in lock step, so they cannot make progress "
+                        "independently)", ins.line, ins.text())
+    return c
+
+
+def infer_spaces(c: Compilation) -> Compilation:
+    c.spaces = spaces_pass.analyze(c.fn)
+    return c
+
+
+def layout(c: Compilation) -> Compilation:
+    c.plan = KernelPlan(c.ptx, c.fn, c.block, c.dyn_smem, c.caps, c.cfg, c.div, c.block_div, c.spaces)
+    plan_layout(c.plan)
+    return c
+
+
+def lower(c: Compilation) -> Compilation:
+    c.llmod = VulkanEmitter(c.plan).emit()
+    return c
+
+
+def translate(c: Compilation) -> Compilation:
+    from .spirv.translate import TranslateError
+    from .spirv.translate import translate as to_spirv
+
+    try:
+        c.shader = to_spirv(c.llmod, "main", c.block)
+    except TranslateError as e:
+        raise UnsupportedError(f"internal: SPIR-V translation of {c.kernel} failed: {e}",
+                               e.ptx_line or 0) from e
+    return c
+
+
+#: (name, step, why it is here)
+PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
+    ("inline", inline, "SPIR-V shaders have no call stack: every device function is copied "
+                       "into the kernel first, so later steps see one function"),
+    ("cfg", build_cfg, "basic blocks of the inlined kernel; irreducible flow is refused here"),
+    ("divergence", analyze_divergence, "needs the CFG: which collectives may run with part of a "
+                                       "warp or block (emulated collectives need the whole block)"),
+    ("progress", check_progress, "needs block-level divergence: spin loops between threads of a "
+                                 "block, where the device cannot run them"),
+    ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
+    ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
+    ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
+    ("translate", translate, "cuport's own SPIR-V, control flow structured"),
+]
+
+
+def dump(c: Compilation, step: str) -> str:
+    if step == "inline":
+        return "\n".join(s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ())
+    if step == "cfg":
+        return "\n".join(f"{b.name}: succs={b.succs} instrs={len(b.instrs)}" for b in c.cfg.blocks)
+    if step == "divergence":
+        return (f"varying: {sorted(c.div.varying)}\nsplit blocks (warp): {sorted(c.div.split_blocks)}\n"
+                f"split blocks (block): {sorted(c.block_div.split_blocks)}")
+    if step == "progress":
+        return "no loop waits for another thread of its block"
+    if step == "spaces":
+        return "\n".join(f"{r}: {sorted(s)}" for r, s in sorted(c.spaces.regs.items())) or "every generic access is global"
+    if step == "layout":
+        p = c.plan
+        return (f"shared {p.shared_offsets} static={p.static_shared} dyn@{p.dyn_shared_offset} "
+                f"scratch@{p.scratch_offset} total={p.shared_bytes} words={p.shared_word_bits}\n"
+                f"local {p.local_offsets} bytes={p.local_bytes}\nparams {p.kernel_param_offsets}\n"
+                f"globals {p.global_index}")
+    if step == "lower":
+        return str(c.llmod)
+    if step == "translate":
+        import subprocess  # noqa: PLC0415 (debug output only)
+        import tempfile  # noqa: PLC0415
+
+        with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+            f.write(c.shader.spirv)
+            f.flush()
+            try:
+                return subprocess.run(["spirv-dis", f.name], capture_output=True, text=True).stdout
+            except FileNotFoundError:
+                return f"{len(c.shader.spirv)} bytes of SPIR-V (install spirv-tools for spirv-dis)"
+    raise KeyError(step)
+
+
+def compile_kernel(ptx: ir.Module, kernel: str, block: tuple[int, int, int], dyn_smem: int = 0,
+                   caps: DeviceCaps | None = None, dump_after: str | None = None) -> Compilation:
+    c = Compilation(ptx, kernel, tuple(block), dyn_smem, caps or DeviceCaps())
+    names = [n for n, _, _ in PIPELINE]
+    if dump_after is not None and dump_after not in names:
+        raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(names)}")
+    for name, step, _ in PIPELINE:
+        c = step(c)
+        if name == dump_after:
+            sys.stdout.write(dump(c, name) + "\n")
+            break
+    return c

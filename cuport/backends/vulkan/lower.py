@@ -1,0 +1,778 @@
+"""Lower one PTX kernel to per-invocation llvmlite IR for the Vulkan backend.
+
+One CUDA thread is one invocation. The instruction families of cuport/isa run here in
+scalar mode (`em.vec` is always false), through the lowering interface of isa/api.py that
+this emitter implements; the result is an llvmlite module that follows the conventions of
+backends/vulkan/spirv (translate.py), which cuport then turns into SPIR-V itself:
+
+- registers are Function variables (allocas); a guarded instruction runs inside a branch;
+- the PTX control flow is kept as it is (the translator structures it);
+- global, const and kernel-parameter memory are buffer-device-address pointers
+  (`inttoptr` of the i64 address); shared memory is one Workgroup array of words
+  (`@cuport.shared`), local and call-parameter memory one Function array of words per
+  invocation (`cuport.local`); narrower accesses shift and mask a word, sub-word stores to
+  shared memory are atomic and/or pairs so that neighbours' bytes are never lost;
+- generic addresses of shared and local memory live in windows (layout.py), decided by
+  address-space inference (passes/spaces.py) or, where it cannot decide, at run time;
+- builtins, push constants and SPIR-V instructions are calls of `spv.*` declarations;
+- warp collectives use subgroup operations where the device's subgroups are 32 wide
+  (the subgroup is then the warp); elsewhere they go through workgroup memory, which
+  needs the whole block to reach them together (refused in divergent code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir as ll
+
+from ...isa import registry
+from ...isa.memory import Access, space_of
+from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
+from ...isa.values import Values, float_imm_bits
+from ...passes import cfg as cfgmod
+from ...passes.divergence import Divergence
+from ...passes.spaces import Spaces
+from ...ptx import ir
+from ...ptx.errors import UnsupportedError
+from . import layout as V
+from .lower_sync import SyncOps
+
+SUBGROUP = 3  # SPIR-V Scope Subgroup
+WORKGROUP = 2
+DEVICE = 1
+# SPIR-V memory semantics bits
+SEM_ACQUIRE, SEM_RELEASE, SEM_ACQ_REL = 0x2, 0x4, 0x8
+SEM_UNIFORM, SEM_WORKGROUP = 0x40, 0x100
+SEM_AVAILABLE, SEM_VISIBLE = 0x2000, 0x4000
+_ORDER_SEM = {"monotonic": 0, "acquire": SEM_ACQUIRE, "release": SEM_RELEASE, "acq_rel": SEM_ACQ_REL}
+_SCOPE = {"cta": WORKGROUP, "cluster": DEVICE, "gpu": DEVICE, "sys": DEVICE}
+
+
+@dataclass(frozen=True)
+class DeviceCaps:
+    """What the lowering needs to know about the Vulkan device."""
+
+    subgroup_size: int = 32  # 32: the warp is the subgroup
+    float32_atomic_add: bool = False  # OpAtomicFAddEXT on buffers
+    float32_atomic_add_shared: bool = False
+    float64_atomic_add: bool = False
+    atomic_add_flushes_f32: bool = False  # native f32 atomic add flushes subnormals as PTX's does
+    shader_clock: bool = True
+    float64: bool = True
+    int64_shared_atomics: bool = True
+    fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
+    divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
+    independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
+
+
+@dataclass
+class KernelPlan:
+    """The facts about one kernel specialisation that the emitter and the launcher share."""
+
+    ptx: ir.Module
+    fn: ir.Function  # the kernel, every call inlined
+    block: tuple[int, int, int]
+    dyn_smem: int
+    caps: DeviceCaps
+    cfg: cfgmod.Cfg
+    div: Divergence  # warp-level divergence
+    block_div: Divergence  # block-level (for collectives emulated through workgroup memory)
+    spaces: Spaces
+    shared_offsets: dict[str, int] = field(default_factory=dict)
+    static_shared: int = 0
+    dyn_shared_offset: int = 0
+    local_offsets: dict[str, int] = field(default_factory=dict)
+    local_bytes: int = 0
+    kernel_param_offsets: dict[str, int] = field(default_factory=dict)
+    param_bytes: int = 0
+    global_index: dict[str, int] = field(default_factory=dict)  # module variable → table slot
+    shared_word_bits: int = 32
+    scratch_offset: int = 0  # byte offset of the collectives' scratch in shared memory
+    shared_bytes: int = 0  # everything in the Workgroup array
+
+    @property
+    def nthreads(self) -> int:
+        x, y, z = self.block
+        return x * y * z
+
+
+def _align(off: int, a: int) -> int:
+    a = max(a, 1)
+    return (off + a - 1) // a * a
+
+
+def plan_layout(plan: KernelPlan) -> None:
+    """Offsets of shared, local and parameter memory and of the module's variables."""
+    fn, ptx = plan.fn, plan.ptx
+    off = 0
+    externs = []
+    max_align = 16
+    for v in [v for v in ptx.variables if v.space == "shared"] + [v for v in fn.locals if v.space == "shared"]:
+        if v.name in plan.shared_offsets:
+            continue
+        if v.linkage == "extern" or (v.dims and v.dims[-1] is None):
+            externs.append(v)
+            max_align = max(max_align, v.alignment)
+            continue
+        off = _align(off, v.alignment)
+        plan.shared_offsets[v.name] = off
+        off += v.size
+    plan.static_shared = off
+    plan.dyn_shared_offset = _align(off, max_align)
+    for v in externs:
+        plan.shared_offsets[v.name] = plan.dyn_shared_offset
+    end = plan.dyn_shared_offset + plan.dyn_smem
+    plan.scratch_offset = _align(end, 16)
+    nwarps = (plan.nthreads + 31) // 32
+    ops = {s.op for s in fn.body or () if isinstance(s, ir.Instr)}
+    reds = any(isinstance(s, ir.Instr) and s.op in ("bar", "barrier") and "red" in s.mods for s in fn.body or ())
+    # a word pair per thread (whole warps) for collectives through workgroup memory, then
+    # bar.red's word; nothing when the kernel needs neither
+    scratch = (8 * 32 * nwarps if plan.caps.subgroup_size != 32 and ops & _EMULATED_OPS else 0) \
+        + (64 if reds else 0)
+    plan.shared_bytes = _align(plan.scratch_offset + scratch, 8)
+    off = 0
+    for v in fn.locals:
+        if v.space in ("local", "param"):
+            off = _align(off, max(v.alignment, 4))
+            plan.local_offsets[v.name] = off
+            off += max(v.size, 1)
+    plan.local_bytes = _align(max(off, 4), 8)
+    off = 0
+    for p in fn.params:
+        off = _align(off, p.alignment)
+        plan.kernel_param_offsets[p.name] = off
+        off += p.size
+    plan.param_bytes = off
+    k = 0
+    for v in ptx.variables:
+        if v.space in ("global", "const"):
+            plan.global_index[v.name] = k
+            k += 1
+    if any(isinstance(s, ir.Instr) and s.op in ("atom", "red") and any(t in s.mods for t in ("b64", "u64", "s64", "f64"))
+           and space_of(s) in ("shared", "generic") for s in fn.body or ()):
+        plan.shared_word_bits = 64
+
+
+class VulkanEmitter(Values, SyncOps):
+    """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
+
+    vec = False
+    has_i128 = False  # SPIR-V has no 128-bit integers: isa uses 64-bit pieces
+
+    def __init__(self, plan: KernelPlan) -> None:
+        self.plan = plan
+        self.fn = plan.fn
+        self.llmod = ll.Module(name=plan.fn.name)
+        self.ins: ir.Instr | None = None
+        self._decls: dict[str, ll.Function] = {}
+        self._builtins: dict[str, ll.Value] = {}
+        self.emulated = plan.caps.subgroup_size != 32
+
+    # ================================================================ the function
+    def emit(self) -> ll.Module:
+        plan = self.plan
+        self.llfn = ll.Function(self.llmod, ll.FunctionType(ll.VoidType(), []), name="main")
+        entry = self.llfn.append_basic_block("entry")
+        self.b = b = ll.IRBuilder(entry)
+        self.entry_builder = ll.IRBuilder(entry)
+        wt = ll.IntType(plan.shared_word_bits)
+        nwords = max(plan.shared_bytes * 8 // plan.shared_word_bits, 1)
+        self.shared_word = wt
+        self.shared_arr = ll.ArrayType(wt, nwords)
+        self.shared = ll.GlobalVariable(self.llmod, self.shared_arr, name="cuport.shared", addrspace=3)
+        self.local_arr = ll.ArrayType(I32, plan.local_bytes // 4)
+        self.local = b.alloca(self.local_arr, name="cuport.local")
+        self.regs: dict[str, tuple[ll.Value, ll.Type]] = {}
+        if any(isinstance(s, ir.Instr) and ("cc" in s.mods or s.op in ("addc", "subc", "madc"))
+               for s in self.fn.body or ()):
+            self.fn.regs.setdefault("%__cc", "pred")  # the carry flag (isa/operands.py CARRY)
+        for name, ptype in self.fn.regs.items():
+            if name in self.fn.reg_vec:
+                raise UnsupportedError(f"vector register {name} (.reg .v{self.fn.reg_vec[name]})")
+            t = bits_type(ptype)
+            self.regs[name] = (b.alloca(t, name=name.replace("%", "r_")), t)
+        self.blocks = plan.cfg.blocks
+        self.llblocks = [self.llfn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
+        self.ret_bb = self.llfn.append_basic_block("return")
+        b.branch(self.llblocks[0])
+        for blk in self.blocks:
+            self._emit_block(blk)
+        b.position_at_end(self.ret_bb)
+        b.ret_void()
+        return self.llmod
+
+    def _emit_block(self, blk: cfgmod.Block) -> None:
+        b = self.b
+        b.position_at_end(self.llblocks[blk.index])
+        self.block = blk
+        body = blk.instrs[:-1] if blk.term is not None else blk.instrs
+        for ins in body:
+            self._emit_instr(ins)
+        self.ins = blk.term
+        self._emit_terminator(blk)
+
+    def _guard(self, ins: ir.Instr) -> ll.Value:
+        g = self.read_bits(ins.guard, "pred")
+        return self.b.not_(g) if ins.guard_neg else g
+
+    def _emit_instr(self, ins: ir.Instr) -> None:
+        from ...isa import families  # noqa: F401 (fills the lowering table)
+
+        self.ins = ins
+        lower = registry.LOWERINGS.get(ins.op)
+        if lower is None:
+            raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
+        b = self.b
+        if ins.guard is None:
+            lower(self, ins)
+            return
+        if self.emulated and ins.op in _COLLECTIVES:
+            raise self.error(f"a guarded {ins.op} on a device whose subgroups are not 32 wide "
+                             f"(warp collectives go through workgroup memory there, which needs the "
+                             f"whole block)")
+        then = self.llfn.append_basic_block(f"l{ins.line}")
+        cont = self.llfn.append_basic_block(f"l{ins.line}_")
+        b.cbranch(self._guard(ins), then, cont)
+        b.position_at_end(then)
+        lower(self, ins)
+        b.branch(cont)
+        b.position_at_end(cont)
+
+    # ================================================================ terminators
+    def _emit_terminator(self, blk: cfgmod.Block) -> None:
+        t = blk.term
+        b = self.b
+        succ = [self.llblocks[s] for s in blk.succs]
+        if t is None:
+            b.branch(succ[0])
+            return
+        if t.op == "bra":
+            if t.guard is not None and len(succ) == 2:
+                b.cbranch(self._guard(t), succ[0], succ[1])
+            else:
+                b.branch(succ[0])
+            return
+        if t.op in ("ret", "exit"):
+            if t.guard is not None:
+                b.cbranch(self._guard(t), self.ret_bb, succ[0])
+            else:
+                b.branch(self.ret_bb)
+            return
+        if t.op == "trap":
+            def fail() -> None:
+                self.record_failure(V.ERR_TRAP)
+                b.branch(self.ret_bb)
+            if t.guard is not None:
+                go = self.llfn.append_basic_block("trap")
+                b.cbranch(self._guard(t), go, succ[0])
+                b.position_at_end(go)
+            fail()
+            return
+        if cfgmod.is_barrier(t):
+            if t.guard is not None:
+                raise self.error("a guarded CTA barrier")
+            if blk.index in self.plan.block_div.split_blocks and not self.plan.caps.divergent_barriers:
+                raise self.error("a CTA barrier in code that part of the block may skip (a "
+                                 "barrier in divergent code: this Vulkan device's barriers need "
+                                 "the whole workgroup)")
+            self.barrier(t)
+            b.branch(succ[0])
+            return
+        raise self.error(f"the control instruction {t.op}")
+
+    # ================================================================ the lowering interface
+    @property
+    def module(self) -> ll.Module:
+        return self.llmod
+
+    @property
+    def ptx(self) -> ir.Module:
+        return self.plan.ptx
+
+    def error(self, message: str) -> UnsupportedError:
+        ins = self.ins
+        return UnsupportedError(message, ins.line if ins else 0, ins.text() if ins else "")
+
+    def is_kernel_param(self, name: str) -> bool:
+        return name in self.plan.kernel_param_offsets
+
+    def declare(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+        f = self._decls.get(name)
+        if f is None:
+            f = self.llmod.globals.get(name)
+            if f is None:
+                f = ll.Function(self.llmod, ll.FunctionType(ret, args), name=name)
+            self._decls[name] = f
+        return f
+
+    def spv(self, op: str, ret: ll.Type, args: list[ll.Value], tag: str = "") -> ll.Value:
+        """The SPIR-V instruction `op` (an escape call, see spirv/translate.py)."""
+        key = ".".join(x for x in (f"spv.{op}", tag, mangle(ret) if not isinstance(ret, ll.VoidType) else "v",
+                                   *(_tname(a.type) for a in args)) if x)
+        f = self.declare(key, ret, [a.type for a in args])
+        return self.b.call(f, args)
+
+    def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
+                  ret: ll.Type | None = None) -> ll.Value:
+        if name == "llvm.fma" and not self.plan.caps.fused_fma:
+            from ...isa import fprt
+
+            return fprt.fma_unfused_device(self, *args)
+        if overload is None:
+            overload = [args[0].type]
+        full = name + "".join("." + mangle(t) for t in overload)
+        rt = ret if ret is not None else args[0].type
+        return self.b.call(self.declare(full, rt, [a.type for a in args]), args)
+
+    def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
+        eb = ll.IRBuilder(self.llfn.entry_basic_block)
+        eb.position_at_start(self.llfn.entry_basic_block)
+        return eb.alloca(t, name=name)
+
+    def read(self, op, ptype: str) -> ll.Value:
+        return self.to_value(self.read_bits(op, ptype), ptype)
+
+    def read_bits(self, op, ptype: str) -> ll.Value:
+        b = self.b
+        want = bits_type(ptype)
+        if isinstance(op, ir.Reg):
+            if op.name not in self.regs:
+                raise self.error(f"the register {op.name} is not declared")
+            slot, _ = self.regs[op.name]
+            return self._resize(b.load(slot), want, ptype[0] == "s")
+        if isinstance(op, ir.Imm):
+            return self.const_int(want.width, op.value)
+        if isinstance(op, ir.FImm):
+            return self.const_int(want.width, float_imm_bits(op, ptype))
+        if isinstance(op, ir.Not):
+            return b.not_(self.read_bits(op.reg, "pred"))
+        if isinstance(op, ir.Special):
+            return self._resize(self.special(op.name), want, False)
+        if isinstance(op, (ir.Sym, ir.SymAddr)):
+            return self._resize(self.symbol_value(op), want, False)
+        raise self.error(f"an operand of an unsupported kind ({ir.format_operand(op)})")
+
+    def write(self, op, ptype: str, value: ll.Value, signed: bool | None = None) -> None:
+        if isinstance(op, ir.Sink):
+            return
+        if not isinstance(op, ir.Reg):
+            raise self.error(f"a destination that is not a register ({ir.format_operand(op)})")
+        slot, t = self.regs[op.name]
+        v = self.to_bits(value, ptype)
+        self.b.store(self._resize(v, t, ptype[0] == "s" if signed is None else signed), slot)
+
+    # ---------------------------------------------------------------- builtins and push constants
+    def builtin(self, name: str) -> ll.Value:
+        """A BuiltIn input (`LocalInvocationId.x`, `SubgroupSize`, ...), read once in the entry."""
+        v = self._builtins.get(name)
+        if v is None:
+            f = self.declare(f"spv.builtin.{name}", I32, [])
+            v = self.entry_builder.call(f, [])
+            self._builtins[name] = v
+        return v
+
+    def push(self, name: str) -> ll.Value:
+        off, t = V.PUSH[name]
+        lt = I64 if t == "u64" else I32
+        key = f"push.{name}"
+        v = self._builtins.get(key)
+        if v is None:
+            f = self.declare(f"spv.push.{mangle(lt)}", lt, [I32])
+            v = self.entry_builder.call(f, [ll.Constant(I32, off)])
+            self._builtins[key] = v
+        return v
+
+    def linear_tid(self) -> ll.Value:
+        return self.builtin("LocalInvocationIndex")
+
+    def special(self, name: str) -> ll.Value:
+        b = self.b
+        nx, ny, nz = self.plan.block
+        c = self.const_int
+        if name in ("%tid.x", "%tid.y", "%tid.z"):
+            k = name[-1]
+            if {"x": nx, "y": ny, "z": nz}[k] == 1:
+                return c(32, 0)
+            return self.builtin(f"LocalInvocationId.{k}")
+        if name.startswith("%ntid."):
+            return c(32, {"x": nx, "y": ny, "z": nz}[name[-1]])
+        if name.startswith("%ctaid."):
+            return self.builtin(f"WorkgroupId.{name[-1]}")  # vkCmdDispatchBase offsets included
+        if name.startswith("%nctaid."):
+            return self.push(f"grid_{name[-1]}")
+        if name == "%laneid":
+            return b.and_(self.linear_tid(), c(32, 31))
+        if name == "%warpid":
+            return b.lshr(self.linear_tid(), c(32, 5))
+        if name == "%nwarpid":
+            return c(32, (self.plan.nthreads + 31) // 32)
+        if name.startswith("%lanemask_"):
+            kind = name[len("%lanemask_"):]
+            bit = b.shl(c(32, 1), self.special("%laneid"))
+            below = b.sub(bit, c(32, 1))
+            return {"eq": lambda: bit, "lt": lambda: below, "le": lambda: b.or_(bit, below),
+                    "gt": lambda: b.not_(b.or_(bit, below)), "ge": lambda: b.not_(below)}[kind]()
+        if name in ("%clock", "%clock_hi", "%clock64"):
+            if not self.plan.caps.shader_clock:
+                raise self.error(f"{name}: the device has no shader clock (VK_KHR_shader_clock)")
+            t = self.spv("OpReadClockKHR", I64, [ll.Constant(I32, SUBGROUP)])
+            if name == "%clock":
+                return b.trunc(t, I32)
+            if name == "%clock_hi":
+                return b.trunc(b.lshr(t, c(64, 32)), I32)
+            return t
+        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+            raise self.error(f"{name}: Vulkan shaders have no nanosecond clock")
+        if name == "%dynamic_smem_size":
+            return c(32, self.plan.dyn_smem)
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            return c(32, self.plan.static_shared + self.plan.dyn_smem)
+        if name == "%smid":
+            return c(32, 0)
+        if name == "%nsmid":
+            return c(32, 1)
+        if name == "%gridid":
+            return c(64, 0)
+        if name in ("%envreg1", "%envreg2"):
+            ws = self.push("grid_workspace")
+            if name == "%envreg1":
+                ws = b.lshr(ws, c(64, 32))
+            return b.trunc(ws, I32)
+        if name.startswith("%envreg"):
+            return c(32, 0)
+        raise self.error(f"the special register {name} is not supported")
+
+    # ---------------------------------------------------------------- symbols
+    def global_address(self, name: str) -> ll.Value:
+        """The device address of a module `.global`/`.const` variable (from the globals table)."""
+        b = self.b
+        slot = self.plan.global_index[name]
+        p = b.inttoptr(b.add(self.push("globals"), ll.Constant(I64, 8 * slot)), PTR)
+        return b.load(p, typ=I64, align=8)
+
+    def symbol_value(self, op) -> ll.Value:
+        name = op.name
+        offset = getattr(op, "offset", 0)
+        b = self.b
+        plan = self.plan
+        if name in plan.local_offsets:
+            return ll.Constant(I64, plan.local_offsets[name] + offset)
+        if name in plan.shared_offsets:
+            return ll.Constant(I64, plan.shared_offsets[name] + offset)
+        if name in plan.global_index:
+            return b.add(self.global_address(name), ll.Constant(I64, offset))
+        if name in plan.kernel_param_offsets:
+            return b.add(self.push("params"), ll.Constant(I64, plan.kernel_param_offsets[name] + offset))
+        if name in plan.ptx.functions:
+            raise self.error(f"the address of the function {name} (function pointers are not "
+                             "supported on the Vulkan backend)")
+        raise self.error(f"the symbol {name} is not declared")
+
+    # ---------------------------------------------------------------- memory
+    def address(self, mem: ir.Mem, space: str) -> ll.Value:
+        """The i64 address of a memory operand in `space` (param: a kernel parameter's
+        global address; a call parameter's local offset)."""
+        base = mem.base
+        if isinstance(base, ir.Reg):
+            a = self.read_bits(base, "u64")
+        elif isinstance(base, ir.Sym):
+            a = self.symbol_value(ir.SymAddr(base.name, 0))
+        else:
+            a = ll.Constant(I64, 0)
+        return self.b.add(a, ll.Constant(I64, mem.offset)) if mem.offset else a
+
+    def _space_for(self, acc_space: str, mem: ir.Mem) -> frozenset[str] | str:
+        """Where an access goes: one space, or the set a generic address may point into."""
+        if acc_space == "param":
+            base = mem.base
+            if isinstance(base, ir.Sym) and base.name in self.plan.local_offsets:
+                return "local"
+            return "global"  # kernel parameters live in a device buffer
+        if acc_space == "const":
+            return "global"
+        if acc_space != "generic":
+            return acc_space
+        sp = self.plan.spaces.of(mem)
+        return next(iter(sp)) if len(sp) == 1 else sp
+
+    def load_elements(self, acc: Access) -> list[ll.Value]:
+        a = self.address(acc.mem, acc.space)
+        where = self._space_for(acc.space, acc.mem)
+        n = len(acc.items)
+        et = bits_type(acc.t)
+
+        def go(space: str, addr: ll.Value) -> list[ll.Value]:
+            if space == "global":
+                return self._global_load(addr, et, acc, n)
+            return [self._word_load(space, self._offset(space, addr, i * acc.size), et) for i in range(n)]
+
+        return self._by_space(where, a, go, [et] * n)
+
+    def store_elements(self, acc: Access, vals: list[ll.Value]) -> None:
+        a = self.address(acc.mem, acc.space)
+        where = self._space_for(acc.space, acc.mem)
+
+        def go(space: str, addr: ll.Value) -> list[ll.Value]:
+            if space == "global":
+                self._global_store(addr, vals, acc)
+            else:
+                for i, v in enumerate(vals):
+                    self._word_store(space, self._offset(space, addr, i * acc.size), v)
+            return []
+
+        self._by_space(where, a, go, [])
+
+    def _offset(self, space: str, addr: ll.Value, off: int) -> ll.Value:
+        return self.b.add(addr, ll.Constant(addr.type, off)) if off else addr
+
+    def _by_space(self, where, a: ll.Value, go, types: list[ll.Type]) -> list[ll.Value]:
+        """Run `go(space, address)` for the one space `where` names, or test the generic
+        address `a` against the windows of the spaces it may point into."""
+        if isinstance(where, str):
+            return go(where, a)
+        b = self.b
+        order = [s for s in ("shared", "local") if s in where] + (["global"] if "global" in where else [])
+        slots = [self.entry_alloca(t, "gen") for t in types]
+        done = self.llfn.append_basic_block("gen_done")
+        for k, space in enumerate(order):
+            last = k == len(order) - 1
+            if not last:
+                hit = self.llfn.append_basic_block(f"gen_{space}")
+                miss = self.llfn.append_basic_block(f"gen_not_{space}")
+                b.cbranch(self._in_window(space, a), hit, miss)
+                b.position_at_end(hit)
+            local_a = a if space == "global" else b.sub(a, ll.Constant(I64, _WINDOW[space]))
+            for s, v in zip(slots, go(space, local_a), strict=True):
+                b.store(v, s)
+            b.branch(done)
+            if not last:
+                b.position_at_end(miss)
+        b.position_at_end(done)
+        return [b.load(s) for s in slots]
+
+    def _in_window(self, space: str, a: ll.Value) -> ll.Value:
+        b = self.b
+        size = self.plan.shared_bytes if space == "shared" else self.plan.local_bytes
+        return b.icmp_unsigned("<", b.sub(a, ll.Constant(I64, _WINDOW[space])), ll.Constant(I64, size))
+
+    def _global_ptr(self, a: ll.Value) -> ll.Value:
+        return self.b.inttoptr(a, PTR)
+
+    def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
+        b = self.b
+        size = acc.size
+        if acc.order is not None and et.width in (32, 64):
+            sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
+            out = []
+            for i in range(n):
+                p = self._global_ptr(self._offset("global", a, i * size))
+                out.append(self.spv("OpAtomicLoad", et, [p, _c32(DEVICE), _c32(sem | (SEM_UNIFORM if sem else 0))], "g"))
+            return out
+        if n in (2, 4) and et.width in (32, 64) and acc.order is None and not acc.volatile:
+            vt = ll.VectorType(et, n)
+            v = b.load(self._global_ptr(a), typ=vt, align=size * n)
+            return [b.extract_element(v, ll.Constant(I32, i)) for i in range(n)]
+        out = []
+        for i in range(n):
+            ld = b.load(self._global_ptr(self._offset("global", a, i * size)), typ=et, align=size)
+            if acc.volatile or acc.order is not None:
+                ld.volatile = True
+            out.append(ld)
+        return out
+
+    def _global_store(self, a: ll.Value, vals: list[ll.Value], acc: Access) -> None:
+        b = self.b
+        size = acc.size
+        et = vals[0].type
+        n = len(vals)
+        if acc.order is not None and et.width in (32, 64):
+            sem = _ORDER_SEM["release" if acc.order in ("release", "acq_rel") else "monotonic"]
+            for i, v in enumerate(vals):
+                p = self._global_ptr(self._offset("global", a, i * size))
+                self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(sem | (SEM_UNIFORM if sem else 0)), v], "g")
+            return
+        if n in (2, 4) and et.width in (32, 64) and not acc.volatile:
+            vt = ll.VectorType(et, n)
+            v = ll.Constant(vt, ll.Undefined)
+            for i, x in enumerate(vals):
+                v = b.insert_element(v, x, ll.Constant(I32, i))
+            b.store(v, self._global_ptr(a), align=size * n)
+            return
+        for i, v in enumerate(vals):
+            st = b.store(v, self._global_ptr(self._offset("global", a, i * size)), align=size)
+            if acc.volatile or acc.order is not None:
+                st.volatile = True
+
+    # words of shared (Workgroup) and local (Function) memory
+    def _word_ptr(self, space: str, index: ll.Value) -> ll.Value:
+        b = self.b
+        zero = ll.Constant(I32, 0)
+        if space == "shared":
+            p = b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
+            p.type = ll.PointerType(addrspace=3)  # llvmlite types it as the array's pointer
+        else:
+            p = b.gep(self.local, [zero, index], source_etype=self.local_arr)
+            p.type = PTR
+        return p
+
+    def _word_bits(self, space: str) -> int:
+        return self.shared_word.width if space == "shared" else 32
+
+    def _split(self, space: str, a: ll.Value) -> tuple[ll.Value, ll.Value]:
+        """(word index, bit offset inside the word) of byte address `a` (i64 or i32)."""
+        b = self.b
+        a32 = b.trunc(a, I32) if a.type.width > 32 else a
+        wb = self._word_bits(space)
+        shift = 2 if wb == 32 else 3
+        idx = b.lshr(a32, ll.Constant(I32, shift))
+        bit = b.shl(b.and_(a32, ll.Constant(I32, wb // 8 - 1)), ll.Constant(I32, 3))
+        return idx, bit
+
+    def _word_load(self, space: str, a: ll.Value, et: ll.Type) -> ll.Value:
+        b = self.b
+        wb = self._word_bits(space)
+        wt = ll.IntType(wb)
+        if et.width > wb:  # 64-bit value in 32-bit words
+            lo = self._word_load(space, a, I32)
+            hi = self._word_load(space, self._offset(space, a, 4), I32)
+            return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ll.Constant(I64, 32)))
+        idx, bit = self._split(space, a)
+        w = b.load(self._word_ptr(space, idx), typ=wt, align=wb // 8)
+        if et.width == wb:
+            return w
+        return b.trunc(b.lshr(w, b.zext(bit, wt) if wb > 32 else bit), et)
+
+    def _word_store(self, space: str, a: ll.Value, v: ll.Value) -> None:
+        b = self.b
+        wb = self._word_bits(space)
+        wt = ll.IntType(wb)
+        if v.type.width > wb:
+            self._word_store(space, a, b.trunc(v, I32))
+            self._word_store(space, self._offset(space, a, 4), b.trunc(b.lshr(v, ll.Constant(I64, 32)), I32))
+            return
+        idx, bit = self._split(space, a)
+        p = self._word_ptr(space, idx)
+        if v.type.width == wb:
+            b.store(v, p, align=wb // 8)
+            return
+        sh = b.zext(bit, wt) if wb > 32 else bit
+        mask = b.shl(ll.Constant(wt, (1 << v.type.width) - 1), sh)
+        val = b.shl(b.zext(v, wt), sh)
+        if space == "local":  # private: a plain read-modify-write
+            w = b.load(p, typ=wt, align=wb // 8)
+            b.store(b.or_(b.and_(w, b.not_(mask)), val), p, align=wb // 8)
+            return
+        # shared: the bytes beside this one may be written by other threads meanwhile
+        self.spv("OpAtomicAnd", wt, [p, _c32(WORKGROUP), _c32(0), b.not_(mask)], "s")
+        self.spv("OpAtomicOr", wt, [p, _c32(WORKGROUP), _c32(0), val], "s")
+
+    def in_space(self, space: str, a: ll.Value) -> ll.Value:
+        b = self.b
+        if space in ("shared", "local"):
+            return self._in_window(space, a)
+        if space == "global":
+            return b.not_(b.or_(self._in_window("shared", a), self._in_window("local", a)))
+        if space == "param":
+            lo = self.push("params")
+            return b.icmp_unsigned("<", b.sub(a, lo), ll.Constant(I64, max(self.plan.param_bytes, 1)))
+        if space == "const":
+            r = ll.Constant(I1, 0)
+            for v in self.plan.ptx.variables:
+                if v.space == "const":
+                    g = self.global_address(v.name)
+                    r = b.or_(r, b.icmp_unsigned("<", b.sub(a, g), ll.Constant(I64, max(v.size, 1))))
+            return r
+        raise self.error(f"isspacep.{space}")
+
+    def cvta(self, space: str, a: ll.Value, to_space: bool) -> ll.Value:
+        b = self.b
+        if space not in ("shared", "local"):
+            return a  # global, const and param addresses are generic already
+        base = ll.Constant(I64, _WINDOW[space])
+        if to_space:
+            return b.sub(a, base)
+        return b.add(b.and_(a, ll.Constant(I64, 0xFFFFFFFF)), base)
+
+    def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
+        """A load of `t` from the address `ptrs` (an i64 of address(), global or kernel param)."""
+        ld = self.b.load(self._global_ptr(ptrs), typ=t, align=align)
+        if volatile:
+            ld.volatile = True
+        return ld
+
+    def store(self, ptrs: ll.Value, value: ll.Value, align: int, volatile: bool = False) -> None:
+        st = self.b.store(value, self._global_ptr(ptrs), align=align)
+        if volatile:
+            st.volatile = True
+
+    def offset_ptrs(self, ptrs: ll.Value, offset: int) -> ll.Value:
+        return self._offset("global", ptrs, offset)
+
+    # ---------------------------------------------------------------- rounding
+    def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
+        from ...isa import fprt
+
+        return fprt.directed_f64_emulated(self, op, args, mode)
+
+    # ---------------------------------------------------------------- failures and per-thread code
+    def record_failure(self, kind: int, arg: ll.Value | None = None,
+                       extra: dict[str, ll.Value] | None = None) -> None:
+        """The first failing thread records the failure in the launch's status record."""
+        b = self.b
+        st = self.push("status")
+        p = b.inttoptr(st, PTR)
+        old = self.spv("OpAtomicCompareExchange", I32, [p, _c32(DEVICE), _c32(0), _c32(0),
+                                                         _c32(kind), _c32(0)], "g")
+        won = b.icmp_unsigned("==", old, ll.Constant(I32, 0))
+        with b.if_then(won):
+            def put(name: str, v: ll.Value) -> None:
+                q = b.inttoptr(b.add(st, ll.Constant(I64, V.STATUS[name])), PTR)
+                b.store(v, q, align=v.type.width // 8)
+
+            put("line", ll.Constant(I32, self.ins.line if self.ins else 0))
+            for k in "xyz":
+                put(f"ctaid_{k}", self.special(f"%ctaid.{k}"))
+                put(f"tid_{k}", self.special(f"%tid.{k}"))
+            if arg is not None:
+                put("arg", arg)
+            for name, v in (extra or {}).items():
+                put(name, v)
+            put("done", ll.Constant(I32, 1))
+
+    def fail_if(self, bad: ll.Value, kind: str) -> None:
+        b = self.b
+        go = self.llfn.append_basic_block("fail")
+        ok = self.llfn.append_basic_block("no_fail")
+        b.cbranch(bad, go, ok)
+        b.position_at_end(go)
+        self.record_failure(V.FAILURE_KINDS[kind])
+        b.branch(self.ret_bb)
+        b.position_at_end(ok)
+
+    def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
+        return body(args)  # a guarded instruction already runs inside its branch
+
+    def emit_call(self, ins: ir.Instr) -> None:
+        from . import calls
+
+        calls.lower_call(self, ins)
+
+
+_WINDOW = {"shared": V.SHARED_WINDOW, "local": V.LOCAL_WINDOW}
+_EMULATED_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
+_COLLECTIVES = {"shfl", "vote", "match", "redux", "activemask", "elect"}
+
+
+def _c32(v: int) -> ll.Constant:
+    return ll.Constant(I32, v)
+
+
+def _tname(t: ll.Type) -> str:
+    if isinstance(t, ll.PointerType):
+        return f"p{t.addrspace}"
+    return mangle(t)
+
+
+__all__ = ["DeviceCaps", "KernelPlan", "VulkanEmitter", "plan_layout", "F32", "F64", "I8", "I16"]

@@ -1,0 +1,362 @@
+"""The Vulkan emitter's atomics, CTA barriers and warp primitives (isa/api.py).
+
+Atomics are SPIR-V atomic instructions on buffer-device-address pointers (global) or on the
+Workgroup word array (shared), with the PTX scope and ordering; what SPIR-V has no
+instruction for (inc/dec with PTX's wrap, f16/bf16 adds, 16-bit cas, f32/f64 adds where the
+device lacks float atomics, or where its f32 add would not flush subnormals as PTX's global
+one does) is a compare-and-swap loop around isa.atomics.combine, the same semantics the
+CPU backend uses.
+
+Warp collectives: where the device runs 32-wide subgroups (NVIDIA; AMD and Apple on
+request) a warp is a subgroup and a collective is a subgroup operation over the invocations
+that execute it. Elsewhere (lavapipe's subgroups are 8 wide) every thread writes its value to
+workgroup memory, the block meets at a barrier and reads its warp's values back: correct
+only when the whole block reaches the collective together, so a collective in code that may
+run with part of the block is refused (naming the instruction), as is a guarded one.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ...isa.atomics import Atomic, combine
+from ...isa.types import F32, F64, I1, I32, I64, PTR
+from ...ptx import ir
+from ...ptx.ir import TYPE_BITS
+from . import layout as V
+
+SUBGROUP, WORKGROUP, DEVICE = 3, 2, 1
+SEM_ACQUIRE, SEM_RELEASE, SEM_ACQ_REL = 0x2, 0x4, 0x8
+SEM_UNIFORM, SEM_WORKGROUP = 0x40, 0x100
+SEM_AVAILABLE, SEM_VISIBLE = 0x2000, 0x4000
+_ORDER_SEM = {"monotonic": 0, "acquire": SEM_ACQUIRE, "release": SEM_RELEASE, "acq_rel": SEM_ACQ_REL}
+_SCOPE = {"cta": WORKGROUP, "cluster": DEVICE, "gpu": DEVICE, "sys": DEVICE}
+#: (op, kind) → the SPIR-V atomic that does it exactly; kind s/u/b
+_NATIVE = {
+    ("add", "u"): "OpAtomicIAdd", ("add", "s"): "OpAtomicIAdd",
+    ("min", "s"): "OpAtomicSMin", ("min", "u"): "OpAtomicUMin",
+    ("max", "s"): "OpAtomicSMax", ("max", "u"): "OpAtomicUMax",
+    ("and", "b"): "OpAtomicAnd", ("or", "b"): "OpAtomicOr", ("xor", "b"): "OpAtomicXor",
+    ("exch", "b"): "OpAtomicExchange", ("exch", "u"): "OpAtomicExchange", ("exch", "s"): "OpAtomicExchange",
+}
+#: redux/isa reduction name → the subgroup reduction
+_GROUP_REDUCE = {"add": "OpGroupNonUniformIAdd", "umin": "OpGroupNonUniformUMin",
+                 "umax": "OpGroupNonUniformUMax", "smin": "OpGroupNonUniformSMin",
+                 "smax": "OpGroupNonUniformSMax", "and": "OpGroupNonUniformBitwiseAnd",
+                 "or": "OpGroupNonUniformBitwiseOr", "xor": "OpGroupNonUniformBitwiseXor"}
+_REDUCE = 0  # GroupOperation Reduce
+_COLLECTIVE_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
+
+
+def _c32(v: int) -> ll.Constant:
+    return ll.Constant(I32, v & 0xFFFFFFFF)
+
+
+class SyncOps:
+    """Mixin of the VulkanEmitter."""
+
+    # ================================================================ atomics
+    def atomic(self, a: Atomic) -> ll.Value | None:
+        where = self._space_for(a.space, a.mem)
+        addr = self.address(a.mem, a.space)
+        et = ll.IntType(TYPE_BITS[a.t])
+        if et.width > 64:
+            raise self.error(f"a {et.width}-bit atomic")
+        (old,) = self._by_space(where, addr, lambda space, ad: [self._atomic_at(space, ad, a, et)], [et])
+        return old if a.wants_old else None
+
+    def _atomic_at(self, space: str, ad: ll.Value, a: Atomic, et: ll.IntType) -> ll.Value:
+        b = self.b
+        shared = space == "shared"
+        if space not in ("shared", "global"):
+            raise self.error(f"an atomic on {space} memory")
+        scope = WORKGROUP if shared else _SCOPE[a.scope]
+        sem = _ORDER_SEM[a.order]
+        if sem:
+            sem |= SEM_WORKGROUP if shared else SEM_UNIFORM
+        kind = "f" if a.t in ("f32", "f64") else ("h" if a.t[0] in "fb" and "16" in a.t else a.t[0])
+        word = self.shared_word.width if shared else et.width
+        native = _NATIVE.get((a.op, kind))
+        if et.width in (32, 64) and word == et.width:
+            p = self._word_ptr(space, self._split(space, ad)[0]) if shared else b.inttoptr(ad, PTR)
+            tag = "s" if shared else "g"
+            if native is not None:
+                return self.spv(native, et, [p, _c32(scope), _c32(sem), a.v], tag)
+            if a.op == "cas":
+                fail = sem & ~(SEM_RELEASE | SEM_ACQ_REL) | (SEM_ACQUIRE if sem & SEM_ACQ_REL else 0)
+                return self.spv("OpAtomicCompareExchange", et, [p, _c32(scope), _c32(sem), _c32(fail), a.c, a.v], tag)
+            caps = self.plan.caps
+            if a.op == "add" and kind == "f":
+                ft = F32 if a.t == "f32" else F64
+                ok = (caps.float32_atomic_add_shared if shared else caps.float32_atomic_add) \
+                    if a.t == "f32" else (caps.float64_atomic_add and not shared)
+                if a.t == "f32" and not shared and not caps.atomic_add_flushes_f32:
+                    ok = False  # PTX's global f32 add flushes subnormals: do it exactly
+                if ok:
+                    r = self.spv("OpAtomicFAddEXT", ft, [p, _c32(scope), _c32(sem), b.bitcast(a.v, ft)], tag)
+                    return b.bitcast(r, et)
+            ftz = ll.Constant(I1, 1) if (a.op == "add" and a.t == "f32" and not shared) else None
+            return self._cas_loop(p, tag, et, scope, sem, lambda old: combine(b, a.op, a.t, old, a.v, a.c, ftz))
+        # a narrower value inside a word (16-bit cas/adds, 32-bit ops on 64-bit shared words)
+        if shared:
+            idx, bit = self._split(space, ad)
+            p = self._word_ptr(space, idx)
+            wt = self.shared_word
+            tag = "s"
+        else:
+            p = b.inttoptr(b.and_(ad, ll.Constant(I64, ~3)), PTR)
+            bit = b.shl(b.trunc(b.and_(ad, ll.Constant(I64, 3)), I32), _c32(3))
+            wt = I32
+            tag = "g"
+        sh = b.zext(bit, wt) if wt.width > 32 else bit
+        mask = ll.Constant(wt, (1 << et.width) - 1)
+
+        def update(w: ll.Value) -> ll.Value:
+            old = b.trunc(b.lshr(w, sh), et)
+            new = combine(b, a.op, a.t, old, a.v, a.c, None)
+            return b.or_(b.and_(w, b.not_(b.shl(mask, sh))), b.shl(b.zext(new, wt), sh))
+
+        w = self._cas_loop(p, tag, wt, scope, sem, update)
+        return b.trunc(b.lshr(w, sh), et)
+
+    def _cas_loop(self, p: ll.Value, tag: str, t: ll.IntType, scope: int, sem: int, new_of) -> ll.Value:
+        """Atomically replace *p by new_of(old); the old value."""
+        b = self.b
+        pre = b.block
+        first = self.spv("OpAtomicLoad", t, [p, _c32(scope), _c32(0)], tag)
+        loop = self.llfn.append_basic_block("cas")
+        done = self.llfn.append_basic_block("cas_done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        old = b.phi(t)
+        old.add_incoming(first, pre)
+        new = new_of(old)
+        fail = sem & ~(SEM_RELEASE | SEM_ACQ_REL)
+        got = self.spv("OpAtomicCompareExchange", t, [p, _c32(scope), _c32(sem), _c32(fail), new, old], tag)
+        old.add_incoming(got, b.block)
+        b.cbranch(b.icmp_unsigned("==", got, old), done, loop)
+        b.position_at_end(done)
+        return old
+
+    # ================================================================ CTA barriers
+    def control_barrier(self) -> None:
+        sem = SEM_ACQ_REL | SEM_WORKGROUP | SEM_UNIFORM | SEM_AVAILABLE | SEM_VISIBLE
+        self.spv("OpControlBarrier", ll.VoidType(), [_c32(WORKGROUP), _c32(WORKGROUP), _c32(sem)])
+
+    def barrier(self, t: ir.Instr) -> None:
+        """bar.sync / barrier.sync / bar.red: the whole block meets (named barriers and thread
+        counts only where they mean the whole block)."""
+        args = list(t.args)
+        red = "red" in t.mods
+        dst = args.pop(0) if red else None
+        cond = args.pop() if red else None
+        if not args or not isinstance(args[0], ir.Imm):
+            raise self.error("a CTA barrier whose number is not an immediate")
+        if len(args) > 1:
+            n = args[1]
+            need = (self.plan.nthreads + 31) // 32 * 32
+            if not isinstance(n, ir.Imm) or n.value not in (self.plan.nthreads, need):
+                raise self.error("a CTA barrier for part of the block (a thread count)")
+        if args[0].value != 0 and self._barrier_ids() != {args[0].value}:
+            raise self.error("named barriers (several barrier numbers in one kernel)")
+        if not red:
+            self.control_barrier()
+            return
+        self._barrier_reduce(t, dst, cond)
+
+    def _barrier_ids(self) -> set[int]:
+        from ...passes.cfg import is_barrier
+
+        ids = set()
+        for s in self.fn.body or ():
+            if isinstance(s, ir.Instr) and is_barrier(s):
+                a = s.args[1] if "red" in s.mods else s.args[0]
+                ids.add(a.value if isinstance(a, ir.Imm) else -1)
+        return ids
+
+    def _barrier_reduce(self, t: ir.Instr, dst, cond) -> None:
+        b = self.b
+        op = next((m for m in t.mods if m in ("popc", "and", "or")), None)
+        if op is None:
+            raise self.error("bar.red without .popc, .and or .or")
+        c = self.read_bits(cond, "pred")
+        slot = ll.Constant(I64, self.plan.shared_bytes - 64)  # bar.red's word: the scratch's last
+        wt = self.shared_word
+        p = self._word_ptr("shared", self._split("shared", slot)[0])
+        self.control_barrier()
+        with b.if_then(b.icmp_unsigned("==", self.linear_tid(), _c32(0))):
+            b.store(ll.Constant(wt, 1 if op == "and" else 0), p)
+        self.control_barrier()
+        if op == "popc":
+            with b.if_then(c):
+                self.spv("OpAtomicIAdd", wt, [p, _c32(WORKGROUP), _c32(0), ll.Constant(wt, 1)], "s")
+        elif op == "and":
+            with b.if_then(b.not_(c)):
+                self.spv("OpAtomicAnd", wt, [p, _c32(WORKGROUP), _c32(0), ll.Constant(wt, 0)], "s")
+        else:
+            with b.if_then(c):
+                self.spv("OpAtomicOr", wt, [p, _c32(WORKGROUP), _c32(0), ll.Constant(wt, 1)], "s")
+        self.control_barrier()
+        r = b.load(p, typ=wt)
+        if op == "popc":
+            self.write(dst, "u32", b.trunc(r, I32) if wt.width > 32 else r)
+        else:
+            self.write(dst, "pred", b.icmp_unsigned("!=", r, ll.Constant(wt, 0)))
+
+    # ================================================================ warp primitives
+    def begin_collective(self) -> None:
+        if self.ins.op == "wmma":
+            raise self.error("wmma (tensor-core fragments) on the Vulkan backend")
+        if self.ins.op not in _COLLECTIVE_OPS:
+            return  # atomics: each thread acts for itself
+        if self.emulated and self.block.index in self.plan.block_div.split_blocks:
+            raise self.error(
+                f"a warp collective ({self.ins.op}) in code that part of the block may skip, on a "
+                f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it runs "
+                "through workgroup memory there and needs the whole block)")
+
+    def broadcast(self, v: ll.Value) -> ll.Value:
+        return v
+
+    def warp_lane(self) -> ll.Value:
+        return self.special("%laneid")
+
+    def _warp_base(self) -> ll.Value:
+        return self.b.and_(self.linear_tid(), _c32(~31))
+
+    def warp_executing(self) -> ll.Value:
+        b = self.b
+        if not self.emulated:
+            return self.warp_ballot(ll.Constant(I1, 1))
+        rem = b.sub(_c32(self.plan.nthreads), self._warp_base())
+        part = b.sub(b.shl(_c32(1), rem), _c32(1))
+        return b.select(b.icmp_unsigned(">=", rem, _c32(32)), _c32(0xFFFFFFFF), part)
+
+    def warp_uniform(self, op, ptype: str = "b32") -> ll.Value:
+        return self.read_bits(op, ptype)
+
+    def warp_participants(self, member_op) -> ll.Value:
+        return self.warp_executing()
+
+    # -- workgroup-memory scratch (emulated warps)
+    def _scratch_addr(self, index: ll.Value) -> ll.Value:
+        b = self.b
+        return b.add(ll.Constant(I64, self.plan.scratch_offset), b.mul(b.zext(index, I64), ll.Constant(I64, 8)))
+
+    def _live_lane(self, j: ll.Value) -> ll.Value:
+        """Whether lane j of this thread's warp exists (the block's last warp may be partial)."""
+        b = self.b
+        return b.icmp_unsigned("<", b.add(self._warp_base(), j), _c32(self.plan.nthreads))
+
+    def _exchange(self, value: ll.Value, read) -> ll.Value:
+        """Every thread publishes `value`; `read(load_of_lane)` computes the result from the
+        warp's values; the block meets before and after."""
+        t = value.type
+        self.control_barrier()
+        self._word_store("shared", self._scratch_addr(self.linear_tid()), value)
+        self.control_barrier()
+
+        def load(lane: ll.Value) -> ll.Value:
+            return self._word_load("shared", self._scratch_addr(self.b.add(self._warp_base(), lane)), t)
+
+        r = read(load)
+        self.control_barrier()
+        return r
+
+    def warp_ballot(self, pred: ll.Value) -> ll.Value:
+        b = self.b
+        if not self.emulated:
+            v = self.spv("OpGroupNonUniformBallot", ll.VectorType(I32, 4), [_c32(SUBGROUP), pred])
+            return b.extract_element(v, _c32(0))
+        bit = b.select(pred, b.shl(_c32(1), self.warp_lane()), _c32(0))
+        return self._exchange(bit, lambda load: self._fold_lanes(
+            _c32(0), lambda j, acc: b.or_(acc, b.select(self._live_lane(j), load(j), _c32(0)))))
+
+    def warp_read(self, values: ll.Value, src: ll.Value) -> ll.Value:
+        if not self.emulated:
+            return self.spv("OpGroupNonUniformShuffle", values.type, [_c32(SUBGROUP), values, src])
+        return self._exchange(values, lambda load: load(self.b.and_(src, _c32(31))))
+
+    def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value:
+        if not self.emulated:
+            return self.spv("OpGroupNonUniformBroadcastFirst", values.type, [_c32(SUBGROUP), values])
+        first = self.b.and_(self.b.cttz(part, ll.Constant(I1, 0)), _c32(31))
+        return self._exchange(values, lambda load: load(first))
+
+    def warp_reduce(self, name: str, x: ll.Value, identity) -> ll.Value:
+        b = self.b
+        if not self.emulated and name in _GROUP_REDUCE:
+            return self.spv(_GROUP_REDUCE[name], x.type, [_c32(SUBGROUP), _c32(_REDUCE), x])
+        combine_two = _combiner(self, name)
+        if not self.emulated:
+            # exact IEEE minimum/maximum (-0 < +0) over the executing lanes, one lane at a time
+            part = self.warp_executing()
+
+            def step(j, acc):
+                v = self.spv("OpGroupNonUniformShuffle", x.type, [_c32(SUBGROUP), x, j])
+                take = b.trunc(b.lshr(part, j), I1)
+                return b.select(take, combine_two(acc, v), acc)
+
+            return self._fold_lanes(_ident(x.type, identity), step)
+        return self._exchange(x, lambda load: self._fold_lanes(
+            _ident(x.type, identity),
+            lambda j, acc: b.select(self._live_lane(j), combine_two(acc, load(j)), acc)))
+
+    def warp_match_any(self, a: ll.Value, part: ll.Value) -> ll.Value:
+        b = self.b
+        zero = _c32(0)
+
+        def fold(load) -> ll.Value:
+            def step(j, acc):
+                eq = b.and_(b.icmp_unsigned("==", a, load(j)), b.trunc(b.lshr(part, j), I1))
+                return b.or_(acc, b.select(eq, b.shl(_c32(1), j), zero))
+
+            return self._fold_lanes(zero, step)
+
+        if not self.emulated:
+            return fold(lambda j: self.spv("OpGroupNonUniformShuffle", a.type, [_c32(SUBGROUP), a, j]))
+        return self._exchange(a, fold)
+
+    def _fold_lanes(self, init: ll.Value, step) -> ll.Value:
+        """acc = step(j, acc) for the lanes j = 0..31 (a loop whose counter is uniform)."""
+        b = self.b
+        pre = b.block
+        head = self.llfn.append_basic_block("lanes")
+        done = self.llfn.append_basic_block("lanes_done")
+        b.branch(head)
+        b.position_at_end(head)
+        j = b.phi(I32)
+        acc = b.phi(init.type)
+        j.add_incoming(_c32(0), pre)
+        acc.add_incoming(init, pre)
+        nacc = step(j, acc)
+        nj = b.add(j, _c32(1))
+        end = b.block
+        j.add_incoming(nj, end)
+        acc.add_incoming(nacc, end)
+        b.cbranch(b.icmp_unsigned("<", nj, _c32(32)), head, done)
+        b.position_at_end(done)
+        return nacc
+
+
+def _ident(t: ll.Type, identity) -> ll.Value:
+    if isinstance(t, ll.IntType):
+        return ll.Constant(t, int(identity) & ((1 << t.width) - 1))
+    return ll.Constant(t, float(identity))
+
+
+def _combiner(em, name: str):
+    b = em.b
+    ints = {"add": b.add, "and": b.and_, "or": b.or_, "xor": b.xor}
+    if name in ints:
+        return ints[name]
+    if name in ("umin", "umax", "smin", "smax"):
+        cmp = b.icmp_unsigned if name[0] == "u" else b.icmp_signed
+        rel = "<" if name.endswith("min") else ">"
+        return lambda x, y: b.select(cmp(rel, x, y), x, y)
+    if name in ("fminimum", "fmaximum"):
+        return lambda x, y: em.intrinsic(f"llvm.{name[1:]}", [x, y])
+    raise em.error(f"the warp reduction {name}")
+
+
+__all__ = ["SyncOps", "V"]

@@ -1,0 +1,308 @@
+"""An opened Vulkan device: the logical device, its queues, memory, pipelines and streams.
+
+`open(index)` enables exactly the features of features.py that the device has (and the
+extensions they come from), asks for up to four queues of the compute family (streams are
+spread over them), and checks on a probe allocation how host and device can share an
+address (memory.py). Everything a CUDA context needs from the device goes through this
+object; it is thread-safe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from . import features as F
+from . import instance as _instance
+from .binding import DeviceCommands
+from .errors import DeviceLost, Unsupported, VulkanUnavailable
+from .memory import DEVICE, Buffer, Memory
+from .pipeline import Pipeline, Pipelines
+from .probe import devices
+from .properties import DeviceInfo, feature_chain, read_features
+from .stream import StagingPool, Stream
+
+MAX_QUEUES = 4
+
+
+class Queue:
+    def __init__(self, handle: Any, family: int, index: int) -> None:
+        self.handle = handle
+        self.family = family
+        self.index = index
+        self.lock = threading.Lock()  # vkQueueSubmit needs the queue externally synchronised
+
+
+class Device:
+    """One opened physical device (see the module docstring)."""
+
+    def __init__(self, info: DeviceInfo) -> None:
+        if not info.usable:
+            need = "; ".join(m for m in info.missing if m.startswith("required: "))
+            raise Unsupported(f"the Vulkan device {info.name!r} cannot run cuport: {need}")
+        inst = _instance.get()
+        self.info = info
+        self.vk = vk = inst.vk
+        ffi, lib = vk.ffi, vk.lib
+        self.physical = inst.physical_devices[info.index]
+        self.lost = False
+        self.closed = False
+        api = min(info.api_version[:2], inst.api_version[:2])
+
+        # Features: what the device has, of what cuport asks for; nothing else.
+        have = read_features(vk, self.physical, api, info.extensions)
+        f2, structs = feature_chain(vk, api, info.extensions)
+        self.enabled_features: dict[str, bool] = {}
+        used_structs = set()
+        for feat in F.FEATURES:
+            if not have.get(feat.name):
+                continue
+            for ctype in feat.structs:
+                if ctype in structs:
+                    setattr(structs[ctype], feat.name, 1)
+                    used_structs.add(ctype)
+                    self.enabled_features[feat.name] = True
+                    break
+        exts = set()
+        for s in F.FEATURE_STRUCTS:
+            if s.ctype in structs and s.extension and s.core is None and s.ctype in used_structs:
+                exts.add(s.extension)
+        # A struct whose features are all off is left in the chain only where it is core.
+        kept = [structs["_root"]] + [structs[s.ctype] for s in F.FEATURE_STRUCTS
+                                     if s.ctype in structs and (s.core or s.ctype in used_structs)]
+        vk.chain(*kept)
+        kept[-1].pNext = ffi.NULL
+        for ext, _why in F.EXTENSIONS:
+            if ext in info.extensions:
+                exts.add(ext)
+        self.enabled_extensions = frozenset(exts)
+
+        family = info.compute_family
+        nq = max(1, min(MAX_QUEUES, info.queue_families[family].count))
+        prios = ffi.new("float[]", [1.0] * nq)
+        qci = vk.new("VkDeviceQueueCreateInfo", queueFamilyIndex=family, queueCount=nq,
+                     pQueuePriorities=prios)
+        names = [ffi.new("char[]", e.encode()) for e in sorted(exts)]
+        name_arr = ffi.new("char*[]", names)
+        dci = vk.new("VkDeviceCreateInfo", pNext=f2, queueCreateInfoCount=1, pQueueCreateInfos=qci,
+                     enabledExtensionCount=len(names), ppEnabledExtensionNames=name_arr)
+        out = ffi.new("VkDevice*")
+        vk.check(lib.vkCreateDevice(self.physical, dci, ffi.NULL, out), "vkCreateDevice")
+        self.handle = out[0]
+        self.cmd = DeviceCommands(vk, self.handle)
+        self.queues = []
+        for i in range(nq):
+            q = ffi.new("VkQueue*")
+            self.cmd.vkGetDeviceQueue(self.handle, family, i, q)
+            self.queues.append(Queue(q[0], family, i))
+        self._next_queue = itertools.count()
+
+        props = ffi.new("VkPhysicalDeviceProperties*")
+        lib.vkGetPhysicalDeviceProperties(self.physical, props)
+        self.pipeline_cache_uuid = bytes(props.pipelineCacheUUID)
+
+        # Constants every command buffer uses.
+        work = lib.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | lib.VK_PIPELINE_STAGE_TRANSFER_BIT
+        self.stages_work = work
+        self.stages_host = lib.VK_PIPELINE_STAGE_HOST_BIT
+        self.stage_compute = lib.VK_SHADER_STAGE_COMPUTE_BIT
+        self.bind_compute = lib.VK_PIPELINE_BIND_POINT_COMPUTE
+        writes = lib.VK_ACCESS_SHADER_WRITE_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT
+        self.barrier_work = vk.new("VkMemoryBarrier", srcAccessMask=writes, dstAccessMask=(
+            lib.VK_ACCESS_SHADER_READ_BIT | lib.VK_ACCESS_SHADER_WRITE_BIT
+            | lib.VK_ACCESS_TRANSFER_READ_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT))
+        self.barrier_host = vk.new("VkMemoryBarrier", srcAccessMask=writes,
+                                   dstAccessMask=lib.VK_ACCESS_HOST_READ_BIT)
+
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._deferred: list[tuple[list[tuple[Stream, int]], Callable[[], None]]] = []
+        self._deferred_lock = threading.Lock()
+        try:
+            self.memory = Memory(self)
+            self.staging = StagingPool(self)
+            self.pipelines = Pipelines(self)
+        except BaseException:
+            self.cmd.vkDestroyDevice(self.handle, ffi.NULL)
+            raise
+        _open_devices.add(self)
+
+    # -- what the backend reports as device attributes ---------------------------------------------
+    @property
+    def managed_same_address(self) -> bool:
+        """cuMemAllocManaged and cuMemHostAlloc give pointers that host and kernels both use."""
+        return self.memory.strategy in ("identity", "alias")
+
+    @property
+    def unified_addressing(self) -> bool:
+        """A pointer value names one thing: device allocations never have a host object's address."""
+        return self.memory.unified
+
+    @property
+    def host_pointer_is_device_pointer(self) -> bool:
+        """Registered host memory (cuMemHostRegister) is usable by kernels at its host address."""
+        return self.memory.strategy == "identity"
+
+    # -- memory ---------------------------------------------------------------------------------------
+    def alloc(self, size: int, kind: str = DEVICE) -> Buffer:
+        """`size` bytes of "device", "host" (pinned, mapped) or "managed" memory (memory.py)."""
+        self._check()
+        return self.memory.alloc(size, kind)
+
+    def free(self, buf: Buffer) -> None:
+        """Free an allocation; its memory is reused only after the work queued so far has run."""
+        self.memory.free(buf)
+
+    def find(self, address: int, size: int = 1) -> Buffer:
+        return self.memory.find(address, size)
+
+    def register_host(self, ptr: int, size: int) -> Buffer:
+        self._check()
+        return self.memory.register_host(ptr, size)
+
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes of the device-local heaps (cuMemGetInfo)."""
+        heaps = [i for i, h in enumerate(self.info.memory_heaps) if h.device_local] or [0]
+        total = sum(self.info.memory_heaps[i].size for i in heaps)
+        if "VK_EXT_memory_budget" in self.enabled_extensions:
+            vk = self.vk
+            budget = vk.new("VkPhysicalDeviceMemoryBudgetPropertiesEXT")
+            mp2 = vk.new("VkPhysicalDeviceMemoryProperties2", pNext=budget)
+            vk.lib.vkGetPhysicalDeviceMemoryProperties2(self.physical, mp2)
+            free = sum(max(0, budget.heapBudget[i] - budget.heapUsage[i]) for i in heaps)
+            return min(free, total), total
+        return max(0, total - self.memory.allocated), total
+
+    # -- kernels ----------------------------------------------------------------------------------------
+    def pipeline(self, spirv: Any, entry: str, local_size: tuple[int, int, int], push_size: int,
+                 required_subgroup_size: int | None = None, full_subgroups: bool = False
+                 ) -> Pipeline:
+        """A compute pipeline for `entry` of `spirv` (bytes or 32-bit words); identical ones are shared."""
+        self._check()
+        return self.pipelines.get(spirv, entry, local_size, push_size, required_subgroup_size,
+                                  full_subgroups)
+
+    def destroy_pipeline(self, p: Pipeline) -> None:
+        """Release a pipeline (module unload); queued launches of it still run."""
+        self.pipelines.destroy(p)
+
+    def stream(self, batch: int = 256, eager: bool = True, host_paths: bool = True) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths)."""
+        self._check()
+        q = self.queues[next(self._next_queue) % len(self.queues)]
+        s = Stream(self, q, batch=batch, eager=eager, host_paths=host_paths)
+        self._streams.add(s)
+        return s
+
+    def synchronize(self) -> None:
+        """Wait for every stream's work (cuCtxSynchronize)."""
+        streams = [s for s in list(self._streams) if not s.destroyed]
+        for s in streams:
+            if not s.closed:
+                s.submit()
+        for s in streams:
+            s.wait()
+        self.collect()
+
+    # -- releasing what queued work may still use -------------------------------------------------------
+    def defer(self, release: Callable[[], None]) -> None:
+        """Run `release` once every stream has finished the work recorded so far (at once if
+        there is none): freed memory, destroyed streams and pipelines wait for their users."""
+        pending = []
+        for s in list(self._streams):
+            if s.closed and s.destroyed:
+                continue
+            t = s.mark()
+            if t > s._done and s.completed() < t:
+                pending.append((s, t))
+        if not pending or self.lost:
+            release()
+            return
+        with self._deferred_lock:
+            self._deferred.append((pending, release))
+
+    def collect(self) -> None:
+        """Run the deferred releases whose work has finished (called at allocations, waits, close)."""
+        if not self._deferred:
+            return
+        with self._deferred_lock:
+            ready, waiting = [], []
+            for item in self._deferred:
+                done = self.lost or all(t <= s._done or (t <= s.submitted and s.completed() >= t)
+                                        for s, t in item[0])
+                (ready if done else waiting).append(item)
+            self._deferred = waiting
+        for _, release in ready:
+            release()
+
+    # -- end ------------------------------------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.closed:
+            raise VulkanUnavailable("the device was closed")
+        if self.lost:
+            raise DeviceLost("the device was lost; no more work can run on it")
+
+    def close(self) -> None:
+        """Finish all work and release everything (also run at exit for devices left open)."""
+        if self.closed:
+            return
+        try:
+            if not self.lost:
+                self.synchronize()
+        except Exception:
+            pass
+        for s in list(self._streams):
+            try:
+                s.close()
+            except Exception:
+                pass
+        self.cmd.vkDeviceWaitIdle(self.handle)
+        with self._deferred_lock:
+            ready, self._deferred = self._deferred, []
+        for _, release in ready:
+            try:
+                release()
+            except Exception:
+                pass
+        self.pipelines.close()
+        self.staging.close()
+        self.memory.release_all()
+        self.cmd.vkDestroyDevice(self.handle, self.vk.ffi.NULL)
+        self.closed = True
+        _open_devices.discard(self)
+
+
+_open_devices: weakref.WeakSet[Device] = weakref.WeakSet()
+_opened: dict[int, Device] = {}
+_open_lock = threading.Lock()
+
+
+def open(index: int = 0) -> Device:  # noqa: A001 (the contract's name)
+    """The device at `index` of devices(), opened once per process (later calls share it)."""
+    with _open_lock:
+        dev = _opened.get(index)
+        if dev is not None and not dev.closed:
+            return dev
+        found = devices()
+        if not 0 <= index < len(found):
+            from .probe import unavailable_reason
+
+            why = unavailable_reason()
+            raise VulkanUnavailable(f"no Vulkan device {index} ({len(found)} found"
+                                    + (f"; {why}" if why else "") + ")")
+        dev = Device(found[index])
+        _opened[index] = dev
+        return dev
+
+
+@atexit.register
+def _close_all() -> None:
+    for dev in list(_open_devices):
+        try:
+            dev.close()
+        except Exception:
+            pass

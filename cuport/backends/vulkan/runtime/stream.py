@@ -1,0 +1,703 @@
+"""Streams: commands recorded into command buffers, submitted in order, finished by tickets.
+
+A stream owns a timeline semaphore; each submission waits for the stream's previous one
+and signals the next value, its *ticket*. Within a command buffer a memory barrier
+separates consecutive commands, so a stream runs its work one command after the other with
+every write visible to the next command, as a CUDA stream does; the last command is
+followed by a barrier that makes writes visible to the host. Streams on one device run
+concurrently with each other (their submissions wait only for their own predecessors and
+for what `wait_for` adds), as CUDA streams do.
+
+Launches are not waited for: they are recorded, and the command buffer is submitted when
+the GPU has nothing of this stream left to run (so it starts at once), when `batch`
+commands have piled up, or when a result is needed (wait, synchronize, a copy into
+pageable host memory, a ticket someone waits for). `mark()` names the work recorded so far
+without submitting it.
+
+Copies follow CUDA's rules on pageable and pinned host memory: from pageable memory the
+data is taken at the call (into the command buffer up to 64 KiB, else into staging memory),
+into pageable memory the call returns when the data is there; to and from pinned memory
+(cuport's host-visible allocations) the copy runs on the GPU in stream order.
+Where the stream is idle and the device memory is mapped, copies are plain host copies.
+
+Host waits are cut into 100 ms slices, so a lost device is noticed; CUPORT_VK_WAIT_S=N makes
+a wait give up after N seconds (a debugging aid: CUDA itself waits for ever).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import DeviceLost, Unsupported, VulkanError
+from .memory import Block, Buffer
+from .pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from .device import Device, Queue
+
+UPDATE_MAX = 65536  # vkCmdUpdateBuffer's limit
+WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
+QUERY_SLOTS = 256
+
+
+@dataclass(eq=False)
+class Staging:
+    block: Block
+    size: int
+
+
+class StagingPool:
+    """Host-visible buffers for copies through pageable memory, reused by size class."""
+
+    KEEP = 256 << 20  # idle staging memory kept for reuse
+
+    def __init__(self, dev: Device) -> None:
+        self.dev = dev
+        self._free: dict[int, list[Staging]] = {}
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def get(self, size: int) -> Staging:
+        cls = max(1 << 16, 1 << (size - 1).bit_length())
+        with self._lock:
+            lst = self._free.get(cls)
+            if lst:
+                self._idle -= cls
+                return lst.pop()
+        from .memory import HOST
+
+        blk = self.dev.memory._plain_block(cls, HOST)
+        if blk.host_ptr is None:
+            self.dev.memory._destroy_block(blk)
+            raise Unsupported("no host-visible memory for staging copies", "vkAllocateMemory")
+        return Staging(blk, cls)
+
+    def put(self, s: Staging) -> None:
+        with self._lock:
+            if self._idle + s.size <= self.KEEP:
+                self._free.setdefault(s.size, []).append(s)
+                self._idle += s.size
+                return
+        self.dev.memory._destroy_block(s.block)
+
+    def close(self) -> None:
+        with self._lock:
+            for lst in self._free.values():
+                for s in lst:
+                    self.dev.memory._destroy_block(s.block)
+            self._free.clear()
+            self._idle = 0
+
+
+@dataclass(eq=False)
+class Timestamp:
+    """A GPU timestamp written in stream order (cuEventRecord with timing)."""
+
+    stream: Stream
+    ticket: int
+    slot: int
+    _ns: float | None = None  # read once, when first asked for (or when the stream goes)
+
+    def ns(self) -> float:
+        """Nanoseconds on the device's clock; waits for the timestamp to be written."""
+        return self.stream._read_timestamp(self)
+
+
+def elapsed_ms(start: Timestamp, end: Timestamp) -> float:
+    """cuEventElapsedTime: milliseconds between two timestamps of one device."""
+    return (end.ns() - start.ns()) / 1e6
+
+
+class Stream:
+    """One CUDA stream on a device queue."""
+
+    def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
+                 host_paths: bool = True) -> None:
+        self.dev = dev
+        self.vk = dev.vk
+        self.cmd = dev.cmd
+        self.queue = queue
+        self.batch = batch  # commands recorded before a submission is forced
+        self.eager = eager  # submit as soon as the GPU has nothing of ours left to run
+        self.host_paths = host_paths  # idle stream + mapped memory: copy on the host
+        vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
+        h = dev.handle
+        self._lock = threading.RLock()
+        tci = vk.new("VkSemaphoreTypeCreateInfo", semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE,
+                     initialValue=0)
+        sem = ffi.new("VkSemaphore*")
+        vk.check(self.cmd.vkCreateSemaphore(h, vk.new("VkSemaphoreCreateInfo", pNext=tci),
+                                            ffi.NULL, sem), "vkCreateSemaphore")
+        self.semaphore = sem[0]
+        pool = ffi.new("VkCommandPool*")
+        pci = vk.new("VkCommandPoolCreateInfo", queueFamilyIndex=queue.family,
+                     flags=lib.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
+        vk.check(self.cmd.vkCreateCommandPool(h, pci, ffi.NULL, pool), "vkCreateCommandPool")
+        self._pool = pool[0]
+        self.submitted = 0  # the last ticket handed to the queue
+        self._done = 0  # the last ticket known complete
+        self._cb: Any = None  # the command buffer being recorded
+        self._count = 0  # commands in it
+        self._bound: Pipeline | None = None
+        self._waits: list[tuple[Any, int]] = []  # (semaphore, value) for the next submission
+        self._keep: list[Any] = []  # released when the recording completes (staging, ...)
+        self._inflight: deque[tuple[int, Any, list[Any]]] = deque()
+        self._free_cbs: list[Any] = []
+        self._queries: Any = None
+        self._free_slots: list[int] = []
+        self.closed = False  # no more work may be recorded
+        self.destroyed = False  # its Vulkan objects are gone (after close, once its work ran)
+        self._timestamps: weakref.WeakSet[Timestamp] = weakref.WeakSet()
+        self._host_sem: Any = None  # signalled by the host thread that runs host functions
+        self._host_value = 0
+        self._host_jobs: queue.SimpleQueue | None = None
+        self._host_thread: threading.Thread | None = None
+        # Structs reused by every submission and barrier (vkQueueSubmit copies what it reads).
+        self._submit = vk.new("VkSubmitInfo")
+        self._tsi = vk.new("VkTimelineSemaphoreSubmitInfo")
+        self._submit.pNext = self._tsi
+        self._cbs = ffi.new("VkCommandBuffer[1]")
+        self._signal_sem = ffi.new("VkSemaphore[1]", [self.semaphore])
+        self._signal_val = ffi.new("uint64_t[1]")
+        self._wait_sems = ffi.new("VkSemaphore[1]", [self.semaphore])
+        self._counter = ffi.new("uint64_t*")
+        self._begin_info = vk.new("VkCommandBufferBeginInfo",
+                                  flags=lib.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        self._region = ffi.new("VkBufferCopy*")
+        self._grow_waits(4)
+        self._max_groups = dev.info.limits.max_workgroup_count
+
+    # -- tickets ---------------------------------------------------------------------------------
+    def mark(self) -> int:
+        """The ticket that completes when everything recorded so far has run (not submitted yet)."""
+        with self._lock:
+            return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
+
+    def completed(self) -> int:
+        """The last ticket the GPU has finished."""
+        with self._lock:
+            if self.destroyed:
+                return self._done
+            r = self.cmd.vkGetSemaphoreCounterValue(self.dev.handle, self.semaphore, self._counter)
+            if r < 0:
+                self.vk.check(r, "vkGetSemaphoreCounterValue")
+            v = self._counter[0]
+            if v > self._done:
+                self._done = v
+            return self._done
+
+    def is_done(self, ticket: int) -> bool:
+        """Whether `ticket` has completed (submitting it first if it is still being recorded)."""
+        if ticket <= self._done:
+            return True
+        if ticket > self.submitted:
+            self.submit()
+        return self.completed() >= ticket
+
+    def idle(self) -> bool:
+        """Nothing recorded, nothing waited for, nothing running."""
+        return self._cb is None and not self._waits and self.completed() >= self.submitted
+
+    def wait(self, ticket: int | None = None, timeout_s: float | None = None) -> None:
+        """Block until `ticket` (default: all recorded work) has completed."""
+        if ticket is None:
+            ticket = self.mark()
+        if ticket <= self._done:
+            return
+        if ticket > self.submitted:
+            self.submit()
+        if ticket > self.submitted:
+            raise ValueError(f"ticket {ticket} was never issued on this stream "
+                             f"(last {self.submitted})")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        env_limit = os.environ.get("CUPORT_VK_WAIT_S")
+        if deadline is None and env_limit:
+            deadline = time.monotonic() + float(env_limit)
+        vk, cmd, h = self.vk, self.cmd, self.dev.handle
+        vals = vk.ffi.new("uint64_t[1]", [ticket])  # per call: waits may come from several threads
+        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=self._wait_sems,
+                      pValues=vals)
+        while True:
+            r = cmd.vkWaitSemaphores(h, info, WAIT_SLICE_NS)
+            if r == 0:
+                break
+            if r < 0:
+                self.dev.lost = True
+                vk.check(r, "vkWaitSemaphores")
+            if deadline is not None and time.monotonic() > deadline:
+                raise VulkanError(f"stream work did not finish within the wait limit "
+                                  f"(ticket {ticket})", "vkWaitSemaphores", r)
+        with self._lock:
+            if ticket > self._done:
+                self._done = ticket
+            self._reclaim()
+        self.dev.collect()
+
+    def synchronize(self) -> None:
+        self.wait(None)
+
+    def wait_for(self, other: Stream, ticket: int) -> None:
+        """Make later work of this stream wait on the GPU for `ticket` of `other` (cuStreamWaitEvent)."""
+        if other is self:
+            return
+        if ticket > other.submitted:
+            other.submit()
+        if other.is_done(ticket):
+            return
+        with self._lock:
+            if self._cb is not None:
+                self.submit()  # the wait applies only to what is recorded after it
+            self._waits.append((other.semaphore, ticket))
+
+    def launch_host_func(self, fn: Callable[[], None]) -> None:
+        """Call `fn` on a host thread once the work recorded so far has run; work recorded
+        later waits for `fn` to return (cuLaunchHostFunc, cuStreamAddCallback)."""
+        vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
+        with self._lock:
+            self._check_open()
+            if self._host_sem is None:
+                tci = vk.new("VkSemaphoreTypeCreateInfo",
+                             semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)
+                sem = ffi.new("VkSemaphore*")
+                vk.check(self.cmd.vkCreateSemaphore(
+                    self.dev.handle, vk.new("VkSemaphoreCreateInfo", pNext=tci), ffi.NULL, sem),
+                    "vkCreateSemaphore")
+                self._host_sem = sem[0]
+                self._host_jobs = queue.SimpleQueue()
+                self._host_thread = threading.Thread(target=self._host_worker, daemon=True,
+                                                     name="cuport-vulkan-host-func")
+                self._host_thread.start()
+            ticket = self.submit()
+            self._host_value += 1
+            self._host_jobs.put((ticket, fn, self._host_value))
+            self._waits.append((self._host_sem, self._host_value))
+
+    def _host_worker(self) -> None:
+        vk = self.vk
+        while True:
+            ticket, fn, value = self._host_jobs.get()
+            if fn is None:
+                return
+            try:
+                self.wait(ticket)
+                fn()
+            except Exception:  # as CUDA: an error in a callback is the program's, reported
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                info = vk.new("VkSemaphoreSignalInfo", semaphore=self._host_sem, value=value)
+                r = self.cmd.vkSignalSemaphore(self.dev.handle, info)
+                if r < 0:
+                    self.dev.lost = True
+
+    # -- submission ---------------------------------------------------------------------------------
+    def submit(self) -> int:
+        """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
+        with self._lock:
+            self._check_open()
+            if self._cb is None and not self._waits:
+                return self.submitted
+            cb = self._cb
+            if cb is not None:
+                self._barrier(cb, to_host=True)
+                vk.check(cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+            value = self.submitted + 1
+            waits = list(self._waits)
+            if self.submitted:
+                waits.append((self.semaphore, self.submitted))
+            si, tsi = self._submit, self._tsi
+            n = len(waits)
+            if n > len(self._wsems):
+                self._grow_waits(n)
+            for i, (sem, val) in enumerate(waits):
+                self._wsems[i] = sem
+                self._wvals[i] = val
+            si.waitSemaphoreCount = n
+            si.pWaitSemaphores = self._wsems
+            si.pWaitDstStageMask = self._wstages
+            tsi.waitSemaphoreValueCount = n
+            tsi.pWaitSemaphoreValues = self._wvals
+            self._signal_val[0] = value
+            tsi.signalSemaphoreValueCount = 1
+            tsi.pSignalSemaphoreValues = self._signal_val
+            si.signalSemaphoreCount = 1
+            si.pSignalSemaphores = self._signal_sem
+            if cb is not None:
+                self._cbs[0] = cb
+                si.commandBufferCount = 1
+                si.pCommandBuffers = self._cbs
+            else:
+                si.commandBufferCount = 0
+                si.pCommandBuffers = ffi.NULL
+            with self.queue.lock:
+                r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
+            keep, self._keep = self._keep, []
+            self._cb = None
+            self._count = 0
+            self._bound = None
+            self._waits = []
+            if r < 0:  # what was recorded is dropped; the stream stays usable unless the device is lost
+                if cb is not None:
+                    self._free_cbs.append(cb)
+                for k in keep:
+                    if isinstance(k, Staging):
+                        self.dev.staging.put(k)
+                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+                    self.dev.lost = True
+                vk.check(r, "vkQueueSubmit")
+            self._inflight.append((value, cb, keep))
+            self.submitted = value
+            return value
+
+    def _grow_waits(self, n: int) -> None:
+        ffi, lib = self.vk.ffi, self.vk.lib
+        self._wsems = ffi.new("VkSemaphore[]", n)
+        self._wvals = ffi.new("uint64_t[]", n)
+        self._wstages = ffi.new("VkPipelineStageFlags[]", [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n)
+
+    def _reclaim(self) -> None:
+        """Recycle command buffers and staging memory of completed submissions."""
+        done = self._done
+        while self._inflight and self._inflight[0][0] <= done:
+            _, cb, keep = self._inflight.popleft()
+            if cb is not None:
+                self._free_cbs.append(cb)
+            for k in keep:
+                if isinstance(k, Staging):
+                    self.dev.staging.put(k)
+
+    def _begin(self) -> Any:
+        """The command buffer to record into, with a barrier after the previous command."""
+        self._check_open()
+        cb = self._cb
+        if cb is not None:
+            if self._count:
+                self._barrier(cb)
+            return cb
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
+        if self._inflight and self._inflight[0][0] <= self.completed():
+            self._reclaim()
+        if self._free_cbs:
+            cb = self._free_cbs.pop()
+            vk.check(cmd.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer")
+        else:
+            ai = vk.new("VkCommandBufferAllocateInfo", commandPool=self._pool,
+                        level=vk.lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+            out = ffi.new("VkCommandBuffer*")
+            vk.check(cmd.vkAllocateCommandBuffers(self.dev.handle, ai, out),
+                     "vkAllocateCommandBuffers")
+            cb = out[0]
+        vk.check(cmd.vkBeginCommandBuffer(cb, self._begin_info), "vkBeginCommandBuffer")
+        self._cb = cb
+        self._count = 0
+        self._bound = None
+        return cb
+
+    def _barrier(self, cb: Any, to_host: bool = False) -> None:
+        d = self.dev
+        self.cmd.vkCmdPipelineBarrier(
+            cb, d.stages_work, d.stages_host if to_host else d.stages_work, 0,
+            1, d.barrier_host if to_host else d.barrier_work, 0, self.vk.ffi.NULL, 0,
+            self.vk.ffi.NULL)
+
+    def _recorded(self) -> None:
+        """After each command: submit when the GPU would otherwise idle, or the batch is full."""
+        self._count += 1
+        if self._count >= self.batch or (self.eager and (
+                self._done >= self.submitted or self.completed() >= self.submitted)):
+            self.submit()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise VulkanError("the stream was destroyed")
+        if self.dev.lost:
+            raise DeviceLost("the device was lost; no more work can run on it")
+
+    # -- kernels ----------------------------------------------------------------------------------
+    def dispatch(self, pipeline: Pipeline, groups: tuple[int, int, int], push: bytes = b"") -> None:
+        """Run `pipeline` over `groups` workgroups; `push` fills its push constants.
+
+        Grids larger than maxComputeWorkGroupCount are split into vkCmdDispatchBase pieces."""
+        gx, gy, gz = groups
+        if gx <= 0 or gy <= 0 or gz <= 0:
+            raise ValueError(f"grid {groups} has an empty dimension")
+        if len(push) > pipeline.push_size:
+            raise ValueError(f"{len(push)} bytes of push constants; the pipeline declares "
+                             f"{pipeline.push_size}")
+        cmd = self.cmd
+        with self._lock:
+            cb = self._begin()
+            if self._bound is not pipeline:
+                cmd.vkCmdBindPipeline(cb, self.dev.bind_compute, pipeline.handle)
+                self._bound = pipeline
+            if push:
+                n = (len(push) + 3) & ~3
+                data = push if n == len(push) else push + bytes(n - len(push))
+                cmd.vkCmdPushConstants(cb, pipeline.layout, self.dev.stage_compute, 0, n, data)
+            mx, my, mz = self._max_groups
+            if gx <= mx and gy <= my and gz <= mz:
+                cmd.vkCmdDispatch(cb, gx, gy, gz)
+            else:
+                for z in range(0, gz, mz):
+                    for y in range(0, gy, my):
+                        for x in range(0, gx, mx):
+                            cmd.vkCmdDispatchBase(cb, x, y, z, min(mx, gx - x), min(my, gy - y),
+                                                  min(mz, gz - z))
+            self._recorded()
+
+    # -- copies -------------------------------------------------------------------------------------
+    def copy_to_device(self, dst: int, src: Any, size: int | None = None) -> None:
+        """Host -> device: `src` is a host address (int) or a buffer (bytes, numpy, ...)."""
+        src_ptr, size, keep = self._host_source(src, size)
+        if size == 0:
+            return
+        with self._lock:
+            d = self.dev.memory.find(dst, size)
+            if d.host_ptr is not None and self.host_paths and self.idle():
+                ctypes.memmove(d.host_ptr + (dst - d.address), src_ptr, size)
+                return
+            pinned = self.dev.memory.find_host(src_ptr, size) if keep is None else None
+            doff = d.offset + (dst - d.address)
+            if pinned is not None:
+                cb = self._begin()
+                self._copy(cb, pinned.block.buffer, pinned.offset + (src_ptr - pinned.host_ptr),
+                           d.block.buffer, doff, size)
+            elif size <= UPDATE_MAX and doff % 4 == 0 and size % 4 == 0:
+                cb = self._begin()
+                self.cmd.vkCmdUpdateBuffer(cb, d.block.buffer, doff, size,
+                                           self.vk.ffi.cast("void*", src_ptr))
+            else:
+                st = self.dev.staging.get(size)
+                ctypes.memmove(st.block.host_ptr, src_ptr, size)
+                cb = self._begin()
+                self._copy(cb, st.block.buffer, 0, d.block.buffer, doff, size)
+                self._keep.append(st)
+            self._recorded()
+
+    def copy_to_host(self, dst: Any, src: int, size: int | None = None) -> None:
+        """Device -> host. Into pageable memory this returns once the data is there; into
+        pinned memory (a host-visible allocation of this device) it runs in stream order."""
+        dst_ptr, size, keep = self._host_source(dst, size, writable=True)
+        if size == 0:
+            return
+        with self._lock:
+            s = self.dev.memory.find(src, size)
+            soff = s.offset + (src - s.address)
+            pinned = self.dev.memory.find_host(dst_ptr, size) if keep is None else None
+            if pinned is not None:
+                cb = self._begin()
+                self._copy(cb, s.block.buffer, soff, pinned.block.buffer,
+                           pinned.offset + (dst_ptr - pinned.host_ptr), size)
+                self._recorded()
+                return
+            if s.host_ptr is not None and s.block.host_reads_fast and self.host_paths:
+                if not self.idle():
+                    self.wait()
+                ctypes.memmove(dst_ptr, s.host_ptr + (src - s.address), size)
+                return
+            st = self.dev.staging.get(size)
+            try:
+                cb = self._begin()
+                self._copy(cb, s.block.buffer, soff, st.block.buffer, 0, size)
+                self._count += 1
+                self.wait(self.submit())
+                ctypes.memmove(dst_ptr, st.block.host_ptr, size)
+            finally:
+                self.dev.staging.put(st)
+
+    def copy(self, dst: int, src: int, size: int) -> None:
+        """Device -> device, in stream order (either side may be any kind of allocation)."""
+        if size == 0:
+            return
+        with self._lock:
+            d = self.dev.memory.find(dst, size)
+            s = self.dev.memory.find(src, size)
+            doff = d.offset + (dst - d.address)
+            soff = s.offset + (src - s.address)
+            cb = self._begin()
+            if d.block is s.block and abs(doff - soff) < size:
+                # vkCmdCopyBuffer forbids overlap: go through staging memory
+                st = self.dev.staging.get(size)
+                self._copy(cb, s.block.buffer, soff, st.block.buffer, 0, size)
+                self._barrier(cb)
+                self._copy(cb, st.block.buffer, 0, d.block.buffer, doff, size)
+                self._keep.append(st)
+            else:
+                self._copy(cb, s.block.buffer, soff, d.block.buffer, doff, size)
+            self._recorded()
+
+    def fill(self, dst: int, value: int, count: int, width: int = 1) -> None:
+        """cuMemsetD8/16/32: `count` elements of `width` bytes set to `value`."""
+        if width not in (1, 2, 4):
+            raise ValueError("fill width must be 1, 2 or 4 bytes")
+        if dst % width:
+            raise ValueError(f"a {width * 8}-bit fill needs a {width}-byte aligned address")
+        size = count * width
+        if size == 0:
+            return
+        pattern = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little") * (4 // width)
+        word = int.from_bytes(pattern, "little")
+        with self._lock:
+            d = self.dev.memory.find(dst, size)
+            if (d.host_ptr is not None and d.block.host_reads_fast and self.host_paths
+                    and self.idle()):
+                _host_fill(d.host_ptr + (dst - d.address), pattern, size)
+                return
+            off = d.offset + (dst - d.address)
+            head = min((-dst) % 4, size)
+            mid = (size - head) // 4 * 4
+            tail = size - head - mid
+            cb = self._begin()
+            if mid:
+                self.cmd.vkCmdFillBuffer(cb, d.block.buffer, off + head, mid, word)
+            if head or tail:
+                st = self.dev.staging.get(8)
+                ctypes.memmove(st.block.host_ptr, pattern * 2, 8)
+                if head:
+                    self._copy(cb, st.block.buffer, 0, d.block.buffer, off, head)
+                if tail:
+                    self._copy(cb, st.block.buffer, 0, d.block.buffer, off + head + mid, tail)
+                self._keep.append(st)
+            self._recorded()
+
+    def _copy(self, cb: Any, src: Any, soff: int, dst: Any, doff: int, size: int) -> None:
+        r = self._region
+        r.srcOffset, r.dstOffset, r.size = soff, doff, size
+        self.cmd.vkCmdCopyBuffer(cb, src, dst, 1, r)
+
+    def _host_source(self, obj: Any, size: int | None, writable: bool = False
+                     ) -> tuple[int, int, Any]:
+        """(address, size, keep-alive) of a host pointer (int) or a buffer-protocol object."""
+        if isinstance(obj, int):
+            if size is None:
+                raise ValueError("a host address needs a size")
+            return obj, size, None
+        mv = memoryview(obj)
+        if writable and mv.readonly:
+            raise ValueError("the destination buffer is read-only")
+        cbuf = self.vk.ffi.from_buffer(mv, require_writable=writable)
+        n = mv.nbytes if size is None else size
+        if n > mv.nbytes:
+            raise ValueError(f"{n} bytes asked for from a buffer of {mv.nbytes}")
+        return int(self.vk.ffi.cast("uintptr_t", cbuf)), n, (mv, cbuf)
+
+    # -- timestamps -----------------------------------------------------------------------------------
+    def timestamp(self) -> Timestamp:
+        """A timestamp written when all work recorded before it has finished."""
+        vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
+        if self.dev.info.limits.timestamp_valid_bits == 0:
+            raise Unsupported("the device's compute queue has no timestamps", "vkCmdWriteTimestamp")
+        with self._lock:
+            if self._queries is None:
+                qci = vk.new("VkQueryPoolCreateInfo", queryType=lib.VK_QUERY_TYPE_TIMESTAMP,
+                             queryCount=QUERY_SLOTS)
+                out = ffi.new("VkQueryPool*")
+                vk.check(self.cmd.vkCreateQueryPool(self.dev.handle, qci, ffi.NULL, out),
+                         "vkCreateQueryPool")
+                self._queries = out[0]
+                self._free_slots = list(range(QUERY_SLOTS - 1, -1, -1))
+            if not self._free_slots:
+                raise Unsupported(f"more than {QUERY_SLOTS} timestamps alive on one stream",
+                                  "vkCmdWriteTimestamp")
+            slot = self._free_slots.pop()
+            cb = self._begin()
+            self.cmd.vkCmdResetQueryPool(cb, self._queries, slot, 1)
+            self.cmd.vkCmdWriteTimestamp(cb, lib.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                         self._queries, slot)
+            self._count += 1
+            ts = Timestamp(self, self.submitted + 1, slot)
+            weakref.finalize(ts, self._free_slots.append, slot)
+            self._timestamps.add(ts)
+            if self.eager and self.completed() >= self.submitted:
+                self.submit()
+            return ts
+
+    def _read_timestamp(self, ts: Timestamp) -> float:
+        if ts._ns is None:
+            if self.destroyed:
+                raise VulkanError("the timestamp's stream was destroyed before it was written")
+            self.wait(ts.ticket)
+            with self._lock:
+                if ts._ns is None:
+                    ts._ns = self._query(ts.slot)
+        return ts._ns
+
+    def _query(self, slot: int) -> float:
+        ffi, lib = self.vk.ffi, self.vk.lib
+        out = ffi.new("uint64_t[1]")
+        self.vk.check(self.cmd.vkGetQueryPoolResults(
+            self.dev.handle, self._queries, slot, 1, 8, out, 8,
+            lib.VK_QUERY_RESULT_64_BIT | lib.VK_QUERY_RESULT_WAIT_BIT), "vkGetQueryPoolResults")
+        bits = self.dev.info.limits.timestamp_valid_bits
+        ticks = out[0] & ((1 << bits) - 1) if bits < 64 else out[0]
+        return ticks * self.dev.info.limits.timestamp_period_ns
+
+    # -- end ----------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Destroy the stream as cuStreamDestroy does: work already recorded still runs, and what
+        the stream holds is released once that work (and every stream's before it) is done."""
+        with self._lock:
+            if self.closed:
+                return
+            if not self.dev.lost:
+                self.submit()
+            self.closed = True
+        self.dev.defer(self._destroy)
+
+    def _destroy(self) -> None:
+        with self._lock:
+            if self.destroyed:
+                return
+            for ts in list(self._timestamps):
+                if ts._ns is None and not self.dev.lost:
+                    try:
+                        ts._ns = self._query(ts.slot)
+                    except VulkanError:
+                        pass
+            self._done = max(self._done, self.submitted)
+            self.destroyed = True
+            ffi, cmd, h = self.vk.ffi, self.cmd, self.dev.handle
+            for _, _, keep in self._inflight:
+                for k in keep:
+                    if isinstance(k, Staging):
+                        self.dev.staging.put(k)
+            for k in self._keep:
+                if isinstance(k, Staging):
+                    self.dev.staging.put(k)
+            self._inflight.clear()
+            self._keep = []
+            cmd.vkDestroyCommandPool(h, self._pool, ffi.NULL)
+            cmd.vkDestroySemaphore(h, self.semaphore, ffi.NULL)
+            if self._queries is not None:
+                cmd.vkDestroyQueryPool(h, self._queries, ffi.NULL)
+            if self._host_sem is not None:
+                self._host_jobs.put((0, None, 0))
+                cmd.vkDestroySemaphore(h, self._host_sem, ffi.NULL)
+
+
+def _host_fill(ptr: int, pattern: bytes, size: int) -> None:
+    """Fill host memory with a repeated pattern: one memset for bytes, doubling copies otherwise."""
+    if len(set(pattern)) == 1:
+        ctypes.memset(ptr, pattern[0], size)
+        return
+    first = min(size, len(pattern))
+    ctypes.memmove(ptr, pattern, first)
+    done = first
+    while done < size:
+        n = min(done, size - done)
+        ctypes.memmove(ptr + done, ptr, n)
+        done += n
+
+
+__all__ = ["Buffer", "Stream", "Timestamp", "elapsed_ms", "StagingPool"]

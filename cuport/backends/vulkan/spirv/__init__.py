@@ -1,0 +1,8 @@
+"""cuport's SPIR-V emitter: grammar tables generated from Khronos' JSON, a module builder,
+a CFG structurizer, and the translation of the Vulkan emitter's llvmlite IR into a compute
+shader (see translate.py)."""
+
+from .structurize import Irreducible
+from .translate import FloatModes, Shader, TranslateError, translate
+
+__all__ = ["translate", "Shader", "FloatModes", "TranslateError", "Irreducible"]

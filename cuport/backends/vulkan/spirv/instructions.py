@@ -1,0 +1,560 @@
+"""The LLVM instructions, one handler each, registered in HANDLERS (by instruction class,
+or by opname for the classes that hold several opcodes). A handler translates one
+instruction into the translator's current block and defines its value."""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from . import escapes, fpmath, intrinsics
+from .memory import _abi_align, _mem_type, _same_type, access_pointer, memory_operands  # noqa: F401
+from .module import OP, enum
+from .translate import LocalPtr, alloc_size, bool_type, is_bool, is_float, splat
+
+HANDLERS: dict = {}
+
+
+def handles(*keys):
+    def deco(f):
+        for k in keys:
+            assert k not in HANDLERS, k
+            HANDLERS[k] = f
+        return f
+    return deco
+
+
+# ---------------------------------------------------------------------- arithmetic
+_INT = {"add": OP.OpIAdd, "sub": OP.OpISub, "mul": OP.OpIMul, "udiv": OP.OpUDiv, "sdiv": OP.OpSDiv,
+        "urem": OP.OpUMod, "srem": OP.OpSRem, "shl": OP.OpShiftLeftLogical,
+        "lshr": OP.OpShiftRightLogical, "ashr": OP.OpShiftRightArithmetic,
+        "and": OP.OpBitwiseAnd, "or": OP.OpBitwiseOr, "xor": OP.OpBitwiseXor}
+_BOOL = {"and": OP.OpLogicalAnd, "or": OP.OpLogicalOr, "xor": OP.OpLogicalNotEqual,
+         "add": OP.OpLogicalNotEqual, "sub": OP.OpLogicalNotEqual, "mul": OP.OpLogicalAnd}
+_FLOAT = {"fadd": OP.OpFAdd, "fsub": OP.OpFSub, "fmul": OP.OpFMul}
+
+
+@handles(*_INT)
+def _int_binop(tr, ins) -> None:
+    a, b = ins.operands
+    t = ins.type
+    if is_bool(t):
+        code = _BOOL.get(ins.opname)
+        if code is None:
+            raise tr.error(f"`{ins.opname}` on i1 not supported")
+    else:
+        code = _INT[ins.opname]
+    tr.define(ins, tr.op(code, tr.ty(t), tr.val(a), tr.val(b)))
+
+
+@handles(*_FLOAT)
+def _float_binop(tr, ins) -> None:
+    a, b = ins.operands
+    r = tr.op(_FLOAT[ins.opname], tr.ty(ins.type), tr.val(a), tr.val(b))
+    tr.define(ins, tr.no_contract(r))
+
+
+@handles("frem")
+def _frem(tr, ins) -> None:
+    a, b = ins.operands
+    tr.define(ins, tr.op(OP.OpFRem, tr.ty(ins.type), tr.val(a), tr.val(b)))
+
+
+@handles("fdiv")
+def _fdiv(tr, ins) -> None:
+    a, b = ins.operands
+    tr.define(ins, fpmath.div(tr, ins.type, tr.val(a), tr.val(b)))
+
+
+@handles("fneg")
+def _fneg(tr, ins) -> None:
+    (a,) = ins.operands
+    tr.define(ins, tr.no_contract(tr.op(OP.OpFNegate, tr.ty(ins.type), tr.val(a))))
+
+
+@handles("freeze")
+def _freeze(tr, ins) -> None:
+    tr.define(ins, tr.val(ins.operands[0]))
+
+
+# ---------------------------------------------------------------------- comparisons
+_ICMP = {"eq": OP.OpIEqual, "ne": OP.OpINotEqual, "ugt": OP.OpUGreaterThan,
+         "uge": OP.OpUGreaterThanEqual, "ult": OP.OpULessThan, "ule": OP.OpULessThanEqual,
+         "sgt": OP.OpSGreaterThan, "sge": OP.OpSGreaterThanEqual, "slt": OP.OpSLessThan,
+         "sle": OP.OpSLessThanEqual}
+_FCMP = {"oeq": OP.OpFOrdEqual, "one": OP.OpFOrdNotEqual, "ogt": OP.OpFOrdGreaterThan,
+         "oge": OP.OpFOrdGreaterThanEqual, "olt": OP.OpFOrdLessThan, "ole": OP.OpFOrdLessThanEqual,
+         "ueq": OP.OpFUnordEqual, "une": OP.OpFUnordNotEqual, "ugt": OP.OpFUnordGreaterThan,
+         "uge": OP.OpFUnordGreaterThanEqual, "ult": OP.OpFUnordLessThan,
+         "ule": OP.OpFUnordLessThanEqual}
+
+
+@handles(ll.ICMPInstr)
+def _icmp(tr, ins) -> None:
+    a, b = ins.operands
+    rt = bool_type(tr, a.type)
+    x, y = tr.val(a), tr.val(b)
+    if is_bool(a.type):
+        if ins.op in ("eq", "ne"):
+            tr.define(ins, tr.op(OP.OpLogicalEqual if ins.op == "eq" else OP.OpLogicalNotEqual, rt, x, y))
+            return
+        # ordering comparisons of i1: as integers (true is 1 unsigned, -1 signed)
+        it = ll.VectorType(ll.IntType(8), a.type.count) if isinstance(a.type, ll.VectorType) else ll.IntType(8)
+        one = -1 if ins.op.startswith("s") else 1
+        x, y = (tr.op(OP.OpSelect, tr.ty(it), v, splat(tr, it, one), splat(tr, it, 0)) for v in (x, y))
+    tr.define(ins, tr.op(_ICMP[ins.op], rt, x, y))
+
+
+@handles(ll.FCMPInstr)
+def _fcmp(tr, ins) -> None:
+    a, b = ins.operands
+    rt = bool_type(tr, a.type)
+    p = ins.op
+    if p in ("true", "false"):
+        v = tr.m.const_bool(p == "true")
+        if isinstance(a.type, ll.VectorType):
+            v = tr.m.const_composite(rt, [v] * a.type.count)
+        tr.define(ins, v)
+        return
+    x, y = tr.val(a), tr.val(b)
+    if p in ("ord", "uno"):
+        nan = tr.op(OP.OpLogicalOr, rt, tr.op(OP.OpIsNan, rt, x), tr.op(OP.OpIsNan, rt, y))
+        tr.define(ins, nan if p == "uno" else tr.op(OP.OpLogicalNot, rt, nan))
+        return
+    tr.define(ins, tr.op(_FCMP[p], rt, x, y))
+
+
+@handles(ll.SelectInstr)
+def _select(tr, ins) -> None:
+    c, a, b = ins.operands
+    if isinstance(ins.type, ll.PointerType):
+        pa, pb = tr.pointer(a), tr.pointer(b)
+        if isinstance(pa, LocalPtr) or isinstance(pb, LocalPtr):
+            tr.define(ins, _select_local(tr, tr.val(c), pa, pb))
+            return
+    tr.define(ins, tr.op(OP.OpSelect, tr.ty(ins.type), tr.val(c), tr.val(a), tr.val(b)))
+
+
+def _select_local(tr, c: int, pa, pb) -> LocalPtr:
+    if not (isinstance(pa, LocalPtr) and isinstance(pb, LocalPtr) and pa.var == pb.var
+            and len(pa.path) == len(pb.path)):
+        raise tr.error("a select between pointers into different variables is not supported")
+    path = tuple(x if x == y else tr.op(OP.OpSelect, tr.t_i32, c, tr.use(x), tr.use(y))
+                 for x, y in zip(pa.path, pb.path, strict=True))
+    return LocalPtr(pa.var, pa.storage, pa.vtype, path, pa.ptype)
+
+
+# ---------------------------------------------------------------------- casts
+@handles("trunc")
+def _trunc(tr, ins) -> None:
+    (a,) = ins.operands
+    if is_bool(ins.type):
+        t = a.type
+        one = tr.op(OP.OpBitwiseAnd, tr.ty(t), tr.val(a), splat(tr, t, 1))
+        tr.define(ins, tr.op(OP.OpINotEqual, tr.ty(ins.type), one, splat(tr, t, 0)))
+        return
+    tr.define(ins, tr.op(OP.OpUConvert, tr.ty(ins.type), tr.val(a)))
+
+
+@handles("zext", "sext")
+def _ext(tr, ins) -> None:
+    (a,) = ins.operands
+    t = ins.type
+    if is_bool(a.type):
+        tr.define(ins, tr.op(OP.OpSelect, tr.ty(t), tr.val(a), splat(tr, t, -1 if ins.opname == "sext" else 1), splat(tr, t, 0)))
+        return
+    tr.define(ins, tr.op(OP.OpUConvert if ins.opname == "zext" else OP.OpSConvert, tr.ty(t), tr.val(a)))
+
+
+@handles("fptrunc", "fpext")
+def _fconv(tr, ins) -> None:
+    tr.define(ins, tr.op(OP.OpFConvert, tr.ty(ins.type), tr.val(ins.operands[0])))
+
+
+@handles("fptoui", "fptosi")
+def _ftoi(tr, ins) -> None:
+    (a,) = ins.operands
+    t = ins.type
+    if is_bool(t):
+        it = ll.VectorType(ll.IntType(32), t.count) if isinstance(t, ll.VectorType) else ll.IntType(32)
+        i = tr.op(OP.OpConvertFToS, tr.ty(it), tr.val(a))
+        tr.define(ins, tr.op(OP.OpINotEqual, tr.ty(t), i, splat(tr, it, 0)))
+        return
+    tr.define(ins, tr.op(OP.OpConvertFToU if ins.opname == "fptoui" else OP.OpConvertFToS, tr.ty(t), tr.val(a)))
+
+
+@handles("uitofp", "sitofp")
+def _itof(tr, ins) -> None:
+    (a,) = ins.operands
+    t = ins.type
+    x = tr.val(a)
+    if is_bool(a.type):
+        one = tr.const(ll.Constant(t.element if isinstance(t, ll.VectorType) else t, -1.0 if ins.opname == "sitofp" else 1.0))
+        zero = tr.const(ll.Constant(t.element if isinstance(t, ll.VectorType) else t, 0.0))
+        if isinstance(t, ll.VectorType):
+            one = tr.m.const_composite(tr.ty(t), [one] * t.count)
+            zero = tr.m.const_composite(tr.ty(t), [zero] * t.count)
+        tr.define(ins, tr.op(OP.OpSelect, tr.ty(t), x, one, zero))
+        return
+    tr.define(ins, tr.op(OP.OpConvertUToF if ins.opname == "uitofp" else OP.OpConvertSToF, tr.ty(t), x))
+
+
+@handles("bitcast")
+def _bitcast(tr, ins) -> None:
+    (a,) = ins.operands
+    if isinstance(ins.type, ll.PointerType) or isinstance(a.type, ll.PointerType):
+        if not (isinstance(ins.type, ll.PointerType) and isinstance(a.type, ll.PointerType)):
+            raise tr.error("bitcast between a pointer and a non-pointer")
+        tr.define(ins, tr.pointer(a))
+        return
+    if is_bool(ins.type) or is_bool(a.type):
+        raise tr.error("bitcast of i1 values is not supported")
+    if tr.ty(ins.type) == tr.ty(a.type):
+        tr.define(ins, tr.val(a))
+        return
+    tr.define(ins, tr.op(OP.OpBitcast, tr.ty(ins.type), tr.val(a)))
+
+
+@handles("inttoptr")
+def _inttoptr(tr, ins) -> None:
+    (a,) = ins.operands
+    if ins.type.addrspace != 0:
+        raise tr.error("inttoptr to an address space other than 0 (global memory)")
+    x = tr.val(a)
+    if a.type.width != 64:
+        x = tr.op(OP.OpUConvert, tr.t_i64, x)
+    tr.define(ins, x)
+
+
+@handles("ptrtoint")
+def _ptrtoint(tr, ins) -> None:
+    (a,) = ins.operands
+    p = tr.pointer(a)
+    if isinstance(p, LocalPtr):
+        raise tr.error("ptrtoint of a pointer into a variable (it has no address in SPIR-V)")
+    x = tr.use(p)
+    if ins.type.width != 64:
+        x = tr.op(OP.OpUConvert, tr.ty(ins.type), x)
+    tr.define(ins, x)
+
+
+@handles("addrspacecast")
+def _addrspacecast(tr, ins) -> None:
+    raise tr.error("addrspacecast is not supported (shared and local memory have no addresses)")
+
+
+# ---------------------------------------------------------------------- vectors, aggregates
+def _const_index(v) -> int | None:
+    return int(v.constant) if isinstance(v, ll.Constant) else None
+
+
+@handles(ll.ExtractElement)
+def _extract_element(tr, ins) -> None:
+    vec, idx = ins.operands
+    k = _const_index(idx)
+    rt = tr.ty(ins.type)
+    if k is not None:
+        tr.define(ins, tr.op(OP.OpCompositeExtract, rt, tr.val(vec), k))
+    else:
+        tr.define(ins, tr.op(OP.OpVectorExtractDynamic, rt, tr.val(vec), tr.val(idx)))
+
+
+@handles(ll.InsertElement)
+def _insert_element(tr, ins) -> None:
+    vec, value, idx = ins.operands
+    k = _const_index(idx)
+    rt = tr.ty(ins.type)
+    if k is not None:
+        tr.define(ins, tr.op(OP.OpCompositeInsert, rt, tr.val(value), tr.val(vec), k))
+    else:
+        tr.define(ins, tr.op(OP.OpVectorInsertDynamic, rt, tr.val(vec), tr.val(value), tr.val(idx)))
+
+
+@handles(ll.ShuffleVector)
+def _shuffle(tr, ins) -> None:
+    a, b, mask = ins.operands
+    comps = []
+    for e in mask.constant if isinstance(mask.constant, (list, tuple)) else [mask.constant] * ins.type.count:
+        c = e.constant if isinstance(e, ll.Constant) else e
+        comps.append(0xFFFFFFFF if c is ll.Undefined or c is None else int(c))
+    tr.define(ins, tr.op(OP.OpVectorShuffle, tr.ty(ins.type), tr.val(a), tr.val(b), *comps))
+
+
+@handles(ll.ExtractValue)
+def _extract_value(tr, ins) -> None:
+    agg = ins.operands[0]
+    parts = tr.vals.get(agg)
+    if not isinstance(parts, tuple) or len(ins.indices) != 1:
+        raise tr.error("extractvalue is supported on cmpxchg and *.with.overflow results only")
+    tr.define(ins, tr.use(parts[ins.indices[0]]))
+
+
+# ---------------------------------------------------------------------- phi, alloca
+@handles(ll.PhiInstr)
+def _phi(tr, ins) -> None:
+    var = tr.phi_var(ins)
+    tr.define(ins, tr.op(OP.OpLoad, tr.ty(ins.type), var))
+
+
+@handles(ll.AllocaInstr)
+def _alloca(tr, ins) -> None:
+    t = ins.allocated_type
+    path: tuple[int, ...] = ()
+    if ins.operands:
+        n = _const_index(ins.operands[0])
+        if n is None:
+            raise tr.error("alloca with a run-time count")
+        if n != 1:
+            t = ll.ArrayType(t, n)
+            path = (tr.cint(0),)
+    var = tr.function_var(tr.ty(t))
+    tr.define(ins, LocalPtr(var, "Function", t, path, ins.allocated_type if path else t))
+
+
+# ---------------------------------------------------------------------- memory
+@handles(ll.LoadInstr)
+def _load(tr, ins) -> None:
+    p = tr.pointer(ins.operands[0])
+    t = ins.type
+    mt, changed = _mem_type(tr, t)
+    if isinstance(p, LocalPtr) and (changed or not _same_type(p.ptype, mt)):
+        # a Function/Workgroup variable holds i1 as bool, and may be read as another type
+        # of the same size
+        if _same_type(p.ptype, t):
+            mt, changed = t, False
+        elif not isinstance(p.ptype, ll.ArrayType) and alloc_size(p.ptype) == alloc_size(t) and not changed:
+            ptr = access_pointer(tr, p, p.ptype)
+            v = tr.op(OP.OpLoad, tr.ty(p.ptype), ptr, *memory_operands(tr, ins, p.storage, p.ptype))
+            tr.define(ins, tr.op(OP.OpBitcast, tr.ty(t), v))
+            return
+    where: list = []
+    ptr = access_pointer(tr, p, mt, where)
+    v = tr.op(OP.OpLoad, tr.ty(mt), ptr, *memory_operands(tr, ins, where[0], mt))
+    if changed:
+        v = tr.op(OP.OpINotEqual, tr.ty(t), v, splat(tr, mt, 0))
+    if isinstance(t, ll.PointerType):
+        if t.addrspace != 0:
+            raise tr.error("load of a pointer into shared or local memory")
+    tr.define(ins, v)
+
+
+@handles(ll.StoreInstr)
+def _store(tr, ins) -> None:
+    value, pv = ins.operands
+    p = tr.pointer(pv)
+    t = value.type
+    if isinstance(t, ll.PointerType):
+        vp = tr.pointer(value)
+        if isinstance(vp, LocalPtr):
+            raise tr.error("store of a pointer into a variable (it has no address in SPIR-V)")
+        x = tr.use(vp)
+    else:
+        x = tr.val(value)
+    mt, changed = _mem_type(tr, t)
+    if isinstance(p, LocalPtr):
+        if _same_type(p.ptype, t):
+            mt, changed = t, False
+        elif not changed and not isinstance(p.ptype, ll.ArrayType) and alloc_size(p.ptype) == alloc_size(t) \
+                and not _same_type(p.ptype, mt):
+            x = tr.op(OP.OpBitcast, tr.ty(p.ptype), x)
+            mt = p.ptype
+    if changed:
+        x = tr.op(OP.OpSelect, tr.ty(mt), x, splat(tr, mt, 1), splat(tr, mt, 0))
+    where: list = []
+    ptr = access_pointer(tr, p, mt, where)
+    tr.stmt(OP.OpStore, ptr, x, *memory_operands(tr, ins, where[0], mt))
+
+
+@handles(ll.GEPInstr)
+def _gep(tr, ins) -> None:
+    p = tr.pointer(ins.pointer)
+    s = ins.source_etype
+    idxs = list(ins.indices)
+    if isinstance(p, LocalPtr):
+        tr.define(ins, _gep_local(tr, p, s, idxs))
+        return
+    # a global address: base + index * size, then into arrays and vectors
+    const = 0
+    terms = []
+    t = s
+    for k, ix in enumerate(idxs):
+        if k == 0:
+            size = alloc_size(s)
+        elif isinstance(t, (ll.ArrayType, ll.VectorType)):
+            t = t.element
+            size = alloc_size(t)
+        else:
+            raise tr.error(f"getelementptr into {t} is not supported")
+        c = _const_index(ix)
+        if c is not None:
+            const += _signed(c, ix.type.width) * size
+            continue
+        x = tr.val(ix)
+        if ix.type.width != 64:
+            x = tr.op(OP.OpSConvert, tr.t_i64, x)
+        if size != 1:
+            x = tr.op(OP.OpIMul, tr.t_i64, x, tr.cint(size, 64))
+        terms.append(x)
+    addr = tr.use(p)
+    for x in terms:
+        addr = tr.op(OP.OpIAdd, tr.t_i64, addr, x)
+    if const:
+        addr = tr.op(OP.OpIAdd, tr.t_i64, addr, tr.cint(const, 64))
+    tr.define(ins, addr)
+
+
+def _signed(v: int, width: int) -> int:
+    v &= (1 << width) - 1
+    return v - (1 << width) if v >> (width - 1) else v
+
+
+def _index32(tr, ix) -> int:
+    c = _const_index(ix)
+    if c is not None:
+        return tr.cint(_signed(c, ix.type.width) & 0xFFFFFFFF)
+    x = tr.val(ix)
+    if ix.type.width != 32:
+        x = tr.op(OP.OpSConvert if ix.type.width < 32 else OP.OpUConvert, tr.t_i32, x)
+    return x
+
+
+def _gep_local(tr, p: LocalPtr, s: ll.Type, idxs: list) -> LocalPtr:
+    path = list(p.path)
+    t = p.ptype
+    first = idxs[0]
+    c0 = _const_index(first)
+    if _same_type(s, t):
+        if c0 != 0:
+            # a step over whole objects: fine inside an array of them
+            parent = _type_at(tr, p.vtype, len(path) - 1) if path else None
+            if parent is None or not _same_type(parent.element, s):
+                raise tr.error("pointer arithmetic outside a variable")
+            path[-1] = tr.op(OP.OpIAdd, tr.t_i32, tr.use(path[-1]), _index32(tr, first))
+    elif isinstance(t, (ll.ArrayType, ll.VectorType)) and _same_type(t.element, s):
+        path.append(_index32(tr, first))  # the array starts at p: element `first` of it
+        t = s
+    else:
+        raise tr.error(f"getelementptr over {s} on a pointer to {t}")
+    for ix in idxs[1:]:
+        if not isinstance(t, (ll.ArrayType, ll.VectorType)):
+            raise tr.error(f"getelementptr into {t} is not supported")
+        path.append(_index32(tr, ix))
+        t = t.element
+    return LocalPtr(p.var, p.storage, p.vtype, tuple(path), t)
+
+
+def _type_at(tr, vtype: ll.Type, depth: int):
+    """The type of the container whose element index `depth` of a path selects."""
+    t = vtype
+    for _ in range(depth):
+        t = t.element
+    return t if isinstance(t, (ll.ArrayType, ll.VectorType)) else None
+
+
+# ---------------------------------------------------------------------- atomics
+_RMW = {"xchg": "OpAtomicExchange", "add": "OpAtomicIAdd", "sub": "OpAtomicISub",
+        "and": "OpAtomicAnd", "or": "OpAtomicOr", "xor": "OpAtomicXor", "max": "OpAtomicSMax",
+        "min": "OpAtomicSMin", "umax": "OpAtomicUMax", "umin": "OpAtomicUMin",
+        "fadd": "OpAtomicFAddEXT", "fmin": "OpAtomicFMinEXT", "fmax": "OpAtomicFMaxEXT"}
+_ORDER = {"unordered": "None", "monotonic": "None", "acquire": "Acquire|MakeVisible",
+          "release": "Release|MakeAvailable", "acq_rel": "AcquireRelease|MakeAvailable|MakeVisible",
+          "seq_cst": "AcquireRelease|MakeAvailable|MakeVisible"}
+
+
+def _semantics(tr, ordering: str, storage: str) -> int:
+    names = _ORDER.get(ordering)
+    if names is None:
+        raise tr.error(f"atomic ordering {ordering} not supported")
+    v = 0
+    for n in names.split("|"):
+        v |= enum("MemorySemantics", n)
+    if v:
+        v |= enum("MemorySemantics", "WorkgroupMemory" if storage == "Workgroup" else "UniformMemory")
+    return tr.cint(v)
+
+
+def _scope(tr, storage: str) -> int:
+    if storage == "Workgroup":
+        return tr.cint(enum("Scope", "Workgroup"))
+    tr.m.capability("VulkanMemoryModelDeviceScope")
+    return tr.cint(enum("Scope", "Device"))
+
+
+def atomic_pointer(tr, p, t: ll.Type) -> tuple[int, str]:
+    where: list = []
+    ptr = access_pointer(tr, p, t, where)
+    if isinstance(t, ll.IntType) and t.width == 64:
+        tr.m.capability("Int64Atomics")
+    return ptr, where[0]
+
+
+@handles(ll.AtomicRMW)
+def _atomicrmw(tr, ins) -> None:
+    pv, value = ins.operands
+    name = _RMW.get(ins.op)
+    if name is None:
+        raise tr.error(f"atomicrmw {ins.op} not supported")
+    t = value.type
+    ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    escapes.require_typed(tr, name, t)
+    r = tr.op(getattr(OP, name), tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, ins.ordering, storage), tr.val(value))
+    tr.define(ins, r)
+
+
+@handles(ll.CmpXchg)
+def _cmpxchg(tr, ins) -> None:
+    pv, cmp, new = ins.operands
+    t = cmp.type
+    ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    fail = ins.failordering if ins.failordering not in ("release", "acq_rel") else "monotonic"
+    if fail == "seq_cst":
+        fail = "acquire"
+    c = tr.val(cmp)
+    old = tr.op(OP.OpAtomicCompareExchange, tr.ty(t), ptr, _scope(tr, storage),
+                _semantics(tr, ins.ordering, storage), _semantics(tr, fail, storage), tr.val(new), c)
+    tr.define(ins, (old, tr.op(OP.OpIEqual, tr.t_bool, old, c)))
+
+
+@handles(ll.LoadAtomicInstr)
+def _load_atomic(tr, ins) -> None:
+    t = ins.type
+    ptr, storage = atomic_pointer(tr, tr.pointer(ins.operands[0]), t)
+    order = "acquire" if ins.ordering in ("acquire", "acq_rel", "seq_cst") else "monotonic"
+    tr.define(ins, tr.op(OP.OpAtomicLoad, tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, order, storage)))
+
+
+@handles(ll.StoreAtomicInstr)
+def _store_atomic(tr, ins) -> None:
+    value, pv = ins.operands
+    t = value.type
+    ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    order = "release" if ins.ordering in ("release", "acq_rel", "seq_cst") else "monotonic"
+    tr.stmt(OP.OpAtomicStore, ptr, _scope(tr, storage), _semantics(tr, order, storage), tr.val(value))
+
+
+@handles(ll.Fence)
+def _fence(tr, ins) -> None:
+    v = 0
+    for n in _ORDER[ins.ordering].split("|"):
+        v |= enum("MemorySemantics", n)
+    v |= enum("MemorySemantics", "WorkgroupMemory") | enum("MemorySemantics", "UniformMemory")
+    tr.stmt(OP.OpMemoryBarrier, _scope(tr, "global"), tr.cint(v))
+
+
+# ---------------------------------------------------------------------- calls
+@handles(ll.CallInstr)
+def _call(tr, ins) -> None:
+    name = ins.callee.name
+    if name.startswith("spv."):
+        escapes.call(tr, ins, name)
+    elif name.startswith("llvm."):
+        intrinsics.call(tr, ins, name)
+    else:
+        raise tr.error(f"call to @{name}: device functions must be inlined before translation")
+
+
+@handles(ll.Comment)
+def _comment(tr, ins) -> None:
+    pass
+
+
+__all__ = ["HANDLERS", "is_float"]

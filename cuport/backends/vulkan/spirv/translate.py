@@ -1,0 +1,755 @@
+"""llvmlite.ir -> SPIR-V: one kernel function as a GLCompute entry point (Vulkan 1.2, SPIR-V
+1.5, PhysicalStorageBuffer64 addressing, Vulkan memory model).
+
+The input follows section A of the Vulkan backend's contract (docs in vulkan-contract.md):
+one defined `void @entry()`, global memory as i64 addresses made into pointers by
+`inttoptr`, Function-storage allocas, Workgroup globals in addrspace(3), and calls to
+declared `spv.*` functions that stand for builtins, push constants and SPIR-V instructions.
+
+How it is built:
+- the CFG is structured first (structurize.py) and emitted construct by construct; each
+  LLVM block's instructions go where its `Code` node sits;
+- an SSA value is used directly wherever its SPIR-V block dominates the use; elsewhere (a
+  use reached through a loop's dispatch, say) it goes through a Function variable that is
+  stored right after the definition, decided lazily at the first such use; phis are such
+  variables, stored on each incoming edge;
+- global pointers are i64 values (GEP is integer arithmetic) until a load, store or
+  instruction needs a typed PhysicalStorageBuffer pointer; pointers into variables are
+  (variable, access-chain indices) descriptors resolved at the access.
+Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emitter).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from . import structurize as st
+from .module import GLSL, OP, Module, SpirvError, enum, inst
+
+MA_ALIGNED = enum("MemoryAccess", "Aligned")
+MA_VOLATILE = enum("MemoryAccess", "Volatile")
+MA_NONPRIVATE = enum("MemoryAccess", "NonPrivatePointer")
+SC_FUNCTION = enum("StorageClass", "Function")
+
+
+class TranslateError(Exception):
+    """Something in the LLVM module that has no SPIR-V translation; names the instruction
+    and, when the emitter recorded it, the PTX line."""
+
+    def __init__(self, message: str, ptx_line: int | None = None):
+        super().__init__(message + (f" (PTX line {ptx_line})" if ptx_line else ""))
+        self.ptx_line = ptx_line
+
+
+@dataclass(frozen=True)
+class Shader:
+    """A translated kernel: the SPIR-V binary and what a device must offer to run it."""
+    spirv: bytes
+    entry: str
+    local_size: tuple[int, int, int]
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+    execution_modes: tuple[tuple[str, int], ...]  # float controls: (mode, width)
+    push_size: int  # bytes of the push-constant block the kernel reads (0: none)
+    shared_bytes: int  # bytes of Workgroup variables
+
+
+@dataclass(frozen=True)
+class FloatModes:
+    """Float-control execution modes to declare, as float widths; applied to the widths the
+    kernel uses. The device must support each (VkPhysicalDeviceFloatControlsProperties)."""
+    signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
+    denorm_preserve: tuple[int, ...] = ()
+    denorm_flush: tuple[int, ...] = ()
+    rounding_rte: tuple[int, ...] = ()
+
+
+def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
+              float_modes: FloatModes = FloatModes()) -> Shader:
+    """Translate function `entry` of `module` into a SPIR-V compute shader."""
+    fn = module.globals.get(entry)
+    if not isinstance(fn, ll.Function) or not fn.blocks:
+        raise TranslateError(f"no defined function @{entry} in the module")
+    if not isinstance(fn.function_type.return_type, ll.VoidType) or fn.args:
+        raise TranslateError(f"@{entry} must be `void @{entry}()`")
+    return _Translator(module, fn, tuple(local_size), float_modes).run()
+
+
+# ---------------------------------------------------------------------- helpers
+def line_of(ins) -> int | None:
+    return getattr(ins, "cuport_line", None)
+
+
+def describe(ins) -> str:
+    try:
+        text = str(ins).strip()
+    except Exception:  # noqa: BLE001 (a description for an error message only)
+        text = repr(ins)
+    return text if len(text) < 200 else text[:200] + "..."
+
+
+def alloc_size(t: ll.Type) -> int:
+    """Bytes one object of `t` takes in an array (LLVM's default data layout)."""
+    if isinstance(t, ll.IntType):
+        return max(1, _pow2((t.width + 7) // 8))
+    if isinstance(t, ll.HalfType):
+        return 2
+    if isinstance(t, ll.FloatType):
+        return 4
+    if isinstance(t, ll.DoubleType):
+        return 8
+    if isinstance(t, ll.PointerType):
+        return 8
+    if isinstance(t, ll.VectorType):
+        return _pow2(alloc_size(t.element) * t.count)
+    if isinstance(t, ll.ArrayType):
+        return alloc_size(t.element) * t.count
+    raise TypeError(f"no size for type {t}")
+
+
+def _pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p <<= 1
+    return p
+
+
+def scalar_width(t: ll.Type) -> int:
+    t = t.element if isinstance(t, ll.VectorType) else t
+    if isinstance(t, ll.IntType):
+        return t.width
+    return {ll.HalfType: 16, ll.FloatType: 32, ll.DoubleType: 64}[type(t)]
+
+
+def is_float(t: ll.Type) -> bool:
+    t = t.element if isinstance(t, ll.VectorType) else t
+    return isinstance(t, (ll.HalfType, ll.FloatType, ll.DoubleType))
+
+
+def is_bool(t: ll.Type) -> bool:
+    t = t.element if isinstance(t, ll.VectorType) else t
+    return isinstance(t, ll.IntType) and t.width == 1
+
+
+class LocalPtr:
+    """A pointer into a Function or Workgroup variable: `var` of LLVM type `vtype`, and
+    the access chain `path` (SPIR-V ids of integer indices) below it."""
+    __slots__ = ("var", "storage", "vtype", "path", "ptype")
+
+    def __init__(self, var: int, storage: str, vtype: ll.Type, path: tuple[int, ...], ptype: ll.Type):
+        self.var, self.storage, self.vtype, self.path, self.ptype = var, storage, vtype, path, ptype
+
+
+class _SBlock:
+    """A SPIR-V block under construction."""
+    __slots__ = ("label", "words", "preds", "idom", "depth", "inserts")
+
+    def __init__(self, label: int):
+        self.label = label
+        self.words: list[int] = []
+        self.preds: list[_SBlock] = []
+        self.idom: _SBlock | None = None
+        self.depth = 0
+        self.inserts: list[tuple[int, list[int]]] = []
+
+
+class _Breakable:
+    __slots__ = ("merge", "cont", "is_loop")
+
+    def __init__(self, merge: _SBlock, cont: _SBlock, is_loop: bool):
+        self.merge, self.cont, self.is_loop = merge, cont, is_loop
+
+
+# ---------------------------------------------------------------------- the translator
+class _Translator:
+    def __init__(self, module: ll.Module, fn: ll.Function, local_size, float_modes: FloatModes):
+        self.llmod = module
+        self.fn = fn
+        self.local_size = local_size
+        self.float_modes = float_modes
+        self.m = Module()
+        m = self.m
+        m.capability("PhysicalStorageBufferAddresses")
+        m.capability("VulkanMemoryModel")
+        self.ins = None  # the LLVM instruction being translated, for errors
+        self.vals: dict = {}
+        self.site: dict[int, tuple[_SBlock, int, int]] = {}  # id -> (block, end position, type)
+        self.demoted: dict[int, int] = {}  # id -> Function variable
+        self.reloaded: dict[tuple[int, int], int] = {}  # (id, block label) -> loaded id
+        self.fvars: list[int] = []  # OpVariable words of the entry block
+        self.blocks: list[_SBlock] = []
+        self.cur: _SBlock | None = None
+        self.breakables: list[_Breakable] = []
+        self.phivars: dict = {}
+        self.interface: dict[int, None] = {}
+        self.builtins: dict[tuple[str, int], int] = {}
+        self.float_widths: set[int] = set()
+        self._tcache: dict[int, int] = {}
+        self._ptrs: dict[tuple[str, int], int] = {}
+        self.globals_: dict[str, LocalPtr] = {}
+        self.shared_bytes = 0
+        self.push_var: int | None = None
+        self.push_members: dict[int, tuple[int, ll.Type]] = {}  # offset -> (member, type)
+        self.push_size = 0
+        self.dest_var: int | None = None
+        self.t_i32 = m.t_int(32)
+        self.t_i64 = m.t_int(64)
+        self.t_bool = m.t_bool()
+
+    # ------------------------------------------------------------------ errors
+    def error(self, message: str, ins=None) -> TranslateError:
+        ins = ins if ins is not None else self.ins
+        if ins is not None:
+            return TranslateError(f"{message}: `{describe(ins)}`", line_of(ins))
+        return TranslateError(message)
+
+    # ------------------------------------------------------------------ types
+    def ty(self, t: ll.Type) -> int:
+        c = self._tcache.get(id(t))
+        if c is not None:
+            return c
+        m = self.m
+        if isinstance(t, ll.IntType):
+            r = self.t_bool if t.width == 1 else m.t_int(t.width)
+            if t.width not in (1, 8, 16, 32, 64):
+                raise self.error(f"no SPIR-V type for i{t.width}")
+        elif isinstance(t, ll.FloatType):
+            r = m.t_float(32)
+            self.float_widths.add(32)
+        elif isinstance(t, ll.DoubleType):
+            r = m.t_float(64)
+            self.float_widths.add(64)
+        elif isinstance(t, ll.HalfType):
+            r = m.t_float(16)
+            self.float_widths.add(16)
+        elif isinstance(t, ll.VectorType):
+            if not 2 <= t.count <= 4:
+                raise self.error(f"no SPIR-V vector of {t.count} elements ({t})")
+            r = m.t_vector(self.ty(t.element), t.count)
+        elif isinstance(t, ll.ArrayType):
+            r = m.t_array(self.ty(t.element), t.count)
+        elif isinstance(t, ll.PointerType):
+            r = self.t_i64  # a global pointer travels as its address
+        elif isinstance(t, ll.VoidType):
+            r = m.t_void()
+        else:
+            raise self.error(f"no SPIR-V type for {t}")
+        self._tcache[id(t)] = r
+        return r
+
+    def ptr_type(self, storage: str, pointee: int) -> int:
+        key = (storage, pointee)
+        p = self._ptrs.get(key)
+        if p is None:
+            p = self._ptrs[key] = self.m.t_pointer(storage, pointee)
+        return p
+
+    # ------------------------------------------------------------------ constants
+    def const(self, c: ll.Constant) -> int:
+        t = c.type
+        v = c.constant
+        m = self.m
+        tid = self.ty(t)
+        if v is ll.Undefined:
+            return m.undef(tid)
+        if isinstance(t, ll.IntType):
+            if t.width == 1:
+                return m.const_bool(bool(v))
+            return m.const_int(tid, int(v or 0), t.width)
+        if isinstance(t, (ll.FloatType, ll.DoubleType, ll.HalfType)):
+            return m.const_bits(tid, float_bits(t, float(v or 0.0)), scalar_width(t))
+        if isinstance(t, (ll.VectorType, ll.ArrayType)):
+            if v is None:
+                return m.const_null(tid)
+            parts = [self.const(e) if isinstance(e, ll.Constant) else self.const(ll.Constant(t.element, e)) for e in v]
+            return m.const_composite(tid, parts)
+        if isinstance(t, ll.PointerType):
+            if v is None:
+                return m.const_int(self.t_i64, 0, 64)
+        raise self.error(f"constant {c} not supported")
+
+    def cint(self, value: int, width: int = 32) -> int:
+        return self.m.const_int(self.t_i32 if width == 32 else self.m.t_int(width), value, width)
+
+    # ------------------------------------------------------------------ emission
+    def op(self, opcode: int, rtype: int, *operands: int) -> int:
+        """Emit a value-producing instruction into the current block; returns its id."""
+        r = self.m.id()
+        blk = self.cur
+        w = blk.words
+        w.append((len(operands) + 3) << 16 | opcode)
+        w.append(rtype)
+        w.append(r)
+        w.extend(operands)
+        self.site[r] = (blk, len(w), rtype)
+        return r
+
+    def stmt(self, opcode: int, *operands: int) -> None:
+        self.cur.words.extend(inst(opcode, *operands))
+
+    def ext(self, rtype: int, number: int, *operands: int) -> int:
+        return self.op(OP.OpExtInst, rtype, self.m.ext_import(), number, *operands)
+
+    def no_contract(self, r: int) -> int:
+        self.m.decorate(r, "NoContraction")
+        return r
+
+    # ------------------------------------------------------------------ values
+    def val(self, v) -> int:
+        """The SPIR-V id of scalar/vector LLVM value `v`, usable in the current block."""
+        if isinstance(v, ll.Constant):
+            return self.const(v)
+        r = self.vals.get(v)
+        if r is None:
+            if isinstance(v, ll.GlobalVariable):
+                raise self.error(f"global @{v.name} used as a value")
+            raise self.error(f"value {v.get_reference()} used before its definition")
+        if isinstance(r, int):
+            return self.use(r)
+        if isinstance(r, LocalPtr):
+            raise self.error("a pointer into a variable has no address in SPIR-V")
+        raise self.error("an aggregate used as a value")
+
+    def use(self, r: int) -> int:
+        s = self.site.get(r)
+        if s is None:
+            return r
+        blk = s[0]
+        cur = self.cur
+        if blk is cur or self._dominates(blk, cur):
+            return r
+        key = (r, cur.label)
+        got = self.reloaded.get(key)
+        if got is not None:
+            return got
+        var = self.demoted.get(r)
+        if var is None:
+            var = self.function_var(s[2])
+            self.demoted[r] = var
+            blk.inserts.append((s[1], inst(OP.OpStore, var, r)))
+        got = self.op(OP.OpLoad, s[2], var)
+        self.reloaded[key] = got
+        return got
+
+    def _dominates(self, a: _SBlock, b: _SBlock) -> bool:
+        while b.depth > a.depth:
+            b = b.idom
+        return a is b
+
+    def function_var(self, type_id: int, init: int | None = None) -> int:
+        v = self.m.id()
+        ops = (self.ptr_type("Function", type_id), v, SC_FUNCTION) + ((init,) if init is not None else ())
+        self.fvars.extend(inst(OP.OpVariable, *ops))
+        return v
+
+    def define(self, ins, value) -> None:
+        self.vals[ins] = value
+
+    # ------------------------------------------------------------------ blocks
+    def new_block(self) -> _SBlock:
+        return _SBlock(self.m.id())
+
+    def start(self, blk: _SBlock) -> bool:
+        """Make `blk` current (placed after the blocks emitted so far); False, and no
+        current block, when nothing branches to it."""
+        self.blocks.append(blk)
+        blk.words = inst(OP.OpLabel, blk.label)
+        if not blk.preds and self.blocks[0] is not blk:
+            self.cur = None
+            return False
+        d = None
+        for p in blk.preds:
+            if d is None:
+                d = p
+                continue
+            x, y = p, d
+            while x is not y:
+                while x.depth > y.depth:
+                    x = x.idom
+                while y.depth > x.depth:
+                    y = y.idom
+                if x is not y:
+                    x, y = x.idom, y.idom
+            d = x
+        blk.idom = d
+        blk.depth = d.depth + 1 if d is not None else 0
+        self.cur = blk
+        return True
+
+    def dead(self, blk: _SBlock, terminator: list[int]) -> None:
+        """Place `blk`, which nothing reaches, with only `terminator`."""
+        self.blocks.append(blk)
+        blk.words = inst(OP.OpLabel, blk.label) + terminator
+
+    def branch(self, target: _SBlock) -> None:
+        self.stmt(OP.OpBranch, target.label)
+        target.preds.append(self.cur)
+        self.cur = None
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Shader:
+        fn = self.fn
+        blocks = fn.blocks
+        index = {b: i for i, b in enumerate(blocks)}
+        succs: list[list[int]] = []
+        kinds: list[str] = []
+        for b in blocks:
+            t = b.terminator
+            if t is None:
+                raise TranslateError(f"block %{b.name} of @{fn.name} has no terminator")
+            if isinstance(t, ll.Branch) and not isinstance(t, ll.ConditionalBranch):
+                succs.append([index[t.operands[0]]])
+                kinds.append("br")
+            elif isinstance(t, ll.ConditionalBranch):
+                succs.append([index[t.operands[1]], index[t.operands[2]]])
+                kinds.append("cbr")
+            elif isinstance(t, ll.SwitchInstr):
+                succs.append([index[t.default]] + [index[blk] for _, blk in t.cases])
+                kinds.append("switch")
+            elif isinstance(t, ll.Ret):
+                if t.operands:
+                    raise self.error("a kernel returns no value", t)
+                succs.append([])
+                kinds.append("ret")
+            elif isinstance(t, ll.Unreachable):
+                succs.append([])
+                kinds.append("unreachable")
+            else:
+                raise self.error("terminator not supported", t)
+        self.llblocks = blocks
+        try:
+            cfg = st.CFG(succs, kinds)
+        except st.Irreducible as e:
+            src = blocks[e.edge[0]]
+            raise TranslateError(
+                f"irreducible control flow: the branch at the end of block %{src.name} enters a loop "
+                f"at %{blocks[e.edge[1]].name}, not through its header", line_of(src.terminator)) from None
+        self.cfg = cfg
+        self._prescan()
+        root = st.structurize(cfg)
+        m = self.m
+        entry = self.new_block()
+        self.start(entry)
+        if st.uses_dispatch(root):
+            self.dest_var = self.function_var(self.t_i32, self.cint(0))
+        with st.deep_recursion():
+            self.emit(root)
+        if self.cur is not None:
+            raise TranslateError(f"control reaches the end of @{fn.name} without a terminator")
+        return self._finish(m)
+
+    def _prescan(self) -> None:
+        """Push-constant members (the block struct must be complete before any access)."""
+        uses: dict[int, ll.Type] = {}
+        for b in self.llblocks:
+            for ins in b.instructions:
+                if isinstance(ins, ll.CallInstr) and ins.callee.name.startswith("spv.push."):
+                    self.ins = ins
+                    if len(ins.args) != 1 or not isinstance(ins.args[0], ll.Constant):
+                        raise self.error("spv.push.* takes one constant i32 byte offset")
+                    off = int(ins.args[0].constant)
+                    t = ins.type
+                    if off in uses and str(uses[off]) != str(t):
+                        raise self.error(f"push constant at offset {off} read as {uses[off]} and as {t}")
+                    uses[off] = t
+        self.ins = None
+        if not uses:
+            return
+        m = self.m
+        members = sorted(uses.items())
+        end = 0
+        for off, t in members:
+            if off < end:
+                raise TranslateError(f"push constants overlap at byte offset {off}")
+            end = off + alloc_size(t)
+            if scalar_width(t) in (8, 16):
+                m.capability(f"StoragePushConstant{scalar_width(t)}")
+        self.push_size = end
+        struct_id = m.t_struct([self.ty(t) for _, t in members])
+        m.decorate(struct_id, "Block")
+        for i, (off, t) in enumerate(members):
+            m.member_decorate(struct_id, i, "Offset", off)
+            self.push_members[off] = (i, t)
+        self.push_var = m.global_variable(self.ptr_type("PushConstant", struct_id), "PushConstant")
+        self.interface[self.push_var] = None
+
+    def _finish(self, m: Module) -> Shader:
+        fn_id = m.id()
+        words = inst(OP.OpFunction, m.t_void(), fn_id, enum("FunctionControl", "None"), m.t_function(m.t_void()))
+        first = True
+        for blk in self.blocks:
+            w = blk.words
+            if blk.inserts:
+                for pos, ins_words in sorted(blk.inserts, key=lambda x: x[0], reverse=True):
+                    w[pos:pos] = ins_words
+            if first:
+                words += w[:2] + self.fvars + w[2:]
+                first = False
+            else:
+                words += w
+        words += inst(OP.OpFunctionEnd)
+        m.functions = words
+        m.entry_point("GLCompute", fn_id, self.fn.name, list(self.interface))
+        m.execution_mode(fn_id, "LocalSize", *self.local_size)
+        modes = []
+        fm = self.float_modes
+        for mode, widths in (("SignedZeroInfNanPreserve", fm.signed_zero_inf_nan),
+                             ("DenormPreserve", fm.denorm_preserve),
+                             ("DenormFlushToZero", fm.denorm_flush),
+                             ("RoundingModeRTE", fm.rounding_rte)):
+            for w in sorted(set(widths) & self.float_widths):
+                m.capability(mode)
+                m.execution_mode(fn_id, mode, w)
+                modes.append((mode, w))
+        m.name(fn_id, self.fn.name)
+        return Shader(m.to_bytes(), self.fn.name, self.local_size, tuple(m.capabilities),
+                      tuple(m.extensions), tuple(modes), self.push_size, self.shared_bytes)
+
+    # ------------------------------------------------------------------ structured emission
+    def emit(self, node: st.Node) -> None:
+        t = type(node)
+        if t is st.Seq:
+            for item in node.items:
+                self.emit(item)
+        elif t is st.Code:
+            if self.cur is not None:
+                self.code(node.block)
+        elif t is st.Copy:
+            if self.cur is not None:
+                self.copy(node.src, node.dst)
+        elif t is st.Branch:
+            if self.cur is not None:
+                self.emit_branch(node)
+        elif t is st.Goto:
+            for a in node.action:
+                self.emit(a)
+        elif t is st.Loop or t is st.Block:
+            if self.cur is not None:
+                if t is st.Block and not node.do_once:
+                    self.emit(node.body)
+                else:
+                    self.emit_loop(node, t is st.Loop)
+        elif t is st.Break:
+            if self.cur is not None:
+                self.branch(self.breakables[-1].merge)
+        elif t is st.Continue:
+            if self.cur is not None:
+                b = self.breakables[-1]
+                assert b.is_loop, "continue inside a once-only loop"
+                self.branch(b.cont)
+        elif t is st.SetDest:
+            if self.cur is not None:
+                self.stmt(OP.OpStore, self.dest_var, self.cint(node.value))
+        elif t is st.Return:
+            if self.cur is not None:
+                self.stmt(OP.OpReturn)
+                self.cur = None
+        elif t is st.Unreachable:
+            if self.cur is not None:
+                self.stmt(OP.OpUnreachable)
+                self.cur = None
+        else:
+            raise TypeError(node)
+
+    def _empty(self, node: st.Node) -> bool:
+        """Whether emitting `node` would produce nothing (an arm that just falls through)."""
+        t = type(node)
+        if t is st.Seq:
+            return all(self._empty(i) for i in node.items)
+        if t is st.Copy:
+            return not any(isinstance(i, ll.PhiInstr) for i in self.llblocks[node.dst].instructions[:1])
+        if t is st.Goto:
+            return not node.action
+        return False
+
+    def emit_branch(self, node: st.Branch) -> None:
+        term = self.llblocks[node.block].terminator
+        self.ins = term
+        merge = self.new_block()
+        targets = []
+        for arm in node.arms:
+            targets.append(merge if self._empty(arm) else self.new_block())
+        if all(t is merge for t in targets):
+            self.branch(merge)
+            self.start(merge)
+            return
+        if isinstance(term, ll.ConditionalBranch):
+            c = self.val(term.operands[0])
+            self.stmt(OP.OpSelectionMerge, merge.label, 0)
+            self.stmt(OP.OpBranchConditional, c, targets[0].label, targets[1].label)
+        else:
+            sel = self.val(term.value)
+            width = term.value.type.width
+            if width not in (32, 64):
+                sel = self.op(OP.OpUConvert, self.t_i32, sel)
+                width = 32
+            ops = [sel, targets[0].label]
+            for (cv, _), tgt in zip(term.cases, targets[1:], strict=True):
+                v = int(cv.constant) & ((1 << term.value.type.width) - 1)
+                ops += [v & 0xFFFFFFFF, v >> 32, tgt.label] if width == 64 else [v, tgt.label]
+            self.stmt(OP.OpSelectionMerge, merge.label, 0)
+            self.stmt(OP.OpSwitch, *ops)
+        head = self.cur
+        seen: set[int] = set()
+        for t in targets:
+            if id(t) not in seen:
+                t.preds.append(head)
+                seen.add(id(t))
+        self.cur = None
+        for arm, t in zip(node.arms, targets, strict=True):
+            if t is merge:
+                continue
+            self.start(t)
+            self.emit(arm)
+            if self.cur is not None:
+                self.branch(merge)
+        if merge.preds:
+            self.start(merge)
+        else:
+            self.dead(merge, inst(OP.OpUnreachable))
+            self.cur = None
+
+    def emit_loop(self, node, is_loop: bool) -> None:
+        header, body, cont, merge = (self.new_block() for _ in range(4))
+        self.branch(header)
+        self.start(header)
+        self.stmt(OP.OpLoopMerge, merge.label, cont.label, 0)
+        self.branch(body)
+        self.start(body)
+        self.breakables.append(_Breakable(merge, cont, is_loop))
+        self.emit(node.body)
+        if self.cur is not None:
+            self.branch(cont if is_loop else merge)
+        self.breakables.pop()
+        if cont.preds:
+            self.start(cont)
+            self.branch(header)
+        else:
+            self.dead(cont, inst(OP.OpBranch, header.label))
+        if not merge.preds:
+            self.dead(merge, inst(OP.OpUnreachable))
+            self.cur = None
+            return
+        self.start(merge)
+        for value, acts in node.dispatch.items():
+            if self.cur is None:
+                break
+            d = self.op(OP.OpLoad, self.t_i32, self.dest_var)
+            c = self.op(OP.OpIEqual, self.t_bool, d, self.cint(value))
+            then, after = self.new_block(), self.new_block()
+            self.stmt(OP.OpSelectionMerge, after.label, 0)
+            self.stmt(OP.OpBranchConditional, c, then.label, after.label)
+            then.preds.append(self.cur)
+            after.preds.append(self.cur)
+            self.cur = None
+            self.start(then)
+            for a in acts:
+                self.emit(a)
+            if self.cur is not None:
+                self.branch(after)
+            self.start(after)
+
+    # ------------------------------------------------------------------ blocks' code
+    def code(self, b: int) -> None:
+        insts = self.llblocks[b].instructions
+        handlers = HANDLERS
+        for ins in insts[:-1]:
+            self.ins = ins
+            h = handlers.get(type(ins))
+            if h is None:
+                h = handlers.get(ins.opname)
+                if h is None:
+                    raise self.error(f"LLVM instruction `{ins.opname}` not supported")
+            try:
+                h(self, ins)
+            except (TranslateError, KeyboardInterrupt):
+                raise
+            except SpirvError as e:
+                raise self.error(str(e)) from None
+        self.ins = None
+
+    def copy(self, src: int, dst: int) -> None:
+        srcb = self.llblocks[src]
+        for ins in self.llblocks[dst].instructions:
+            if not isinstance(ins, ll.PhiInstr):
+                break
+            self.ins = ins
+            inc = [v for v, blk in ins.incomings if blk is srcb]
+            if not inc:
+                raise self.error(f"phi has no incoming value for %{srcb.name}")
+            var = self.phi_var(ins)
+            self.stmt(OP.OpStore, var, self.val(inc[0]))
+        self.ins = None
+
+    def phi_var(self, phi) -> int:
+        v = self.phivars.get(phi)
+        if v is None:
+            if isinstance(phi.type, ll.PointerType) and phi.type.addrspace != 0:
+                raise self.error("a phi of pointers into variables is not supported", phi)
+            v = self.phivars[phi] = self.function_var(self.ty(phi.type))
+        return v
+
+    def pointer(self, v):
+        """Pointer `v` as a LocalPtr, or a global address as the id of an i64 value (to be
+        passed through `use`)."""
+        if isinstance(v, ll.GlobalVariable):
+            return self.global_var(v)
+        if isinstance(v, ll.Constant):
+            if v.constant is None or v.constant is ll.Undefined:
+                return self.m.const_int(self.t_i64, 0, 64)
+            raise self.error(f"pointer constant {v} not supported")
+        r = self.vals.get(v)
+        if r is None:
+            raise self.error(f"value {v.get_reference()} used before its definition")
+        if isinstance(r, tuple):
+            raise self.error("an aggregate used as a pointer")
+        return r
+
+    def global_var(self, g: ll.GlobalVariable) -> LocalPtr:
+        p = self.globals_.get(g.name)
+        if p is not None:
+            return p
+        if g.addrspace != 3:
+            raise self.error(f"global @{g.name} in address space {g.addrspace}: only addrspace(3) "
+                             "(shared memory) globals are supported")
+        init = g.initializer
+        if init is not None and not (isinstance(init, ll.Constant) and init.constant in (None, ll.Undefined)):
+            raise self.error(f"shared-memory global @{g.name} with an initializer")
+        t = g.value_type
+        var = self.m.global_variable(self.ptr_type("Workgroup", self.ty(t)), "Workgroup")
+        self.m.name(var, g.name)
+        self.interface[var] = None
+        self.shared_bytes += alloc_size(t)
+        p = self.globals_[g.name] = LocalPtr(var, "Workgroup", t, (), t)
+        return p
+
+
+def bool_type(tr, t: ll.Type) -> int:
+    if isinstance(t, ll.VectorType):
+        return tr.m.t_vector(tr.t_bool, t.count)
+    return tr.t_bool
+
+
+def splat(tr, t: ll.Type, value: int) -> int:
+    """An integer constant of `t` (a vector: in every element)."""
+    if isinstance(t, ll.VectorType):
+        e = tr.const(ll.Constant(t.element, value & ((1 << t.element.width) - 1)))
+        return tr.m.const_composite(tr.ty(t), [e] * t.count)
+    return tr.const(ll.Constant(t, value & ((1 << t.width) - 1)))
+
+
+def float_bits(t: ll.Type, x: float) -> int:
+    if isinstance(t, ll.DoubleType):
+        return struct.unpack("<Q", struct.pack("<d", x))[0]
+    if isinstance(t, ll.FloatType):
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+# handlers: LLVM instruction class or opname -> function(translator, instruction)
+from .instructions import HANDLERS  # noqa: E402 (the table refers to this module's helpers)
+
+__all__ = ["translate", "Shader", "FloatModes", "TranslateError", "GLSL"]

@@ -1,0 +1,109 @@
+"""The lowering interface: what an instruction family's semantics may ask of a backend.
+
+Every family module (cuport/isa/*.py) registers `fn(em, ins)` lowerings (registry.py) that
+are written once, against this interface, for every backend. `em` is the backend's
+emitter for one PTX function:
+
+- the CPU backend (backends/cpu/emit.py) runs a whole warp as SIMD code: in *vector mode*
+  (`em.vec` true) a value is a `<32 x T>` LLVM vector, one lane per thread; uniform values
+  are scalars;
+- the Vulkan backend (backends/vulkan/lower.py) runs one thread per invocation: `em.vec`
+  is always false and every value is a scalar of the thread.
+
+Values are llvmlite IR values built with `em.b` (an `llvmlite.ir.IRBuilder`): the
+arithmetic of typed values is LLVM's, with LLVM's exact semantics (wrapping integers,
+IEEE float operations rounded to nearest, no contraction). What LLVM arithmetic cannot
+say, and everything about memory, threads and control, goes through the methods below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from llvmlite import ir as ll
+
+from ..ptx import ir
+
+
+class Lowering(Protocol):
+    b: ll.IRBuilder
+    vec: bool  # vector mode: values are <32 x T> (CPU backend only)
+    ins: ir.Instr | None  # the instruction being lowered
+
+    # ---- module and errors
+    @property
+    def module(self) -> ll.Module: ...
+    @property
+    def ptx(self) -> ir.Module: ...
+    def error(self, message: str) -> Exception:
+        """The UnsupportedError to raise, naming the instruction and its PTX line."""
+    def is_kernel_param(self, name: str) -> bool: ...
+
+    # ---- types, constants, operands
+    def ty(self, ptype: str) -> ll.Type: ...
+    def bty(self, ptype: str) -> ll.Type: ...
+    def const(self, ptype: str, value) -> ll.Value: ...
+    def const_int(self, width: int, value: int) -> ll.Value: ...
+    def const_bits(self, ptype: str, bits: int) -> ll.Value: ...
+    def to_value(self, bits: ll.Value, ptype: str) -> ll.Value: ...
+    def to_bits(self, v: ll.Value, ptype: str) -> ll.Value: ...
+    def read(self, op, ptype: str) -> ll.Value: ...
+    def read_bits(self, op, ptype: str) -> ll.Value: ...
+    def write(self, op, ptype: str, value: ll.Value, signed: bool | None = None) -> None:
+        """Write a destination operand, honouring the guard predicate."""
+    def splat(self, v: ll.Value, n: int = 32) -> ll.Value: ...
+    def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
+                  ret: ll.Type | None = None) -> ll.Value: ...
+    def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value: ...
+    def special(self, name: str) -> ll.Value:
+        """A special register (%tid.x, %laneid, %clock64, ...) in the current mode."""
+
+    # ---- rounding control
+    def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
+        """f64 `op` (fadd fsub fmul fdiv fma sqrt) rounded in mode rz/rm/rp."""
+
+    # ---- memory, by state space (isa/memory.py, isa/data.py)
+    def load_elements(self, acc) -> list[ll.Value]:
+        """Perform the load `acc` (isa.memory.Access); the elements' bits."""
+    def store_elements(self, acc, vals: list[ll.Value]) -> None: ...
+    def in_space(self, space: str, a: ll.Value) -> ll.Value:
+        """isspacep: whether the generic address `a` is in `space`."""
+    def cvta(self, space: str, a: ll.Value, to_space: bool) -> ll.Value:
+        """A `space` address made generic, or (to_space) a generic one made `space`'s."""
+    def address(self, mem: ir.Mem, space: str) -> ll.Value: ...
+    def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value: ...
+    def store(self, ptrs: ll.Value, value: ll.Value, align: int, volatile: bool = False) -> None: ...
+
+    # ---- atomics (isa/atomics.py)
+    def atomic(self, a) -> ll.Value | None:
+        """Perform the atomic `a` (isa.atomics.Atomic); the old value when it is wanted."""
+
+    # ---- warp collectives (isa/warp.py); masks are i32 values uniform in the warp
+    def begin_collective(self) -> None:
+        """Enter the mode collectives compute in (vector mode on the CPU)."""
+    def broadcast(self, v: ll.Value) -> ll.Value:
+        """A warp-uniform value as a per-thread value of the current mode."""
+    def warp_lane(self) -> ll.Value: ...
+    def warp_executing(self) -> ll.Value:
+        """The lanes executing the current instruction."""
+    def warp_uniform(self, op, ptype: str = "b32") -> ll.Value:
+        """An operand PTX requires to be warp-uniform (member masks)."""
+    def warp_participants(self, member_op) -> ll.Value:
+        """The lanes a collective with member mask `member_op` (None: legacy form) combines."""
+    def warp_ballot(self, pred: ll.Value) -> ll.Value: ...
+    def warp_read(self, values: ll.Value, src: ll.Value) -> ll.Value:
+        """Each lane's `values` as held by lane `src` (a per-lane index)."""
+    def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value: ...
+    def warp_reduce(self, name: str, x: ll.Value, identity) -> ll.Value: ...
+    def warp_match_any(self, a: ll.Value, part: ll.Value) -> ll.Value: ...
+
+    # ---- per-thread escapes and failures (isa/texture.py)
+    def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],
+                 nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
+        """Run `body` on the scalar arguments of each executing thread, in lane order."""
+    def fail_if(self, bad: ll.Value, kind: str) -> None:
+        """End the kernel with a launch error (illegal_address, trap, assert, misaligned)."""
+
+    # ---- calls (isa/control.py)
+    def emit_call(self, ins: ir.Instr) -> None: ...
