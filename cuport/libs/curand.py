@@ -1,20 +1,29 @@
-"""cuRAND's host API (libcurand.so.10): NVIDIA's generators and transforms, vectorised.
+"""cuRAND's host API (libcurand.so.10): NVIDIA's generators (curand_engines.py) and the
+transforms curand_uniform.h / curand_normal.h / curand_lognormal.h / curand_poisson.h
+define, vectorised.
 
-The generators are NVIDIA's device algorithms (curand_kernel.h), run for many
-subsequences at once with numpy:
-- XORWOW: curand_init's seed scrambling, subsequence skip-ahead by 2^67 steps per
-  subsequence (the transition is linear over GF(2): its 160x160 matrix is squared up
-  to 2^67 and beyond once, at first use) and the step with its Weyl counter;
-- Philox4x32-10: the counter-based block function, key = seed, counter's upper half =
-  subsequence, lower half = step; four outputs a block.
-Distributions follow curand_uniform / curand_normal (Box-Muller on two draws) /
-curand_log_normal / curand_uniform_double. How the host library spreads a request
-over its subsequences (HOST_STATES below: output i comes from subsequence i mod
-HOST_STATES) is cuport's model of NVIDIA's output order, to be checked against
-tests/libs/record_curand.cu's recording on an H200; until that is recorded the
-exact-sequence tests are skipped and only the distributions' moments are tested.
-MRG32k3a, MTGP32, MT19937, Sobol and Poisson answer CURAND_STATUS_INTERNAL_ERROR
-(cuRAND has no NOT_SUPPORTED) naming what is missing.
+How the host library spreads a request over its generator states is cuport's model,
+checked against the H200 by tests/libs/record_gpu.sh (tests/libs/test_curand.py reads
+the recording; until it exists the exact host-order tests are skipped):
+- XORWOW, MRG32k3a, Philox4x32-10: 4096 lanes, lane l = subsequence l of the seed. A
+  request is a run of units (an output, or a pair of normals), each made from k
+  consecutive draws of one lane; unit U (counted over the generator's life from the
+  offset, offset / k) is made by lane U mod 4096 from its draws k*(U div 4096) onwards.
+  For raw and uniform outputs (k = 1) that is "output g is step g div 4096 of
+  subsequence g mod 4096".
+- MTGP32: 64 blocks, block b with NVIDIA's parameter set b, seeded as
+  curandMakeMTGP32KernelState; output g comes from block (g div 256) mod 64, position
+  256 (g div 16384) + g mod 256 of its sequence.
+- Sobol (quasi): a request of n values for D dimensions is n/D points of dimension 0,
+  then of dimension 1, ...; the offset counts points.
+- Poisson: one draw per output (curand_poisson.h's _curand_poisson: Fishman's inversion
+  below lambda 1000, the normal approximation above).
+MT19937 and the SEEDED and DYNAMIC orderings answer CURAND_STATUS_INTERNAL_ERROR (cuRAND
+has no NOT_SUPPORTED) naming what is missing.
+
+Exactness: raw bits, uniforms and Poisson values are NVIDIA's arithmetic (IEEE operations
+in the same order); normals and log-normals use logf/sinf/cosf/erfcinvf, which the GPU
+computes with its own approximations, so they agree to a few ulp, not bit for bit.
 """
 
 from __future__ import annotations
@@ -24,174 +33,355 @@ from functools import cache
 import numpy as np
 
 from cuport.driver import handles
+from cuport.libs import curand_engines as eng
 from cuport.libs import device, table
 from cuport.libs.device import Range
 from cuport.libs.registry import Status, Unsupported, implements
 
 K = table.constants("curand")
 XORWOW = K["CURAND_RNG_PSEUDO_XORWOW"]
+MRG32K3A = K["CURAND_RNG_PSEUDO_MRG32K3A"]
+MTGP32 = K["CURAND_RNG_PSEUDO_MTGP32"]
+MT19937 = K["CURAND_RNG_PSEUDO_MT19937"]
 PHILOX = K["CURAND_RNG_PSEUDO_PHILOX4_32_10"]
 DEFAULT = K["CURAND_RNG_PSEUDO_DEFAULT"]
-SUPPORTED = {XORWOW: "XORWOW", DEFAULT: "XORWOW", PHILOX: "PHILOX4_32_10"}
+SOBOL32 = K["CURAND_RNG_QUASI_SOBOL32"]
+SCRAMBLED_SOBOL32 = K["CURAND_RNG_QUASI_SCRAMBLED_SOBOL32"]
+SOBOL64 = K["CURAND_RNG_QUASI_SOBOL64"]
+SCRAMBLED_SOBOL64 = K["CURAND_RNG_QUASI_SCRAMBLED_SOBOL64"]
+QUASI_DEFAULT = K["CURAND_RNG_QUASI_DEFAULT"]
+LANED = {XORWOW: eng.Xorwow, MRG32K3A: eng.Mrg32k3a, PHILOX: eng.Philox}
+QUASI = {SOBOL32: (32, False), SCRAMBLED_SOBOL32: (32, True), SOBOL64: (64, False),
+         SCRAMBLED_SOBOL64: (64, True)}
+SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, DEFAULT, QUASI_DEFAULT, *QUASI}
 NAMES = {v: k for k, v in K.items() if k.startswith("CURAND_RNG_")}
-HOST_STATES = 4096  # subsequences the host API spreads a request over (cuport's model)
-TWO_POW32_INV = np.float32(2.3283064e-10)
-TWO_POW32_INV_2PI = np.float32(2.3283064e-10 * 6.2831855)
+ORDERINGS = {v: k for k, v in K.items() if k.startswith("CURAND_ORDERING_")}
+MODELLED_ORDERINGS = {K["CURAND_ORDERING_PSEUDO_DEFAULT"], K["CURAND_ORDERING_PSEUDO_BEST"],
+                      K["CURAND_ORDERING_PSEUDO_LEGACY"]}
+HOST_LANES = 4096  # lanes of XORWOW / MRG32k3a / Philox (cuport's model)
+MTGP_BLOCKS = 64  # MTGP32 blocks (cuport's model)
+F32 = np.float32
+TWO_POW32_INV = F32(2.3283064e-10)
+TWO_POW32_INV_2PI = F32(2.3283064e-10 * 6.2831855)
+TWO_POW32_INV_DOUBLE = 2.3283064365386963e-10
 TWO_POW53_INV = 2.0 ** -53
-U32 = np.uint32
+SQRT2, SQRT2_DOUBLE = F32(1.4142135), 1.4142135623730951
+U32, U64 = np.uint32, np.uint64
 
 
-# -- XORWOW ---------------------------------------------------------------------------
+# -- transforms (curand_uniform.h, curand_normal.h) ---------------------------------------
 
-def _xorwow_step_bits(v: np.ndarray) -> np.ndarray:
-    """One XORWOW step on a (5, k) uint32 array of states (the linear part only)."""
-    t = v[0] ^ (v[0] >> U32(2))
-    new4 = (v[4] ^ (v[4] << U32(4))) ^ (t ^ (t << U32(1)))
-    return np.stack([v[1], v[2], v[3], v[4], new4])
+def uniform_float(x: np.ndarray) -> np.ndarray:
+    """_curand_uniform of 32-bit draws: x 2^-32 + 2^-33 in float."""
+    return x.astype(F32) * TWO_POW32_INV + TWO_POW32_INV / F32(2)
 
 
-def _to_bits(v: np.ndarray) -> np.ndarray:
-    """(5, k) uint32 -> (k, 160) bits."""
-    b = ((v[:, None, :] >> np.arange(32, dtype=U32)[None, :, None]) & U32(1))
-    return b.reshape(160, -1).T.astype(np.uint8)
+def uniform_double_hq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """_curand_uniform_double_hq: 53 bits from two draws."""
+    z = x.astype(U64) ^ (y.astype(U64) << U64(21))
+    return z.astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 2.0
 
 
-def _from_bits(bits: np.ndarray) -> np.ndarray:
-    words = bits.T.reshape(5, 32, -1).astype(U32)
-    return (words << np.arange(32, dtype=U32)[None, :, None]).sum(axis=1, dtype=np.uint64) \
-        .astype(U32)
+def uniform_double_32(x: np.ndarray) -> np.ndarray:
+    """_curand_uniform_double of one 32-bit draw: x 2^-32 + 2^-32."""
+    return x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE
 
 
-@cache
-def _step_matrix() -> np.ndarray:
-    """M with bits(next) = bits(state) @ M (mod 2)."""
-    basis = np.zeros((5, 160), U32)
-    for i in range(160):
-        basis[i // 32, i] = U32(1) << U32(i % 32)
-    return _to_bits(_xorwow_step_bits(basis))
+def uniform_double_64(x: np.ndarray) -> np.ndarray:
+    return (x >> U64(11)).astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 2.0
 
 
-def _square(m: np.ndarray) -> np.ndarray:
-    return (m.astype(np.int64) @ m.astype(np.int64) % 2).astype(np.uint8)
+def box_muller(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """_curand_box_muller: pairs (s sin v, s cos v), interleaved."""
+    u = x.astype(F32) * TWO_POW32_INV + TWO_POW32_INV / F32(2)
+    v = y.astype(F32) * TWO_POW32_INV_2PI + TWO_POW32_INV_2PI / F32(2)
+    return _pairs(np.sqrt(F32(-2.0) * np.log(u)), v)
 
 
-@cache
-def _power_of_two_matrices(start: int, count: int) -> tuple[np.ndarray, ...]:
-    """M^(2^start), M^(2^(start+1)), ...: the skip-ahead matrices."""
-    m = _step_matrix()
-    for _ in range(start):
-        m = _square(m)
-    out = [m]
-    for _ in range(count - 1):
-        out.append(_square(out[-1]))
-    return tuple(out)
+def box_muller_mrg(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """curand_box_muller_mrg: uniforms of two MRG32k3a draws, the second times 2 pi."""
+    u = (r1 * eng.MRG_NORM).astype(F32)
+    v = (r2 * eng.MRG_NORM).astype(F32) * F32(6.2831855)
+    return _pairs(np.sqrt(F32(-2.0) * np.log(u)), v)
 
 
-def _apply(bits: np.ndarray, m: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.int64) @ m.astype(np.int64) % 2).astype(np.uint8)
-
-
-def xorwow_init(seed: int, subsequences: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """curand_init(seed, subsequence, offset) for many subsequences: (v (5, k), d (k,))."""
-    k = len(subsequences)
-    s0 = U32(seed & 0xFFFFFFFF) ^ U32(0xAAD26B49)
-    s1 = U32((seed >> 32) & 0xFFFFFFFF) ^ U32(0xF7DCEFDD)
-    with np.errstate(over="ignore"):
-        t0 = U32(1099087573) * s0
-        t1 = U32(2591861531) * s1
-        d = np.full(k, U32(6615241) + t1 + t0, U32)
-        v = np.array([U32(123456789) + t0, U32(362436069) ^ t0, U32(521288629) + t1,
-                      U32(88675123) ^ t1, U32(5783321) + t0], U32)[:, None].repeat(k, axis=1)
-    bits = _to_bits(v)
-    seq = subsequences.astype(np.uint64)
-    nbits = max(1, int(seq.max()).bit_length()) if k else 1
-    for i, m in enumerate(_power_of_two_matrices(67, nbits)):
-        sel = ((seq >> np.uint64(i)) & np.uint64(1)).astype(bool)
-        if sel.any():
-            bits[sel] = _apply(bits[sel], m)
-    if offset:
-        for i, m in enumerate(_power_of_two_matrices(0, int(offset).bit_length())):
-            if (offset >> i) & 1:
-                bits = _apply(bits, m)
-        with np.errstate(over="ignore"):
-            d = d + U32((362437 * offset) & 0xFFFFFFFF)
-    return _from_bits(bits), d
-
-
-def xorwow_generate(v: np.ndarray, d: np.ndarray, steps: int) -> np.ndarray:
-    """(steps, k) outputs of k XORWOW states (v and d are advanced in place)."""
-    out = np.empty((steps, v.shape[1]), U32)
-    with np.errstate(over="ignore"):
-        for s in range(steps):
-            t = v[0] ^ (v[0] >> U32(2))
-            v[0], v[1], v[2], v[3] = v[1], v[2], v[3], v[4]
-            v[4] = (v[4] ^ (v[4] << U32(4))) ^ (t ^ (t << U32(1)))
-            d += U32(362437)
-            out[s] = v[4] + d
+def _pairs(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = np.empty(2 * len(s), s.dtype)
+    out[0::2], out[1::2] = s * np.sin(v), s * np.cos(v)
     return out
 
 
-# -- Philox4x32-10 ----------------------------------------------------------------------
-
-PHILOX_M0, PHILOX_M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-PHILOX_W0, PHILOX_W1 = U32(0x9E3779B9), U32(0xBB67AE85)
-
-
-def philox_blocks(seed: int, counters: np.ndarray) -> np.ndarray:
-    """Philox4x32-10 of (k, 4) uint32 counters with key = seed: (k, 4) outputs."""
-    c = [counters[:, i].astype(U32) for i in range(4)]
-    k0 = np.full(len(counters), U32(seed & 0xFFFFFFFF), U32)
-    k1 = np.full(len(counters), U32((seed >> 32) & 0xFFFFFFFF), U32)
-    with np.errstate(over="ignore"):
-        for r in range(10):
-            p0 = PHILOX_M0 * c[0].astype(np.uint64)
-            p1 = PHILOX_M1 * c[2].astype(np.uint64)
-            hi0, lo0 = (p0 >> np.uint64(32)).astype(U32), p0.astype(U32)
-            hi1, lo1 = (p1 >> np.uint64(32)).astype(U32), p1.astype(U32)
-            c = [hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0]
-            if r < 9:
-                k0 = k0 + PHILOX_W0
-                k1 = k1 + PHILOX_W1
-    return np.stack(c, axis=1)
+def box_muller_double(x0, x1, y0, y1) -> np.ndarray:
+    """_curand_box_muller_double: 53-bit u and v from four draws, sincospi(v)."""
+    u = uniform_double_hq(x0, x1)
+    zy = y0.astype(U64) ^ (y1.astype(U64) << U64(21))
+    v = zy.astype(np.float64) * (TWO_POW53_INV * 2.0) + TWO_POW53_INV
+    return _pairs(np.sqrt(-2.0 * np.log(u)), np.pi * v)
 
 
-# -- the host generator ----------------------------------------------------------------
+def box_muller_mrg_double(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    u, v = r1 * eng.MRG_NORM, r2 * eng.MRG_NORM * 2.0
+    return _pairs(np.sqrt(-2.0 * np.log(u)), np.pi * v)
+
+
+def normal_icdf(x: np.ndarray) -> np.ndarray:
+    """_curand_normal_icdf of 32-bit draws (64-bit ones use their high word)."""
+    from scipy.special import erfcinv
+
+    if x.dtype == U64:
+        x = (x >> U64(32)).astype(U32)
+    s = np.where(x > U32(0x80000000), -SQRT2, SQRT2).astype(F32)
+    x = np.where(x > U32(0x80000000), U32(0xFFFFFFFF) - x, x)
+    p = x.astype(F32) * TWO_POW32_INV + TWO_POW32_INV / F32(2)
+    return s * erfcinv((F32(2.0) * p).astype(np.float64)).astype(F32)
+
+
+def normal_icdf_double(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erfcinv
+
+    if x.dtype == U64:
+        x = x >> U64(11)
+        big, top = U64(0x10000000000000), U64(0x1FFFFFFFFFFFFF)
+        s = np.where(x > big, -SQRT2_DOUBLE, SQRT2_DOUBLE)
+        x = np.where(x > big, top - x, x)
+        p = x.astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 2.0
+    else:
+        s = np.where(x > U32(0x80000000), -SQRT2_DOUBLE, SQRT2_DOUBLE)
+        x = np.where(x > U32(0x80000000), U32(0xFFFFFFFF) - x, x)
+        p = x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
+    return s * erfcinv(2.0 * p)
+
+
+def poisson(x: np.ndarray, lam: float) -> np.ndarray:
+    """_curand_poisson of one draw per output: Fishman's ITR (in chunks of exp(-500))
+    below lambda 1000, round(sqrt(lambda) icdf + lambda) above."""
+    if lam >= 1000:
+        return (np.sqrt(lam) * normal_icdf_double(x) + lam + 0.5).astype(U32)
+    if x.dtype == U64:
+        u = (x >> U64(11)).astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 4.0
+    else:
+        u = x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
+    n = len(u)
+    k = np.zeros(n, U32)
+    p = np.ones(n)
+    q = np.ones(n)
+    power = 0
+    while True:
+        chunk = np.exp(-500.0) if lam > power + 500.0 else np.exp(float(power) - lam)
+        p *= chunk
+        q *= chunk
+        power += 500
+        active = u > q
+        while active.any():
+            k[active] += U32(1)
+            p[active] *= lam / k[active].astype(np.float64)
+            q[active] += p[active]
+            active = u > q
+        if not float(power) < lam:
+            return k
+
+
+# -- the host generator ------------------------------------------------------------------
 
 class Generator:
     def __init__(self, rng_type: int) -> None:
         self.context = device.ensure_context()
-        self.rng_type = rng_type
+        self.rng_type = {DEFAULT: XORWOW, QUASI_DEFAULT: SOBOL32}.get(rng_type, rng_type)
         self.seed = 0
         self.offset = 0
-        self.ordering = K["CURAND_ORDERING_PSEUDO_DEFAULT"]
+        self.quasi = self.rng_type in QUASI
+        self.ordering = K["CURAND_ORDERING_QUASI_DEFAULT" if self.quasi else
+                          "CURAND_ORDERING_PSEUDO_DEFAULT"]
+        self.dimensions = 1
         self.stream = 0
+        self._lanes = None  # (next lane step, engine, the last rows drawn)
+        self._mtgp = None  # (next round, engine, the current round's outputs)
         self.handle = handles.new(self)
 
-    def raw(self, count: int) -> np.ndarray:
-        """The next `count` 32-bit outputs in the host API's order, advancing the offset.
+    def reset(self) -> None:
+        self._lanes = self._mtgp = None
 
-        Output g (counting from the seed's start) is step g // HOST_STATES of
-        subsequence g % HOST_STATES; a Philox step is one of a block's four words."""
-        states = HOST_STATES
-        first, last = self.offset // states, (self.offset + count - 1) // states
-        if self.rng_type == PHILOX:
-            b0, b1 = first // 4, last // 4
-            counters = np.zeros((states, 4), U32)
-            counters[:, 2] = np.arange(states, dtype=U32)
-            rows = []
-            for b in range(b0, b1 + 1):
-                counters[:, 0] = U32(b & 0xFFFFFFFF)
-                counters[:, 1] = U32(b >> 32)
-                rows.append(philox_blocks(self.seed, counters).T)
-            table = np.concatenate(rows)[first - 4 * b0:last - 4 * b0 + 1]
+    # lanes of XORWOW / MRG32k3a / Philox
+    def _lane_draws(self, first_step: int, steps: int) -> np.ndarray:
+        """Draws first_step .. first_step + steps - 1 of every lane: (steps, HOST_LANES).
+        The lanes stay where the request left them, with their last rows kept, so a run
+        of requests continues without a new skip-ahead."""
+        cached = self._lanes
+        parts = []
+        if cached is not None and cached[0] - len(cached[2]) <= first_step <= cached[0]:
+            next_step, engine, kept = cached
+            parts.append(kept[len(kept) - (next_step - first_step):][:steps])
         else:
-            v, d = xorwow_init(self.seed, np.arange(states), first)
-            table = xorwow_generate(v, d, last - first + 1)
-        start = self.offset % states
-        flat = table.reshape(-1)[start:start + count]
+            engine = LANED[self.rng_type](self.seed, np.arange(HOST_LANES), first_step)
+            next_step = first_step
+        have = sum(p.shape[0] for p in parts)
+        if steps > have:
+            fresh = engine.draw(steps - have)
+            parts.append(fresh)
+            kept = np.concatenate([parts[0], fresh]) if have else fresh
+            self._lanes = (next_step + steps - have, engine, kept[-4:])
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def units(self, count: int, k: int) -> list[np.ndarray]:
+        """The next `count` units of k draws each: k arrays (draw j of each unit)."""
+        if self.offset % k:
+            raise Unsupported(f"{k}-draw outputs after an offset of {self.offset} draws, which "
+                              f"is not a multiple of {k} (cuport's model has no such order)")
+        start = self.offset // k
+        row0, row1 = start // HOST_LANES, (start + count - 1) // HOST_LANES
+        draws = self._lane_draws(k * row0, k * (row1 - row0 + 1))  # (k rows per unit row, L)
+        draws = draws.reshape(row1 - row0 + 1, k, HOST_LANES)
+        begin = start - row0 * HOST_LANES
+        parts = [draws[:, j, :].reshape(-1)[begin:begin + count] for j in range(k)]
+        self.offset += count * k
+        return parts
+
+    def mtgp_draws(self, count: int) -> np.ndarray:
+        per_round = eng.MTGP_THREADS * MTGP_BLOCKS
+        first, last = self.offset // per_round, (self.offset + count - 1) // per_round
+        cached = self._mtgp  # (next round, engine, that round's predecessor's outputs)
+        if cached is not None and cached[0] == first + 1:
+            rows, engine, done = [cached[2]], cached[1], first + 1
+        elif cached is not None and cached[0] == first:
+            rows, engine, done = [], cached[1], first
+        else:
+            engine = eng.Mtgp32(self.seed, MTGP_BLOCKS)
+            if first:
+                engine.draw_rounds(first)
+            rows, done = [], first
+        if last >= done:
+            # (blocks, rounds*256) -> round-major, then block, then thread
+            new = engine.draw_rounds(last - done + 1)
+            new = new.reshape(MTGP_BLOCKS, -1, eng.MTGP_THREADS).transpose(1, 0, 2)
+            rows.extend(new.reshape(-1, per_round))
+        flat = np.concatenate(rows)[self.offset - first * per_round:][:count]
+        self._mtgp = (last + 1, engine, rows[-1])
         self.offset += count
         return flat
 
+    def draws(self, count: int) -> np.ndarray:
+        """The next `count` native draws in the host order (one draw per output)."""
+        if self.rng_type == MTGP32:
+            return self.mtgp_draws(count)
+        return self.units(count, 1)[0]
+
+    def quasi_draws(self, count: int) -> np.ndarray:
+        bits, scrambled = QUASI[self.rng_type]
+        dims = self.dimensions
+        if count % dims:
+            raise Status("CURAND_STATUS_LENGTH_NOT_MULTIPLE",
+                         f"{count} values for {dims} dimensions")
+        points = count // dims
+        directions = scrambled_directions(bits) if scrambled else eng.sobol_directions(bits, dims)
+        constants = scramble_constants(bits) if scrambled else None
+        out = np.concatenate([eng.sobol_points(directions[d], self.offset, points,
+                                               int(constants[d]) if scrambled else 0)
+                              for d in range(dims)])
+        self.offset += points
+        return out
+
+
+# -- NVIDIA's data tables ----------------------------------------------------------------
+
+@cache
+def _nvidia_tables(bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scrambled direction vectors and scramble constants, which are data in NVIDIA's
+    libcurand.so.10 (random numbers, not derivable): read from a copy of it in a
+    site-packages nvidia wheel or the CUDA toolkit, in a child process."""
+    import subprocess
+    import sys
+
+    path = _nvidia_libcurand()
+    if path is None:
+        raise Unsupported(f"scrambled Sobol{bits} needs NVIDIA's scramble tables, which only "
+                          "NVIDIA's libcurand.so.10 holds: pip install nvidia-curand")
+    code = (
+        "import ctypes,sys\n"
+        f"lib=ctypes.CDLL({str(path)!r})\n"
+        "p=ctypes.c_void_p()\n"
+        f"b={bits}; w=b//8; n=20000\n"
+        f"assert lib.curandGetDirectionVectors{bits}(ctypes.byref(p), {102 if bits == 32 else 104}) == 0\n"
+        "sys.stdout.buffer.write(ctypes.string_at(p.value, n*b*w))\n"
+        f"assert lib.curandGetScrambleConstants{bits}(ctypes.byref(p)) == 0\n"
+        "sys.stdout.buffer.write(ctypes.string_at(p.value, n*w))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    dtype = U32 if bits == 32 else U64
+    n = eng.SOBOL_DIMENSIONS
+    if r.returncode != 0 or len(r.stdout) != n * (bits + 1) * (bits // 8):
+        raise Unsupported(f"could not read the scramble tables from {path}: "
+                          f"{r.stderr.decode(errors='replace')[-300:]}")
+    data = np.frombuffer(r.stdout, dtype)
+    return data[:n * bits].reshape(n, bits).copy(), data[n * bits:].copy()
+
+
+def _nvidia_libcurand():
+    import os
+    import site
+    from pathlib import Path
+
+    roots = [*site.getsitepackages(), site.getusersitepackages()]
+    candidates = [Path(r) / "nvidia" / sub / "lib" / "libcurand.so.10"
+                  for r in roots for sub in ("cu13", "curand", "cu12")]
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    candidates.append(Path(home) / "lib64" / "libcurand.so.10")
+    uid = os.getuid()
+    for c in candidates:
+        try:
+            st = c.stat()
+        except OSError:
+            continue
+        if st.st_uid in (0, uid) and not st.st_mode & 0o022:  # nobody else could have written it
+            return c
+    return None
+
+
+def scrambled_directions(bits: int) -> np.ndarray:
+    return _nvidia_tables(bits)[0]
+
+
+def scramble_constants(bits: int) -> np.ndarray:
+    return _nvidia_tables(bits)[1]
+
+
+_HOST_TABLES: dict[tuple[str, int], np.ndarray] = {}  # handed-out tables live for good
+
+
+def _host_table(kind: str, bits: int, make) -> int:
+    key = (kind, bits)
+    if key not in _HOST_TABLES:
+        _HOST_TABLES[key] = np.ascontiguousarray(make())
+    return _HOST_TABLES[key].ctypes.data
+
+
+@implements("curandGetDirectionVectors32")
+def get_direction_vectors32(vector_set: int) -> int:
+    if vector_set == K["CURAND_DIRECTION_VECTORS_32_JOEKUO6"]:
+        return _host_table("directions", 32, lambda: eng.sobol_directions(32))
+    if vector_set == K["CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6"]:
+        return _host_table("scrambled", 32, lambda: scrambled_directions(32))
+    raise Status("CURAND_STATUS_OUT_OF_RANGE", f"direction vector set {vector_set} for 32 bits")
+
+
+@implements("curandGetDirectionVectors64")
+def get_direction_vectors64(vector_set: int) -> int:
+    if vector_set == K["CURAND_DIRECTION_VECTORS_64_JOEKUO6"]:
+        return _host_table("directions", 64, lambda: eng.sobol_directions(64))
+    if vector_set == K["CURAND_SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6"]:
+        return _host_table("scrambled", 64, lambda: scrambled_directions(64))
+    raise Status("CURAND_STATUS_OUT_OF_RANGE", f"direction vector set {vector_set} for 64 bits")
+
+
+@implements("curandGetScrambleConstants32")
+def get_scramble_constants32() -> int:
+    return _host_table("constants", 32, lambda: scramble_constants(32))
+
+
+@implements("curandGetScrambleConstants64")
+def get_scramble_constants64() -> int:
+    return _host_table("constants", 64, lambda: scramble_constants(64))
+
+
+# -- the API -------------------------------------------------------------------------------
 
 def get(generator: int) -> Generator:
     g = handles.peek(generator) if generator else None
@@ -204,8 +394,8 @@ def _create(rng_type: int) -> int:
     if rng_type not in NAMES:
         raise Status("CURAND_STATUS_TYPE_ERROR", f"curandRngType_t {rng_type}")
     if rng_type not in SUPPORTED:
-        raise Unsupported(f"the {NAMES[rng_type]} generator is not implemented "
-                          "(cuport has XORWOW and PHILOX4_32_10)")
+        raise Unsupported(f"the {NAMES[rng_type]} generator is not implemented (cuport has "
+                          "XORWOW, MRG32K3A, MTGP32, PHILOX4_32_10 and the Sobol generators)")
     return Generator(rng_type).handle
 
 
@@ -228,22 +418,45 @@ def destroy_generator(generator: int) -> None:
 @implements("curandSetPseudoRandomGeneratorSeed")
 def set_seed(generator: int, seed: int) -> None:
     g = get(generator)
+    if g.quasi:
+        raise Status("CURAND_STATUS_TYPE_ERROR", "a quasirandom generator has no seed")
     g.seed = seed
     g.offset = 0
+    g.reset()
 
 
 @implements("curandSetGeneratorOffset")
 def set_offset(generator: int, offset: int) -> None:
-    get(generator).offset = offset
+    g = get(generator)
+    g.offset = offset
+    g.reset()
+
+
+@implements("curandSetQuasiRandomGeneratorDimensions")
+def set_dimensions(generator: int, dims: int) -> None:
+    g = get(generator)
+    if not g.quasi:
+        raise Status("CURAND_STATUS_TYPE_ERROR", "dimensions are for quasirandom generators")
+    if not 1 <= dims <= eng.SOBOL_DIMENSIONS:
+        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{dims} dimensions (1 to 20000)")
+    g.dimensions = dims
+    g.offset = 0
 
 
 @implements("curandSetGeneratorOrdering")
 def set_ordering(generator: int, order: int) -> None:
     g = get(generator)
-    if order not in (K["CURAND_ORDERING_PSEUDO_DEFAULT"], K["CURAND_ORDERING_PSEUDO_BEST"],
-                     K["CURAND_ORDERING_PSEUDO_SEEDED"], K["CURAND_ORDERING_PSEUDO_LEGACY"]):
-        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"ordering {order} for a pseudo-random generator")
+    name = ORDERINGS.get(order, str(order))
+    if g.quasi:
+        if order != K["CURAND_ORDERING_QUASI_DEFAULT"]:
+            raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for a quasirandom generator")
+    elif order not in ORDERINGS or order == K["CURAND_ORDERING_QUASI_DEFAULT"]:
+        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for a pseudorandom generator")
+    elif order not in MODELLED_ORDERINGS:
+        raise Unsupported(f"{name} is not implemented (cuport has PSEUDO_DEFAULT, BEST and "
+                          "LEGACY, one order)")
     g.ordering = order
+    g.reset()
 
 
 @implements("curandSetStream")
@@ -276,8 +489,7 @@ def get_property(kind: int) -> int:
 def _fill(g: Generator, what: str, out: int, count: int, dtype, make) -> None:
     """Draw now (the generator's state is the call's), write when the stream gets there."""
     if out == 0:
-        raise Status("CURAND_STATUS_LENGTH_NOT_MULTIPLE" if count < 0 else
-                     "CURAND_STATUS_NOT_INITIALIZED", "outputPtr is NULL")
+        raise Status("CURAND_STATUS_NOT_INITIALIZED", "outputPtr is NULL")
     if count == 0:
         return
     values = make()
@@ -289,103 +501,136 @@ def _fill(g: Generator, what: str, out: int, count: int, dtype, make) -> None:
                   "CURAND_STATUS_LAUNCH_FAILURE")
 
 
-def uniform_float(raw: np.ndarray) -> np.ndarray:
-    return raw.astype(np.float32) * TWO_POW32_INV + TWO_POW32_INV / np.float32(2)
-
-
-def box_muller(raw: np.ndarray) -> np.ndarray:
-    """curand_box_muller on consecutive pairs: (x, y) -> s sin v, s cos v."""
-    x, y = raw[0::2], raw[1::2]
-    u = x.astype(np.float32) * TWO_POW32_INV + TWO_POW32_INV / np.float32(2)
-    v = y.astype(np.float32) * TWO_POW32_INV_2PI + TWO_POW32_INV_2PI / np.float32(2)
-    s = np.sqrt(np.float32(-2.0) * np.log(u))
-    out = np.empty(len(raw), np.float32)
-    out[0::2], out[1::2] = s * np.sin(v), s * np.cos(v)
-    return out
-
-
-def uniform_double(raw: np.ndarray) -> np.ndarray:
-    x, y = raw[0::2].astype(np.uint64), raw[1::2].astype(np.uint64)
-    z = x ^ (y << np.uint64(21))
-    return z.astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 2.0
-
-
-def box_muller_double(raw: np.ndarray) -> np.ndarray:
-    quads = raw.reshape(-1, 4)
-    a = uniform_double(quads[:, :2].reshape(-1))
-    b = uniform_double(quads[:, 2:].reshape(-1))
-    s = np.sqrt(-2.0 * np.log(a))
-    v = b * 2.0 * np.pi
-    out = np.empty(len(quads) * 2, np.float64)
-    out[0::2], out[1::2] = s * np.sin(v), s * np.cos(v)
-    return out
-
-
-def _even(n: int, what: str) -> None:
-    if n % 2:
+def _even(g: Generator, n: int, what: str) -> None:
+    if n % 2 and not g.quasi:
         raise Status("CURAND_STATUS_LENGTH_NOT_MULTIPLE", f"{what}: n = {n} is odd")
+
+
+def raw32(g: Generator, n: int) -> np.ndarray:
+    if g.quasi:
+        if QUASI[g.rng_type][0] == 64:
+            raise Status("CURAND_STATUS_TYPE_ERROR", "a 64-bit Sobol generator's values are "
+                                                     "64-bit: curandGenerateLongLong")
+        return g.quasi_draws(n)
+    d = g.draws(n)
+    return eng.mrg_bits(d) if g.rng_type == MRG32K3A else d
+
+
+def uniform(g: Generator, n: int) -> np.ndarray:
+    if g.quasi:
+        d = g.quasi_draws(n)
+        return uniform_float((d >> U64(32)).astype(U32) if d.dtype == U64 else d)
+    d = g.draws(n)
+    return (d * eng.MRG_NORM).astype(F32) if g.rng_type == MRG32K3A else uniform_float(d)
+
+
+def uniform_double(g: Generator, n: int) -> np.ndarray:
+    if g.quasi:
+        d = g.quasi_draws(n)
+        return uniform_double_64(d) if d.dtype == U64 else uniform_double_32(d)
+    if g.rng_type == MRG32K3A:
+        return g.draws(n) * eng.MRG_NORM
+    if g.rng_type == MTGP32:
+        return uniform_double_32(g.draws(n))
+    return uniform_double_hq(*g.units(n, 2))
+
+
+def normal(g: Generator, n: int) -> np.ndarray:
+    if g.quasi:
+        return normal_icdf(g.quasi_draws(n))
+    if g.rng_type == MTGP32:
+        return normal_icdf(g.draws(n))
+    x, y = g.units(n // 2, 2)
+    return box_muller_mrg(x, y) if g.rng_type == MRG32K3A else box_muller(x, y)
+
+
+def normal_double(g: Generator, n: int) -> np.ndarray:
+    if g.quasi:
+        return normal_icdf_double(g.quasi_draws(n))
+    if g.rng_type == MTGP32:
+        return normal_icdf_double(g.draws(n))
+    if g.rng_type == MRG32K3A:
+        return box_muller_mrg_double(*g.units(n // 2, 2))
+    return box_muller_double(*g.units(n // 2, 4))
 
 
 @implements("curandGenerate")
 def generate(generator: int, out: int, n: int) -> None:
     g = get(generator)
-    _fill(g, "curandGenerate", out, n, np.uint32, lambda: g.raw(n))
+    _fill(g, "curandGenerate", out, n, U32, lambda: raw32(g, n))
+
+
+@implements("curandGenerateLongLong")
+def generate_long_long(generator: int, out: int, n: int) -> None:
+    g = get(generator)
+    if not g.quasi or QUASI[g.rng_type][0] != 64:
+        raise Status("CURAND_STATUS_TYPE_ERROR", "64-bit outputs come from the 64-bit "
+                                                 "quasirandom generators only")
+    _fill(g, "curandGenerateLongLong", out, n, U64, lambda: g.quasi_draws(n))
 
 
 @implements("curandGenerateUniform")
 def generate_uniform(generator: int, out: int, n: int) -> None:
     g = get(generator)
-    _fill(g, "curandGenerateUniform", out, n, np.float32, lambda: uniform_float(g.raw(n)))
+    _fill(g, "curandGenerateUniform", out, n, F32, lambda: uniform(g, n))
 
 
 @implements("curandGenerateUniformDouble")
 def generate_uniform_double(generator: int, out: int, n: int) -> None:
     g = get(generator)
-    _fill(g, "curandGenerateUniformDouble", out, n, np.float64,
-          lambda: uniform_double(g.raw(2 * n)))
+    _fill(g, "curandGenerateUniformDouble", out, n, np.float64, lambda: uniform_double(g, n))
 
 
 @implements("curandGenerateNormal")
 def generate_normal(generator: int, out: int, n: int, mean: float, stddev: float) -> None:
     g = get(generator)
-    _even(n, "curandGenerateNormal")
-    _fill(g, "curandGenerateNormal", out, n, np.float32,
-          lambda: np.float32(mean) + np.float32(stddev) * box_muller(g.raw(n)))
+    _even(g, n, "curandGenerateNormal")
+    _fill(g, "curandGenerateNormal", out, n, F32,
+          lambda: F32(mean) + F32(stddev) * normal(g, n))
 
 
 @implements("curandGenerateNormalDouble")
 def generate_normal_double(generator: int, out: int, n: int, mean: float, stddev: float) -> None:
     g = get(generator)
-    _even(n, "curandGenerateNormalDouble")
+    _even(g, n, "curandGenerateNormalDouble")
     _fill(g, "curandGenerateNormalDouble", out, n, np.float64,
-          lambda: mean + stddev * box_muller_double(g.raw(2 * n)))
+          lambda: mean + stddev * normal_double(g, n))
 
 
 @implements("curandGenerateLogNormal")
 def generate_log_normal(generator: int, out: int, n: int, mean: float, stddev: float) -> None:
     g = get(generator)
-    _even(n, "curandGenerateLogNormal")
-    _fill(g, "curandGenerateLogNormal", out, n, np.float32,
-          lambda: np.exp(np.float32(mean) + np.float32(stddev) * box_muller(g.raw(n))))
+    _even(g, n, "curandGenerateLogNormal")
+    _fill(g, "curandGenerateLogNormal", out, n, F32,
+          lambda: np.exp(F32(mean) + F32(stddev) * normal(g, n)))
 
 
 @implements("curandGenerateLogNormalDouble")
 def generate_log_normal_double(generator: int, out: int, n: int, mean: float,
                                stddev: float) -> None:
     g = get(generator)
-    _even(n, "curandGenerateLogNormalDouble")
+    _even(g, n, "curandGenerateLogNormalDouble")
     _fill(g, "curandGenerateLogNormalDouble", out, n, np.float64,
-          lambda: np.exp(mean + stddev * box_muller_double(g.raw(2 * n))))
+          lambda: np.exp(mean + stddev * normal_double(g, n)))
 
 
-@implements("curandGenerateLongLong")
-def generate_long_long(generator: int, out: int, n: int) -> None:
-    get(generator)
-    raise Status("CURAND_STATUS_TYPE_ERROR", "64-bit outputs come from the 64-bit quasirandom "
-                                             "generators only")
+def _poisson_values(g: Generator, n: int, lam: float) -> np.ndarray:
+    if not lam > 0:
+        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"lambda = {lam}")
+    d = g.quasi_draws(n) if g.quasi else g.draws(n)
+    if g.rng_type == MRG32K3A:
+        d = eng.mrg_bits(d)
+    return poisson(d, lam)
 
 
 @implements("curandGeneratePoisson")
 def generate_poisson(generator: int, out: int, n: int, lam: float) -> None:
-    get(generator)
-    raise Unsupported("curandGeneratePoisson: NVIDIA's Poisson algorithm is not implemented yet")
+    g = get(generator)
+    _fill(g, "curandGeneratePoisson", out, n, U32, lambda: _poisson_values(g, n, lam))
+
+
+@implements("curandGeneratePoissonMethod")
+def generate_poisson_method(generator: int, out: int, n: int, lam: float, method: int) -> None:
+    if method not in (K["CURAND_POISSON"], K["CURAND_CHOOSE_BEST"]):
+        raise Unsupported(f"curandGeneratePoissonMethod with method {method}")
+    generate_poisson(generator, out, n, lam)
