@@ -1,7 +1,7 @@
 """The `cuport` command: run CUDA programs on the CPU, trace them, say what is there.
 
     cuport run PROGRAM [ARGS...]                 run with cuport's libcuda.so.1
-    cuport trace [--ptx-dir DIR] PROGRAM [...]   the same, logging every driver call
+    cuport trace [--ptx-dir DIR] [--all] PROGRAM [...]   the same, logging every driver call
     cuport info [--coverage]                     the device cuport presents, and where things are
                                                  (--coverage: every driver function, implemented or not)
 
@@ -11,8 +11,12 @@ for NVIDIA's libraries (libcublas.so.13, libcufft.so.12, ...: cuport/libs) and p
 sys.path in CUPORT_PYTHONPATH (so the interpreter embedded in a C program finds
 cuport and its dependencies). It also puts cuport/shims first on PATH: its `nvcc`
 turns a request for a cubin (SASS, which cuport cannot run) into PTX, for programs that
-compile CUDA at run time (PyCUDA). The program's exit status is passed through; death
-by signal N gives 128+N, as a shell would report it.
+compile CUDA at run time (PyCUDA); and it preloads cuport's NVRTC, which does the same
+for NVRTC (CuPy, cuda.core), forwarding to NVIDIA's (CUPORT_NVRTC). The program's exit
+status is passed through; death by a signal that writes no core (^C, SIGTERM, SIGHUP,
+SIGKILL) ends cuport by the same signal; death by a core-writing signal N gives 128+N, as
+a shell would report it. The program keeps the signal dispositions cuport was started
+with, and the signals cuport is sent reach it (run_program).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import sys
 from pathlib import Path
 
 
-def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, str]:
+def program_env(trace: bool | str = False, ptx_dir: str | None = None) -> dict[str, str]:
     from cuport.capi import build
     from cuport.libs import build as libs_build
 
@@ -50,31 +54,89 @@ def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, st
             nvcc.chmod(0o755)
     if os.access(nvcc, os.X_OK):
         env["PATH"] = str(shims) + os.pathsep + env.get("PATH", "")
+    # NVRTC asked for a cubin by the program (CuPy, cuda.core) makes PTX (shims/nvrtc.py)
+    if env.get("CUPORT_NVRTC_SHIM", "1") != "0":
+        from cuport.shims import nvrtc
+
+        real = env.get("CUPORT_NVRTC") or nvrtc.find_real()
+        if real:
+            env["CUPORT_NVRTC"] = str(real)
+            preload = env.get("LD_PRELOAD")
+            shim = str(nvrtc.shim_path(Path(library_dir)))
+            env["LD_PRELOAD"] = shim + (os.pathsep + preload if preload else "")
     if trace:
-        env["CUPORT_TRACE"] = "1"
+        env["CUPORT_TRACE"] = "all" if trace == "all" else "1"
     if ptx_dir:
         env["CUPORT_PTX_DIR"] = os.path.abspath(ptx_dir)
     return env
 
 
+# Signals sent to `cuport run` with kill(2) that it passes on to the program. Those the
+# terminal sends (^C, ^\\, a hang-up) reach the program directly: it is in the same process
+# group, so they are not passed on a second time.
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+             signal.SIGUSR2, signal.SIGALRM)
+# Deaths by these write a core: reported as 128+N instead of dying the same way again.
+CORE_SIGNALS = {signal.SIGQUIT, signal.SIGILL, signal.SIGTRAP, signal.SIGABRT, signal.SIGBUS,
+                signal.SIGFPE, signal.SIGSEGV, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSYS}
+SI_KERNEL = 0x80  # siginfo.si_code of a signal the kernel sent (the terminal's)
+
+
 def run_program(argv: list[str], env: dict[str, str]) -> int:
+    """Run the program with the signal dispositions cuport was given, pass on the signals
+    cuport is sent, and end as the program did.
+
+    The program is started with cuport's own signal mask and dispositions (fork and exec:
+    what Python handles is at its default again, what cuport's caller ignored, nohup or a
+    background job, stays ignored; SIGPIPE and SIGXFSZ, which Python ignores, are restored),
+    so ^C stops the program exactly as without cuport. cuport blocks the
+    signals it passes on and takes them with sigwaitinfo, so none is lost or handled in
+    Python between two checks. A program killed by a signal that writes no core makes
+    cuport die by the same signal (a calling shell script then stops on ^C as it would);
+    otherwise its exit status is cuport's, death by a core-writing signal N giving 128+N.
+    """
     program = argv[0]
-    if os.sep not in program and shutil.which(program, path=env.get("PATH")) is None:
+    path = program if os.sep in program else shutil.which(program, path=env.get("PATH"))
+    if path is None:
         print(f"cuport: {program}: command not found", file=sys.stderr)
         return 127
-    # The terminal's ^C goes to the program; cuport waits and reports what it did.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    forwarded = [s for s in FORWARDED if signal.getsignal(s) is not signal.SIG_IGN]
+    if signal.getsignal(signal.SIGCHLD) is signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # else the child is reaped unseen
+    watched = {*forwarded, signal.SIGCHLD}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     try:
-        proc = subprocess.Popen(argv, env=env, restore_signals=True)
-    except OSError as e:
-        print(f"cuport: {program}: {e.strerror}", file=sys.stderr)
-        signal.signal(signal.SIGINT, previous)
-        return 126 if os.path.exists(program) else 127
-    try:
-        code = proc.wait()
+        try:
+            proc = subprocess.Popen(argv, executable=path, env=env, restore_signals=True,
+                                    preexec_fn=lambda: signal.pthread_sigmask(
+                                        signal.SIG_SETMASK, mask))
+        except OSError as e:
+            print(f"cuport: {program}: {e.strerror}", file=sys.stderr)
+            return 126 if os.path.exists(path) else 127
+        pid = proc.pid
+        while True:
+            info = signal.sigtimedwait(watched, 1.0)  # (the timeout: a SIGCHLD that was lost)
+            if info is None or info.si_signo == signal.SIGCHLD:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    break
+            elif info.si_code != SI_KERNEL:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, info.si_signo)
     finally:
-        signal.signal(signal.SIGINT, previous)
-    return 128 - code if code < 0 else code
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in CORE_SIGNALS:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if sig != signal.SIGKILL:
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -82,7 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    return run_program([args.program, *args.args], program_env(True, args.ptx_dir))
+    trace = "all" if args.all else True
+    return run_program([args.program, *args.args], program_env(trace, args.ptx_dir))
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -148,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     run.set_defaults(fn=cmd_run)
     trace = sub.add_parser("trace", help="run a program, logging every driver call to stderr")
     trace.add_argument("--ptx-dir", help="write the PTX of every module the program loads here")
+    trace.add_argument("--all", action="store_true",
+                       help="print every cuGetProcAddress lookup (folded into one line by default)")
     trace.add_argument("program")
     trace.add_argument("args", nargs=argparse.REMAINDER)
     trace.set_defaults(fn=cmd_trace)
@@ -156,7 +221,13 @@ def main(argv: list[str] | None = None) -> int:
                       help="list every driver API function and whether cuport implements it")
     info.set_defaults(fn=cmd_info)
     args = parser.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except BrokenPipeError:
+        # `cuport info | head`: the reader is gone; say nothing more, as other tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,15 @@
 /* Set to 1 by the Python side (cuport.capi.runtime.attach) once every entry point
  * has its implementation; read by the exported wrappers. */
 static int cuport_attached = 0;
+/* Set by the dispatcher when ^C reached a Python program inside a call (stream.py's
+ * interrupted): the KeyboardInterrupt is raised again once the call has returned. */
+static int cuport_interrupted = 0;
+
+static void cuport_rearm_interrupt(void)
+{
+    cuport_interrupted = 0;
+    PyErr_SetInterruptEx(SIGINT);
+}
 static int cuport_ready = 0;
 static pthread_once_t cuport_boot_once = PTHREAD_ONCE_INIT;
 /* The process had a running Python when the library was loaded (ctypes, cuda-python):
@@ -118,8 +128,14 @@ static const char cuport_path_setup[] =
     "_cuport_path_setup()\n"
     "del _cuport_path_setup\n";
 
+/* The program's signal dispositions are its own: importing Python's `signal` module
+ * installs a SIGINT handler (KeyboardInterrupt) even with install_signal_handlers = 0,
+ * which made ^C raise inside cuport's calls instead of stopping the program. The module is
+ * imported once here, at start-up, and the program's SIGINT action put back. */
 static int cuport_start_interpreter(void)
 {
+    struct sigaction program_sigint;
+    int restored = sigaction(SIGINT, NULL, &program_sigint) == 0;
     PyConfig config;
     PyStatus status;
     PyConfig_InitPythonConfig(&config);
@@ -134,6 +150,8 @@ static int cuport_start_interpreter(void)
     if (PyStatus_Exception(status))
         goto fail;
     PyConfig_Clear(&config);
+    if (restored && PyRun_SimpleString("import signal") == 0)
+        sigaction(SIGINT, &program_sigint, NULL);
     return 0;
 fail:
     PyConfig_Clear(&config);

@@ -9,10 +9,14 @@ implementation or a not-implemented reporter to each. The export-table slots are
 C entries too. The generated C is written to a temporary directory and compiled
 with the C compiler Python was built with; it is never kept.
 
-The library lands in cuport/_native/ (installed package or source tree), with a
-`libcuda.so` link and a BUILD_ID stamp; `library_dir()` rebuilds it when the inputs
-changed (editable installs) and falls back to a cache directory when the package
-directory is read-only.
+The library lands in cuport/_native/<interpreter>/ (installed package or source
+tree), with a `libcuda.so` link, a BUILD_ID stamp and cuport's NVRTC shim
+(cuport/shims/nvrtc.py); `library_dir()` rebuilds it when the inputs changed (editable
+installs) and falls back to a cache directory when the package directory is
+read-only. The folder is one per interpreter and environment (the library embeds
+both), so that virtual environments sharing an editable checkout each keep theirs
+instead of rebuilding at every switch; folders of environments that are gone are
+removed at the next build.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from cuport.capi import export_layout, table
+from cuport.shims import nvrtc as nvrtc_shim
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_NATIVE = HERE.parent / "_native"
@@ -72,6 +77,7 @@ def cdef_text() -> str:
     funcs = table.functions()
     lines = [table.types_cdef()]
     lines.append("extern int cuport_attached;")
+    lines.append("extern int cuport_interrupted;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
@@ -105,10 +111,11 @@ def c_source(libpython: str) -> str:
         out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
-        body = f"    return cuport_py_{f.symbol}({f.c_args()});\n"
+        body = f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
         if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
-            body = (f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
-                    f"    if (r == 0) cuport_initialized = 1;\n    return r;\n")
+            body += "    if (r == 0) cuport_initialized = 1;\n"
+        # a ^C that arrived inside the call: Python's handler ran, put cuport's back (guard.c)
+        body += "    if (cuport_interrupted) cuport_rearm_interrupt();\n    return r;\n"
         out.append(
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
             f"    int refused = cuport_enter();\n"
@@ -193,14 +200,39 @@ def _slot_entries() -> list[str]:
     return out
 
 
+def _interpreter() -> str:
+    return repr((sys.version, sys.base_prefix, site_dirs()))
+
+
 def build_id() -> str:
     """Changes whenever the library would come out differently."""
     h = hashlib.sha256()
     for path in (table.API_FILE, table.TYPES_FILE, HERE / "boot.c", Path(__file__),
-                 HERE / "export_layout.py"):
+                 HERE / "export_layout.py", nvrtc_shim.SOURCE, Path(nvrtc_shim.__file__)):
         h.update(path.read_bytes())
-    h.update(repr((sys.version, sys.base_prefix, site_dirs())).encode())
+    h.update(_interpreter().encode())
     return h.hexdigest()[:16]
+
+
+def native_dir(base: Path = PACKAGE_NATIVE) -> Path:
+    """This interpreter's and environment's folder under base."""
+    key = hashlib.sha256(_interpreter().encode()).hexdigest()[:12]
+    return base / f"py{sys.version_info[0]}{sys.version_info[1]}-{key}"
+
+
+def _remove_abandoned(base: Path, keep: Path) -> None:
+    """Folders of environments whose site directories are all gone (and the files of the
+    layout before folders per environment)."""
+    for name in (SONAME, "libcuda.so", "BUILD_ID"):
+        old = base / name
+        if old.is_file() or old.is_symlink():
+            old.unlink(missing_ok=True)
+    for d in base.glob("py*-*"):
+        sites = d / "SITE_DIRS"
+        if d == keep or not d.is_dir() or not sites.exists():
+            continue
+        if not any(Path(s).is_dir() for s in sites.read_text().splitlines() if s):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def build(out_dir: Path, verbose: bool = False) -> Path:
@@ -217,7 +249,9 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     ffi.embedding_api("")
     ffi.embedding_init_code(INIT_CODE)
     ffi.set_source(MODULE_NAME, c_source(libpython))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o755)  # whatever the umask: nobody else may put a library here
     with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
         c_file = Path(tmp) / f"{MODULE_NAME}.c"
         with contextlib.redirect_stdout(io.StringIO()):  # cffi announces what it generates
@@ -241,14 +275,29 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     if not link_path.is_symlink():
         link_path.unlink(missing_ok=True)
         link_path.symlink_to(SONAME)
+    nvrtc_shim.build(out_dir)
+    (out_dir / "SITE_DIRS").write_text("\n".join(site_dirs()) + "\n")
     (out_dir / "BUILD_ID").write_text(build_id() + "\n")
+    if out_dir.parent == PACKAGE_NATIVE:
+        _remove_abandoned(PACKAGE_NATIVE, out_dir)
     return out_dir / SONAME
 
 
 def _is_current(directory: Path) -> bool:
     stamp = directory / "BUILD_ID"
     return (directory / SONAME).exists() and stamp.exists() and \
-        stamp.read_text().strip() == build_id()
+        nvrtc_shim.shim_path(directory).exists() and stamp.read_text().strip() == build_id()
+
+
+def _is_private(directory: Path) -> bool:
+    """A fallback build outside the package is used only if nobody else could have put it
+    there: the folder and the library this user's and writable by nobody else."""
+    from cuport.backends.cpu.cache import untrusted_because
+
+    try:
+        return not any(untrusted_because(os.lstat(p)) for p in (directory, directory / SONAME))
+    except OSError:
+        return False
 
 
 def cache_dir() -> Path:
@@ -256,28 +305,53 @@ def cache_dir() -> Path:
     return Path(base) / "cuport" / "native" / build_id()
 
 
+def _is_installed_safely(directory: Path) -> bool:
+    """The package's own build is used only if no one but its owner (or root, or you) can
+    replace the library: neither the folder nor the file writable by others."""
+    return _is_folder_safe(directory) and _is_folder_safe(directory / SONAME)
+
+
+def _is_folder_safe(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid in {os.geteuid(), 0, HERE.stat().st_uid} and not st.st_mode & 0o022
+
+
 def library_dir(rebuild: bool = True) -> Path:
     """The directory holding a current libcuda.so.1 (building it if needed)."""
-    if _is_current(PACKAGE_NATIVE):
-        return PACKAGE_NATIVE
+    own = native_dir()
+    if _is_current(own) and _is_installed_safely(own):
+        return own
     cached = cache_dir()
-    if _is_current(cached):
+    if _is_current(cached) and _is_private(cached):
         return cached
     if not rebuild:
         raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
     print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
           file=sys.stderr)
     try:
-        build(PACKAGE_NATIVE)
-        return PACKAGE_NATIVE
+        for folder in (PACKAGE_NATIVE, own):
+            if folder.exists() and not _is_folder_safe(folder):
+                raise PermissionError(f"{folder} is writable by others")
+        build(own)
+        return own
     except PermissionError:
+        from cuport.backends.cpu.cache import make_private_dirs, untrusted_because
+
+        make_private_dirs(cached)
+        why = untrusted_because(os.lstat(cached))
+        if why:
+            raise PermissionError(f"cuport's libcuda.so.1 cannot be built in {cached}: "
+                                  f"{why}") from None
         build(cached)
         return cached
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else PACKAGE_NATIVE
+    out = Path(argv[0]) if argv else native_dir()
     path = build(out, verbose=True)
     print(path)
     return 0

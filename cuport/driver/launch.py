@@ -14,7 +14,7 @@ import ctypes
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
-from cuport.driver import device, event, module, stream
+from cuport.driver import context, device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -113,7 +113,12 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
             params: bytes, what: str, cooperative: bool = False) -> stream.Op | None:
-    s = stream.resolve(stream_handle)
+    try:
+        context.check_current(f.context, f"the function {f.name}")
+        s = stream.resolve_for_work(stream_handle)
+    except CudaError as e:
+        e.subject = f.name
+        raise
     kernel, m = f.kernel, f.module
     prepare = getattr(kernel, "prepare", None)
     if prepare is not None:
@@ -195,6 +200,27 @@ def _cluster(value) -> None:
                                          "blocks are not supported by cuport")
 
 
+def access_policy_window(value) -> None:
+    """An L2 access-policy window is a hint (a CPU has no L2 set-aside to steer), but its
+    fields are checked as NVIDIA's driver checks them."""
+    w = value.accessPolicyWindow
+    if w.num_bytes > device.MAX_ACCESS_POLICY_WINDOW:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.num_bytes {w.num_bytes} is over "
+                                         "the device's MAX_ACCESS_POLICY_WINDOW_SIZE "
+                                         f"({device.MAX_ACCESS_POLICY_WINDOW})")
+    if not 0.0 <= w.hitRatio <= 1.0:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.hitRatio {w.hitRatio} is not in "
+                                         "[0, 1]")
+    props = (K.CU_ACCESS_PROPERTY_NORMAL, K.CU_ACCESS_PROPERTY_STREAMING,
+             K.CU_ACCESS_PROPERTY_PERSISTING)
+    if w.hitProp not in props:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.hitProp {w.hitProp} is not a "
+                                         "CUaccessProperty")
+    if w.missProp not in props[:2]:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.missProp {w.missProp} must be "
+                                         "CU_ACCESS_PROPERTY_NORMAL or _STREAMING")
+
+
 def _graph_only(value) -> None:
     if value.deviceUpdatableKernelNode.deviceUpdatable:
         raise CudaError(E.INVALID_VALUE, "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE is "
@@ -203,7 +229,7 @@ def _graph_only(value) -> None:
 
 LAUNCH_ATTRIBUTES = {
     K.CU_LAUNCH_ATTRIBUTE_IGNORE: None,
-    K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: None,
+    K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: access_policy_window,
     K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE: None,  # read below
     K.CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: None,
     K.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: _cluster,

@@ -2,7 +2,9 @@
 
 On the CPU backend device memory is host memory: every allocation is a private
 anonymous mmap (page-aligned, zero-filled), and a CUdeviceptr is its address, so
-kernels and host copies use it directly. The allocation table answers the
+kernels and host copies use it directly. Like a GPU's 2 MiB pages, 2 MiB of padding on
+either side keep reads just outside an allocation from faulting; CUPORT_CHECK_BOUNDS=1
+puts inaccessible pages there instead. The allocation table answers the
 questions a driver must (is this pointer ours, which allocation, how large, which
 context) and lets every copy be checked before memory is touched: a bad pointer
 or a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE, never a crash.
@@ -13,8 +15,10 @@ from __future__ import annotations
 import bisect
 import collections
 import ctypes
+import functools
 import itertools
 import mmap
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -25,7 +29,16 @@ from cuport.driver.errors import CudaError, E
 
 PAGE = mmap.PAGESIZE
 PITCH_ALIGNMENT = 512
+_MAP_NORESERVE = 0x4000  # Linux: no swap reservation, like device memory that is not touched
+_MAP_FIXED = 0x10
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_MAP_FAILED = ctypes.c_void_p(-1).value
 
 KINDS_DEVICE_VISIBLE = ("device", "managed", "host", "registered", "global")
 _ids = itertools.count(1)
@@ -44,6 +57,8 @@ class Allocation:
     pool: object | None = None  # the mempool.Pool of a stream-ordered allocation
     freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
     graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
+    imported: bool = False  # another process's, from cuIpcOpenMemHandle (ipc.py)
+    host_ok: bool = True  # the host can use the memory at its address (False: copy through the backend)
 
     @property
     def end(self) -> int:
@@ -70,6 +85,8 @@ class AllocationTable:
 
     def remove(self, a: Allocation, why: str = "freed") -> None:
         with self.lock:
+            if not a.host_ok and a.base in self._by_base:
+                _opaque[0] -= 1
             i = bisect.bisect_left(self._bases, a.base)
             del self._bases[i]
             del self._by_base[a.base]
@@ -106,35 +123,217 @@ class AllocationTable:
 TABLE = AllocationTable()
 
 
+#: A GPU maps device memory in 2 MiB pages, so a read a little outside an allocation (a
+#: stencil's row before or after its buffer) lands in mapped memory and does not fault.
+GRANULE = 2 << 20
+_MADV_NOHUGEPAGE = 15
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+# base of each allocation cuport mapped -> (start, length) of the whole mapping
+_mappings: dict[int, tuple[int, int]] = {}
+
+
+def check_bounds() -> bool:
+    """CUPORT_CHECK_BOUNDS=1: every allocation sits between inaccessible pages, so any
+    access past the page that holds its last byte faults (a checking mode; a GPU does not)."""
+    return os.environ.get("CUPORT_CHECK_BOUNDS", "") not in ("", "0")
+
+
+@functools.cache
+def _thp_always() -> bool:
+    """Whether the kernel backs any anonymous memory with huge pages (padding is then
+    marked MADV_NOHUGEPAGE; otherwise it is left alone, which keeps one mapping a VMA)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return "[always]" in f.read()
+    except OSError:
+        return False
+
+
+def page_span(size: int) -> int:
+    return max(PAGE, -(-size // PAGE) * PAGE)
+
+
 def map_pages(size: int, ctx: context.Context | None = None, kind: str = "device") -> int:
-    """Fresh zero-filled memory of the context's device (its backend allocates it)."""
+    """Fresh zero-filled memory of the context's device. A backend that owns its memory
+    (Vulkan) allocates it; otherwise (the CPU backend: device memory is host memory) the
+    pages are mapped here: page-aligned, with a granule of padding on either side, readable
+    and writable as the neighbouring memory of a GPU allocation is; with
+    CUPORT_CHECK_BOUNDS=1 a PROT_NONE page."""
     ctx = ctx if ctx is not None else context.current()
     dev = ctx.device
     if size > dev.total_memory():
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the device has "
                                          f"{dev.total_memory()} bytes of memory")
-    return _allocator(ctx).allocate(size, kind)
+    owner = _allocator(ctx)
+    if owner is not None:
+        return owner.allocate(size, kind)
+    body = page_span(size)
+    pad = PAGE if check_bounds() else GRANULE
+    length = pad + body + pad
+    start = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+    if start in (None, _MAP_FAILED):
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {size} bytes failed "
+                                         f"(errno {ctypes.get_errno()})")
+    base = start + pad
+    if check_bounds() or _thp_always():
+        for guard in (start, base + body):
+            if check_bounds():
+                _libc.mprotect(guard, pad, 0)  # PROT_NONE
+            else:  # padding written to must not take a huge page of real memory
+                _libc.madvise(guard, pad, _MADV_NOHUGEPAGE)
+    with TABLE.lock:
+        _mappings[base] = (start, length)
+    return base
 
 
 def _allocator(ctx: context.Context | None):
-    """The backend that owns a context's memory (host pages for backends that do not)."""
+    """The backend of a context's device when it allocates device memory itself."""
     b = ctx.device.backend() if ctx is not None else None
-    if b is None or not hasattr(b, "allocate"):
-        from cuport.backends.cpu import host_pages
-
-        return host_pages
-    return b
+    return b if b is not None and hasattr(b, "allocate") else None
 
 
 def _unmap(a: Allocation) -> None:
-    _allocator(a.context).free(a.base, a.size)
+    owner = _allocator(a.context)
+    if owner is not None and a.base not in _mappings:
+        for hook in UNMAP_HOOKS:
+            hook(a)
+        owner.free(a.base, a.size)
+        return
+    with TABLE.lock:
+        start, length = _mappings.pop(a.base, (a.base, page_span(a.size)))
+    for hook in UNMAP_HOOKS:
+        hook(a)
+    _libc.munmap(start, length)
+
+
+# Called with an allocation just before its memory is unmapped (ipc.py closes its file).
+UNMAP_HOOKS: list = []
+
+
+def libc_mmap(length: int, flags: int, fd: int = -1) -> int:
+    """A read-write mapping (memory files of ipc.py); OUT_OF_MEMORY if it fails."""
+    address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, flags, fd, 0)
+    if address in (None, _MAP_FAILED):
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of {length} bytes failed "
+                                         f"(errno {ctypes.get_errno()})")
+    return address
+
+
+def libc_munmap(address: int, length: int) -> None:
+    _libc.munmap(address, length)
+
+
+def _map_fixed_shared(address: int, length: int, fd: int) -> None:
+    got = _libc.mmap(address, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                     mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
+    if got != address:
+        raise CudaError(E.OUT_OF_MEMORY, f"mmap of a shared file over {hex(address)} failed "
+                                         f"(errno {ctypes.get_errno()})")
+
+
+def make_shareable(a: Allocation, name: str) -> int:
+    """Move an allocation's pages into a memory file that other processes can map (its
+    contents copied, its address kept) and return the file's descriptor. The caller makes
+    sure no kernel or copy uses the allocation meanwhile."""
+    body = page_span(a.size)
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, body)
+        tmp = libc_mmap(body, mmap.MAP_SHARED, fd)
+        ctypes.memmove(tmp, a.base, body)
+        _libc.munmap(tmp, body)
+        _map_fixed_shared(a.base, body, fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def map_shared(fd: int, size: int) -> int:
+    """Map another process's memory file (padded as map_pages pads) and return its base."""
+    base = map_pages(size)
+    try:
+        _map_fixed_shared(base, page_span(size), fd)
+    except CudaError:
+        with TABLE.lock:
+            start, length = _mappings.pop(base)
+        _libc.munmap(start, length)
+        raise
+    return base
+
+
+# -- memory the host cannot touch: copies and fills through the device's backend ---------
+_opaque = [0]  # live allocations with host_ok False: none means every copy is a memmove
+
+
+def _note_host_access(a: Allocation) -> Allocation:
+    b = a.context.device.backend() if a.context is not None else None
+    check = getattr(b, "host_accessible", None)
+    if check is not None and not check(a.base):
+        a.host_ok = False
+        with TABLE.lock:
+            _opaque[0] += 1
+    return a
+
+
+def _opaque_at(address: int) -> Allocation | None:
+    if not _opaque[0]:
+        return None
+    a = TABLE.find(address)
+    return a if a is not None and not a.host_ok else None
+
+
+def move(dst: int, src: int, n: int) -> None:
+    """memmove for the driver's copies: device memory the host cannot touch (a discrete
+    GPU's) goes through its backend; everything else is host memory at its address."""
+    if n <= 0:
+        return
+    d, s = _opaque_at(dst), _opaque_at(src)
+    if d is None and s is None:
+        ctypes.memmove(dst, src, n)
+        return
+    owner = d or s
+    b = owner.context.device.backend()
+    if d is not None and s is not None:
+        b.copy_dtod(dst, src, n)
+    elif d is not None:
+        b.copy_htod(dst, src, n)
+    else:
+        b.copy_dtoh(dst, src, n)
+
+
+def fill(dst: int, value: int, n: int, width: int = 1) -> None:
+    """n elements of `width` bytes set to `value`, through the backend where needed."""
+    a = _opaque_at(dst)
+    if a is None:
+        if width == 1:
+            ctypes.memset(dst, value & 0xFF, n)
+        else:
+            import numpy as np
+
+            dtype = {2: np.uint16, 4: np.uint32}[width]
+            np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(value)
+        return
+    a.context.device.backend().fill(dst, value, n, width)
+
+
+def read(address: int, n: int) -> bytes:
+    """The bytes of any memory the driver knows (host or device)."""
+    if _opaque_at(address) is None:
+        return ctypes.string_at(address, n)
+    buf = ctypes.create_string_buffer(n)
+    move(ctypes.addressof(buf), address, n)
+    return buf.raw
 
 
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
     if size == 0:
         raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
     _check_capture("allocating memory")
-    a = Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags)
+    a = _note_host_access(Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags))
     TABLE.add(a)
     return a
 
@@ -170,7 +369,7 @@ def _check_capture(what: str) -> None:
 
 def register_range(base: int, size: int, kind: str, ctx: context.Context | None) -> Allocation:
     """Record memory cuport did not map (module globals, registered host memory)."""
-    a = Allocation(base, size, kind, ctx, owned=False)
+    a = _note_host_access(Allocation(base, size, kind, ctx, owned=False))
     TABLE.add(a)
     return a
 
@@ -273,6 +472,9 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
     if a.kind not in kinds:
         raise CudaError(E.INVALID_VALUE, f"{hex(address)} is {a.kind} memory: "
                                          f"free it with {call_for_others}")
+    if a.imported:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is another process's memory, from "
+                                         "cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle")
     return a
 
 
@@ -350,19 +552,27 @@ def mem_host_get_flags(p: int) -> int:
     return a.flags
 
 
+def _resident_bytes(base: int, length: int) -> int:
+    """How much of a mapping is in memory (mincore): pages never touched are not."""
+    pages = length // PAGE
+    vec = (ctypes.c_ubyte * pages)()
+    if _libc.mincore(ctypes.c_void_p(base), ctypes.c_size_t(length), vec) != 0:
+        return length  # cannot tell: count it as used, which MemAvailable then also says
+    return (pages - bytes(vec).count(0)) * PAGE
+
+
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
-    """Free memory falls by what is allocated, as on a GPU: host-page allocations are
+    """Free memory falls by what is allocated, as on a GPU: cuport's allocations are
     reserved lazily (MAP_NORESERVE), so MemAvailable alone sees only the pages touched;
-    the untouched rest of every such allocation is subtracted from it."""
-    from cuport.backends.cpu import host_pages
-
-    ctx = context.current()
+    the untouched rest of every allocation is subtracted from it."""
+    context.current()
     untouched = 0
     for a in TABLE.all():
-        if a.owned and _allocator(a.context) is host_pages:
-            untouched += host_pages.untouched_bytes(a.base, a.size)
-    total = ctx.device.total_memory()
+        if a.owned:
+            length = max(PAGE, -(-a.size // PAGE) * PAGE)
+            untouched += length - _resident_bytes(a.base, length)
+    total = device.total_memory()
     return max(0, min(total, device.available_memory() - untouched)), total
 
 
@@ -377,6 +587,11 @@ def mem_get_address_range(dptr: int) -> tuple[int, int]:
 # -- pointer attributes -------------------------------------------------------------------
 
 _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
+
+
+def ipc_capable(a: Allocation) -> bool:
+    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of this process."""
+    return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
 
 
 def _memory_type(a: Allocation) -> int:
@@ -404,7 +619,7 @@ POINTER_ATTRIBUTES = {
     K.CU_POINTER_ATTRIBUTE_BUFFER_ID: (_U64, lambda a, p: a.id),
     K.CU_POINTER_ATTRIBUTE_IS_MANAGED: (_U32, lambda a, p: int(a.kind == "managed")),
     K.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: (_I32, lambda a, p: 0),
-    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: int(ipc_capable(a))),
     K.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: (_U64, lambda a, p: a.base),
     K.CU_POINTER_ATTRIBUTE_RANGE_SIZE: (_U64, lambda a, p: a.size),
     K.CU_POINTER_ATTRIBUTE_MAPPED: (_I32, lambda a, p: 1),

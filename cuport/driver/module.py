@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 
 from cuport import loader
+from cuport.backends.base import BackendError
 from cuport.driver import context, device, handles, memory
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -329,21 +330,38 @@ context.RESOURCE_HOOKS.insert(0, _release)  # before memory: globals first
 
 # -- JIT options (cuModuleLoadDataEx): report errors into the program's log buffer -------
 
+def _write_log(count: int, options: int, values: int, buffer_kind: int, size_kind: int,
+               text: str) -> None:
+    """Copy `text` into a JIT log buffer the program passed, NUL-terminated and cut to its
+    size, and store the length written (without the NUL, as NVIDIA's driver does)."""
+    if not (count and options and values):
+        return
+    kinds = list((ctypes.c_int * count).from_address(options))
+    slots = (ctypes.c_uint64 * count).from_address(values)
+    if buffer_kind not in kinds or size_kind not in kinds:
+        return
+    b, s = kinds.index(buffer_kind), kinds.index(size_kind)
+    size = int(slots[s]) & 0xFFFFFFFF
+    if not slots[b] or size == 0:
+        return
+    data = text.encode()[: size - 1] + b"\0"
+    ctypes.memmove(int(slots[b]), data, len(data))
+    slots[s] = len(data) - 1
+
+
 def _with_jit_log(load, count: int, options: int, values: int):
+    """Run a load; fill the CU_JIT_ERROR_LOG_BUFFER option with what went wrong (ptxas'
+    log for invalid PTX), or leave both logs empty when it worked."""
     try:
-        return load()
-    except (CudaError, loader.LoaderError) as e:
-        if count and options and values:
-            kinds = (ctypes.c_int * count).from_address(options)
-            slots = (ctypes.c_uint64 * count).from_address(values)
-            opts = dict(zip(kinds, range(count), strict=False))
-            buf, size = opts.get(K.CU_JIT_ERROR_LOG_BUFFER), \
-                opts.get(K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            if buf is not None and size is not None and slots[buf] and slots[size]:
-                text = e.message.encode()[: slots[size] - 1] + b"\0"
-                ctypes.memmove(slots[buf], text, len(text))
-                slots[size] = len(text)
+        result = load()
+    except (CudaError, loader.LoaderError, BackendError) as e:
+        _write_log(count, options, values, K.CU_JIT_ERROR_LOG_BUFFER,
+                   K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, getattr(e, "log", None) or e.message)
         raise
+    for buffer_kind, size_kind in ((K.CU_JIT_ERROR_LOG_BUFFER, K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+                                   (K.CU_JIT_INFO_LOG_BUFFER, K.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):
+        _write_log(count, options, values, buffer_kind, size_kind, "")
+    return result
 
 
 # -- API --------------------------------------------------------------------------------------

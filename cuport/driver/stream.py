@@ -23,6 +23,7 @@ is pending, else they are queued and waited for.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import queue
@@ -73,7 +74,13 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
-        note_failure(e)
+
+        def take_pending() -> CudaError | None:
+            with ctx.lock:
+                err, ctx.sticky_error = ctx.sticky_error, None
+            return err
+
+        note_failure(e, take_pending)
 
 
 class Stream:
@@ -90,6 +97,7 @@ class Stream:
         self.capture = None  # the capture.Capture this stream is in
         self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
         self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
+        self.attributes: dict[int, bytes] = {}  # cuStreamSetAttribute values (stream_attrs.py)
 
     @property
     def blocking(self) -> bool:
@@ -172,6 +180,14 @@ def resolve(handle: int) -> Stream:
         return _per_thread(context.current())
     s = handles.lookup(handle, Stream, "stream")
     s.context.require_active()
+    return s
+
+
+def resolve_for_work(handle: int) -> Stream:
+    """A stream that work is queued on: it must belong to the current context."""
+    s = resolve(handle)
+    if handle not in (0, LEGACY, PER_THREAD):
+        context.check_current(s.context, f"stream {hex(handle)}")
     return s
 
 
@@ -264,7 +280,7 @@ context.RESOURCE_HOOKS.append(_release)
 
 # -- API --------------------------------------------------------------------------------
 
-def _clamp_priority(priority: int) -> int:
+def clamp_priority(priority: int) -> int:
     return max(-5, min(0, priority))
 
 
@@ -278,7 +294,7 @@ def create_with_priority(flags: int, priority: int) -> int:
     if flags & ~K.CU_STREAM_NON_BLOCKING:
         raise CudaError(E.INVALID_VALUE, f"stream flags {flags:#x} are not valid CUstream_flags")
     ctx = context.current()
-    s = Stream(ctx, flags, _clamp_priority(priority))
+    s = Stream(ctx, flags, clamp_priority(priority))
     cs = streams_of(ctx)
     with cs.lock:
         cs.created.add(s)
@@ -334,6 +350,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
         return
     if flags & K.CU_EVENT_WAIT_EXTERNAL:
         raise CudaError(E.INVALID_VALUE, "CU_EVENT_WAIT_EXTERNAL is only for capturing streams")
+    if e.shared is not None:  # an interprocess event: its records may be another process's
+        shared, n = e.shared, e.shared.target()
+        if not shared.is_reached(n):
+            submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
+        return
     if e.op is not None and not e.op.done.is_set():
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
@@ -422,3 +443,25 @@ def ctx_synchronize_v2(handle: int) -> None:
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)
+
+
+# How the KeyboardInterrupt is raised again after the call: libcuda.so.1 sets this to a
+# flag its C entry points check on the way out (capi/runtime.py).
+rearm_interrupt: Callable[[], None] = _thread.interrupt_main
+
+
+def interrupted(what: str) -> int:
+    """^C reached a Python program while one of its calls waited in cuport: the exception
+    cannot cross the C call, so the kernels in flight are stopped (their launches fail
+    with CUDA_ERROR_LAUNCH_FAILED, which leaves the device unusable, as a killed kernel
+    does on a GPU), the call answers that code, and the KeyboardInterrupt is raised again
+    in the program as soon as its own Python code runs."""
+    from cuport.driver import module
+
+    cancel = getattr(module._backend, "cancel_launches", None)  # (None: nothing launched)
+    if cancel is not None:
+        cancel()
+    rearm_interrupt()
+    report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
+                                  "flight were stopped")
+    return E.LAUNCH_FAILED

@@ -253,7 +253,7 @@ def preload(directory: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else capi_build.PACKAGE_NATIVE
+    out = Path(argv[0]) if argv else capi_build.native_dir()
     print(build(out, verbose=True))
     return 0
 

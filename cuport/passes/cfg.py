@@ -103,9 +103,14 @@ def build(fn: ir.Function) -> Cfg:
             cur.term = st
             close()
     close()
-    if not raw:
-        raw.append(Block(0, None, [ir.Instr("ret", (), [])]))
-        raw[0].term = raw[0].instrs[0]
+    last = raw[-1].term if raw else None
+    if not raw or (last is not None and (is_suspend(last) or (
+            last.guard is not None and last.op in ("bra", "ret", "exit")))):
+        # falling off the end of a function (after a barrier, or where a guarded branch
+        # or return does not go) is an implicit return
+        line = last.line if last is not None else 0
+        raw.append(Block(len(raw), None, [ir.Instr("ret", (), [], line=line)]))
+        raw[-1].term = raw[-1].instrs[0]
 
     by_label = {b.label: i for i, b in enumerate(raw) if b.label is not None}
     for a, target in aliases.items():

@@ -14,6 +14,8 @@ Needs: a Cfg in execution priority order (cfg.build). Leaves: a `Divergence` rec
   (lanes that took different paths or left a loop at different trips hold different
   values), and a varying register can make more branches divergent: the two facts are
   computed together to a fixed point.
+- The results of one instruction (a value and the carry flag of `mad.lo.cc`) are varying
+  together: the instruction is computed either for the warp or per lane.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class Divergence:
 
 #: Opcodes whose result differs per lane even when every source is uniform.
 _PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call", "elect",
-                 "wmma"}
+                 "wmma", "mbarrier"}
 
 
 def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "warp") -> bool:
@@ -190,10 +192,14 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
                     if r.name not in varying:
                         mark(r.name)
                         changed = True
-        # guarded definitions with a varying guard
+        # guarded definitions with a varying guard; and an instruction with several
+        # results (`mad.lo.cc` writes the carry flag too, `mov.b64 {%r1, %r2}`) computes
+        # them in one mode, so one varying result makes them all varying
         for _, ins in all_instrs:
-            if ins.guard is not None and ins.guard.name in varying:
-                for r in defs(ins):
+            ds = defs(ins)
+            if (ins.guard is not None and ins.guard.name in varying) or (
+                    len(ds) > 1 and any(r.name in varying for r in ds)):
+                for r in ds:
                     if r.name not in varying:
                         mark(r.name)
                         changed = True

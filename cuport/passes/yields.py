@@ -22,7 +22,7 @@ from ..ptx import ir
 from .cfg import build
 
 _counter = itertools.count(1)
-_WAITS = {"atom", "red", "membar", "fence", "nanosleep"}
+_WAITS = {"atom", "red", "membar", "fence", "nanosleep", "mbarrier"}
 _ORDERED = {"volatile", "acquire", "relaxed", "acq_rel", "sc", "mmio"}
 
 

@@ -236,6 +236,7 @@ class Function:
     noreturn: bool = False
     prototypes: dict[str, Function] = field(default_factory=dict)  # .callprototype labels
     line: int = 0
+    undeclared: dict[str, int] = field(default_factory=dict)  # registers used undeclared -> line
 
     @property
     def is_entry(self) -> bool:

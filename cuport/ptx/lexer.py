@@ -39,6 +39,8 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
+_GLUED = re.compile(r"\.[^.]+")
+
 # Token kinds (small ints compare fastest).
 WORD, INT, FLOAT, FHEX, STRING, PUNCT, LINEDIR, EOF = range(8)
 
@@ -75,8 +77,19 @@ class Tokens:
             g = m.lastgroup
             if g == "ws" or g == "section":
                 continue
+            t = m.group()
+            if g == "word" and t[0] == "." and "." in t[1:]:
+                # `.reg.b16` (cuda_fp16.hpp's inline asm): directive words glued together
+                # are read as the words they are, each a token of its own
+                at = m.start()
+                for part in _GLUED.findall(t):
+                    ka(WORD)
+                    ta(part)
+                    pa(at)
+                    at += len(part)
+                continue
             ka(kind_of[g])
-            ta(m.group())
+            ta(t)
             pa(m.start())
         if end != len(src):
             self._nl = None
@@ -104,8 +117,17 @@ class Tokens:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
+#: Integer literals are 64-bit in PTX; a longer one is a "Constant overflow" (cuport.ptx.validate).
+#: Literals past this many characters are not converted at all (Python refuses decimal strings
+#: of thousands of digits), only marked as too large.
+_MAX_LITERAL_CHARS = 80
+OVERFLOW = 1 << 80  # stands for any literal too long to convert
+
+
 def parse_int(text: str) -> int:
     t = text.rstrip("U")
+    if len(t) > _MAX_LITERAL_CHARS:
+        return OVERFLOW
     if t[:2] in ("0x", "0X"):
         return int(t[2:], 16)
     if t[:2] in ("0b", "0B"):

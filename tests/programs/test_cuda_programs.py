@@ -27,7 +27,13 @@ OTHER_RUNTIMES = ["12-static", "12-shared", "13-static", "13-shared"]
 ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
 
 # programs whose kernels need a newer virtual architecture than nvcc's default
-PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"]}  # bf16, tf32, f64 and s8 wmma
+PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"],  # bf16, tf32, f64 and s8 wmma
+                 "async_copy": ["-arch=sm_90"],  # cp.async.bulk, mbarrier transaction counts
+                 "dynamic_parallelism": ["-rdc=true"]}  # links libcudadevrt
+
+# libcudadevrt.a carries PTX for sm_121 only: until cuport accepts PTX for targets newer
+# than the device it reports (issue 8, helper "pyusers"), programs linking it cannot load
+NEEDS_NEWER_PTX = {"dynamic_parallelism"}
 
 JOBS = [(p, r) for p in PROGRAMS for r in ("toolkit-static", "toolkit-shared")] + [
     (p, r) for p in ON_OTHER_RUNTIMES for r in OTHER_RUNTIMES
@@ -110,6 +116,9 @@ def test_program_passes_under_cuport_run(built, name, runtime):
             pytest.skip(log)
         pytest.fail(f"nvcc failed for {name} ({runtime}):\n{log}")
     r = run([*cuport_command(), "run", str(exe)], env=clean_env(), timeout=900)
+    if name in NEEDS_NEWER_PTX and "CUDA_ERROR_NO_BINARY_FOR_GPU" in r.stderr \
+            and "sm_121" in r.stderr:
+        pytest.skip("libcudadevrt's sm_121 PTX is refused until newer-target PTX is accepted")
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     assert r.returncode == 0 and lines and lines[-1] == "PASS", (
         f"{name} ({runtime}) exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import threading
 import time
 
-from ... import __version__
+from ... import __version__, ptx
 from ...ptx import ir
 from ...ptx.lexer import PtxSyntaxError
-from ...ptx.link import link_modules
-from ...ptx.parser import parse
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
@@ -32,7 +31,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, guard, host_pages, jit
+from . import cache, device_launch, faultaddr, guard, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -78,10 +77,11 @@ class CpuKernel:
         self.specialization(tuple(int(x) for x in block))
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, depth: int = 0) -> None:
         """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
         at once: each worker may hold as many blocks as the grid needs, and waiting blocks
-        step aside for the others."""
+        step aside for the others. Then the grids it launched from device code
+        (device_launch.py; `depth`: how deep this grid is nested)."""
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         nthreads = block[0] * block[1] * block[2]
@@ -96,18 +96,21 @@ class CpuKernel:
         if cooperative:
             resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
         linked, ck = self.specialization(block, resident)
-        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name,
-                                cooperative)
+        launches = self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params,
+                                           self.fn.name, cooperative, self.module, depth)
+        if launches:
+            device_launch.run_children(self.module, launches, depth)
 
 
 class CpuModule:
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         try:
-            mods = [parse(t) for t in ptx_texts]
+            self.ptx = ptx.load(ptx_texts)  # parsed, checked as ptxas would, linked
         except PtxSyntaxError as e:
-            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
-        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+            err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
+            err.log = ptx.log_of(e)  # for CU_JIT_ERROR_LOG_BUFFER
+            raise err from None
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
         self.globals: dict[str, tuple[int, int]] = {}
@@ -167,13 +170,6 @@ class CpuBackend:
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
         return CpuModule(self, ptx_texts)
-
-    # ------------------------------------------------------------ memory: host pages
-    def allocate(self, size: int, kind: str = "device") -> int:
-        return host_pages.allocate(size, kind)
-
-    def free(self, address: int, size: int) -> None:
-        host_pages.free(address, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
@@ -235,7 +231,41 @@ class CpuBackend:
         return buf.address
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
-            name: str, cooperative: bool = False) -> None:
+            name: str, cooperative: bool = False, module: CpuModule | None = None,
+            depth: int = 0) -> list:
+        """Run one grid to its end; returns the launches its threads made (device_launch.py). On Python's main thread, while ^C means KeyboardInterrupt,
+        ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
+        from Python's own handler, is raised as soon as the launch has returned."""
+        lib = guard.library()
+        interruptible = lib is not None \
+            and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if not interruptible:
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
+        lib.cuport_interruptible(L.ERR_INTERRUPTED)
+        try:
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
+        finally:
+            lib.cuport_interruptible(0)
+
+    def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
+        """Stop every launch in flight: each fails with `kind`. True when all stopped."""
+        lib = guard.library()
+        if lib is None:
+            return False
+        try:
+            deadline = time.monotonic() + timeout
+            while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.005)
+            return True
+        finally:
+            lib.cuport_cancel(0)
+
+    def _run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int,
+             params: bytes, name: str, cooperative: bool = False,
+             module: CpuModule | None = None, depth: int = 0) -> list:
         nblocks = grid[0] * grid[1] * grid[2]
         pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
@@ -260,16 +290,21 @@ class CpuBackend:
             ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int] = {}
             call = self._guarded(linked, ctx_addr, faults)
-            if workers == 1:
-                call(0)
-            else:
-                self.pool.run(call, workers)
+            device_launch.begin(module, depth)
+            try:
+                if workers == 1:
+                    call(0)
+                else:
+                    self.pool.run(call, workers)
+            finally:
+                launches = device_launch.end()
             from . import hostcalls
 
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
+        return launches
 
     @staticmethod
     def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
@@ -282,10 +317,14 @@ class CpuBackend:
 
         def call(i: int) -> None:
             where = ctypes.c_void_p()
-            if lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
-                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
-                                       ctypes.byref(where)):
-                faults[i] = where.value or 0
+            sig = lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
+                                          L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                          ctypes.byref(where))
+            if sig in (signal.SIGSEGV, signal.SIGBUS):
+                # a general-protection fault (non-canonical address) comes without its
+                # address: decoded from the faulting instruction (faultaddr.py)
+                decoded = faultaddr.address(lib) if sig == signal.SIGSEGV else None
+                faults[i] = decoded if decoded is not None else where.value or 0
 
         return call
 
@@ -297,10 +336,14 @@ class CpuBackend:
         by = (lin // grid[0]) % grid[1]
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
-        if faults and ctx.error_line == 0:  # a memory fault caught by the guard
+        if kind == L.ERR_INTERRUPTED:
+            msg = f"kernel {name}: {what}"
+        elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
-            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted (memory "
-                   f"the program never allocated, or freed); PTX line and block unknown")
+            why = ("an address beyond the 47-bit address space" if not faultaddr.canonical(address)
+                   else "memory the program never allocated, or freed")
+            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted ({why}); "
+                   f"PTX line and block unknown")
         else:
             msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {

@@ -57,13 +57,24 @@ def _pass_builder(tm):
     return llvm.create_pass_builder(tm, pto)
 
 
-def optimize_and_emit(ir_text: str) -> bytes:
-    """Parse, verify, optimise at O3 (vectorizers on, no fast-math) and emit an object file."""
+def _parse(ir_text: str):
+    """The module, for this host, with every function marked null_pointer_is_valid: a kernel
+    that reads or writes address 0 must fault (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU, where
+    LLVM would otherwise delete the access as undefined behaviour, and the rest of the
+    kernel after it."""
     s = _init()
-    tm = s["tm"]
     mod = llvm.parse_assembly(ir_text)
     mod.triple = s["triple"]
-    mod.data_layout = str(tm.target_data)
+    mod.data_layout = str(s["tm"].target_data)
+    for f in mod.functions:
+        f.add_function_attribute("null_pointer_is_valid")
+    return mod
+
+
+def optimize_and_emit(ir_text: str) -> bytes:
+    """Parse, verify, optimise at O3 (vectorizers on, no fast-math) and emit an object file."""
+    tm = _init()["tm"]
+    mod = _parse(ir_text)
     mod.verify()
     pb = _pass_builder(tm)
     mpm = pb.getModulePassManager()
@@ -74,11 +85,8 @@ def optimize_and_emit(ir_text: str) -> bytes:
 
 def assembly(ir_text: str) -> str:
     """The optimised native assembly, for `cuport ptx compile --asm` and debugging."""
-    s = _init()
-    tm = s["tm"]
-    mod = llvm.parse_assembly(ir_text)
-    mod.triple = s["triple"]
-    mod.data_layout = str(tm.target_data)
+    tm = _init()["tm"]
+    mod = _parse(ir_text)
     pb = _pass_builder(tm)
     pb.getModulePassManager().run(mod, pb)
     return tm.emit_assembly(mod)

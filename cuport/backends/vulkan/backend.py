@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import struct
 import sys
 import threading
@@ -216,8 +217,12 @@ class VulkanBackend:
         self.stream = self.dev.stream()
         self._lock = threading.Lock()
         self._owned: dict[int, object] = {}
-        self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024)
-        self.ring = self.allocate_buffer(V.RING_BYTES)
+        self._host_only: dict[int, int] = {}
+        # CUPORT_VK_COPIES=1: treat device memory as a discrete GPU's even where the host could
+        # use it (lavapipe), so that the copy paths a discrete GPU takes are tested everywhere
+        self.copies_only = os.environ.get("CUPORT_VK_COPIES") == "1"
+        self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
+        self.ring = self.allocate_buffer(V.RING_BYTES, "host")
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 
@@ -225,35 +230,32 @@ class VulkanBackend:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
         the product is not rounded first (and likewise for f64). Inputs come from memory, so
         no compiler folds them."""
-        buf = self.allocate_buffer(64)
-        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.address), 0,
+        buf = self.allocate_buffer(64, "host")
+        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.host_ptr), 0,
                          0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
         mod = VulkanModule(self, [_FMA_PROBE])
         mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
-        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.address + 32, 16))
+        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
         self.dev.free(buf)
         return f32 == 0x3A000400 and f64 == 0x3E20000000200000
 
     # ------------------------------------------------------------ memory
-    def allocate_buffer(self, size: int):
-        """Device memory that the host can also use at its device address."""
+    def allocate_buffer(self, size: int, kind: str = "device"):
+        """A runtime buffer: "device" memory (device-local where the device has it: on a
+        discrete GPU the host reaches it only through copies), or "host" memory, which the
+        host reads and writes through `host_ptr` (launch records, printf)."""
         from . import runtime
 
         try:
-            buf = self.dev.alloc(size)
-            if buf.host_ptr != buf.address:
-                self.dev.free(buf)
-                buf = self.dev.alloc(size, runtime.MANAGED)
+            return self.dev.alloc(size, runtime.HOST if kind == "host" else runtime.DEVICE)
         except runtime.OutOfDeviceMemory as e:
             raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
-        except runtime.Unsupported as e:
-            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"device memory the host can use at the "
-                               f"same address: {e}") from None
-        return buf
 
     def allocate(self, size: int, kind: str = "device") -> int:
-        """Memory for the driver: device, host (pinned) or managed, at one address for host
-        and kernels."""
+        """Memory for the driver. Device memory starts zeroed, as the CPU backend's does.
+        Pinned host memory (cuMemHostAlloc) is host memory at one address for host and
+        kernels where the device allows it, else plain host memory that only copies use (the
+        device then reports CAN_MAP_HOST_MEMORY 0); managed memory needs one address."""
         from . import runtime
 
         if kind == "managed":
@@ -261,20 +263,91 @@ class VulkanBackend:
                 buf = self.dev.alloc(size, runtime.MANAGED)
             except runtime.Unsupported as e:
                 raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+        elif kind == "host":
+            buf = self.allocate_buffer(size, "host")
+            if not buf.same_address:
+                self.dev.free(buf)
+                from .. import host_pages
+
+                address = host_pages.allocate(size)
+                self._host_only[address] = size
+                return address
         else:
             buf = self.allocate_buffer(size)
-        ctypes.memset(buf.address, 0, size)  # cuport's device memory starts zeroed, as on the CPU
         self._owned[buf.address] = buf
+        if self.host_accessible(buf.address):
+            ctypes.memset(buf.address, 0, size)
+        else:
+            self.stream.fill(buf.address, 0, size, 1)
         return buf.address
 
     def free(self, address: int, size: int) -> None:
+        if address in self._host_only:
+            from .. import host_pages
+
+            host_pages.free(address, self._host_only.pop(address))
+            return
         buf = self._owned.pop(address, None)
         if buf is not None:
             self.stream.synchronize()
             self.dev.free(buf)
 
+    def host_accessible(self, address: int) -> bool:
+        """Whether the host may use [address...] directly (else: copy_* and fill)."""
+        if address in self._host_only:
+            return True
+        from . import runtime
+
+        try:
+            buf = self.dev.find(address)
+            if self.copies_only and buf.kind == runtime.DEVICE:
+                return False
+            return buf.same_address
+        except runtime.BadAddress:
+            return True  # not device memory: host memory
+
+    def copy_htod(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy_to_device(dst, src, n)
+        self.stream.synchronize()
+
+    def copy_dtoh(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy_to_host(dst, src, n)
+        self.stream.synchronize()
+
+    def copy_dtod(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy(dst, src, n)
+        self.stream.synchronize()
+
+    def fill(self, dst: int, value: int, n: int, width: int = 1) -> None:
+        self.stream.fill(dst, value, n, width)
+        self.stream.synchronize()
+
+    def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
+        """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
+        if self.host_accessible(address):
+            return ctypes.string_at(address)
+        out = b""
+        chunk = ctypes.create_string_buffer(256)
+        while len(out) < limit:
+            buf = self.dev.find(address + len(out))
+            n = min(256, buf.address + buf.size - (address + len(out)))
+            if n <= 0:
+                break
+            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n)
+            part = chunk.raw[:n]
+            if b"\0" in part:
+                return out + part[:part.index(b"\0")]
+            out += part
+        return out
+
     def write(self, address: int, data: bytes) -> None:
-        ctypes.memmove(address, data, len(data))
+        """Bytes into device memory (module variables' initial values)."""
+        if not data:
+            return
+        if self.host_accessible(address):
+            ctypes.memmove(address, data, len(data))
+        else:
+            self.copy_htod(address, ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value, len(data))
 
     def load_module(self, ptx_texts: list[str]) -> VulkanModule:
         return VulkanModule(self, ptx_texts)
@@ -282,22 +355,22 @@ class VulkanBackend:
     # ------------------------------------------------------------ launch
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
         with self._lock:
-            lb = self.launch_buf.address
+            lb, hb = self.launch_buf.address, self.launch_buf.host_ptr
             if len(params) > 64 * 1024:
                 raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-            ctypes.memset(lb, 0, V.STATUS_BYTES)
+            ctypes.memset(hb, 0, V.STATUS_BYTES)
             if params:
-                ctypes.memmove(lb + V.STATUS_BYTES, params, len(params))
-            ring = self.ring.address
-            struct.pack_into("<II", (ctypes.c_char * 8).from_address(ring), 0, 0, V.RING_BYTES - V.RING_DATA)
+                ctypes.memmove(hb + V.STATUS_BYTES, params, len(params))
+            ring, hring = self.ring.address, self.ring.host_ptr
+            struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
             push = V.Push(params=lb + V.STATUS_BYTES, status=lb, globals=k.module.table.address,
                           printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
             self.stream.dispatch(pipe, grid, push)
             self.stream.synchronize()
-            self._print(ring)
-            kind = ctypes.c_uint32.from_address(lb).value
+            self._print(hring)
+            kind = ctypes.c_uint32.from_address(hb).value
             if kind:
-                self._raise(k, lb, kind)
+                self._raise(k, hb, kind)
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)
@@ -312,7 +385,7 @@ class VulkanBackend:
                 break
             args = ctypes.create_string_buffer(data[pos + 16:pos + 16 + nargs], max(nargs, 8))
             try:
-                out.append(format_printf(ctypes.string_at(fmt), ctypes.addressof(args)))
+                out.append(format_printf(self.string_at(fmt), ctypes.addressof(args), self.string_at))
             except Exception as e:  # never let a bad format string bring the process down
                 out.append(f"cuport: printf from a kernel failed: {e}\n".encode())
             pos += size
@@ -328,7 +401,7 @@ class VulkanBackend:
                  f"thread ({f['tid_x']},{f['tid_y']},{f['tid_z']})")
         if kind == V.ERR_ASSERT:
             def s(p: int) -> str:
-                return ctypes.string_at(p).decode(errors="replace") if p else "?"
+                return self.string_at(p).decode(errors="replace") if p else "?"
 
             sys.stdout.flush()
             sys.stderr.write(f"{s(f['file'])}:{f['aline']}: {s(f['func'])}: block: [{f['ctaid_x']},"

@@ -751,6 +751,11 @@ class VulkanEmitter(Values, SyncOps):
         b.branch(self.ret_bb)
         b.position_at_end(ok)
 
+    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
+        raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")
+
+    for_each_lane = lane_pointers
+
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
 

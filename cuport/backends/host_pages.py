@@ -1,4 +1,4 @@
-"""Host memory pages: the CPU backend's device memory (a CUdeviceptr is the host address).
+"""Host memory pages for backends that need plain host memory (the Vulkan backend's pinned memory where the device cannot map it).
 
 Every allocation is a private anonymous mmap: page-aligned, zero-filled, not reserved in
 swap (like device memory that is not touched yet).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+from .base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
 
 PAGE = mmap.PAGESIZE
 _MAP_NORESERVE = 0x4000  # Linux
@@ -18,7 +18,6 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                        ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
@@ -37,13 +36,3 @@ def allocate(size: int, kind: str = "device") -> int:
 
 def free(address: int, size: int) -> None:
     _libc.munmap(address, _length(size))
-
-
-def untouched_bytes(address: int, size: int) -> int:
-    """How much of an allocation was never touched (mincore), so is not in memory yet."""
-    length = _length(size)
-    pages = length // PAGE
-    vec = (ctypes.c_ubyte * pages)()
-    if _libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(length), vec) != 0:
-        return 0  # cannot tell: count it all as used, which MemAvailable then also says
-    return bytes(vec).count(0) * PAGE
