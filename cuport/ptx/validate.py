@@ -1121,8 +1121,8 @@ class _Context:
             if t == "pred":
                 return a.value in (0, 1), None
             return (t[:1] in "bus" or t == "") and t not in ("f16x2", "bf16x2", "bf16"), None
-        if isinstance(a, ir.FImm):
-            return t in FLT or t in ("f16", "bf16"), None
+        if isinstance(a, ir.FImm):  # ptxas takes a hex literal of the width as bits too
+            return t in FLT or t in ("f16", "bf16") or t == f"b{a.width}", None
         if isinstance(a, ir.Special):
             if not form.specials:
                 return False, f"Special register argument not allowed for instruction '{op}'"
