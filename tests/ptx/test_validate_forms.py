@@ -56,6 +56,12 @@ CASES = [
     ("neg.s32 %r32, %r32;", OK),
     ("min.f32 %f32, %f32, %f32;", OK),
     ("min.b32 %r32, %r32, %r32;", BAD),
+    ("min.s16x2 %r32, %r32, %r32;", OK),  # CUB's reductions in CuPy
+    ("max.u16x2 %r32, %r32, %r32;", OK),
+    ("max.relu.s16x2 %r32, %r32, %r32;", OK),
+    ("min.s16x2 %rd, %rd, %rd;", BAD),
+    ("mov.pred %p, -1;", OK),
+    ("mov.pred %p, 2;", OK),
     ("sqrt.f32 %f32, %f32;", BAD),
     ("sqrt.approx.f32 %f32, %f32;", OK),
     ("rcp.approx.ftz.f64 %f64, %f64;", OK),
