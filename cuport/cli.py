@@ -6,7 +6,8 @@
                                                  (--coverage: every driver function, implemented or not)
 
 `run` puts the directory of cuport's libcuda.so.1 first on LD_LIBRARY_PATH (so the
-program's CUDA runtime, or cuda-python, dlopens ours) and passes this Python's
+program's CUDA runtime, or cuda-python, dlopens ours), and preloads cuport's stand-ins
+for NVIDIA's libraries (libcublas.so.13, libcufft.so.12, ...: cuport/libs) and passes this Python's
 sys.path in CUPORT_PYTHONPATH (so the interpreter embedded in a C program finds
 cuport and its dependencies). It also puts cuport/shims first on PATH: its `nvcc`
 turns a request for a cubin (SASS, which cuport cannot run) into PTX, for programs that
@@ -32,11 +33,18 @@ from pathlib import Path
 
 def program_env(trace: bool | str = False, ptx_dir: str | None = None) -> dict[str, str]:
     from cuport.capi import build
+    from cuport.libs import build as libs_build
 
     env = dict(os.environ)
-    library_dir = str(build.library_dir())
+    native = build.library_dir()
+    library_dir = str(native)
     old = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = library_dir + (os.pathsep + old if old else "")
+    # cuport's cuBLAS, cuFFT, ... stand-ins, preloaded so that they win over NVIDIA's
+    # copies a program or a Python package loads by path (cuda-pathfinder looks for an
+    # already loaded library of the soname first); the stubs load nothing until called
+    preload = libs_build.preload(libs_build.ensure(native))
+    env["LD_PRELOAD"] = " ".join(preload + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else []))
     env["CUPORT_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     # nvcc run by the program itself (PyCUDA) makes PTX where it would make a cubin
     shims = Path(__file__).resolve().parent / "shims"

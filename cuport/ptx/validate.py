@@ -123,6 +123,7 @@ SINT = frozenset({"s16", "s32", "s64"})
 BITS = frozenset({"b16", "b32", "b64"})
 FLT = frozenset({"f32", "f64"})
 HALF = frozenset({"f16", "f16x2", "bf16", "bf16x2"})
+PAIRS = frozenset({"u16x2", "s16x2"})  # min/max on two 16-bit halves (sm_90)
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
 PAIRS = frozenset({"u16x2", "s16x2"})
 B32 = frozenset({"b32"})
@@ -131,7 +132,7 @@ MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u
                        "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
 ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "u16x2", "s16x2", "e2m1x2", "e3m2x2", "e2m3x2",
                                        "ue8m0x2", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3",
-                                       "ue8m0", "b1", "f8f6f4", "e4m3x4", "e5m2x4", "e2m1x4"}
+                                       "ue8m0", "b1", "f8f6f4", "e4m3x4", "e5m2x4", "e2m1x4"} | PAIRS
 
 
 def _kind(t: str) -> str:
@@ -149,6 +150,8 @@ def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     k = itype[0]
     if itype in ("f16x2", "bf16x2"):
         return rtype in ("b32", "f16x2") or (relaxed and rk == "b" and rs >= 32)
+    if itype in PAIRS:
+        return rtype == "b32" or (relaxed and rk == "b" and rs >= 32)
     if itype == "bf16":
         return rtype in ("b16", "f16") or (relaxed and rk == "b" and rs >= 16)
     if not relaxed:
@@ -1163,11 +1166,11 @@ class _Context:
         if isinstance(a, ir.Reg):
             return reg_fits(self.regs[a.name], t, relaxed), None
         if isinstance(a, ir.Imm):
-            if t == "pred":
-                return a.value in (0, 1), None
+            if t == "pred":  # ptxas takes any integer (non-zero is true): mov.pred %p, -1
+                return True, None
             return (t[:1] in "bus" or t == "") and t not in ("f16x2", "bf16x2", "bf16"), None
-        if isinstance(a, ir.FImm):
-            return t in FLT or t in ("f16", "bf16"), None
+        if isinstance(a, ir.FImm):  # ptxas takes a hex literal of the width as bits too
+            return t in FLT or t in ("f16", "bf16") or t == f"b{a.width}", None
         if isinstance(a, ir.Special):
             if not form.specials:
                 return False, f"Special register argument not allowed for instruction '{op}'"

@@ -56,6 +56,12 @@ CASES = [
     ("neg.s32 %r32, %r32;", OK),
     ("min.f32 %f32, %f32, %f32;", OK),
     ("min.b32 %r32, %r32, %r32;", BAD),
+    ("min.s16x2 %r32, %r32, %r32;", OK),  # CUB's reductions in CuPy
+    ("max.u16x2 %r32, %r32, %r32;", OK),
+    ("max.relu.s16x2 %r32, %r32, %r32;", OK),
+    ("min.s16x2 %rd, %rd, %rd;", BAD),
+    ("mov.pred %p, -1;", OK),
+    ("mov.pred %p, 2;", OK),
     ("sqrt.f32 %f32, %f32;", BAD),
     ("sqrt.approx.f32 %f32, %f32;", OK),
     ("rcp.approx.ftz.f64 %f64, %f64;", OK),
@@ -91,6 +97,11 @@ CASES = [
     ("selp.u32 %r32, 1, 2, %r32;", BAD),
     # moves and conversions
     ("mov.u32 %r32, %tid.x;", OK),
+    # a hex float literal is bits for the .b type of its width (CUB's reductions in CuPy)
+    ("mov.b32 %r32, 0f00000000;", OK),
+    ("mov.b64 %rd, 0d3FF0000000000000;", OK),
+    ("mov.u32 %u32, 0f3F800000;", BAD),
+    ("mov.b64 %rd, 0f3F800000;", BAD),
     ("mov.u64 %rd, %tid.x;", BAD),
     ("mov.u16 %r16, %tid.x;", OK),
     ("mov.u64 %rd, g;", OK),

@@ -1,0 +1,118 @@
+"""Where the libraries meet the driver: device memory, streams and the current context.
+
+Every data access of a library call goes through this module. A call names the device
+ranges it reads and writes and the host function that does the work; `launch` runs it
+when the call's stream gets there (after the kernels and copies queued before it, and
+before those queued after it), handing it host addresses for the ranges. On the CPU
+backend device memory is host memory, so a range's host address is its device address
+and nothing is copied; a backend whose memory is elsewhere (Vulkan) would copy the
+read ranges in before the function and the written ones back after it, in `map_range`.
+Ranges known only when the work runs (the matrices a batched call's pointer array
+names, scalars in device pointer mode) are mapped from inside the function with
+`map_range`, which is legal there because the stream has reached the call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuport.driver import context, device, memory, stream
+from cuport.driver.errors import CudaError
+from cuport.libs.registry import Status, Unsupported
+
+
+@dataclass(frozen=True)
+class Range:
+    address: int
+    size: int  # bytes
+    mode: str = "r"  # "r", "w" or "rw"
+
+
+def ensure_context() -> context.Context:
+    """The current context, made as the CUDA runtime would (primary context of device 0).
+
+    NVIDIA's libraries initialise the runtime at their handle's creation; a program may
+    create a handle before any other CUDA call."""
+    if not device.initialized():
+        device.init(0)
+    ctx = context.current_or_none()
+    if ctx is None:
+        handle = context.primary_retain(0)
+        context.set_current(handle)
+        ctx = context.current()
+    return ctx
+
+
+def check_range(r: Range, what: str, invalid: str) -> None:
+    """A range the call names must be device memory (else the library's INVALID_VALUE)."""
+    if r.size <= 0:
+        return
+    if r.address == 0:
+        raise Status(invalid, f"{what} is NULL")
+    try:
+        memory.check_device_range(r.address, r.size, what)
+    except CudaError as e:
+        raise Status(invalid, e.message) from None
+
+
+def map_range(address: int, size: int, mode: str = "r") -> int:
+    """The host address of a device range, inside work the stream has reached."""
+    return address
+
+
+def resolve_stream(handle: int) -> stream.Stream:
+    s = stream.resolve(handle)
+    if s.capture is not None:
+        raise Unsupported("library calls cannot be captured into a CUDA graph yet "
+                          f"(stream {hex(handle)} is capturing)")
+    return s
+
+
+def launch(stream_handle: int, what: str, fn: Callable[..., None],
+           ranges: Sequence[tuple[Range, str]] = (), invalid: str = "",
+           wait: bool = False) -> None:
+    """Run fn(*host addresses of ranges) in stream order; asynchronously unless `wait`.
+
+    `ranges` pairs each Range with the name of its parameter (for the error message);
+    `invalid` is the library's INVALID_VALUE status. With `wait` the call returns once
+    fn has run (library calls that hand a result back to host memory)."""
+    s = resolve_stream(stream_handle)
+    for r, name in ranges:
+        check_range(r, name, invalid)
+    addresses = [map_range(r.address, r.size, r.mode) for r, _ in ranges]
+    if wait:
+        stream.run_sync(s, lambda: fn(*addresses), what)
+    else:
+        stream.submit(s, lambda: fn(*addresses), what)
+
+
+def synchronize(stream_handle: int) -> None:
+    resolve_stream(stream_handle).synchronize()
+
+
+# -- host memory views --------------------------------------------------------------------
+
+def view(address: int, dtype: np.dtype | type | str, count: int) -> np.ndarray:
+    """A numpy array over `count` elements at a host address (no copy)."""
+    dtype = np.dtype(dtype)
+    if count <= 0:
+        return np.empty(0, dtype)
+    buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(address)
+    return np.frombuffer(buf, dtype)
+
+
+def read_scalar(address: int, dtype: np.dtype | type | str):
+    """One value at a host address (a scalar in host pointer mode, read at the call)."""
+    return view(address, dtype, 1)[0].copy()
+
+
+def write_scalar(address: int, dtype: np.dtype | type | str, value) -> None:
+    view(address, dtype, 1)[0] = value
+
+
+def read_pointers(address: int, count: int) -> list[int]:
+    return list((ctypes.c_uint64 * count).from_address(address)) if count > 0 else []

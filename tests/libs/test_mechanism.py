@@ -1,0 +1,97 @@
+"""The library stand-ins' mechanism: tables, the stubs' ABI, dispatch and status codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from libs_support import find_header, native_dir
+
+from cuport.libs import catalog, table
+
+
+def test_tables_parse_and_cover_what_cupy_imports():
+    names = {f.symbol for f in table.all_functions()}
+    # a sample of CuPy 14's imports (cupy_backends/cuda/libs/*.so, cupy/cuda/cufft.so)
+    for symbol in ("cublasSgemm_v2", "cublasGemmStridedBatchedEx", "cublasDgetrfBatched",
+                   "cublasHgemm", "cufftXtMakePlanMany", "cufftExecZ2D", "curandGeneratePoisson",
+                   "cusparseSpMV", "cusolverDnDgesvdjBatched", "cusolverSpDcsrlsvqr"):
+        assert symbol in names
+
+
+def _readelf(*args: str) -> str:
+    return subprocess.run(["readelf", *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_stubs_carry_the_soname_as_symbol_version_and_need_no_python():
+    native = native_dir()
+    for lib in catalog.LIBRARIES:
+        for soname in lib.sonames:
+            syms = _readelf("--dyn-syms", "-W", str(native / soname))
+            some = next(iter(table.functions(lib.name)))
+            assert f"{some}@@{soname}" in syms, (soname, some)
+            assert "libpython" not in _readelf("-d", str(native / soname))
+
+
+def _in_subprocess(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_unimplemented_answers_not_supported_and_says_so_once():
+    lib = native_dir() / "libcublas.so.13"
+    r = _in_subprocess(
+        "import ctypes\n"
+        f"l = ctypes.CDLL('{lib}')\n"
+        "h = ctypes.c_void_p()\n"
+        "print(l.cublasXtCreate(ctypes.byref(h)), l.cublasXtCreate(ctypes.byref(h)))\n")
+    assert r.stdout.split() == ["15", "15"], r.stderr  # CUBLAS_STATUS_NOT_SUPPORTED
+    assert r.stderr.count("cublasXtCreate is not implemented") == 1
+
+
+def test_status_codes_for_misuse():
+    lib = native_dir() / "libcublas.so.13"
+    r = _in_subprocess(
+        "import ctypes\n"
+        f"l = ctypes.CDLL('{lib}')\n"
+        "one = ctypes.c_float(1)\n"
+        "print(l.cublasSgemm_v2(None, 0, 0, 2, 2, 2, ctypes.byref(one), None, 2, None, 2,"
+        " ctypes.byref(one), None, 2))\n"
+        "h = ctypes.c_void_p(); print(l.cublasCreate_v2(ctypes.byref(h)))\n"
+        "print(l.cublasSgemm_v2(h, 0, 0, 4, 2, 2, ctypes.byref(one), None, 3, None, 2,"
+        " ctypes.byref(one), None, 4))\n"
+        "print(l.cublasSgemm_v2(h, 7, 0, 2, 2, 2, ctypes.byref(one), None, 2, None, 2,"
+        " ctypes.byref(one), None, 2))\n"
+        "print(l.cublasCreate_v2(None))\n")
+    # NOT_INITIALIZED for a NULL handle, INVALID_VALUE for lda < m, a bad op, a NULL out
+    assert r.stdout.split() == ["1", "0", "7", "7", "7"], r.stdout + r.stderr
+    assert "lda = 3 < max(1, 4)" in r.stderr
+
+
+def test_philox_matches_random123_known_answers():
+    from cuport.libs import curand_engines
+
+    zero = curand_engines.philox_blocks(0, np.zeros((1, 4), np.uint32))
+    assert [int(v) for v in zero[0]] == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    ones = curand_engines.philox_blocks(0xFFFFFFFFFFFFFFFF, np.full((1, 4), 0xFFFFFFFF, np.uint32))
+    assert [int(v) for v in ones[0]] == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
+
+
+@pytest.mark.skipif(find_header("cublas_api.h") is None, reason="NVIDIA's headers not installed")
+def test_generated_tables_are_current():
+    from cuport.libs import gen_tables
+
+    dirs = {find_header(h) for lib in catalog.LIBRARIES for h in lib.umbrella}
+    if None in dirs:
+        pytest.skip("not every library's headers are installed")
+    from capi_support import cuda_home
+
+    home = cuda_home()
+    if home is None:
+        pytest.skip("no CUDA toolkit headers")
+    args = [a for d in sorted(map(str, dirs)) for a in ("--include", d)]
+    assert gen_tables.main([*args, "--toolkit", str(home / "include"), "--check"]) == 0
+
+
