@@ -127,6 +127,13 @@ def translate(c: Compilation) -> Compilation:
     except TranslateError as e:
         raise UnsupportedError(f"internal: SPIR-V translation of {c.kernel} failed: {e}",
                                e.ptx_line or 0) from e
+    from . import validate
+
+    if validate.enabled():
+        try:
+            validate.check(c.shader.spirv, f"kernel {c.kernel} (block {c.block})")
+        except validate.InvalidSpirv as e:
+            raise UnsupportedError(f"internal: {e}") from None
     return c
 
 
