@@ -5,13 +5,12 @@ from __future__ import annotations
 import struct
 
 import pytest
+from spvtools import needs_spirv_val
 
 from cuport.backends.vulkan import validate
 from cuport.backends.vulkan.compiler import compile_kernel
 from cuport.ptx.errors import UnsupportedError
 from cuport.ptx.parser import parse
-
-from spvtools import needs_spirv_val
 
 PTX = """
 .version 7.0
