@@ -223,6 +223,9 @@ class VulkanBackend:
         self.copies_only = os.environ.get("CUPORT_VK_COPIES") == "1"
         self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
         self.ring = self.allocate_buffer(V.RING_BYTES, "host")
+        from . import quirks
+
+        self.caps = dataclasses.replace(self.caps, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 

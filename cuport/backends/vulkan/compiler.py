@@ -114,7 +114,17 @@ def layout(c: Compilation) -> Compilation:
 
 
 def lower(c: Compilation) -> Compilation:
-    c.llmod = VulkanEmitter(c.plan).emit()
+    em = VulkanEmitter(c.plan)
+    c.llmod = em.emit()
+    c.notes["emitter"] = em  # for count_trips
+    return c
+
+
+def count_trips(c: Compilation) -> Compilation:
+    if c.caps.loop_iteration_limit:
+        from . import loops
+
+        c.notes["counted_back_edges"] = loops.count_trips(c.notes["emitter"], c.caps.loop_iteration_limit)
     return c
 
 
@@ -149,6 +159,9 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
     ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
+    ("count_trips", count_trips, "needs the lowered function, and the emitter for its launch "
+                                 "failures: where the driver ends long loops early (quirks.py), "
+                                 "a launch whose loops it cut short fails (loops.py)"),
     ("translate", translate, "cuport's own SPIR-V, control flow structured"),
 ]
 
@@ -171,7 +184,7 @@ def dump(c: Compilation, step: str) -> str:
                 f"scratch@{p.scratch_offset} total={p.shared_bytes} words={p.shared_word_bits}\n"
                 f"local {p.local_offsets} bytes={p.local_bytes}\nparams {p.kernel_param_offsets}\n"
                 f"globals {p.global_index}")
-    if step == "lower":
+    if step in ("lower", "count_trips"):
         return str(c.llmod)
     if step == "translate":
         import subprocess  # noqa: PLC0415 (debug output only)

@@ -36,6 +36,7 @@ from ...passes.spaces import Spaces
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from . import layout as V
+from . import lower_order
 from .lower_sync import SyncOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
@@ -64,6 +65,9 @@ class DeviceCaps:
     fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
     divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
+    # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
+    divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
 
 
 @dataclass
@@ -219,9 +223,10 @@ class VulkanEmitter(Values, SyncOps):
 
     def _emit_instr(self, ins: ir.Instr) -> None:
         from ...isa import families  # noqa: F401 (fills the lowering table)
+        from .families import VULKAN_LOWERINGS
 
         self.ins = ins
-        lower = registry.LOWERINGS.get(ins.op)
+        lower = VULKAN_LOWERINGS.get(ins.op) or registry.LOWERINGS.get(ins.op)
         if lower is None:
             raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
         b = self.b
@@ -562,6 +567,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
@@ -584,6 +590,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_store(self, a: ll.Value, vals: list[ll.Value], acc: Access) -> None:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         et = vals[0].type
         n = len(vals)
