@@ -40,6 +40,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
+from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
 from .lower import DeviceCaps
@@ -129,6 +130,10 @@ class VulkanKernel:
     def prepare(self, block: tuple[int, int, int]) -> None:
         self.specialization(tuple(int(x) for x in block), 0)
 
+    def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
+        """The occupancy calculator's answer on this device (driver/launch.py)."""
+        return cooperative_.occupancy(self, threads, dynamic_shared)
+
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False) -> None:
         grid = tuple(int(x) for x in grid)
@@ -136,9 +141,9 @@ class VulkanKernel:
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
-            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, "cooperative launches on the Vulkan backend")
+            cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
         pipe = self.specialization(block, int(dynamic_shared_bytes))
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params))
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
 
 class VulkanModule:
@@ -356,8 +361,10 @@ class VulkanBackend:
         return VulkanModule(self, ptx_texts)
 
     # ------------------------------------------------------------ launch
-    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
+    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+            cooperative: bool = False) -> None:
         with self._lock:
+            workspace = cooperative_.workspace(self) if cooperative else 0
             lb, hb = self.launch_buf.address, self.launch_buf.host_ptr
             if len(params) > 64 * 1024:
                 raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
@@ -367,7 +374,8 @@ class VulkanBackend:
             ring, hring = self.ring.address, self.ring.host_ptr
             struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
             push = V.Push(params=lb + V.STATUS_BYTES, status=lb, globals=k.module.table.address,
-                          printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
+                          printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
+                          grid_workspace=workspace).pack()
             self.stream.dispatch(pipe, grid, push)
             self.stream.synchronize()
             self._print(hring)

@@ -86,7 +86,6 @@ def check_progress(c: Compilation) -> Compilation:
     step would spin for ever or read stale data, so there it is refused."""
     if c.caps.independent_threads:
         return c
-    from ...isa.memory import space_of
     from ...passes.yields import observes_others
 
     for header, body in c.cfg.loops.items():
@@ -94,12 +93,24 @@ def check_progress(c: Compilation) -> Compilation:
             continue
         for x in body:
             for ins in c.cfg.blocks[x].instrs:
-                if ins.op in ("ld", "ldu") and observes_others(ins) and space_of(ins) in ("shared", "generic"):
+                if ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins):
                     raise UnsupportedError(
                         "a loop that waits for another thread of the block (this Vulkan device runs "
                         "a workgroup's threads in lock step, so they cannot make progress "
                         "independently)", ins.line, ins.text())
     return c
+
+
+def _may_be_shared(c: Compilation, ins: ir.Instr) -> bool:
+    """Whether a load may read shared memory (a generic one: where its address may point;
+    a spin on global memory waits for other blocks, which run concurrently)."""
+    from ...isa.memory import space_of
+
+    space = space_of(ins)
+    if space != "generic":
+        return space == "shared"
+    mem = ins.args[1] if len(ins.args) > 1 else None
+    return not isinstance(mem, ir.Mem) or "shared" in c.spaces.of(mem)
 
 
 def infer_spaces(c: Compilation) -> Compilation:
@@ -154,9 +165,9 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("cfg", build_cfg, "basic blocks of the inlined kernel; irreducible flow is refused here"),
     ("divergence", analyze_divergence, "needs the CFG: which collectives may run with part of a "
                                        "warp or block (emulated collectives need the whole block)"),
-    ("progress", check_progress, "needs block-level divergence: spin loops between threads of a "
-                                 "block, where the device cannot run them"),
     ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
+    ("progress", check_progress, "needs block-level divergence and the spaces: spin loops between "
+                                 "threads of a block, where the device cannot run them"),
     ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
     ("count_trips", count_trips, "needs the lowered function, and the emitter for its launch "
