@@ -291,6 +291,11 @@ def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -
 def _blocks_per_sm(f: module.Function, block_size: int, dynamic_shared: int) -> int:
     if block_size <= 0:
         raise CudaError(E.INVALID_VALUE, f"blockSize {block_size} is not positive", subject=f.name)
+    own = getattr(f.kernel, "blocks_per_multiprocessor", None)  # a device backend's own answer
+    if own is not None:
+        n = own(block_size, dynamic_shared)
+        if n is not None:
+            return n
     if block_size > min(f.info.max_threads_per_block, device.MAX_THREADS_PER_BLOCK):
         return 0
     by_threads = device.ATTRIBUTES["MAX_THREADS_PER_MULTIPROCESSOR"] // block_size
@@ -324,7 +329,7 @@ def occupancy_block_size(handle: int, size_fn: int, dynamic_shared: int,
         blocks = _blocks_per_sm(f, size, shared)
         best = max(best, (blocks * size, size))
     blocks_per_sm = best[0] // best[1] if best[1] else 0
-    return blocks_per_sm * device.devices()[0].multiprocessors, best[1]
+    return blocks_per_sm * f.module.context.device.multiprocessors, best[1]
 
 
 @implements("cuOccupancyMaxPotentialBlockSizeWithFlags")

@@ -104,7 +104,9 @@ def test_program_passes_on_vulkan(built, name):
     exe, log = built[(name, "toolkit-static")]
     if exe is None:
         pytest.fail(f"nvcc failed for {name}:\n{log}")
-    r = run([*cuport_command(), "run", str(exe)], env=clean_env(CUPORT_DEVICE="vulkan"), timeout=900)
+    # every SPIR-V module the backend builds goes through spirv-val (backends/vulkan/validate.py)
+    env = clean_env(CUPORT_DEVICE="vulkan", CUPORT_SPIRV_VALIDATE="1")
+    r = run([*cuport_command(), "run", str(exe)], env=env, timeout=900)
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     if r.returncode == 0 and lines and lines[-1] == "PASS":
         return

@@ -37,6 +37,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
+from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
 from .lower import DeviceCaps
@@ -129,6 +130,10 @@ class VulkanKernel:
     def prepare(self, block: tuple[int, int, int]) -> None:
         self.specialization(tuple(int(x) for x in block), 0)
 
+    def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
+        """The occupancy calculator's answer on this device (driver/launch.py)."""
+        return cooperative_.occupancy(self, threads, dynamic_shared)
+
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False) -> None:
         grid = tuple(int(x) for x in grid)
@@ -136,9 +141,9 @@ class VulkanKernel:
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
-            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, "cooperative launches on the Vulkan backend")
+            cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
         pipe = self.specialization(block, int(dynamic_shared_bytes))
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params))
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
 
 class VulkanModule:
@@ -225,6 +230,9 @@ class VulkanBackend:
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
         self._inflight: list[tuple[str, int, int | None]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        from . import quirks
+
+        self.caps = dataclasses.replace(self.caps, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 
@@ -363,13 +371,15 @@ class VulkanBackend:
     SLOT = V.STATUS_BYTES + 4096
     SLOTS = 256
 
-    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
+    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+            cooperative: bool = False) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
         CUPORT_VK_SYNC=1 every launch is waited for."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
         failed = None
         with self._lock:
+            workspace = cooperative_.workspace(self) if cooperative else 0
             if len(params) > self.SLOT - V.STATUS_BYTES or not self._free_slots:
                 failed = self._retire()  # wait: the big buffer or a free slot is needed
             if len(params) > self.SLOT - V.STATUS_BYTES:
@@ -382,7 +392,8 @@ class VulkanBackend:
             if params:
                 ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
             push = V.Push(params=dev + V.STATUS_BYTES, status=dev, globals=k.module.table.address,
-                          printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
+                          printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
+                          grid_workspace=workspace).pack()
             self.stream.dispatch(pipe, grid, push)
             self._inflight.append((k.fn.name, host, slot))
             if slot is None or self.sync_launches:

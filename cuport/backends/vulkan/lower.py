@@ -35,8 +35,9 @@ from ...passes.divergence import Divergence
 from ...passes.spaces import Spaces
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from . import calls
+from . import calls, lower_order
 from . import layout as V
+from .families import VULKAN_LOWERINGS
 from .lower_sync import SyncOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
@@ -67,6 +68,9 @@ class DeviceCaps:
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
     signed_zero_inf_nan: tuple[int, ...] = ()  # float widths whose ±0/inf/NaN the device keeps
     simd_width: int = 0  # lavapipe: a workgroup must fill whole SIMD groups (else pad it)
+    # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
+    divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
 
     def float_modes(self):
         from .spirv.translate import FloatModes
@@ -249,7 +253,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _emit_instr(self, ins: ir.Instr) -> None:
         self.ins = ins
-        lower = registry.LOWERINGS.get(ins.op)
+        lower = VULKAN_LOWERINGS.get(ins.op) or registry.LOWERINGS.get(ins.op)
         if lower is None:
             raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
         b = self.b
@@ -593,6 +597,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
@@ -615,6 +620,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_store(self, a: ll.Value, vals: list[ll.Value], acc: Access) -> None:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         et = vals[0].type
         n = len(vals)

@@ -25,6 +25,7 @@ from ...passes.cfg import is_barrier
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 from . import layout as V
+from . import lower_order
 
 SUBGROUP, WORKGROUP, DEVICE = 3, 2, 1
 SEM_ACQUIRE, SEM_RELEASE, SEM_ACQ_REL = 0x2, 0x4, 0x8
@@ -72,7 +73,7 @@ class SyncOps:
         if space not in ("shared", "global"):
             raise self.error(f"an atomic on {space} memory")
         scope = WORKGROUP if shared else _SCOPE[a.scope]
-        sem = _ORDER_SEM[a.order]
+        sem = _ORDER_SEM[lower_order.order_of(self, a.order)]
         if sem:
             sem |= SEM_WORKGROUP if shared else SEM_UNIFORM
         kind = "f" if a.t in ("f32", "f64") else ("h" if a.t[0] in "fb" and "16" in a.t else a.t[0])
