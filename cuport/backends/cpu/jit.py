@@ -57,31 +57,41 @@ def _pass_builder(tm):
     return llvm.create_pass_builder(tm, pto)
 
 
-def optimize_and_emit(ir_text: str) -> bytes:
-    """Parse, verify, optimise at O3 (vectorizers on, no fast-math) and emit an object file."""
+def parse(ir_text: str):
+    """The LLVM module of `ir_text`, verified, for this host."""
     s = _init()
-    tm = s["tm"]
     mod = llvm.parse_assembly(ir_text)
     mod.triple = s["triple"]
-    mod.data_layout = str(tm.target_data)
+    mod.data_layout = str(s["tm"].target_data)
     mod.verify()
-    pb = _pass_builder(tm)
-    mpm = pb.getModulePassManager()
+    return mod
+
+
+def optimize(mod):
+    """O3 without the vectorizers (see _pass_builder), no fast-math; in place."""
     if os.environ.get("CUPORT_NO_OPT") != "1":
-        mpm.run(mod, pb)
-    return tm.emit_object(mod)
+        tm = _init()["tm"]
+        pb = _pass_builder(tm)
+        pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def emit_object(mod) -> bytes:
+    return _init()["tm"].emit_object(mod)
+
+
+def emit_assembly(mod) -> str:
+    return _init()["tm"].emit_assembly(mod)
+
+
+def optimize_and_emit(ir_text: str) -> bytes:
+    """Parse, verify, optimise and emit an object file."""
+    return emit_object(optimize(parse(ir_text)))
 
 
 def assembly(ir_text: str) -> str:
-    """The optimised native assembly, for `cuport ptx compile --asm` and debugging."""
-    s = _init()
-    tm = s["tm"]
-    mod = llvm.parse_assembly(ir_text)
-    mod.triple = s["triple"]
-    mod.data_layout = str(tm.target_data)
-    pb = _pass_builder(tm)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_assembly(mod)
+    """The optimised native assembly, for `cuport ptx --dump-after codegen` and debugging."""
+    return emit_assembly(optimize(parse(ir_text)))
 
 
 class Linked:
