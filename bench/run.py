@@ -1,20 +1,32 @@
 """cuport against hand-written C/OpenMP on the same machine, in the same run.
 
-    python bench/run.py            # all workloads
-    python bench/run.py sgemm      # one
+    python bench/run.py                 # everything (about 5 minutes on 16 cores)
+    python bench/run.py sgemm jacobi    # some
+    CUPORT_THREADS=1 python bench/run.py    # one core: OpenMP gets the same thread count
 
-For each workload: the CUDA kernel (bench/kernels/*.cu, PTX from `nvcc -ptx`) launched
-through cuport's Python API, and the C/OpenMP version (bench/omp/*.c, gcc -O3
--march=native -fopenmp) on the same data; both are timed as the best of several
-repetitions after a warm-up. Printed: times, cuport/OpenMP ratio (1.0 = as fast as
-OpenMP, higher = slower), and cuport's first-launch compile time and cached load time.
-Nothing here is asserted: this measures, tests check correctness elsewhere.
+Kernels: each CUDA kernel (bench/kernels/*.cu, PTX from `nvcc -ptx`) is launched through
+cuport's Python API and its C/OpenMP version (bench/omp/*.c, gcc -O3 -march=native
+-fopenmp) runs on the same data with as many threads as cuport has workers; both are the
+best of several repetitions after a warm-up. Printed: times, the ratio cuport/OpenMP (1.0
+= as fast as OpenMP, higher = slower), rates, and cuport's first-launch compile time and
+cached load time. The geomean is over these ratios.
+
+Programs (bench/programs/*.cu, built with nvcc, run under `cuport run`): the per-operation
+overheads a CUDA program sees (overhead.cu) beside the native H200 figures, and a
+Thrust/CUB program's first run with an empty kernel cache of its own and its second run
+with that cache (thrust_cub.cu). Program builds are kept in ~/.cache/cuport-bench.
+
+Nothing here is asserted beyond the results being right: this measures, tests check
+correctness elsewhere.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +43,12 @@ sys.path.insert(0, str(ROOT))
 import cuport  # noqa: E402
 from cuport.backends.cpu import pool  # noqa: E402
 
+#: the native H200 figures of the overhead probe (issue 9, measured 2026-12-01), in µs
+NATIVE_OVERHEAD_US = {"empty launch": 5.4, "4-argument launch": 5.4, "1 KiB copy pair": 16.0,
+                      "event record + synchronise": 6.4}
+#: issue 9's targets
+TARGET_OVERHEAD_US = {"empty launch": 10.0, "1 KiB copy pair": 10.0, "event record + synchronise": 5.0}
+
 
 def build(tmp: Path) -> dict:
     out = {}
@@ -46,6 +64,21 @@ def build(tmp: Path) -> dict:
     return out
 
 
+def program(name: str, nvcc_args: list[str]) -> Path:
+    """bench/programs/NAME.cu built with nvcc (kept, keyed by its source and nvcc's version)."""
+    src = HERE / "programs" / f"{name}.cu"
+    version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    key = hashlib.sha256(src.read_bytes() + version.encode() + repr(nvcc_args).encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cuport-bench"
+    exe = base / f"{name}-{key}"
+    if not exe.exists():
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = exe.with_suffix(".tmp")
+        subprocess.run(["nvcc", *nvcc_args, "-o", str(tmp), str(src)], check=True)
+        os.replace(tmp, exe)
+    return exe
+
+
 def best_of(fn, reps: int) -> float:
     fn()
     best = float("inf")
@@ -54,6 +87,13 @@ def best_of(fn, reps: int) -> float:
         fn()
         best = min(best, time.perf_counter() - t)
     return best
+
+
+def omp_fn(b: dict, name: str, argtypes: list) -> ctypes._CFuncPtr:
+    f = getattr(b["omp_" + name], name)
+    f.restype = ctypes.c_double
+    f.argtypes = argtypes
+    return f
 
 
 def load_timed(ptx: str, kernel: str, launch) -> tuple[float, float]:
@@ -77,28 +117,51 @@ def load_timed(ptx: str, kernel: str, launch) -> tuple[float, float]:
     return cold, warm
 
 
+def gbs(nbytes: float, t: float) -> str:
+    return f"{nbytes / t / 1e9:.1f} GB/s"
+
+
+# ---------------------------------------------------------------- kernels
+
+
 def bench_triad(b: dict) -> dict:
-    n = 1 << 24
+    """STREAM triad, 2^25 floats, 20 launches back to back (launch costs included)."""
+    n = 1 << 25
     rng = np.random.default_rng(0)
     bb = rng.random(n, dtype=np.float32)
     cc = rng.random(n, dtype=np.float32)
     a = np.zeros(n, np.float32)
     s = 3.0
-    k = cuport.Module(b["triad"]).kernel("_Z5triadPfPKfS1_fi")
+    name = "_Z5triadPfPKfS1_fi"
+    k = cuport.Module(b["triad"]).kernel(name)
 
     def run():
-        k((n + 255) // 256, 256, (a, bb, cc, s, n))
+        for _ in range(20):
+            k((n + 255) // 256, 256, (a, bb, cc, s, n))
 
-    t_cu = best_of(run, 5)
-    assert np.allclose(a, bb + np.float32(s) * cc)
-    f = b["omp_triad"].triad
-    f.restype = ctypes.c_double
-    f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_int, ctypes.c_int]
-    t_omp = min(f(a.ctypes.data, bb.ctypes.data, cc.ctypes.data, s, n, 5) for _ in range(3))
-    cold, warm = load_timed(b["triad"], "_Z5triadPfPKfS1_fi",
-                            lambda kk: kk((n + 255) // 256, 256, (a, bb, cc, s, n)))
-    return {"name": "triad (16M floats)", "cuport": t_cu, "omp": t_omp, "unit": f"{12 * n / t_cu / 1e9:.1f} GB/s",
-            "unit_omp": f"{12 * n / t_omp / 1e9:.1f} GB/s", "cold": cold, "warm": warm}
+    t_cu = best_of(run, 3) / 20
+    assert np.array_equal(a, bb + np.float32(s) * cc)
+    f = omp_fn(b, "triad", [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_int, ctypes.c_int])
+    t_omp = min(f(a.ctypes.data, bb.ctypes.data, cc.ctypes.data, s, n, 20) for _ in range(3))
+    cold, warm = load_timed(b["triad"], name, lambda kk: kk((n + 255) // 256, 256, (a, bb, cc, s, n)))
+    return {"name": "triad 2^25, 20 launches", "cuport": t_cu, "omp": t_omp,
+            "unit": gbs(12 * n, t_cu), "unit_omp": gbs(12 * n, t_omp), "cold": cold, "warm": warm}
+
+
+def bench_triad1(b: dict) -> dict:
+    """One launch of a 16M-float triad: wake-up, first touch and work split are all in it."""
+    n = 1 << 24
+    rng = np.random.default_rng(1)
+    bb = rng.random(n, dtype=np.float32)
+    cc = rng.random(n, dtype=np.float32)
+    a = np.zeros(n, np.float32)
+    k = cuport.Module(b["triad"]).kernel("_Z5triadPfPKfS1_fi")
+    t_cu = best_of(lambda: k((n + 255) // 256, 256, (a, bb, cc, 3.0, n)), 7)
+    assert np.array_equal(a, bb + np.float32(3.0) * cc)
+    f = omp_fn(b, "triad", [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_int, ctypes.c_int])
+    t_omp = min(f(a.ctypes.data, bb.ctypes.data, cc.ctypes.data, 3.0, n, 1) for _ in range(7))
+    return {"name": "triad 2^24, one launch", "cuport": t_cu, "omp": t_omp,
+            "unit": gbs(12 * n, t_cu), "unit_omp": gbs(12 * n, t_omp)}
 
 
 def bench_sgemm(b: dict) -> dict:
@@ -107,7 +170,8 @@ def bench_sgemm(b: dict) -> dict:
     A = rng.random((n, n), dtype=np.float32)
     B = rng.random((n, n), dtype=np.float32)
     C = np.zeros((n, n), np.float32)
-    k = cuport.Module(b["sgemm"]).kernel("_Z5sgemmPKfS0_Pfi")
+    name = "_Z5sgemmPKfS0_Pfi"
+    k = cuport.Module(b["sgemm"]).kernel(name)
     g = (n + 15) // 16
 
     def run():
@@ -116,18 +180,68 @@ def bench_sgemm(b: dict) -> dict:
     t_cu = best_of(run, 3)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     assert np.abs(C - ref).max() < 1e-2, "sgemm result wrong"
-    f = b["omp_sgemm"].sgemm
-    f.restype = ctypes.c_double
-    f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_int]
+    f = omp_fn(b, "sgemm", [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_int])
     C2 = np.zeros_like(C)
     t_omp = min(f(A.ctypes.data, B.ctypes.data, C2.ctypes.data, n, 3) for _ in range(2))
-    cold, warm = load_timed(b["sgemm"], "_Z5sgemmPKfS0_Pfi", lambda kk: kk((g, g), (16, 16), (A, B, C, n)))
+    cold, warm = load_timed(b["sgemm"], name, lambda kk: kk((g, g), (16, 16), (A, B, C, n)))
     flops = 2 * n ** 3
-    return {"name": f"sgemm {n}x{n}", "cuport": t_cu, "omp": t_omp, "unit": f"{flops / t_cu / 1e9:.1f} GFLOP/s",
-            "unit_omp": f"{flops / t_omp / 1e9:.1f} GFLOP/s", "cold": cold, "warm": warm}
+    return {"name": f"sgemm {n}^3, 16x16 tiles", "cuport": t_cu, "omp": t_omp,
+            "unit": f"{flops / t_cu / 1e9:.1f} GFLOP/s", "unit_omp": f"{flops / t_omp / 1e9:.1f} GFLOP/s",
+            "cold": cold, "warm": warm}
+
+
+def bench_jacobi(b: dict) -> dict:
+    """5-point Jacobi on 4096^2, 20 sweeps; 16x16 blocks with a shared tile and its halo."""
+    n = 4096
+    rng = np.random.default_rng(0)
+    u = rng.random((n, n), dtype=np.float32)
+    v = np.zeros_like(u)
+    name = "_Z6jacobiPKfPfi"
+    k = cuport.Module(b["jacobi"]).kernel(name)
+    g = n // 16
+
+    def run():
+        src, dst = u, v
+        for _ in range(20):
+            k((g, g), (16, 16), (src, dst, n))
+            src, dst = dst, src
+
+    t_cu = best_of(run, 2) / 20
+    k((g, g), (16, 16), (u, v, n))
+    ref = u.copy()
+    ref[1:-1, 1:-1] = np.float32(0.25) * ((u[:-2, 1:-1] + u[2:, 1:-1]) + u[1:-1, :-2] + u[1:-1, 2:])
+    assert np.array_equal(v, ref), "jacobi result wrong"
+    f = omp_fn(b, "jacobi", [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_int])
+    w = np.zeros_like(u)
+    t_omp = min(f(u.ctypes.data, w.ctypes.data, n, 20) for _ in range(2))
+    cold, warm = load_timed(b["jacobi"], name, lambda kk: kk((g, g), (16, 16), (u, v, n)))
+    return {"name": "jacobi 4096^2, 20 sweeps", "cuport": t_cu, "omp": t_omp,
+            "unit": gbs(8 * n * n, t_cu), "unit_omp": gbs(8 * n * n, t_omp), "cold": cold, "warm": warm}
+
+
+def bench_reduce(b: dict) -> dict:
+    """Sum of 2^26 floats: a shared-memory tree per block, then shuffles (partial sums)."""
+    n = 1 << 26
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    blocks = 1024
+    partial = np.zeros(blocks, np.float32)
+    name = "_Z6reducePKfPfi"
+    k = cuport.Module(b["reduce"]).kernel(name)
+    t_cu = best_of(lambda: k(blocks, 256, (x, partial, n)), 5)
+    total = float(partial.astype(np.float64).sum())
+    exact = float(x.astype(np.float64).sum())
+    assert abs(total - exact) < 1e-4 * exact, "reduce result wrong"
+    f = omp_fn(b, "reduce", [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p])
+    res = ctypes.c_float()
+    t_omp = min(f(x.ctypes.data, n, 5, ctypes.byref(res)) for _ in range(3))
+    cold, warm = load_timed(b["reduce"], name, lambda kk: kk(blocks, 256, (x, partial, n)))
+    return {"name": "reduce 2^26 floats", "cuport": t_cu, "omp": t_omp,
+            "unit": gbs(4 * n, t_cu), "unit_omp": gbs(4 * n, t_omp), "cold": cold, "warm": warm}
 
 
 def bench_block_scan(b: dict) -> dict:
+    """Inclusive scan of 1024-int segments, Hillis-Steele in shared memory; the reference
+    is a running sum per segment (the algorithm a CPU programmer would write)."""
     n = 1 << 24
     x = np.random.default_rng(0).integers(-100, 100, n, dtype=np.int32)
     out = np.zeros(n, np.int32)
@@ -141,31 +255,91 @@ def bench_block_scan(b: dict) -> dict:
     t_cu = best_of(run, 3)
     ref = np.cumsum(x.reshape(-1, 1024), axis=1, dtype=np.int32).reshape(-1)
     assert (out == ref).all(), "block_scan result wrong"
-    f = b["omp_block_scan"].block_scan
-    f.restype = ctypes.c_double
-    f.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_int]
+    f = omp_fn(b, "block_scan", [ctypes.c_void_p] * 2 + [ctypes.c_int, ctypes.c_int])
     t_omp = min(f(x.ctypes.data, out.ctypes.data, n, 5) for _ in range(3))
     cold, warm = load_timed(b["block_scan"], name, lambda kk: kk(blocks, 1024, (x, out, n)))
-    return {"name": "block scan (16M ints)", "cuport": t_cu, "omp": t_omp,
-            "unit": f"{8 * n / t_cu / 1e9:.1f} GB/s", "unit_omp": f"{8 * n / t_omp / 1e9:.1f} GB/s",
-            "cold": cold, "warm": warm}
+    return {"name": "block scan 2^24 ints", "cuport": t_cu, "omp": t_omp,
+            "unit": gbs(8 * n, t_cu), "unit_omp": gbs(8 * n, t_omp), "cold": cold, "warm": warm}
 
 
-WORKLOADS = {"triad": bench_triad, "sgemm": bench_sgemm, "block_scan": bench_block_scan}
+KERNELS = {"triad": bench_triad, "triad1": bench_triad1, "sgemm": bench_sgemm,
+           "jacobi": bench_jacobi, "reduce": bench_reduce, "block_scan": bench_block_scan}
+
+
+# ---------------------------------------------------------------- programs
+
+
+def cuport_run(exe: Path, args: list[str], cache_dir: str) -> tuple[float, str]:
+    env = dict(os.environ, CUPORT_CACHE_DIR=cache_dir)
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "cuport.cli", "run", str(exe), *args], env=env,
+                       capture_output=True, text=True, cwd=ROOT)
+    dt = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{exe.name} failed ({p.returncode}): {p.stdout[-500:]}{p.stderr[-500:]}")
+    return dt, p.stdout
+
+
+def bench_overhead(_b: dict) -> list[dict]:
+    exe = program("overhead", ["-O2", "-arch=sm_90"])
+    with tempfile.TemporaryDirectory(prefix="cuport-bench-cache-") as cache:
+        cuport_run(exe, ["50"], cache)  # compiles the two kernels
+        _, out = cuport_run(exe, ["3000"], cache)
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"(.*) ([0-9.]+) us$", line)
+        if m:
+            what, us = m.group(1), float(m.group(2))
+            rows.append({"name": what, "us": us, "native": NATIVE_OVERHEAD_US.get(what),
+                         "target": TARGET_OVERHEAD_US.get(what)})
+    return rows
+
+
+def bench_thrust(_b: dict) -> dict:
+    exe = program("thrust_cub", ["-O3", "-gencode", "arch=compute_90,code=compute_90"])
+    with tempfile.TemporaryDirectory(prefix="cuport-bench-cache-") as cache:
+        first, out1 = cuport_run(exe, [], cache)
+        cached, out2 = cuport_run(exe, [], cache)
+    assert out1.startswith("ok") and out2.startswith("ok"), (out1, out2)
+    return {"first": first, "cached": cached, "detail": out1.strip()}
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def main(argv: list[str]) -> int:
-    names = argv or list(WORKLOADS)
-    os.environ.setdefault("OMP_NUM_THREADS", str(pool.default_workers()))
+    names = argv or [*KERNELS, "overhead", "thrust"]
+    workers = pool.default_workers()
+    os.environ.setdefault("OMP_NUM_THREADS", str(workers))
+    print(f"{workers} worker threads (CUPORT_THREADS), OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+          f"{os.cpu_count()} CPUs")
+    ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         built = build(Path(tmp))
-        print(f"{'workload':<22}{'cuport':>12}{'OpenMP':>12}{'ratio':>8}   {'cuport rate':>16}{'OpenMP rate':>16}"
-              f"{'compile':>10}{'cached':>9}")
-        for name in names:
-            r = WORKLOADS[name](built)
-            print(f"{r['name']:<22}{r['cuport'] * 1e3:>10.2f}ms{r['omp'] * 1e3:>10.2f}ms"
-                  f"{r['cuport'] / r['omp']:>8.2f}   {r['unit']:>16}{r['unit_omp']:>16}"
-                  f"{r['cold']:>9.2f}s{r['warm']:>8.3f}s")
+        kernels = [n for n in names if n in KERNELS]
+        if kernels:
+            print(f"\n{'kernel':<26}{'cuport':>11}{'OpenMP':>11}{'ratio':>7}  {'cuport rate':>15}"
+                  f"{'OpenMP rate':>15}{'compile':>9}{'cached':>8}")
+        for name in kernels:
+            r = KERNELS[name](built)
+            ratio = r["cuport"] / r["omp"]
+            ratios.append(ratio)
+            comp = f"{r['cold']:>8.2f}s{r['warm']:>7.3f}s" if "cold" in r else ""
+            print(f"{r['name']:<26}{r['cuport'] * 1e3:>9.2f}ms{r['omp'] * 1e3:>9.2f}ms{ratio:>7.2f}  "
+                  f"{r['unit']:>15}{r['unit_omp']:>15}{comp}", flush=True)
+        if ratios:
+            print(f"{'geomean cuport/OpenMP':<48}{geomean(ratios):>7.2f}   (worst {max(ratios):.2f})")
+        if "overhead" in names:
+            print(f"\n{'per operation (overhead.cu)':<30}{'cuport':>10}{'H200':>9}{'ratio':>7}{'target':>9}")
+            for r in bench_overhead(built):
+                native = f"{r['native']:>7.1f}us{r['us'] / r['native']:>7.1f}" if r["native"] else " " * 16
+                target = f"{r['target']:>7.1f}us" if r["target"] else ""
+                print(f"{r['name']:<30}{r['us']:>8.1f}us{native}{target}", flush=True)
+        if "thrust" in names:
+            r = bench_thrust(built)
+            print(f"\nThrust/CUB program (thrust_cub.cu): first run {r['first']:.1f} s (empty cache), "
+                  f"cached run {r['cached']:.2f} s   [{r['detail']}]")
     return 0
 
 

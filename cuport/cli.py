@@ -4,6 +4,10 @@
     cuport trace [--ptx-dir DIR] [--all] PROGRAM [...]   the same, logging every driver call
     cuport info [--coverage]                     the device cuport presents, and where things are
                                                  (--coverage: every driver function, implemented or not)
+    cuport ptx --dump-after STEP [--device cpu|vulkan] [--kernel NAME] [--block X,Y,Z] FILE
+                                                 a kernel's state after a named step of a backend's
+                                                 pass pipeline (FILE: PTX text or a CUDA binary);
+                                                 --list-steps names the steps and why they are there
 
 `run` puts the directory of cuport's libcuda.so.1 first on LD_LIBRARY_PATH (so the
 program's CUDA runtime, or cuda-python, dlopens ours), and preloads cuport's stand-ins
@@ -235,6 +239,80 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ptx_of(path: str) -> str:
+    """PTX text from a .ptx file, or the newest PTX of a fat binary, ELF or CUDA program."""
+    data = Path(path).read_bytes()
+    if data.lstrip()[:1] in (b".", b"/") and b".version" in data[:65536]:
+        return data.decode("utf-8", "surrogateescape")
+    from cuport.loader.choose import choose_ptx
+    from cuport.loader.image import parse_image
+
+    return choose_ptx(parse_image(data), None).text
+
+
+def _pipeline(device: str) -> list[tuple[str, object, str]]:
+    if device == "vulkan":
+        from cuport.backends.vulkan.compiler import PIPELINE
+    else:
+        from cuport.backends.cpu.compiler import PIPELINE
+    return PIPELINE
+
+
+def cmd_ptx(args: argparse.Namespace) -> int:
+    if args.list_steps:
+        for name, _, why in _pipeline(args.device):
+            print(f"{name:<12} {why}")
+        return 0
+    if not args.file or not args.dump_after:
+        print("cuport ptx: give --dump-after STEP and a FILE (--list-steps names the steps)",
+              file=sys.stderr)
+        return 2
+    from cuport.ptx.errors import UnsupportedError
+    from cuport.ptx.parser import parse
+
+    try:
+        module = parse(_ptx_of(args.file))
+    except OSError as e:
+        print(f"cuport ptx: {args.file}: {e.strerror}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a loader or parser error, said in its words
+        print(f"cuport ptx: {args.file}: {e}", file=sys.stderr)
+        return 1
+    kernels = [f for f in module.functions.values() if f.is_entry and f.is_definition]
+    if args.kernel:
+        kernels = [f for f in kernels if f.name == args.kernel]
+    elif len(kernels) > 1:
+        print("cuport ptx: the module has several kernels; choose one with --kernel:\n  "
+              + "\n  ".join(f.name for f in kernels), file=sys.stderr)
+        return 2
+    if not kernels:
+        print(f"cuport ptx: no kernel {args.kernel or ''} in {args.file}".replace("  ", " "),
+              file=sys.stderr)
+        return 1
+    fn = kernels[0]
+    if args.block:
+        block = tuple(int(x) for x in args.block.split(","))
+    else:  # the shape the kernel declares, else a common one
+        block = tuple(fn.reqntid or fn.maxntid or (256,))
+    block = (tuple(block) + (1, 1, 1))[:3]
+    try:
+        if args.device == "vulkan":
+            from cuport.backends.vulkan.compiler import compile_kernel
+
+            compile_kernel(module, fn.name, block, dump_after=args.dump_after)
+        else:
+            from cuport.backends.cpu.compiler import ModuleCompiler, run_pipeline
+
+            run_pipeline(ModuleCompiler(module, fn.name, block), dump_after=args.dump_after)
+    except KeyError as e:
+        print(f"cuport ptx: {e.args[0]}", file=sys.stderr)
+        return 2
+    except UnsupportedError as e:
+        print(f"cuport ptx: {fn.name}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cuport", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -256,6 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--coverage", action="store_true",
                       help="list every driver API function and whether cuport implements it")
     info.set_defaults(fn=cmd_info)
+    ptx = sub.add_parser("ptx", help="a kernel's IR after a named step of the pass pipeline")
+    ptx.add_argument("--dump-after", metavar="STEP", help="the step after which to print")
+    ptx.add_argument("--device", choices=("cpu", "vulkan"), default="cpu",
+                     help="whose pipeline (default cpu)")
+    ptx.add_argument("--kernel", help="the kernel (default: the module's only one)")
+    ptx.add_argument("--block", help="block shape X[,Y[,Z]] (default: .reqntid, .maxntid or 256)")
+    ptx.add_argument("--list-steps", action="store_true", help="name the steps, in order")
+    ptx.add_argument("file", nargs="?", help="PTX text, or a fat binary / ELF / CUDA program")
+    ptx.set_defaults(fn=cmd_ptx)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

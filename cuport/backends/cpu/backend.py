@@ -36,7 +36,7 @@ from .compiler import (
     MAX_RESIDENT_SLOTS,
     RESIDENT_SLOTS,
     CompiledKernelInfo,
-    ModuleCompiler,
+    compile_object,
     function_token,
 )
 from .emit import UnsupportedError
@@ -208,11 +208,10 @@ class CpuBackend:
         else:
             t0 = time.perf_counter()
             try:
-                llmod, info = ModuleCompiler(module.ptx, kernel, block, nsm=self.pool.n,
-                                             resident=resident).compile()
+                obj, info = compile_object(module.ptx, kernel, block, nsm=self.pool.n,
+                                           resident=resident)
             except UnsupportedError as e:
                 raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {kernel}: {e}") from None
-            obj = jit.optimize_and_emit(str(llmod))
             dt = time.perf_counter() - t0
             self.stats["compiles"] += 1
             self.stats["compile_seconds"] += dt

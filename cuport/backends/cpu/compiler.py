@@ -11,6 +11,8 @@ object (and its disk cache entry) serves every load.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
@@ -23,6 +25,7 @@ from ...passes.yields import insert_yields
 from ...ptx import ir
 from ...ptx.callgraph import reachable_shared
 from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
 
@@ -267,11 +270,16 @@ class ModuleCompiler:
         self._emitters[name] = em
         return f
 
-    def _make_emitter(self, fn: ir.Function) -> FunctionEmitter:
-        g = _cfg(fn)
-        div = divergence.analyze(g, self.block)
-        live, blend = liveness.live_in_and_blends(g, div)
-        div.blend = blend
+    def _make_emitter(self, fn: ir.Function, g: cfgmod.Cfg | None = None,
+                      div: divergence.Divergence | None = None,
+                      live: list[set[str]] | None = None) -> FunctionEmitter:
+        """The emitter of `fn`; device functions get their analyses here, the kernel from
+        the pipeline's cfg/divergence/liveness steps."""
+        if g is None:
+            g = _cfg(fn)
+            div = divergence.analyze(g, self.block)
+            live, blend = liveness.live_in_and_blends(g, div)
+            div.blend = blend
         if "%__cc" in div.varying or any(
             isinstance(s, ir.Instr) and "cc" in s.mods for s in fn.body or ()
         ):
@@ -300,13 +308,30 @@ class ModuleCompiler:
         hostcalls.lower_call(self, em, name, callee, ins, params, rets)
 
     # ------------------------------------------------------------ the whole module
-    def compile(self) -> tuple[ll.Module, CompiledKernelInfo]:
-        funcs = inline_barrier_functions(self.ptx, self._reachable())
-        kernel = next(f for f in funcs if f.name == self.kernel.name)
-        self.kernel = kernel if os.environ.get("CUPORT_NO_YIELDS") == "1" else insert_yields(kernel)
-        funcs = [self.kernel if f.name == self.kernel.name else f for f in funcs]
+    def compile(self, dump_after: str | None = None, out=None) -> tuple[ll.Module, CompiledKernelInfo]:
+        """Run the PIPELINE's IR steps (through `runner`); with `dump_after`, write the state
+        after that step to `out` (default stdout) and stop there."""
+        run_pipeline(self, until="runner", dump_after=dump_after, out=out)
+        return self.llmod, self.info
+
+    # The steps of PIPELINE (below), in order; each reads what the earlier ones left.
+    def _step_reachable(self) -> None:
+        self.funcs = self._reachable()
+
+    def _step_inline(self) -> None:
+        funcs = inline_barrier_functions(self.ptx, self.funcs)
+        self.kernel = next(f for f in funcs if f.name == self.kernel.name)
+        self.funcs = funcs
+
+    def _step_yields(self) -> None:
+        if os.environ.get("CUPORT_NO_YIELDS") != "1":
+            self.kernel = insert_yields(self.kernel)
+        self.funcs = [self.kernel if f.name == self.kernel.name else f for f in self.funcs]
         has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
         self.resident_slots = self.resident if has_yields else 1
+
+    def _step_layout(self) -> None:
+        funcs = self.funcs
         self._layout_globals()
         self._layout_shared(funcs)
         self._alignments(funcs)
@@ -322,17 +347,34 @@ class ModuleCompiler:
         self.uses_barriers = any(
             isinstance(s, ir.Instr) and cfgmod.is_barrier(s) for s in (self.kernel.body or ())
         )
+
+    def _step_cfg(self) -> None:
+        self.kernel_cfg = _cfg(self.kernel)
+
+    def _step_divergence(self) -> None:
+        self.kernel_div = divergence.analyze(self.kernel_cfg, self.block)
+
+    def _step_liveness(self) -> None:
+        live, blend = liveness.live_in_and_blends(self.kernel_cfg, self.kernel_div)
+        self.kernel_div.blend = blend
+        self.kernel_live = live
+
+    def _step_barriers(self) -> None:
         self.simple_barriers = self._all_barriers_simple()
+
+    def _step_emit(self) -> None:
         self._declare_runtime()
         self._emitters: dict[str, FunctionEmitter] = {}
-        kem = self._make_emitter(self.kernel)
-        kfn = kem.declare()
+        kem = self._make_emitter(self.kernel, self.kernel_cfg, self.kernel_div, self.kernel_live)
+        self.kernel_fn = kem.declare()
         kem.emit()
         while self._pending:
             name = self._pending.pop()
             self._emitters[name].emit()
-        self._emit_runner(kfn)
-        info = CompiledKernelInfo(
+
+    def _step_runner(self) -> None:
+        self._emit_runner(self.kernel_fn)
+        self.info = CompiledKernelInfo(
             kernel=self.kernel.name,
             block=self.block,
             nwarps=self.nwarps,
@@ -346,14 +388,18 @@ class ModuleCompiler:
             global_symbols=dict(self.global_symbols),
             host_symbols=list(self.host_symbols),
         )
-        return self.llmod, info
+
+    def _step_optimize(self) -> None:
+        self.llvm_module = jit.optimize(jit.parse(str(self.llmod)))
+
+    def _step_codegen(self) -> None:
+        self.object = jit.emit_object(self.llvm_module)
 
     def _all_barriers_simple(self) -> bool:
         """True when every barrier is an unguarded `bar.sync 0` / `barrier.sync 0` (or bar.red
         on barrier 0) without a thread count, in converged code: then warps only ever wait for
         the whole block, and a round-robin over the warps implements the barrier."""
-        g = _cfg(self.kernel)
-        div = divergence.analyze(g, self.block)
+        g, div = self.kernel_cfg, self.kernel_div
         for blk in g.blocks:
             t = blk.term
             if t is None or not cfgmod.is_suspend(t):
@@ -705,3 +751,102 @@ class ModuleCompiler:
 
         b.position_at_end(quit_bb)
         b.ret_void()
+
+
+# ---------------------------------------------------------------- the pipeline, in order
+
+Step = Callable[[ModuleCompiler], None]
+
+#: (name, step, why it is here). `cuport ptx --dump-after NAME` prints the state after a step.
+PIPELINE: list[tuple[str, Step, str]] = [
+    ("reachable", ModuleCompiler._step_reachable,
+     "the kernel and every device function its calls or function-address operands reach"),
+    ("inline", ModuleCompiler._step_inline,
+     "a barrier inside a device function must be in the kernel's body, where warps can "
+     "suspend at it: such callees (and their callers) are copied into the kernel"),
+    ("yields", ModuleCompiler._step_yields,
+     "after inlining, so that spin loops through inlined callees are seen: loops that may "
+     "wait for other threads get a point where the warp steps aside"),
+    ("layout", ModuleCompiler._step_layout,
+     "offsets of shared, local, parameter and global memory over the final set of functions"),
+    ("cfg", ModuleCompiler._step_cfg,
+     "the kernel's blocks in the priority order that makes warps reconverge (passes/cfg.py), "
+     "with yield points as block ends"),
+    ("divergence", ModuleCompiler._step_divergence,
+     "needs the CFG and the block shape: registers that differ between a warp's lanes, blocks "
+     "where only part of the warp may run"),
+    ("liveness", ModuleCompiler._step_liveness,
+     "needs divergence: what lives across blocks, and which writes in split blocks must keep "
+     "the other lanes' values"),
+    ("barriers", ModuleCompiler._step_barriers,
+     "needs divergence: whether every barrier is in converged code (the simple protocol: "
+     "warps in rounds, no per-barrier waits)"),
+    ("emit", ModuleCompiler._step_emit,
+     "LLVM IR of the kernel's warp function and the device functions it calls, through "
+     "cuport/isa's families"),
+    ("runner", ModuleCompiler._step_runner,
+     "the block runner and the worker entry around the warp function"),
+    ("optimize", ModuleCompiler._step_optimize, "LLVM's O3 pipeline without its vectorizers"),
+    ("codegen", ModuleCompiler._step_codegen, "the object file for this host's CPU"),
+]
+
+STEPS = [name for name, _, _ in PIPELINE]
+
+
+def _dump(mc: ModuleCompiler, step: str) -> str:
+    def body(fn: ir.Function) -> str:
+        return "\n".join(s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in fn.body or ())
+
+    if step == "reachable":
+        return "\n".join(f.name for f in mc.funcs)
+    if step in ("inline", "yields"):
+        return body(mc.kernel)
+    if step == "layout":
+        return (f"shared {mc.shared_offsets} static={mc.static_shared} dyn@{mc.dyn_shared_offset}\n"
+                f"local window {mc.local_window} bytes per lane\nparams {mc.kernel_param_offsets}\n"
+                f"globals {mc.global_symbols}\nresident slots {mc.resident_slots}")
+    if step == "cfg":
+        return "\n".join(f"{b.index} {b.name}: succs={b.succs} instrs={len(b.instrs)}"
+                         + (" exit-sink" if b.exit_sink else "") for b in mc.kernel_cfg.blocks)
+    if step == "divergence":
+        d = mc.kernel_div
+        return (f"varying: {sorted(d.varying)}\nsplit blocks: {sorted(d.split_blocks)}\n"
+                f"divergent branches: {sorted(d.divergent_branches)}")
+    if step == "liveness":
+        lines = [f"{b.name}: {sorted(mc.kernel_live[b.index])}" for b in mc.kernel_cfg.blocks]
+        blend = mc.kernel_div.blend
+        return "\n".join(lines) + f"\nblended in split blocks: {sorted(blend) if blend is not None else 'all'}"
+    if step == "barriers":
+        bars = [b.name for b in mc.kernel_cfg.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+        return (f"barriers and yields: {bars}\nsimple protocol: "
+                f"{'yes' if mc.simple_barriers else 'no (warps wait per barrier)'}")
+    if step in ("emit", "runner"):
+        return str(mc.llmod)
+    if step == "optimize":
+        return str(mc.llvm_module)
+    if step == "codegen":
+        return jit.emit_assembly(mc.llvm_module)
+    raise KeyError(step)
+
+
+def run_pipeline(mc: ModuleCompiler, until: str = "codegen", dump_after: str | None = None,
+                 out=None) -> ModuleCompiler:
+    """Run PIPELINE's steps up to and including `until` (or `dump_after`, whose state is
+    written to `out`, default stdout)."""
+    if dump_after is not None and dump_after not in STEPS:
+        raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(STEPS)}")
+    last = dump_after or until
+    for name, step, _ in PIPELINE:
+        step(mc)
+        if name == dump_after:
+            (out or sys.stdout).write(_dump(mc, name) + "\n")
+        if name == last:
+            break
+    return mc
+
+
+def compile_object(ptx: ir.Module, kernel: str, block: tuple[int, int, int], **kw
+                   ) -> tuple[bytes, CompiledKernelInfo]:
+    """The whole pipeline: the object file of `kernel` for `block`, and what the launcher needs."""
+    mc = run_pipeline(ModuleCompiler(ptx, kernel, block, **kw))
+    return mc.object, mc.info

@@ -57,39 +57,46 @@ def _pass_builder(tm):
     return llvm.create_pass_builder(tm, pto)
 
 
-def _parse(ir_text: str):
-    """The module, for this host, with every function marked null_pointer_is_valid: a kernel
-    that reads or writes address 0 must fault (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU, where
-    LLVM would otherwise delete the access as undefined behaviour, and the rest of the
-    kernel after it."""
+def parse(ir_text: str):
+    """The LLVM module of `ir_text`, verified, for this host, with every function marked
+    null_pointer_is_valid: a kernel that reads or writes address 0 must fault
+    (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU, where LLVM would otherwise delete the access
+    as undefined behaviour, and the rest of the kernel after it."""
     s = _init()
     mod = llvm.parse_assembly(ir_text)
     mod.triple = s["triple"]
     mod.data_layout = str(s["tm"].target_data)
+    mod.verify()
     for f in mod.functions:
         f.add_function_attribute("null_pointer_is_valid")
     return mod
 
 
-def optimize_and_emit(ir_text: str) -> bytes:
-    """Parse, verify, optimise at O3 (vectorizers on, no fast-math) and emit an object file."""
-    tm = _init()["tm"]
-    mod = _parse(ir_text)
-    mod.verify()
-    pb = _pass_builder(tm)
-    mpm = pb.getModulePassManager()
+def optimize(mod):
+    """O3 without the vectorizers (see _pass_builder), no fast-math; in place."""
     if os.environ.get("CUPORT_NO_OPT") != "1":
-        mpm.run(mod, pb)
-    return tm.emit_object(mod)
+        tm = _init()["tm"]
+        pb = _pass_builder(tm)
+        pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def emit_object(mod) -> bytes:
+    return _init()["tm"].emit_object(mod)
+
+
+def emit_assembly(mod) -> str:
+    return _init()["tm"].emit_assembly(mod)
+
+
+def optimize_and_emit(ir_text: str) -> bytes:
+    """Parse, verify, optimise and emit an object file."""
+    return emit_object(optimize(parse(ir_text)))
 
 
 def assembly(ir_text: str) -> str:
-    """The optimised native assembly, for `cuport ptx compile --asm` and debugging."""
-    tm = _init()["tm"]
-    mod = _parse(ir_text)
-    pb = _pass_builder(tm)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_assembly(mod)
+    """The optimised native assembly, for `cuport ptx --dump-after codegen` and debugging."""
+    return emit_assembly(optimize(parse(ir_text)))
 
 
 class Linked:
