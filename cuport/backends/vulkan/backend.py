@@ -75,7 +75,7 @@ def caps_of(info) -> DeviceCaps:
 
 
 _FMA_PROBE = """
-.version 7.0
+.version 8.0
 .target sm_90
 .address_size 64
 .visible .entry probe(.param .u64 out)
