@@ -330,6 +330,11 @@ _KNOWN_MODS = (
 #: other `X::Y` forms are taken as they come).
 _MEMORY_MODS = VEC | ORDERS | SCOPES | CACHE | {"unified", "ss"}
 
+#: What atom and red take besides their operation and type.
+_ATOM_MODS = SPACES | SCOPES | {"relaxed", "acquire", "release", "acq_rel", "noftz", "v2", "v4",
+                                "v8", "add", "inc", "dec", "and", "or", "xor", "exch", "cas",
+                                "min", "max"}
+
 #: Opcodes whose modifiers are too many to list (tensor memory, asynchronous copies, matrix
 #: instructions, textures): their modifiers are not checked against the vocabulary.
 UNCHECKED_MODS = frozenset({
@@ -451,8 +456,7 @@ def _check_variable(var: ir.Var, st: _State, module_scope: bool) -> int:
     n = 1
     for i, d in enumerate(var.dims):
         if d is None:
-            if i != len(var.dims) - 1 or (var.linkage != "extern" and var.space != "shared"
-                                           and var.space != "param" and var.init is None):
+            if i != len(var.dims) - 1 or (var.linkage != "extern" and var.init is None):
                 st.add(var.line, f"Non-external variable '{var.name}' has incomplete type")
             n = 0
             continue
@@ -1253,7 +1257,7 @@ class _Context:
                 return True, None
             vs = v.space
             if (space and space != vs and not (space == "param" and vs in ("param", "reg"))) or (
-                    not space and vs == "param" and op in ("ld", "st", "ldu")):
+                    not space and vs in ("param", "const") and op in ("ld", "st", "ldu")):
                 return False, f"State space mismatch between instruction and address in instruction '{op}'"
             if v.line > self.ins.line and base.name in self.local_vars:
                 return False, f"Unknown symbol '{base.name}'"
@@ -1281,6 +1285,9 @@ class _Context:
             callee = self.module.functions.get(target.name)
             if callee is None:
                 self.bad(f"Call to '{target.name}' requires call prototype")
+                return
+            if args:  # (only a call through a register names a prototype after its arguments)
+                self.bad("Arguments mismatch for instruction 'call'")
                 return
             if callee.is_entry:
                 self.bad(f"Illegal call to entry function '{target.name}'")
@@ -1331,6 +1338,19 @@ class _Context:
         if "arrive" in mods and len(ins.args) != 2:
             self.bad(f"Arguments mismatch for instruction '{op}.arrive'")
             return
+        # operand kinds: a 32-bit result (.popc) or a predicate (.and/.or), 32-bit barrier
+        # ids and thread counts, a predicate source
+        form = Form(frozenset(), ())
+        name = f"{op}.red" if "red" in mods else op
+        codes = ""
+        if "red" in mods:
+            codes = ("d" if "u32" in types else "p") + "u" * (len(ins.args) - 2) + "q"
+        elif "warp" not in mods:
+            codes = "u" * len(ins.args)
+        for i, (code, a) in enumerate(zip(codes, ins.args, strict=False)):
+            if not self.operand(code, a, "u32", False, form, i)[0]:
+                self.bad(f"Arguments mismatch for instruction '{name}'")
+                return
         args = ins.args
         if "red" in ins.mods:
             args = args[1:]
@@ -1374,6 +1394,12 @@ class _Context:
             self.bad(f"Arguments mismatch for instruction '{ins.op}'" if ops else
                      f"Operation required for instruction '{ins.op}'")
             return
+        for m in ins.mods:
+            if not (m in _ATOM_MODS or m in ALL_TYPES or "::" in m):
+                self.bad(f"Comparison qualifier is not allowed for instruction '{ins.op}'"
+                         if m in CMP else f"Illegal modifier '.{m}' for instruction '{ins.op}'"
+                         if _known_mod(m) else f"Unknown modifier '.{m}'")
+                return
         types = [t for t in _types_of(ins.mods) if t != "b128" or ops[0] in ("exch", "cas")]
         if not types:
             self.bad(f"Unexpected instruction types specified for '{ins.op}'")
