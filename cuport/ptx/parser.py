@@ -654,6 +654,11 @@ class _Parser:
             u = self.resolve(t)
             if u is None and t[0] == "%" and _SPECIAL.match(t):
                 return ir.Special(t)
+            if u is None and "." in t:  # `%r1.b0123`, `%r1.h1`: a video instruction's selectors
+                base, _, suffix = t.partition(".")
+                ub = self.resolve(base)
+                if ub is not None:
+                    return ir.Reg(f"{ub}.{suffix}")
             if texts[self.i] == "|":
                 self.i += 1
                 q = self.operand()

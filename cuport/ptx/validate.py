@@ -214,7 +214,7 @@ def _g(*names: str) -> frozenset:
 
 FORMS: dict[str, Form] = {
     "add": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
-    "sub": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "sub": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
     "addc": Form(INT32, ("daa",), (_g("cc"),)),
     "subc": Form(INT32, ("daa",), (_g("cc"),)),
     "mul": Form(INT | FLT | HALF, ("daa",), (_g("lo", "hi", "wide"), RND_F, _g("ftz"), _g("sat"))),
@@ -247,7 +247,7 @@ FORMS: dict[str, Form] = {
     "bfe": Form(INT32, ("dauu",)),
     "bfi": Form(B3264, ("daauu",)),
     "prmt": Form(B32, ("daaa",), (_g("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),)),
-    "lop3": Form(B32, ("daaau", "Xaaauq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
+    "lop3": Form(B32, ("daaai", "Xaaaiq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
     "copysign": Form(FLT, ("daa",)),
     "rcp": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
     "sqrt": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
@@ -608,6 +608,14 @@ class _Context:
         self.ins: ir.Instr | None = None
         self.good: set = set()  # instruction shapes already found good
 
+    def rtype(self, name: str) -> str:
+        """The declared type of a register; `%r1.b0123` (a video instruction's byte
+        selectors) is %r1's."""
+        t = self.regs.get(name)
+        if t is None and "." in name:
+            t = self.regs.get(name.split(".", 1)[0])
+        return t or "?"
+
     def bad(self, message: str) -> None:
         ins = self.ins
         self.st.add(ins.line, message, ins.text())
@@ -716,7 +724,7 @@ class _Context:
         for a in args:
             for o in _flat(a):
                 if isinstance(o, ir.Reg):
-                    if o.name not in self.regs:
+                    if self.rtype(o.name) == "?":
                         self.bad(f"Unknown symbol '{o.name}'")
                         ok = False
                 elif isinstance(o, ir.Imm):
@@ -728,7 +736,7 @@ class _Context:
                         self.bad(f"Unknown symbol '{o.name}'")
                         ok = False
                 elif isinstance(o, ir.Mem):
-                    if isinstance(o.base, ir.Reg) and o.base.name not in self.regs:
+                    if isinstance(o.base, ir.Reg) and self.rtype(o.base.name) == "?":
                         self.bad(f"Unknown symbol '{o.base.name}'")
                         ok = False
                     elif isinstance(o.base, ir.Sym) and not self.known_symbol(o.base.name):
@@ -917,7 +925,8 @@ class _Context:
                     self.bad(f"Illegal rounding modifier for instruction '{full}'")
                     return False
                 if "sat" in mods and not (op == "mad" and "hi" in sub and t == "s32"):
-                    self.bad(f"Modifier '.sat' does not apply to '.{t}' type")
+                    self.bad(f"Illegal modifier '.sat' for instruction '{full}'" if t == "s32"
+                             else f"Modifier '.sat' does not apply to '.{t}' type")
                     return False
                 if "cc" in mods and (op != "mad" or t not in ("u32", "s32", "u64", "s64")):
                     self.bad(f"Illegal modifier '.cc' for instruction '{full}'")
@@ -1104,7 +1113,7 @@ class _Context:
                 return self.vector(a, t, code == "D" or relaxed, dest=True)
             if not isinstance(a, ir.Reg):
                 return False, f"Result register required for instruction '{op}'"
-            rt = self.regs[a.name]
+            rt = self.rtype(a.name)
             if code == "w":
                 return reg_fits(rt, _wide(t)), None
             if code == "U":
@@ -1121,19 +1130,19 @@ class _Context:
         if code == "P":
             if isinstance(a, ir.PredPair):
                 for x in (a.p, a.q):
-                    if isinstance(x, ir.Reg) and self.regs[x.name] != "pred":
+                    if isinstance(x, ir.Reg) and self.rtype(x.name) != "pred":
                         return False, None
                 return True, None
             if isinstance(a, ir.Sink):
                 return True, None
-            return isinstance(a, ir.Reg) and self.regs[a.name] == "pred", None
+            return isinstance(a, ir.Reg) and self.rtype(a.name) == "pred", None
         if code == "p":
-            return isinstance(a, ir.Reg) and self.regs[a.name] == "pred", None
+            return isinstance(a, ir.Reg) and self.rtype(a.name) == "pred", None
         if code == "q":
             r = a.reg if isinstance(a, ir.Not) else a
             if isinstance(r, ir.Imm):
                 return True, None
-            return isinstance(r, ir.Reg) and self.regs[r.name] == "pred", None
+            return isinstance(r, ir.Reg) and self.rtype(r.name) == "pred", None
         if code == "l":
             if not isinstance(a, ir.Sym):
                 return False, f"Label expected for argument 0 of instruction '{op}'"
@@ -1146,6 +1155,8 @@ class _Context:
             return self.source(a, "u32", False, form)
         if code == "k":
             return self.source(a, "b32", False, form)
+        if code == "i":  # an immediate only (lop3's lookup table)
+            return isinstance(a, ir.Imm), None
         if code == "y":  # an L2 cache policy
             return self.source(a, "b64", False, form)
         if code in "aAcs":
@@ -1165,7 +1176,7 @@ class _Context:
     def source(self, a, t: str, relaxed: bool, form: Form):
         op = self.ins.op
         if isinstance(a, ir.Reg):
-            return reg_fits(self.regs[a.name], t, relaxed), None
+            return reg_fits(self.rtype(a.name), t, relaxed), None
         if isinstance(a, ir.Imm):
             if t == "pred":
                 return a.value in (0, 1), None
@@ -1208,12 +1219,12 @@ class _Context:
                 return False, None
             each = _BITS[t] // n
             for x in v.items:
-                if isinstance(x, ir.Reg) and _BITS.get(self.regs[x.name], 0) != each:
+                if isinstance(x, ir.Reg) and _BITS.get(self.rtype(x.name), 0) != each:
                     return False, None
                 if not isinstance(x, (ir.Reg, ir.Imm, ir.Sink)):
                     return False, None
             return True, None
-        declared = {_BITS.get(self.regs[x.name]) for x in v.items if isinstance(x, ir.Reg)}
+        declared = {_BITS.get(self.rtype(x.name)) for x in v.items if isinstance(x, ir.Reg)}
         if len(declared) > 1:
             return False, "Incompatible elements of vector expression"
         for x in v.items:
@@ -1222,7 +1233,7 @@ class _Context:
                     return False, None
                 continue
             if isinstance(x, ir.Reg):
-                if not reg_fits(self.regs[x.name], t, relaxed):
+                if not reg_fits(self.rtype(x.name), t, relaxed):
                     return False, "Incompatible elements of vector expression"
             elif dest:
                 return False, None
@@ -1239,7 +1250,7 @@ class _Context:
         base = a.base
         space = next((m.split("::")[0] for m in self.ins.mods if m in SPACES), "")
         if isinstance(base, ir.Reg):
-            rt = self.regs[base.name]
+            rt = self.rtype(base.name)
             if _kind(rt) in "fp":
                 return False, (f"Illegal to use symbol '{base.name}' of type .{rt} as address "
                                "operand. Use integer or bit only.")
@@ -1423,7 +1434,7 @@ class _Context:
             return  # vector atomics: not checked
         form = Form(frozenset(), ())
         if first and not (isinstance(args[0], ir.Sink) or (
-                isinstance(args[0], ir.Reg) and reg_fits(self.regs[args[0].name], t))):
+                isinstance(args[0], ir.Reg) and reg_fits(self.rtype(args[0].name), t))):
             self.bad(f"Arguments mismatch for instruction '{ins.op}'")
             return
         for a in srcs[:nsrc]:
