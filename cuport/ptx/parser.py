@@ -159,13 +159,15 @@ class _Parser:
     def module(self) -> ir.Module:
         kinds, texts = self.kinds, self.texts
         self.mod.has_debug_sections = self.tk.sections > 0
-        declared = False
+        declared = seen_address_size = False
         while kinds[self.i] != EOF:
             t = texts[self.i]
             if kinds[self.i] == LINEDIR:
-                if declared and t.startswith((".version", ".target", ".address_size")):
+                if (declared and t.startswith((".version", ".target", ".address_size"))) or (
+                        t.startswith(".address_size") and seen_address_size):
                     raise self.error("a declaration (.version, .target and .address_size come "
-                                     "first)")
+                                     "first, once)")
+                seen_address_size = seen_address_size or t.startswith(".address_size")
                 self.line_directive(t)
                 self.i += 1
             elif t == ".pragma":
@@ -551,6 +553,9 @@ class _Parser:
                 if self.kinds[self.i] != INT:
                     raise self.error("a register count")
                 n = self.literal(self.i)
+                if n >= 1 << 32:
+                    raise PtxSyntaxError("Constant overflow", self.line(),
+                                         self.tk.line_text(self.line()))
                 self.i += 1
                 self.expect(">")
                 if name in scope.ranges or any(_in_range(nm, name, n) for nm in scope.names):
@@ -649,6 +654,11 @@ class _Parser:
             u = self.resolve(t)
             if u is None and t[0] == "%" and _SPECIAL.match(t):
                 return ir.Special(t)
+            if u is None and "." in t:  # `%r1.b0123`, `%r1.h1`: a video instruction's selectors
+                base, _, suffix = t.partition(".")
+                ub = self.resolve(base)
+                if ub is not None:
+                    return ir.Reg(f"{ub}.{suffix}")
             if texts[self.i] == "|":
                 self.i += 1
                 q = self.operand()

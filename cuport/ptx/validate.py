@@ -217,7 +217,7 @@ def _g(*names: str) -> frozenset:
 
 FORMS: dict[str, Form] = {
     "add": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
-    "sub": Form(INT | FLT | HALF | PAIRS, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
+    "sub": Form(INT | FLT | HALF, ("daa",), (_g("sat"), _g("cc"), RND_F, _g("ftz"))),
     "addc": Form(INT32, ("daa",), (_g("cc"),)),
     "subc": Form(INT32, ("daa",), (_g("cc"),)),
     "mul": Form(INT | FLT | HALF, ("daa",), (_g("lo", "hi", "wide"), RND_F, _g("ftz"), _g("sat"))),
@@ -250,7 +250,7 @@ FORMS: dict[str, Form] = {
     "bfe": Form(INT32, ("dauu",)),
     "bfi": Form(B3264, ("daauu",)),
     "prmt": Form(B32, ("daaa",), (_g("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"),)),
-    "lop3": Form(B32, ("daaau", "Xaaauq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
+    "lop3": Form(B32, ("daaai", "Xaaaiq"), (BOOL,)),  # lop3.or.b32 d|p, a, b, c, lut, q
     "copysign": Form(FLT, ("daa",)),
     "rcp": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
     "sqrt": Form(FLT, ("da",), (RND_F | _g("approx"), _g("ftz"))),
@@ -332,6 +332,11 @@ _KNOWN_MODS = (
 #: What ld, ldu and st take besides their type and state space (`.L2::cache_hint` and the
 #: other `X::Y` forms are taken as they come).
 _MEMORY_MODS = VEC | ORDERS | SCOPES | CACHE | {"unified", "ss"}
+
+#: What atom and red take besides their operation and type.
+_ATOM_MODS = SPACES | SCOPES | {"relaxed", "acquire", "release", "acq_rel", "noftz", "v2", "v4",
+                                "v8", "add", "inc", "dec", "and", "or", "xor", "exch", "cas",
+                                "min", "max"}
 
 #: Opcodes whose modifiers are too many to list (tensor memory, asynchronous copies, matrix
 #: instructions, textures): their modifiers are not checked against the vocabulary.
@@ -454,8 +459,7 @@ def _check_variable(var: ir.Var, st: _State, module_scope: bool) -> int:
     n = 1
     for i, d in enumerate(var.dims):
         if d is None:
-            if i != len(var.dims) - 1 or (var.linkage != "extern" and var.space != "shared"
-                                           and var.space != "param" and var.init is None):
+            if i != len(var.dims) - 1 or (var.linkage != "extern" and var.init is None):
                 st.add(var.line, f"Non-external variable '{var.name}' has incomplete type")
             n = 0
             continue
@@ -607,6 +611,14 @@ class _Context:
         self.ins: ir.Instr | None = None
         self.good: set = set()  # instruction shapes already found good
 
+    def rtype(self, name: str) -> str:
+        """The declared type of a register; `%r1.b0123` (a video instruction's byte
+        selectors) is %r1's."""
+        t = self.regs.get(name)
+        if t is None and "." in name:
+            t = self.regs.get(name.split(".", 1)[0])
+        return t or "?"
+
     def bad(self, message: str) -> None:
         ins = self.ins
         self.st.add(ins.line, message, ins.text())
@@ -715,7 +727,7 @@ class _Context:
         for a in args:
             for o in _flat(a):
                 if isinstance(o, ir.Reg):
-                    if o.name not in self.regs:
+                    if self.rtype(o.name) == "?":
                         self.bad(f"Unknown symbol '{o.name}'")
                         ok = False
                 elif isinstance(o, ir.Imm):
@@ -727,7 +739,7 @@ class _Context:
                         self.bad(f"Unknown symbol '{o.name}'")
                         ok = False
                 elif isinstance(o, ir.Mem):
-                    if isinstance(o.base, ir.Reg) and o.base.name not in self.regs:
+                    if isinstance(o.base, ir.Reg) and self.rtype(o.base.name) == "?":
                         self.bad(f"Unknown symbol '{o.base.name}'")
                         ok = False
                     elif isinstance(o.base, ir.Sym) and not self.known_symbol(o.base.name):
@@ -916,7 +928,8 @@ class _Context:
                     self.bad(f"Illegal rounding modifier for instruction '{full}'")
                     return False
                 if "sat" in mods and not (op == "mad" and "hi" in sub and t == "s32"):
-                    self.bad(f"Modifier '.sat' does not apply to '.{t}' type")
+                    self.bad(f"Illegal modifier '.sat' for instruction '{full}'" if t == "s32"
+                             else f"Modifier '.sat' does not apply to '.{t}' type")
                     return False
                 if "cc" in mods and (op != "mad" or t not in ("u32", "s32", "u64", "s64")):
                     self.bad(f"Illegal modifier '.cc' for instruction '{full}'")
@@ -1103,7 +1116,7 @@ class _Context:
                 return self.vector(a, t, code == "D" or relaxed, dest=True)
             if not isinstance(a, ir.Reg):
                 return False, f"Result register required for instruction '{op}'"
-            rt = self.regs[a.name]
+            rt = self.rtype(a.name)
             if code == "w":
                 return reg_fits(rt, _wide(t)), None
             if code == "U":
@@ -1120,19 +1133,19 @@ class _Context:
         if code == "P":
             if isinstance(a, ir.PredPair):
                 for x in (a.p, a.q):
-                    if isinstance(x, ir.Reg) and self.regs[x.name] != "pred":
+                    if isinstance(x, ir.Reg) and self.rtype(x.name) != "pred":
                         return False, None
                 return True, None
             if isinstance(a, ir.Sink):
                 return True, None
-            return isinstance(a, ir.Reg) and self.regs[a.name] == "pred", None
+            return isinstance(a, ir.Reg) and self.rtype(a.name) == "pred", None
         if code == "p":
-            return isinstance(a, ir.Reg) and self.regs[a.name] == "pred", None
+            return isinstance(a, ir.Reg) and self.rtype(a.name) == "pred", None
         if code == "q":
             r = a.reg if isinstance(a, ir.Not) else a
             if isinstance(r, ir.Imm):
                 return True, None
-            return isinstance(r, ir.Reg) and self.regs[r.name] == "pred", None
+            return isinstance(r, ir.Reg) and self.rtype(r.name) == "pred", None
         if code == "l":
             if not isinstance(a, ir.Sym):
                 return False, f"Label expected for argument 0 of instruction '{op}'"
@@ -1145,6 +1158,8 @@ class _Context:
             return self.source(a, "u32", False, form)
         if code == "k":
             return self.source(a, "b32", False, form)
+        if code == "i":  # an immediate only (lop3's lookup table)
+            return isinstance(a, ir.Imm), None
         if code == "y":  # an L2 cache policy
             return self.source(a, "b64", False, form)
         if code in "aAcs":
@@ -1164,7 +1179,7 @@ class _Context:
     def source(self, a, t: str, relaxed: bool, form: Form):
         op = self.ins.op
         if isinstance(a, ir.Reg):
-            return reg_fits(self.regs[a.name], t, relaxed), None
+            return reg_fits(self.rtype(a.name), t, relaxed), None
         if isinstance(a, ir.Imm):
             if t == "pred":  # ptxas takes any integer (non-zero is true): mov.pred %p, -1
                 return True, None
@@ -1207,12 +1222,12 @@ class _Context:
                 return False, None
             each = _BITS[t] // n
             for x in v.items:
-                if isinstance(x, ir.Reg) and _BITS.get(self.regs[x.name], 0) != each:
+                if isinstance(x, ir.Reg) and _BITS.get(self.rtype(x.name), 0) != each:
                     return False, None
                 if not isinstance(x, (ir.Reg, ir.Imm, ir.Sink)):
                     return False, None
             return True, None
-        declared = {_BITS.get(self.regs[x.name]) for x in v.items if isinstance(x, ir.Reg)}
+        declared = {_BITS.get(self.rtype(x.name)) for x in v.items if isinstance(x, ir.Reg)}
         if len(declared) > 1:
             return False, "Incompatible elements of vector expression"
         for x in v.items:
@@ -1221,7 +1236,7 @@ class _Context:
                     return False, None
                 continue
             if isinstance(x, ir.Reg):
-                if not reg_fits(self.regs[x.name], t, relaxed):
+                if not reg_fits(self.rtype(x.name), t, relaxed):
                     return False, "Incompatible elements of vector expression"
             elif dest:
                 return False, None
@@ -1238,7 +1253,7 @@ class _Context:
         base = a.base
         space = next((m.split("::")[0] for m in self.ins.mods if m in SPACES), "")
         if isinstance(base, ir.Reg):
-            rt = self.regs[base.name]
+            rt = self.rtype(base.name)
             if _kind(rt) in "fp":
                 return False, (f"Illegal to use symbol '{base.name}' of type .{rt} as address "
                                "operand. Use integer or bit only.")
@@ -1256,7 +1271,7 @@ class _Context:
                 return True, None
             vs = v.space
             if (space and space != vs and not (space == "param" and vs in ("param", "reg"))) or (
-                    not space and vs == "param" and op in ("ld", "st", "ldu")):
+                    not space and vs in ("param", "const") and op in ("ld", "st", "ldu")):
                 return False, f"State space mismatch between instruction and address in instruction '{op}'"
             if v.line > self.ins.line and base.name in self.local_vars:
                 return False, f"Unknown symbol '{base.name}'"
@@ -1284,6 +1299,9 @@ class _Context:
             callee = self.module.functions.get(target.name)
             if callee is None:
                 self.bad(f"Call to '{target.name}' requires call prototype")
+                return
+            if args:  # (only a call through a register names a prototype after its arguments)
+                self.bad("Arguments mismatch for instruction 'call'")
                 return
             if callee.is_entry:
                 self.bad(f"Illegal call to entry function '{target.name}'")
@@ -1334,6 +1352,19 @@ class _Context:
         if "arrive" in mods and len(ins.args) != 2:
             self.bad(f"Arguments mismatch for instruction '{op}.arrive'")
             return
+        # operand kinds: a 32-bit result (.popc) or a predicate (.and/.or), 32-bit barrier
+        # ids and thread counts, a predicate source
+        form = Form(frozenset(), ())
+        name = f"{op}.red" if "red" in mods else op
+        codes = ""
+        if "red" in mods:
+            codes = ("d" if "u32" in types else "p") + "u" * (len(ins.args) - 2) + "q"
+        elif "warp" not in mods:
+            codes = "u" * len(ins.args)
+        for i, (code, a) in enumerate(zip(codes, ins.args, strict=False)):
+            if not self.operand(code, a, "u32", False, form, i)[0]:
+                self.bad(f"Arguments mismatch for instruction '{name}'")
+                return
         args = ins.args
         if "red" in ins.mods:
             args = args[1:]
@@ -1377,6 +1408,12 @@ class _Context:
             self.bad(f"Arguments mismatch for instruction '{ins.op}'" if ops else
                      f"Operation required for instruction '{ins.op}'")
             return
+        for m in ins.mods:
+            if not (m in _ATOM_MODS or m in ALL_TYPES or "::" in m):
+                self.bad(f"Comparison qualifier is not allowed for instruction '{ins.op}'"
+                         if m in CMP else f"Illegal modifier '.{m}' for instruction '{ins.op}'"
+                         if _known_mod(m) else f"Unknown modifier '.{m}'")
+                return
         types = [t for t in _types_of(ins.mods) if t != "b128" or ops[0] in ("exch", "cas")]
         if not types:
             self.bad(f"Unexpected instruction types specified for '{ins.op}'")
@@ -1400,7 +1437,7 @@ class _Context:
             return  # vector atomics: not checked
         form = Form(frozenset(), ())
         if first and not (isinstance(args[0], ir.Sink) or (
-                isinstance(args[0], ir.Reg) and reg_fits(self.regs[args[0].name], t))):
+                isinstance(args[0], ir.Reg) and reg_fits(self.rtype(args[0].name), t))):
             self.bad(f"Arguments mismatch for instruction '{ins.op}'")
             return
         for a in srcs[:nsrc]:

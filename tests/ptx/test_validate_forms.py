@@ -79,6 +79,11 @@ CASES = [
     ("bfe.u32 %r32, %r32, 1, 2;", OK),
     ("prmt.b32 %r32, %r32, %r32, %r32;", OK),
     ("lop3.b32 %r32, %r32, %r32, %r32, 0x96;", OK),
+    ("lop3.b32 %r32, %r32, %r32, %r32, %r32;", BAD),
+    ("sub.u16x2 %r32, %r32, %r32;", BAD),
+    ("add.u16x2 %r32, %r32, %r32;", OK),
+    ("mad.lo.sat.s32 %r32, %r32, %r32, %r32;", BAD),
+    ("vadd4.u32.u32.u32 %r32, %r32.b0123, %r32, %r32;", OK),
     ("lop3.or.b32 %r32|%p, %r32, %r32, %r32, 0x96, %q;", OK),
     ("lop3.or.b32 %r32, %r32, %r32, %r32, 0x96;", BAD),
     ("prmt.b32 %r32, %r32, %r32, %r32, %r32;", BAD),
@@ -160,6 +165,15 @@ CASES = [
     ("atom.global.cas.b32 %r32, [%rd], %r32, %r32;", OK),
     ("atom.global.cas.b32 %r32, [%rd], %r32;", BAD),
     ("red.global.add.u32 [%rd], %r32;", OK),
+    ("atom.globl.add.u32 %r32, [%rd], 1;", BAD),
+    ("atom.shared.full.add.u32 %r32, [%rd], 1;", BAD),
+    ("atom.lo.cas.b32 %r32, [%rd], %r32, %r32;", BAD),
+    ("atom.global.ftz.exch.b32 %r32, [%rd], %r32;", BAD),
+    ("atom.relaxed.gpu.global.add.u32 %r32, [%rd], 1;", OK),
+    ("ld.const.f32 %f32, [c];", OK),
+    ("ld.f32 %f32, [c];", BAD),
+    ("{ .reg .b32 %z<4294967296>; }", BAD),
+    ("{ .shared .b8 s[]; }", BAD),
     # control and synchronisation
     ("bra L;", OK),
     ("bra %r32;", BAD),
@@ -183,6 +197,13 @@ CASES = [
     ("bar.arrive 0, 32;", OK),
     ("bar.arrive 0;", BAD),
     ("bar.warp.sync -1;", OK),
+    ("bar.red.or.pred %p, 0, %r32;", BAD),
+    ("bar.red.popc.u32 %rd, 0, %p;", BAD),
+    ("bar.red.popc.u32 %r32, 0, !%p;", OK),
+    ("bar.red.popc.u32 %r32, %u32, 64, %p;", OK),
+    ("bar.sync %rd;", BAD),
+    ("bar.sync 0, %rd;", BAD),
+    ("{ .param .align 4 .b8 a[12]; call f, (a), %r32; }", BAD),
     ("add.s32 %r32, %r32, +4;", OK),
     ("shfl.sync.down.b32 %r32|%p, %r32, 1, 31, -1;", OK),
     ("shfl.sync.down.b32 %r32, %r32, 1, 31;", BAD),
@@ -219,7 +240,7 @@ CASES = [
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
         "p": "pred", "q": "pred", "r16": "b16", "f16": "f16", "b8": "b8"}
-HEAD = (".version 9.0\n.target sm_90\n.address_size 64\n.global .u32 g;\n"
+HEAD = (".version 9.0\n.target sm_90\n.address_size 64\n.global .u32 g;\n.const .f32 c;\n"
         ".func f(.param .align 4 .b8 x[12]) { ret; }\n")
 
 
