@@ -219,6 +219,8 @@ def generate(spec: FileSpec) -> Generated:
     r = Rng(spec.seed)
     pools = {t: pool(t, spec.seed) for t in POOLED}
     kernels = [families.make(f"{spec.name}_k{i:03d}", r, spec) for i in range(spec.nkernels)]
+    for k in kernels:
+        k.ftz = spec.ftz
     return Generated(spec, assemble(spec, kernels, pools), kernels, pools)
 
 

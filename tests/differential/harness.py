@@ -105,7 +105,8 @@ class Run:
 
 def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: int,
         names: list[str], timeout: float = 600) -> Run:
-    """Run every kernel of exe, resuming after a kernel that ends the process or fails."""
+    """Run every kernel of exe, resuming after a kernel that ends the process or fails: the
+    program is started again at the first kernel after `first` that has no record yet."""
     records: dict[str, tuple[int, bytes]] = {}
     crashed: dict[str, str] = {}
     init = None
@@ -123,18 +124,14 @@ def run(exe: Path, cmd_prefix: list[str], env: dict[str, str] | None, nkernels: 
                     init = status
                 else:
                     records[name] = (status, data)
-            done = [n for n in names if n in records]
-            nxt = len(done)
+            nxt = next((i for i in range(first, nkernels) if names[i] not in records), nkernels)
             if nxt >= nkernels:
                 break
-            if rc == 0:
-                crashed[names[nxt]] = "the program ended without a record"
-                first = nxt + 1
-                continue
-            if names[nxt - 1:nxt] and records.get(names[nxt - 1], (0,))[0] != 0 and rc == 3:
+            if rc == 3 and nxt > first and records[names[nxt - 1]][0] != 0:
                 first = nxt  # the failing kernel has its record; resume after it
                 continue
-            crashed[names[nxt]] = f"exit status {rc}" + _last_lines(stderr)
+            why = "the program ended without a record" if rc == 0 else f"exit status {rc}"
+            crashed[names[nxt]] = why + _last_lines(stderr)
             first = nxt + 1
         raw = outfile.read_bytes() if outfile.exists() else b""
     return Run(records, init, crashed, "\n".join(err), raw)
@@ -193,8 +190,28 @@ def ulp32(x: float) -> float:
     return 2.0 ** (math.floor(math.log2(x)) - 23)
 
 
-def approx_ok(o: Out, got: int, operands: list[int]) -> tuple[bool, str]:
-    """Is an approximate result within its documented error of the exact value?"""
+def approx_ok(o: Out, got: int, operands: list[int], ftz: bool = False) -> tuple[bool, str]:
+    """Is an approximate result within its documented error of the exact value? Built with
+    -ftz=true, denormal operands may count as zeros and denormal results may be flushed."""
+    ok, why = _approx_ok(o, got, operands)
+    if ok or not ftz:
+        return ok, why
+    flushed = [v & 0x80000000 if (v >> 23) & 0xFF == 0 else v for v in operands]
+    if flushed != operands:
+        ok2, _ = _approx_ok(o, got, flushed)
+        if ok2:
+            return True, "with denormal operands flushed"
+    if got & 0x7FFFFFFF == 0:
+        try:
+            y = o.approx.exact(*[f32val(v) for v in operands])
+        except (ValueError, ZeroDivisionError, OverflowError):
+            y = math.nan
+        if abs(y) < 2.0 ** -126:
+            return True, "a denormal result flushed"
+    return ok, why
+
+
+def _approx_ok(o: Out, got: int, operands: list[int]) -> tuple[bool, str]:
     xs = [f32val(v) for v in operands]
     y = f32val(got)
     try:
@@ -269,7 +286,7 @@ def compare(k: Kernel, got: dict[str, list[int]], want: dict[str, list], *, refe
         if o.approx is not None:
             ops_ = [got[n] for n in o.operands]
             for i, v in enumerate(g):
-                ok, why = approx_ok(o, v, [col[i] for col in ops_])
+                ok, why = approx_ok(o, v, [col[i] for col in ops_], k.ftz)
                 if not ok:
                     bad.append(Mismatch(k.name, o, i, v, "within the documented error", why))
             continue
@@ -316,6 +333,8 @@ def main(argv: list[str]) -> int:
     names = [a for a in argv if not a.startswith("--")]
     manifest: dict = {"generator_version": gen.GENERATOR_VERSION, "nvcc": nvcc_version(shutil.which("nvcc") or "nvcc"),
                       "gpu": "none: cuport's own results (harness.py --save)"}
+    if save is not None and (save / "manifest.json").exists():  # add to what an earlier --save wrote
+        manifest = json.loads((save / "manifest.json").read_text())
     cache = Path(os.environ.get("DIFFTEST_BUILD_CACHE", Path(tempfile.gettempdir()) / f"difftest-build-{os.getuid()}"))
     nvcc = shutil.which("nvcc") or "nvcc"
     total_bad = 0

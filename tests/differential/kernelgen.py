@@ -61,6 +61,7 @@ class Kernel:
     ref: Callable[..., dict[str, list]] | None = None  # (pools, outputs under test) -> expected per output
     first_line: int = 0   # the line of the kernel's signature in the file (gen.py sets it)
     pre: list[str] = field(default_factory=list)  # device code the kernel needs before it
+    ftz: bool = False     # built with -ftz=true (gen.py sets it)
 
     @property
     def nthreads_block(self) -> int:
