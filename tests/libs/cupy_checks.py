@@ -69,6 +69,21 @@ def inv():
 
 
 @check
+def inv_batched():
+    """cuBLAS getrfBatched + getriBatched."""
+    m = rng.standard_normal((4, 6, 6)) + 6 * np.eye(6)
+    close(cp.asnumpy(cp.linalg.inv(cp.asarray(m))), np.linalg.inv(m), 1e-12)
+    close(cp.asnumpy(cp.linalg.inv(cp.asarray(m.astype(np.float32)))), np.linalg.inv(m), 1e-5)
+
+
+@check
+def solve_batched():
+    m = rng.standard_normal((3, 7, 7)) + 7 * np.eye(7)
+    r = rng.standard_normal((3, 7, 2))
+    close(cp.asnumpy(cp.linalg.solve(cp.asarray(m), cp.asarray(r))), np.linalg.solve(m, r), 1e-12)
+
+
+@check
 def svd():
     m = rng.standard_normal((30, 20))
     close(cp.asnumpy(cp.linalg.svd(cp.asarray(m), compute_uv=False)),

@@ -18,7 +18,7 @@ from capi_support import clean_env, cuport_command
 pytest.importorskip("cupy")
 
 CHECKS = Path(__file__).resolve().parent / "cupy_checks.py"
-NAMES = ["matmul_f32", "matmul_f64", "matmul_f16", "matmul_batched", "solve", "inv", "svd",
+NAMES = ["matmul_f32", "matmul_f64", "matmul_f16", "matmul_batched", "solve", "inv", "inv_batched", "solve_batched", "svd",
          "fftn", "irfft", "random_state_normal", "default_rng_normal", "sparse_spmv"]
 
 
