@@ -15,12 +15,14 @@ names, scalars in device pointer mode) are mapped from inside the function with
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import cffi
 import numpy as np
 
-from cuport.driver import context, device, memory, stream
+from cuport.driver import context, device, graph_nodes, memory, stream
 from cuport.driver.errors import CudaError
 from cuport.libs.registry import Status, Unsupported
 
@@ -65,11 +67,38 @@ def map_range(address: int, size: int, mode: str = "r") -> int:
 
 
 def resolve_stream(handle: int) -> stream.Stream:
-    s = stream.resolve(handle)
-    if s.capture is not None:
-        raise Unsupported("library calls cannot be captured into a CUDA graph yet "
-                          f"(stream {hex(handle)} is capturing)")
-    return s
+    return stream.resolve(handle)
+
+
+_ffi = cffi.FFI()
+
+
+@dataclass(frozen=True, eq=False)
+class LibraryCall(graph_nodes.Host):
+    """A library call captured into a graph: a host node whose function is a callback
+    into the call's work (kept alive with the node)."""
+
+    keep: object = None
+    what: str = ""
+
+    def label(self) -> str:
+        return f"{self.what}\\n(cuport library call)"
+
+
+def _capture(s: stream.Stream, what: str, work: Callable[[], None]) -> None:
+    """Under stream capture a library call is a graph node (cuBLAS's and cuFFT's kernels
+    would be kernel nodes on a GPU): a host node that does the work when the graph runs."""
+    from cuport.driver import capture
+
+    def body(_user_data) -> None:
+        try:
+            work()
+        except Exception as e:  # a host node cannot fail: say so, as a faulting kernel would
+            print(f"cuport: {what} in a graph failed: {e}", file=sys.stderr)
+
+    callback = _ffi.callback("void(void *)", body)
+    node = LibraryCall(int(_ffi.cast("uintptr_t", callback)), 0, keep=callback, what=what)
+    capture.add(s, node, what)
 
 
 def launch(stream_handle: int, what: str, fn: Callable[..., None],
@@ -79,12 +108,19 @@ def launch(stream_handle: int, what: str, fn: Callable[..., None],
 
     `ranges` pairs each Range with the name of its parameter (for the error message);
     `invalid` is the library's INVALID_VALUE status. With `wait` the call returns once
-    fn has run (library calls that hand a result back to host memory)."""
+    fn has run (library calls that hand a result back to host memory). Under stream
+    capture the call becomes a graph node instead (one that waits cannot be captured)."""
     s = resolve_stream(stream_handle)
     for r, name in ranges:
         check_range(r, name, invalid)
     addresses = [map_range(r.address, r.size, r.mode) for r, _ in ranges]
-    if wait:
+    if s.capture is not None:
+        if wait:
+            raise Unsupported(f"{what} hands its result to host memory at once, which a "
+                              f"captured stream cannot do (stream {hex(stream_handle)} is "
+                              "capturing): use the device pointer mode")
+        _capture(s, what, lambda: fn(*addresses))
+    elif wait:
         stream.run_sync(s, lambda: fn(*addresses), what)
     else:
         stream.submit(s, lambda: fn(*addresses), what)
