@@ -3,19 +3,23 @@
 Every data access of a library call goes through this module. A call names the device
 ranges it reads and writes and the host function that does the work; `launch` runs it
 when the call's stream gets there (after the kernels and copies queued before it, and
-before those queued after it), handing it host addresses for the ranges. On the CPU
-backend device memory is host memory, so a range's host address is its device address
-and nothing is copied; a backend whose memory is elsewhere (Vulkan) would copy the
-read ranges in before the function and the written ones back after it, in `map_range`.
-Ranges known only when the work runs (the matrices a batched call's pointer array
-names, scalars in device pointer mode) are mapped from inside the function with
-`map_range`, which is legal there because the stream has reached the call.
+before those queued after it), handing it host addresses for the ranges. Where device
+memory is host memory (the CPU backend, integrated or host-visible Vulkan memory) a
+range's host address is its device address and nothing is copied. Where the host cannot
+touch it (a discrete GPU's memory under the Vulkan backend) the range is staged: it is
+copied into a host buffer before the work and, if written, copied back after it,
+both with the driver's copy primitive (memory.move, which goes through the backend).
+Ranges known only when the work runs (the matrices a batched call's pointer array names,
+scalars in device pointer mode) are mapped from inside the work with `map_range`, staged
+the same way and written back when the work ends. Under stream capture a call becomes a
+graph node that does the same when the graph runs.
 """
 
 from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -61,9 +65,41 @@ def check_range(r: Range, what: str, invalid: str) -> None:
         raise Status(invalid, e.message) from None
 
 
+def _host_ok(address: int) -> bool:
+    """Whether the host can touch device memory at this address where it is."""
+    a = memory.TABLE.find(address)
+    return a is None or getattr(a, "host_ok", True)
+
+
+_work = threading.local()  # .staged: [(device address, host buffer, size, mode)] of the work
+
+
 def map_range(address: int, size: int, mode: str = "r") -> int:
     """The host address of a device range, inside work the stream has reached."""
-    return address
+    if size <= 0 or _host_ok(address):
+        return address
+    buf = ctypes.create_string_buffer(size)
+    # copied in for written ranges too: a write may leave gaps (strides, leading dimensions)
+    memory.move(ctypes.addressof(buf), address, size)
+    staged = getattr(_work, "staged", None)
+    if staged is None:
+        raise RuntimeError("map_range of device memory the host cannot touch outside a "
+                           "library call's work")
+    staged.append((address, buf, size, mode))
+    return ctypes.addressof(buf)
+
+
+def _run_work(work: Callable[[], None]) -> None:
+    """Run a call's work with its staged ranges written back to the device after it."""
+    outer = getattr(_work, "staged", None)
+    _work.staged = []
+    try:
+        work()
+        for address, buf, size, mode in _work.staged:
+            if "w" in mode:
+                memory.move(address, ctypes.addressof(buf), size)
+    finally:
+        _work.staged = outer
 
 
 def resolve_stream(handle: int) -> stream.Stream:
@@ -113,17 +149,19 @@ def launch(stream_handle: int, what: str, fn: Callable[..., None],
     s = resolve_stream(stream_handle)
     for r, name in ranges:
         check_range(r, name, invalid)
-    addresses = [map_range(r.address, r.size, r.mode) for r, _ in ranges]
+    def work() -> None:
+        _run_work(lambda: fn(*[map_range(r.address, r.size, r.mode) for r, _ in ranges]))
+
     if s.capture is not None:
         if wait:
             raise Unsupported(f"{what} hands its result to host memory at once, which a "
                               f"captured stream cannot do (stream {hex(stream_handle)} is "
                               "capturing): use the device pointer mode")
-        _capture(s, what, lambda: fn(*addresses))
+        _capture(s, what, work)
     elif wait:
-        stream.run_sync(s, lambda: fn(*addresses), what)
+        stream.run_sync(s, work, what)
     else:
-        stream.submit(s, lambda: fn(*addresses), what)
+        stream.submit(s, work, what)
 
 
 def synchronize(stream_handle: int) -> None:

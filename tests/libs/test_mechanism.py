@@ -133,3 +133,45 @@ def test_library_calls_are_captured_into_graphs():
                        env=clean_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.split() == ["1", "3", "0.0"], r.stdout + r.stderr[-2000:]  # 3: a HOST node
+
+
+def test_device_memory_the_host_cannot_touch_is_staged(monkeypatch):
+    """Where device memory is not host memory (a discrete GPU's under the Vulkan backend)
+    a call's ranges are copied to host buffers with the driver's copy primitive and the
+    written ones back: here every allocation is treated so, and cuBLAS still computes."""
+    import ctypes
+
+    from cuport.driver import memory
+    from cuport.libs import device
+
+    moves = []
+    real_move = memory.move
+    monkeypatch.setattr(device, "_host_ok", lambda address: memory.TABLE.find(address) is None)
+    monkeypatch.setattr(memory, "move", lambda d, s, n: (moves.append(n), real_move(d, s, n)))
+    lib = ctypes.CDLL(str(native_dir() / "libcublas.so.13"))
+    cu = ctypes.CDLL(str(native_dir() / "libcuda.so.1"))
+    assert cu.cuInit(0) == 0
+    ctx = ctypes.c_void_p()
+    cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0)
+    cu.cuCtxSetCurrent(ctx)
+    n = 64
+    a = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32, order="F")
+    b = np.random.default_rng(2).standard_normal((n, n)).astype(np.float32, order="F")
+    ptrs = []
+    for host in (a, b, np.zeros_like(a)):
+        p = ctypes.c_uint64()
+        assert cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(host.nbytes)) == 0
+        cu.cuMemcpyHtoD_v2(p, ctypes.c_void_p(host.ctypes.data), ctypes.c_size_t(host.nbytes))
+        ptrs.append(p)
+    h = ctypes.c_void_p()
+    assert lib.cublasCreate_v2(ctypes.byref(h)) == 0
+    one, zero = ctypes.c_float(1), ctypes.c_float(0)
+    moves.clear()
+    assert lib.cublasSgemm_v2(h, 0, 0, n, n, n, ctypes.byref(one), ptrs[0], n, ptrs[1], n,
+                              ctypes.byref(zero), ptrs[2], n) == 0
+    assert cu.cuCtxSynchronize() == 0
+    out = np.zeros_like(a)
+    cu.cuMemcpyDtoH_v2(ctypes.c_void_p(out.ctypes.data), ptrs[2], ctypes.c_size_t(out.nbytes))
+    assert np.abs(out - a @ b).max() < 1e-4
+    assert moves[:4] == [4 * n * n] * 4  # A, B and C in, C back
+    lib.cublasDestroy_v2(h)
