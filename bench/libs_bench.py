@@ -3,7 +3,8 @@
     python bench/libs_bench.py        (runs itself under `cuport run`)
 
 SGEMM 2048^3 through cuport's libcublas (cublasSgemm_v2 via ctypes, device buffers from
-cuport's driver) against OpenBLAS's sgemm called directly (numpy.matmul); a 2^22-point
+cuport's driver) against the same OpenBLAS (scipy-openblas64) called directly on numpy
+arrays, and numpy.matmul (numpy's own OpenBLAS) for reference; a 2^22-point
 complex FFT through cuport's libcufft against pocketfft called directly
 (scipy.fft.fft with every core). Prints each time and the ratio direct/cuport (target
 >= 0.9); best of 5 after a warm-up.
@@ -69,12 +70,22 @@ def main() -> int:
                                      ctypes.c_uint64(dc), n) == 0
         assert cuda.cuCtxSynchronize() == 0
 
+    from cuport.libs import openblas
+
     out = np.empty((n, n), np.float32, order="F")
+    sgemm = openblas.cblas("sgemm")
+
+    def direct_sgemm():
+        sgemm(openblas.COL_MAJOR, 111, 111, n, n, n, 1.0, a.ctypes.data, n, b.ctypes.data, n,
+              0.0, out.ctypes.data, n)
+
     t_cuport = best(cuport_sgemm)
-    t_direct = best(lambda: np.matmul(a, b, out=out))
+    t_direct = best(direct_sgemm)
+    t_numpy = best(lambda: np.matmul(a, b, out=out))
     flops = 2 * n ** 3
     print(f"SGEMM {n}^3: cuport {t_cuport * 1e3:.1f} ms ({flops / t_cuport / 1e9:.0f} GFLOP/s), "
-          f"OpenBLAS direct {t_direct * 1e3:.1f} ms; ratio {t_direct / t_cuport:.2f}")
+          f"OpenBLAS direct {t_direct * 1e3:.1f} ms; ratio {t_direct / t_cuport:.2f} "
+          f"(numpy.matmul {t_numpy * 1e3:.1f} ms)")
 
     m = 1 << 22
     x = (rng.standard_normal(m) + 1j * rng.standard_normal(m)).astype(np.complex64)

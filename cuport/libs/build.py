@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from cuport.capi import build as capi_build
 from cuport.libs import table
-from cuport.libs.catalog import LIBRARIES, Library
+from cuport.libs.catalog import LIBRARIES, PLACEHOLDERS, Library
 
 HERE = Path(__file__).resolve().parent
 MODULE_NAME = "_cuport_libs"
@@ -50,6 +51,14 @@ runtime.attach(ffi, lib)
 
 def sonames() -> list[str]:
     return [s for lib in LIBRARIES for s in lib.sonames]
+
+
+def preloaded() -> list[str]:
+    """Every library `cuport run` preloads: the stand-ins and the placeholders."""
+    return [*sonames(), *PLACEHOLDERS]
+
+
+RELEASES = re.compile(r"Destroy|Free|Release")
 
 
 def _failure_value(f: table.Function, not_started: int) -> str:
@@ -82,9 +91,16 @@ def impl_source(libpython: str) -> str:
     for f in funcs:
         code = table.constants(f.library.name)[f.library.not_started]
         ret = "return " if f.ret != "void" else ""
+        refused = _failure_value(f, code)
+        if f.returns_status and RELEASES.search(f.symbol):
+            # after the interpreter has ended, a release answers success (the process's
+            # exit releases everything), as libcuda.so.1's do: destructors that run at
+            # exit (CuPy's handles) must not see a failure they cannot report
+            refused = f"(why == CUPORT_DEINITIALIZED ? 0 : {refused})"
         out.append(
             f"CUPORT_EXPORT {f.ret} cuport_lib_{f.symbol}({f.c_params()}) {{\n"
-            f"    if (cuport_enter()) return {_failure_value(f, code)};\n"
+            f"    int why = cuport_enter();\n"
+            f"    if (why) {{ (void)why; return {refused}; }}\n"
             f"    {ret}cuport_py_{f.symbol}({f.c_args()});\n}}")
     return "\n".join(out) + "\n"
 
@@ -212,6 +228,12 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
                 jobs.append(([*_cc(), "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-w",
                               str(src), "-o", str(Path(tmp) / soname), f"-Wl,-soname,{soname}",
                               f"-Wl,--version-script,{vs}", "-ldl", "-lpthread"], soname))
+        for soname in PLACEHOLDERS:
+            src = Path(tmp) / f"{soname}.c"
+            src.write_text("/* cuport: a placeholder with no functions (libs/catalog.py) */\n"
+                           "int cuport_placeholder;\n")
+            jobs.append(([*_cc(), "-shared", "-fPIC", "-w", str(src), "-o",
+                          str(Path(tmp) / soname), f"-Wl,-soname,{soname}"], soname))
         procs = []
         for cmd, name in jobs:  # the stubs compile while the big module does
             if verbose:
@@ -234,7 +256,7 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
 def is_current(directory: Path) -> bool:
     stamp = directory / STAMP
     return stamp.exists() and stamp.read_text().strip() == build_id() and \
-        all((directory / n).exists() for n in [IMPL_SONAME, *sonames()])
+        all((directory / n).exists() for n in [IMPL_SONAME, *preloaded()])
 
 
 def ensure(directory: Path) -> Path:
@@ -248,7 +270,7 @@ def ensure(directory: Path) -> Path:
 
 def preload(directory: Path) -> list[str]:
     """The stubs `cuport run` preloads: every soname, so each wins over NVIDIA's copies."""
-    return [str(directory / s) for s in sonames()]
+    return [str(directory / s) for s in preloaded()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,3 +49,11 @@ LIBRARIES: tuple[Library, ...] = (
 )
 
 BY_NAME = {lib.name: lib for lib in LIBRARIES}
+
+# Libraries cuport provides only as empty placeholders, preloaded by `cuport run`:
+# cuda-pathfinder loads NVIDIA's libnvJitLink as a dependency of libcusparse even when
+# cuport's libcusparse is the one already loaded (CuPy's cupyx.scipy.sparse fails to
+# import without it). The placeholder exports no function, so callers that look one up
+# (numba-cuda, cuda.bindings.nvjitlink) find none and link through the driver's cuLink*
+# instead (numba-cuda then works with nvidia-nvjitlink installed too).
+PLACEHOLDERS: tuple[str, ...] = ("libnvJitLink.so.13", "libnvJitLink.so.12")

@@ -111,17 +111,37 @@ def _pairs(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def sincospi(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sin(pi v), cos(pi v) without rounding pi v: v is reduced to a quarter turn exactly
+    (as CUDA's sincospi does), then rotated by whole quarters."""
+    x = 2.0 * v
+    q = np.rint(x)
+    f = (x - q) * (np.pi / 2)  # |f| <= pi/4
+    s, c = np.sin(f), np.cos(f)
+    q = q.astype(np.int64) & 3
+    sin = np.select([q == 0, q == 1, q == 2], [s, c, -s], -c)
+    cos = np.select([q == 0, q == 1, q == 2], [c, -s, -c], s)
+    return sin, cos
+
+
+def _pairs_sincospi(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    sin, cos = sincospi(v)
+    out = np.empty(2 * len(s), s.dtype)
+    out[0::2], out[1::2] = s * sin, s * cos
+    return out
+
+
 def box_muller_double(x0, x1, y0, y1) -> np.ndarray:
     """_curand_box_muller_double: 53-bit u and v from four draws, sincospi(v)."""
     u = uniform_double_hq(x0, x1)
     zy = y0.astype(U64) ^ (y1.astype(U64) << U64(21))
     v = zy.astype(np.float64) * (TWO_POW53_INV * 2.0) + TWO_POW53_INV
-    return _pairs(np.sqrt(-2.0 * np.log(u)), np.pi * v)
+    return _pairs_sincospi(np.sqrt(-2.0 * np.log(u)), v)
 
 
 def box_muller_mrg_double(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
     u, v = r1 * eng.MRG_NORM, r2 * eng.MRG_NORM * 2.0
-    return _pairs(np.sqrt(-2.0 * np.log(u)), np.pi * v)
+    return _pairs_sincospi(np.sqrt(-2.0 * np.log(u)), v)
 
 
 def normal_icdf(x: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from cuport.libs import (
     cublas,  # noqa: F401
+    cublas_lu,  # noqa: F401
+    cublaslt,  # noqa: F401
     cufft,  # noqa: F401
     curand,  # noqa: F401
     cusolver,  # noqa: F401

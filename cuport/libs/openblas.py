@@ -87,6 +87,8 @@ LAPACK = {
        for t in "sdcz"},
     **{f"{t}getrs": "uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, "
        "uintptr_t, uintptr_t, uintptr_t, uintptr_t, size_t" for t in "sdcz"},
+    **{f"{t}getri": "uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, "
+       "uintptr_t" for t in "sdcz"},
     **{f"{t}potrf": "uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, size_t"
        for t in "sdcz"},
     **{f"{t}potrs": "uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, "

@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 INC=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "include"))')
 LIB=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
 : > "$OUT/libs_programs.txt"
-for p in cublas_gemm:cublas cufft_conv:cufft curand_host:curand cusparse_spmv:cusparse; do
+for p in cublas_gemm:cublas cublaslt_matmul:cublasLt cufft_conv:cufft curand_host:curand cusparse_spmv:cusparse; do
   name=${p%%:*}; lib=${p##*:}
   nvcc -O2 -arch=sm_90 -I"$INC" -L"$LIB" -Xlinker -rpath="$LIB" -o "/tmp/$name" "tests/programs/libs/$name.cu" -l"$lib" \
     >> "$OUT/libs_programs.txt" 2>&1 || { echo "$name: build failed" >> "$OUT/libs_programs.txt"; continue; }

@@ -68,35 +68,39 @@ def device_stream(name: str, seed: int, sub: int, off: int, kind: str, count: in
             v = curand.box_muller_double(d[0::4], d[1::4], d[2::4], d[3::4])
         return np.exp(0.5 + 0.75 * v) if kind == "log_normal_double" else v
     if kind == "poisson":
-        return np.array([device_poisson(name, e, lam) for _ in range(count)])
+        return np.array(device_poisson(name, e, lam, count))
     raise ValueError(kind)
 
 
-def device_poisson(name: str, e, lam: float) -> int:
-    """curand_poisson for XORWOW / MRG32k3a / Philox below lambda 64 (Knuth) and above
-    4000 (the normal approximation); None in between (its rejection method runs on the
-    GPU's approximate rsqrt/ex2/lg2)."""
-    def uniform1():
-        d = e.draw(1)[:, 0]
-        return (d * eng.MRG_NORM).astype(F32)[0] if name == "MRG32K3A" else \
-            curand.uniform_float(d)[0]
-
-    if lam < 64:
+def device_poisson(name: str, e, lam: float, count: int) -> list:
+    """curand_poisson, `count` calls on a fresh state, for XORWOW / MRG32k3a / Philox below
+    lambda 64 (Knuth) and above 4000 (the normal approximation, from curand_normal_double,
+    whose second value of each pair is cached in the state); None in between (the
+    rejection method runs on the GPU's approximate rsqrt/ex2/lg2)."""
+    if 64 <= lam <= 4000:
+        return [None] * count
+    if lam > 4000:
+        pairs = (count + 1) // 2
+        if name == "MRG32K3A":
+            d = e.draw(2 * pairs)[:, 0]
+            v = curand.box_muller_mrg_double(d[0::2], d[1::2])
+        else:
+            d = e.draw(4 * pairs)[:, 0]
+            v = curand.box_muller_double(d[0::4], d[1::4], d[2::4], d[3::4])
+        return [int(np.sqrt(lam) * x + lam + 0.5) for x in v[:count]]
+    out = []
+    for _ in range(count):
         k, p = 0, np.exp(F32(lam))
         while True:
             k += 1
-            p = F32(p * uniform1())
+            d = e.draw(1)[:, 0]
+            u = (d * eng.MRG_NORM).astype(F32)[0] if name == "MRG32K3A" else \
+                curand.uniform_float(d)[0]
+            p = F32(p * u)
             if not p > 1.0:
-                return k - 1
-    if lam > 4000:
-        if name == "MRG32K3A":
-            d = e.draw(2)[:, 0]
-            v = curand.box_muller_mrg_double(d[0:1], d[1:2])
-        else:
-            d = e.draw(4)[:, 0]
-            v = curand.box_muller_double(d[0:1], d[1:2], d[2:3], d[3:4])
-        return int(np.sqrt(lam) * v[0] + lam + 0.5)
-    return None
+                out.append(k - 1)
+                break
+    return out
 
 
 def as_bits(kind: str, values: np.ndarray) -> list[int]:
@@ -113,12 +117,16 @@ def from_bits(kind: str, words: list[int], double: bool) -> np.ndarray:
     return np.array([struct.unpack("<f", struct.pack("<I", w))[0] for w in words], F32)
 
 
-ULPS = 8  # the GPU's logf/sinf/cosf/expf/erfcinvf against numpy's
-
-
-def close_in_ulps(got: np.ndarray, want: np.ndarray, ulps: int = ULPS) -> bool:
-    spacing = np.spacing(np.abs(want).astype(want.dtype)) * ulps
-    return bool(np.all(np.abs(got - want) <= np.maximum(spacing, 64 * np.finfo(want.dtype).tiny)))
+def close_to_gpu(got: np.ndarray, want: np.ndarray) -> bool:
+    """Normals and log-normals: the GPU's float Box-Muller runs on __sincosf/logf, whose
+    results are within about 2^-21 of the true ones (absolute, for sin/cos), so float
+    values agree to a few times 2^-21 of their size plus that; doubles to 16 ulps."""
+    want = want.astype(got.dtype)
+    if got.dtype == np.float64:
+        tol = 16 * np.spacing(np.abs(want)) + 1e-300
+    else:
+        tol = 2.0 ** -19 * (np.abs(want) + 4.0)
+    return bool(np.all(np.abs(got.astype(np.float64) - want) <= tol))
 
 
 # -- the device program ------------------------------------------------------------------
@@ -155,7 +163,7 @@ def test_device_generators_are_cuports_engines():
         if kind == "poisson":
             lam, got = float(f[5]), [int(v) for v in f[6:]]
             e = ENGINES[name](seed, np.array([sub]), off)
-            want = [device_poisson(name, e, lam) for _ in got]
+            want = device_poisson(name, e, lam, len(got))
             if want[0] is None:
                 assert all(0 <= v < 10 * lam for v in got), where
                 continue
@@ -169,7 +177,7 @@ def test_device_generators_are_cuports_engines():
             checked["exact"] += 1
         else:
             got = from_bits(kind, words, "double" in kind)
-            assert close_in_ulps(got, want.astype(got.dtype)), f"{where}: {got} != {want}"
+            assert close_to_gpu(got, want.astype(got.dtype)), f"{where}: {got} != {want}"
             checked["ulps"] += 1
     assert checked["exact"] >= 3 * 6 * 3 and checked["ulps"] >= 3 * 6 * 4, checked
 
@@ -213,7 +221,7 @@ def test_device_output_matches_the_h200():
             assert a == b, " ".join(a[:5])
         else:
             double = "double" in " ".join(a[:5])
-            assert close_in_ulps(from_bits("", [int(v, 16) for v in b[5:]], double),
+            assert close_to_gpu(from_bits("", [int(v, 16) for v in b[5:]], double),
                                  from_bits("", [int(v, 16) for v in a[5:]], double)), a[:5]
 
 
@@ -359,7 +367,7 @@ def test_host_api_matches_the_h200():
                 label, *ws = sec.split()
                 start = {"first": 0, "mid": 4088, "tail": n - 16}[label]
                 want = from_bits("", [int(w, 16) for w in ws], values.itemsize == 8)
-                if not close_in_ulps(values[start:start + len(ws)], want):
+                if not close_to_gpu(values[start:start + len(ws)], want):
                     mismatches.append(f"{head}: {label} {values[start:start + 4]} want {want[:4]}")
                     break
         checked += 1

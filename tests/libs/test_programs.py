@@ -12,6 +12,7 @@ from libs_support import PROGRAMS, find_header, native_dir
 CASES = {
     "cublas_gemm": ("cublas_v2.h", "cublas"),
     "cublas_level23": ("cublas_v2.h", "cublas"),
+    "cublaslt_matmul": ("cublasLt.h", "cublasLt"),
     "cufft_conv": ("cufft.h", "cufft"),
     "curand_host": ("curand.h", "curand"),
     "cusparse_spmv": ("cusparse.h", "cusparse"),

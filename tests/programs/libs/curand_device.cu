@@ -25,32 +25,46 @@ static const Triple TRIPLES[] = {
 enum { NT = sizeof(TRIPLES) / sizeof(TRIPLES[0]) };
 // per stream: 16 raw, 8 uniform, 8 uniform double, 8 normal, 8 normal double,
 // 8 log-normal, 8 log-normal double, 4 Poisson for each of 4 lambdas (fresh state each)
-enum { RAW = 16, U = 8, P = 4, SLOTS = RAW + 6 * U * 2 + 4 * P };
+enum { RAW = 16, U = 8, P = 4, SLOTS = RAW + 6 * U + 4 * P };
 __device__ __constant__ double LAMBDAS[4] = {0.5, 10.0, 100.0, 5000.0};
 static const double HOST_LAMBDAS[4] = {0.5, 10.0, 100.0, 5000.0};
 
+// One small kernel per generator and kind (thread i runs TRIPLES[i]), so that each
+// compiles quickly; curand_init is a function of its own, not inlined into each.
 template <typename S>
+__device__ __noinline__ void init(const Triple* t, S* s) { curand_init(t->seed, t->sub, t->off, s); }
+
+enum Kind { K_RAW, K_UNIFORM, K_UNIFORM_DOUBLE, K_NORMAL, K_NORMAL_DOUBLE, K_LOG_NORMAL,
+            K_LOG_NORMAL_DOUBLE, K_POISSON };
+
+template <typename S, int KIND>
 __global__ void streams(const Triple* t, unsigned long long* out) {
     int i = threadIdx.x;
     unsigned long long* o = out + (size_t)i * SLOTS;
     S s;
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < RAW; k++) *o++ = curand(&s);
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) { float f = curand_uniform(&s); *o++ = __float_as_uint(f); }
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) *o++ = __double_as_longlong(curand_uniform_double(&s));
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) *o++ = __float_as_uint(curand_normal(&s));
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) *o++ = __double_as_longlong(curand_normal_double(&s));
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) *o++ = __float_as_uint(curand_log_normal(&s, 0.5f, 0.75f));
-    curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-    for (int k = 0; k < U; k++) *o++ = __double_as_longlong(curand_log_normal_double(&s, 0.5, 0.75));
-    for (int l = 0; l < 4; l++) {
-        curand_init(t[i].seed, t[i].sub, t[i].off, &s);
-        for (int k = 0; k < P; k++) *o++ = curand_poisson(&s, LAMBDAS[l]);
+    if (KIND == K_POISSON) {
+        o += RAW + 6 * U;
+#pragma unroll 1
+        for (int l = 0; l < 4; l++) {
+            init(&t[i], &s);
+#pragma unroll 1
+            for (int k = 0; k < P; k++) *o++ = curand_poisson(&s, LAMBDAS[l]);
+        }
+        return;
+    }
+    init(&t[i], &s);
+    o += KIND == K_RAW ? 0 : RAW + (KIND - 1) * U;
+#pragma unroll 1
+    for (int k = 0; k < (KIND == K_RAW ? RAW : U); k++) {
+        switch (KIND) {
+        case K_RAW: *o++ = curand(&s); break;
+        case K_UNIFORM: *o++ = __float_as_uint(curand_uniform(&s)); break;
+        case K_UNIFORM_DOUBLE: *o++ = __double_as_longlong(curand_uniform_double(&s)); break;
+        case K_NORMAL: *o++ = __float_as_uint(curand_normal(&s)); break;
+        case K_NORMAL_DOUBLE: *o++ = __double_as_longlong(curand_normal_double(&s)); break;
+        case K_LOG_NORMAL: *o++ = __float_as_uint(curand_log_normal(&s, 0.5f, 0.75f)); break;
+        case K_LOG_NORMAL_DOUBLE: *o++ = __double_as_longlong(curand_log_normal_double(&s, 0.5, 0.75)); break;
+        }
     }
 }
 
@@ -76,7 +90,14 @@ static void print_streams(const char* name, unsigned long long* h) {
 template <typename S>
 static void run_streams(const char* name, Triple* dt, unsigned long long* dout) {
     static unsigned long long h[NT * SLOTS];
-    streams<S><<<1, NT>>>(dt, dout);
+    streams<S, K_RAW><<<1, NT>>>(dt, dout);
+    streams<S, K_UNIFORM><<<1, NT>>>(dt, dout);
+    streams<S, K_UNIFORM_DOUBLE><<<1, NT>>>(dt, dout);
+    streams<S, K_NORMAL><<<1, NT>>>(dt, dout);
+    streams<S, K_NORMAL_DOUBLE><<<1, NT>>>(dt, dout);
+    streams<S, K_LOG_NORMAL><<<1, NT>>>(dt, dout);
+    streams<S, K_LOG_NORMAL_DOUBLE><<<1, NT>>>(dt, dout);
+    streams<S, K_POISSON><<<1, NT>>>(dt, dout);
     CK(cudaGetLastError());
     CK(cudaMemcpy(h, dout, sizeof(h), cudaMemcpyDeviceToHost));
     print_streams(name, h);
