@@ -37,6 +37,7 @@ from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from . import layout as V
 from . import lower_order
+from .clock import clock_ns
 from .lower_sync import SyncOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
@@ -66,6 +67,8 @@ class DeviceCaps:
     divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
     # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
+    globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
 
@@ -429,7 +432,12 @@ class VulkanEmitter(Values, SyncOps):
                 return b.trunc(b.lshr(t, c(64, 32)), I32)
             return t
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            raise self.error(f"{name}: Vulkan shaders have no nanosecond clock")
+            t = clock_ns(self)
+            if name == "%globaltimer_lo":
+                return b.trunc(t, I32)
+            if name == "%globaltimer_hi":
+                return b.trunc(b.lshr(t, c(64, 32)), I32)
+            return t
         if name == "%dynamic_smem_size":
             return c(32, self.plan.dyn_smem)
         if name in ("%total_smem_size", "%aggr_smem_size"):
