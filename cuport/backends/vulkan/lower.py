@@ -38,6 +38,7 @@ from ...ptx.errors import UnsupportedError
 from . import layout as V
 from . import lower_order
 from .clock import clock_ns
+from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
@@ -160,6 +161,8 @@ def plan_layout(plan: KernelPlan) -> None:
     if any(isinstance(s, ir.Instr) and s.op in ("atom", "red") and any(t in s.mods for t in ("b64", "u64", "s64", "f64"))
            and space_of(s) in ("shared", "generic") for s in fn.body or ()):
         plan.shared_word_bits = 64
+    if any(isinstance(s, ir.Instr) and needs_64bit_shared_words(s) for s in fn.body or ()):
+        plan.shared_word_bits = 64  # mbarrier words
 
 
 class VulkanEmitter(Values, SyncOps):
