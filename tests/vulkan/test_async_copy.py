@@ -19,12 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spvtools import validate
 
 from cuport.backends.base import BackendError
 from cuport.backends.vulkan.compiler import compile_kernel
 from cuport.backends.vulkan.lower import DeviceCaps
-
-from spvtools import validate
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE.parent / "programs"
