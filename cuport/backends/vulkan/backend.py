@@ -232,8 +232,11 @@ class VulkanBackend:
         self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
         self.ring = self.allocate_buffer(V.RING_BYTES, "host")
         from . import quirks
+        from .lower_texture import ZERO_PAGE_BYTES
 
-        self.caps = dataclasses.replace(self.caps, **quirks.probe(self))
+        self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
+        self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
+        self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 

@@ -40,6 +40,7 @@ from . import lower_order
 from .clock import clock_ns
 from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps
+from .lower_texture import TextureOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
 WORKGROUP = 2
@@ -70,6 +71,7 @@ class DeviceCaps:
     # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
     device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
     globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
+    zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
 
@@ -165,7 +167,7 @@ def plan_layout(plan: KernelPlan) -> None:
         plan.shared_word_bits = 64  # mbarrier words
 
 
-class VulkanEmitter(Values, SyncOps):
+class VulkanEmitter(Values, SyncOps, TextureOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
