@@ -108,6 +108,9 @@ class Lowering(Protocol):
         """Run `body` on the scalar arguments of each executing thread, in lane order."""
     def fail_if(self, bad: ll.Value, kind: str) -> None:
         """End the kernel with a launch error (illegal_address, trap, assert, misaligned)."""
+    def zero_bytes(self, size: int) -> ll.Value:
+        """The i64 address of at least `size` bytes of zeros that kernels may read (what a
+        query of a NULL texture object reads, and a surface read that .zero drops)."""
 
     # ---- calls (isa/control.py)
     def emit_call(self, ins: ir.Instr) -> None: ...

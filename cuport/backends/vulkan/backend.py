@@ -37,6 +37,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
+from . import clock
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
@@ -64,6 +65,7 @@ def caps_of(info) -> DeviceCaps:
         float64_atomic_add=bool(f.get("shaderBufferFloat64AtomicAdd")),
         atomic_add_flushes_f32=nvidia,  # the same instruction as CUDA's red.global.add.f32
         shader_clock=bool(f.get("shaderSubgroupClock")),
+        device_clock=bool(f.get("shaderDeviceClock")),
         float64=bool(f.get("shaderFloat64")),
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
         divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
@@ -112,7 +114,8 @@ class VulkanKernel:
             if pipe is None:
                 be = self.module.backend
                 try:
-                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, be.caps)
+                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem,
+                                       be.caps_for(self.fn))
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
                 limit = be.info.limits.max_shared_memory
@@ -231,8 +234,11 @@ class VulkanBackend:
         self._inflight: list[tuple[str, int, int | None]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
         from . import quirks
+        from .lower_texture import ZERO_PAGE_BYTES
 
-        self.caps = dataclasses.replace(self.caps, **quirks.probe(self))
+        self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
+        self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
+        self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 
@@ -251,6 +257,15 @@ class VulkanBackend:
         f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
         self.dev.free(buf)
         return f32 == 0x3A000400 and f64 == 0x3E20000000200000
+
+    def caps_for(self, fn: ir.Function) -> DeviceCaps:
+        """The caps a kernel compiles with: a kernel reading %globaltimer needs the device
+        clock calibrated (clock.py, once per backend)."""
+        if self.caps.device_clock and self.caps.globaltimer is None and clock.uses_globaltimer(fn):
+            with clock.LOCK:
+                if self.caps.globaltimer is None:
+                    self.caps = dataclasses.replace(self.caps, globaltimer=clock.calibrate(self))
+        return self.caps
 
     # ------------------------------------------------------------ memory
     def allocate_buffer(self, size: int, kind: str = "device"):

@@ -84,8 +84,8 @@ def analyze_divergence(c: Compilation) -> Compilation:
 
 
 def check_progress(c: Compilation) -> Compilation:
-    """A loop that waits for another thread of its block (a volatile or ordered shared load
-    in a loop that part of the block runs) needs threads that make progress independently,
+    """A loop that waits for another thread of its block (a volatile or ordered shared load,
+    or an mbarrier test, in a loop that part of the block runs) needs threads that make progress independently,
     as on Volta and later NVIDIA GPUs; a device that runs a workgroup's invocations in lock
     step would spin for ever or read stale data, so there it is refused."""
     if c.caps.independent_threads:
@@ -95,7 +95,9 @@ def check_progress(c: Compilation) -> Compilation:
             continue
         for x in body:
             for ins in c.cfg.blocks[x].instrs:
-                if ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins):
+                waits = (ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins)) \
+                    or (ins.op == "mbarrier" and ins.mods[:1] in (("test_wait",), ("try_wait",)))
+                if waits:
                     raise UnsupportedError(
                         "a loop that waits for another thread of the block (this Vulkan device runs "
                         "a workgroup's threads in lock step, so they cannot make progress "

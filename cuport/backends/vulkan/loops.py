@@ -132,9 +132,10 @@ def count_trips(em, limit: int) -> int:
                 em.record_failure(V.ERR_LOOP_LIMIT)
             if h in spins:
                 _delay(em, n)
+            last = b.block
             b.branch(h)
             for phi in (i for i in h.instructions if isinstance(i, ll.PhiInstr)):
-                phi.incomings = [(v, step if blk is p else blk) for v, blk in phi.incomings]
+                phi.incomings = [(v, last if blk is p else blk) for v, blk in phi.incomings]
             _retarget(p, h, step)
     finally:
         em.b, em.ins = saved_b, saved_ins

@@ -37,8 +37,11 @@ from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from . import calls, lower_order
 from . import layout as V
+from .clock import clock_ns
 from .families import VULKAN_LOWERINGS
+from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps
+from .lower_texture import TextureOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
 WORKGROUP = 2
@@ -69,6 +72,9 @@ class DeviceCaps:
     signed_zero_inf_nan: tuple[int, ...] = ()  # float widths whose ±0/inf/NaN the device keeps
     simd_width: int = 0  # lavapipe: a workgroup must fill whole SIMD groups (else pad it)
     # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
+    globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
+    zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
 
@@ -180,9 +186,11 @@ def plan_layout(plan: KernelPlan) -> None:
     if any(isinstance(s, ir.Instr) and s.op in ("atom", "red") and any(t in s.mods for t in ("b64", "u64", "s64", "f64"))
            and space_of(s) in ("shared", "generic") for s in fn.body or ()):
         plan.shared_word_bits = 64
+    if any(isinstance(s, ir.Instr) and needs_64bit_shared_words(s) for s in fn.body or ()):
+        plan.shared_word_bits = 64  # mbarrier words
 
 
-class VulkanEmitter(Values, SyncOps):
+class VulkanEmitter(Values, SyncOps, TextureOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
@@ -459,7 +467,12 @@ class VulkanEmitter(Values, SyncOps):
                 return b.trunc(b.lshr(t, c(64, 32)), I32)
             return t
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            raise self.error(f"{name}: Vulkan shaders have no nanosecond clock")
+            t = clock_ns(self)
+            if name == "%globaltimer_lo":
+                return b.trunc(t, I32)
+            if name == "%globaltimer_hi":
+                return b.trunc(b.lshr(t, c(64, 32)), I32)
+            return t
         if name == "%dynamic_smem_size":
             return c(32, self.plan.dyn_smem)
         if name in ("%total_smem_size", "%aggr_smem_size"):

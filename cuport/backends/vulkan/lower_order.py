@@ -12,7 +12,9 @@ removed, merged or hoisted out of a loop), narrower volatile ones plain accesses
 nothing, atomics relaxed. That is weaker than PTX asks only in principle on this driver: it
 runs every invocation on the host CPU with coherent memory and compiles atomics to LLVM
 atomics; the workgroup barriers around such code (bar.sync) still order everything.
-Elsewhere (block-uniform code, and every other device) nothing changes.
+A compare-and-swap loop retries a different number of times in each thread, so even in
+block-uniform code its ordering moves to memory barriers before and after it
+(around_loop). Elsewhere (block-uniform code, and every other device) nothing changes.
 """
 
 from __future__ import annotations
@@ -76,3 +78,24 @@ def lower_fence(em, ins: ir.Instr) -> None:
     if relaxed_here(em):
         return
     control.lower_fence(em, ins)
+
+
+def around_loop(em, sem: int, loop):
+    """A retry loop whose trip count differs per thread (a compare-and-swap loop) on such a
+    driver: the loop without memory semantics, between memory barriers that carry them
+    (nothing in code part of the block skips). The value of loop()."""
+    from llvmlite import ir as ll
+
+    from .lower_sync import DEVICE, SEM_ACQ_REL, SEM_ACQUIRE, SEM_RELEASE
+
+    i32 = ll.IntType(32)
+    order = sem & (SEM_ACQUIRE | SEM_RELEASE | SEM_ACQ_REL)
+    storage = sem & ~(SEM_ACQUIRE | SEM_RELEASE | SEM_ACQ_REL)
+    fence = not relaxed_here(em) and order
+    if fence and order & (SEM_RELEASE | SEM_ACQ_REL):
+        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE), ll.Constant(i32, SEM_RELEASE | storage)])
+    out = loop()
+    if fence and order & (SEM_ACQUIRE | SEM_ACQ_REL):
+        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE), ll.Constant(i32, SEM_ACQUIRE | storage)])
+    return out
+

@@ -124,6 +124,9 @@ class SyncOps:
     def _cas_loop(self, p: ll.Value, tag: str, t: ll.IntType, scope: int, sem: int, new_of) -> ll.Value:
         """Atomically replace *p by new_of(old); the old value."""
         b = self.b
+        if sem and not self.plan.caps.divergent_memory_barriers:
+            # the retries differ per thread: the ordering goes around the loop (lower_order.py)
+            return lower_order.around_loop(self, sem, lambda: self._cas_loop(p, tag, t, scope, 0, new_of))
         pre = b.block
         first = self.spv("OpAtomicLoad", t, [p, _c32(scope), _c32(0)], tag)
         loop = self.llfn.append_basic_block("cas")
