@@ -26,7 +26,7 @@ PROBE_N = 100_000
 _DIVERGENT_ITERATIONS = 64
 
 _PTX = """
-.version 7.0
+.version 8.0
 .target sm_80
 .address_size 64
 .visible .entry quirks(.param .u64 out, .param .u32 n)
@@ -72,6 +72,9 @@ def probe(backend) -> dict[str, object]:
         ctypes.memset(buf.host_ptr, 0, 16)
         mod = VulkanModule(backend, [_PTX])
         mod.kernel("quirks").launch((1, 1, 1), (64, 1, 1), 0, struct.pack("<QI", buf.address, PROBE_N))
+        failed = backend.drain()  # launches are asynchronous: read the counts once it ran
+        if failed is not None:
+            raise failed[1]
         count, fenced = struct.unpack("<II", ctypes.string_at(buf.host_ptr, 8))
     finally:
         backend.dev.free(buf)

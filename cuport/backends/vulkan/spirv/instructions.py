@@ -41,9 +41,32 @@ def _int_binop(tr, ins) -> None:
         code = _BOOL.get(ins.opname)
         if code is None:
             raise tr.error(f"`{ins.opname}` on i1 not supported")
+    elif ins.opname in ("sdiv", "srem"):
+        tr.define(ins, _signed_divide(tr, ins.opname, t, tr.val(a), tr.val(b)))
+        return
     else:
         code = _INT[ins.opname]
     tr.define(ins, tr.op(code, tr.ty(t), tr.val(a), tr.val(b)))
+
+
+def _signed_divide(tr, opname: str, t, a: int, b: int) -> int:
+    """sdiv/srem through the unsigned operations on magnitudes: NVIDIA's Vulkan driver
+    (580, H200) answers OpSRem(1, -1) = 1 on 64-bit integers. The quotient's sign is the
+    operands' sign difference, the remainder's the dividend's (INT_MIN / -1 never gets here:
+    the PTX lowering divides by 1 instead)."""
+    ty, bt, zero = tr.ty(t), bool_type(tr, t), splat(tr, t, 0)
+
+    def magnitude(x: int) -> tuple[int, int]:
+        neg = tr.op(OP.OpSLessThan, bt, x, zero)
+        return neg, tr.op(OP.OpSelect, ty, neg, tr.op(OP.OpSNegate, ty, x), x)
+
+    neg_a, abs_a = magnitude(a)
+    neg_b, abs_b = magnitude(b)
+    if opname == "sdiv":
+        r, neg = tr.op(OP.OpUDiv, ty, abs_a, abs_b), tr.op(OP.OpLogicalNotEqual, bt, neg_a, neg_b)
+    else:
+        r, neg = tr.op(OP.OpUMod, ty, abs_a, abs_b), neg_a
+    return tr.op(OP.OpSelect, ty, neg, tr.op(OP.OpSNegate, ty, r), r)
 
 
 @handles(*_FLOAT)
