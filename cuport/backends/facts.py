@@ -8,7 +8,7 @@ import struct
 
 from .. import ptx
 from ..ptx import ir
-from ..ptx.callgraph import reachable_module_variables, reachable_shared
+from ..ptx.callgraph import reachable_shared, reached_symbols
 from ..ptx.errors import UnsupportedError
 from ..ptx.lexer import PtxSyntaxError
 from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
@@ -62,6 +62,25 @@ def pack_init(v: ir.Var, resolve) -> bytes:
     return bytes(out)
 
 
+def _round_to_dynamic(module: ir.Module, fn: ir.Function, shared: list[ir.Var], size: int) -> int:
+    """The static shared size as ptxas reports it: where dynamic shared memory (a module-scope
+    `.extern .shared` array) starts, i.e. rounded up to that array's alignment, when the
+    kernel reaches the array or when its static variables are module-scope ones (nvcc's
+    whole-program PTX; -rdc PTX declares them in the kernel). Measured on the H200
+    (tests/differential): 520 bytes of `.shared .align 4` report 528 in a module that
+    declares `.extern .shared .align 16 dsm[]`, 520 in one that does not, and a -rdc
+    module's kernels that do not name dsm keep their exact sizes."""
+    dyn = [v for v in module.variables if v.space == "shared" and (v.linkage == "extern" or (v.dims and v.dims[-1] is None))]
+    if not dyn or not size:
+        return size
+    module_scope = {v.name for v in module.variables if not v.linkage}  # -rdc's template arrays are .weak
+    reached = reached_symbols(module, fn)
+    if not (any(v.name in reached for v in dyn) or any(v.name in module_scope for v in shared)):
+        return size
+    a = max(max(v.alignment, 1) for v in dyn)
+    return (size + a - 1) // a * a
+
+
 def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     params = []
     off = 0
@@ -78,6 +97,7 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     for v in shared:
         a = max(v.alignment, 1)
         soff = (soff + a - 1) // a * a + v.size
+    soff = _round_to_dynamic(module, fn, shared, soff)
     maxt = MAX_THREADS
     if fn.maxntid:
         n = 1
@@ -90,6 +110,8 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
             n *= d
         maxt = min(maxt, n)
     req = tuple((list(fn.reqntid) + [1, 1])[:3]) if fn.reqntid else None
-    const = sum(v.size for v in reachable_module_variables(module, fn, "const"))
+    # the H200 reports the module's user constant bank for every kernel, used or not (each of
+    # the 560 kernels of tests/differential: 256, the size of the one __constant__ array)
+    const = sum(v.size for v in module.variables if v.space == "const")
     return KernelInfo(fn.name, params, off, soff, local, maxt, req,
                       attributes={"const_size_bytes": const})
