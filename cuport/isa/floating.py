@@ -29,7 +29,7 @@ zero in f32), so large arguments drift from the true sine exactly as they do on 
 
 from __future__ import annotations
 
-from ..ptx import ir
+from ..ptx import ir, ptxas_order
 from ..ptx.ir import TYPE_BITS
 from . import fprt, half
 from .fprt import flush, saturate  # noqa: F401 (used by compare.py and others)
@@ -87,7 +87,15 @@ def finish(em, ins: ir.Instr, t: str, op: str, args: list, mode: str) -> None:
         v = ftz(em, op, args, mode, v)
     if "sat" in ins.mods:
         v = saturate(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, fprt.nan_order(op, args)))
+    em.write(ins.args[0], t, result_bits(em, v, t, fprt.nan_order(op, _slots(em, ins, t, op, args))))
+
+
+def _slots(em, ins: ir.Instr, t: str, op: str, args: list) -> list:
+    """The operands in the order of ptxas's source slots: it may exchange an f64 add/sub/mul/
+    fma's a and b (ptx/ptxas_order.py), and which NaN the GPU returns follows the slots."""
+    if t == "f64" and op in ("fadd", "fsub", "fmul", "fma") and ptxas_order.swapped(em.fn, ins):
+        return [args[1], args[0], *args[2:]]
+    return args
 
 
 def compute(em, t: str, op: str, args: list, mode: str):
@@ -324,7 +332,10 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     v = minmax_values(em, ins, t, vals)
     if "ftz" in ins.mods:
         v = flush(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, vals[::-1]))  # two NaNs: b's (DSETP.MIN/MAX)
+    order = vals[::-1]  # two NaNs: b's (DSETP.MIN/MAX), b being the operand in ptxas's second slot
+    if t == "f64" and n == 2 and ptxas_order.swapped(em.fn, ins):
+        order = vals
+    em.write(ins.args[0], t, result_bits(em, v, t, order))
 
 
 def _same_operands(ins: ir.Instr, t: str) -> bool:

@@ -156,3 +156,30 @@ def test_function_attributes_as_the_h200_reports_them():
         assert m.kernel(name).info.attributes["const_size_bytes"] == 256, name
     assert m.kernel("plain").info.static_shared_bytes == 528
     assert m.kernel("reads_ct").info.static_shared_bytes == 0
+
+
+F64_NAN = r"""
+extern "C" __global__ void f64_fma(const double* x, const unsigned* ia, const unsigned* ib, const unsigned* ic,
+                                   double* out) {
+    unsigned i = threadIdx.x;
+    const double a = x[ia[i]];
+    const double c = x[ic[i]];
+    const double b = x[ib[i]];
+    out[i] = __fma_rn(b, a, c);
+}
+"""
+
+
+def test_f64_nan_of_the_operand_ptxas_puts_in_the_b_slot():
+    """Of several NaN operands, DFMA returns its b slot's. nvcc writes `fma.rn.f64 d, %fd3,
+    %fd1, %fd2` here (b, a, c), and ptxas puts the earlier-loaded %fd1 in the first slot:
+    `DFMA R2, R4(fd1), R12(fd3), R8`, so the NaN returned is b's, not a's (as in d00_k011
+    o17[31], __fma_rd(a31, a25, v28): the H200 gave a31's NaN 0x7ff8000000000000 where
+    cuport gave v28's 0x7ffc000000000000)."""
+    x = np.array([0x7FF4000000000001, 0xFFF8000000000002, 0x3FF0000000000000, 0x7FF8000000000003],
+                 np.uint64)
+    ia, ib, ic = (np.array(v, np.uint32) for v in ([0, 0, 0], [1, 2, 2], [2, 3, 2]))
+    out = np.zeros(3, np.uint64)
+    module(F64_NAN).kernel("f64_fma")((1,), (3,), (x.view(np.float64), ia, ib, ic, out))
+    # b's NaN; a's quieted when b is not NaN (then c's: DFMA's order b, c, a); c's over a's
+    assert [hex(v) for v in out] == ["0xfff8000000000002", "0x7ff8000000000003", "0x7ffc000000000001"]
