@@ -29,6 +29,7 @@ ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
 # programs whose kernels need a newer virtual architecture than nvcc's default
 PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"],  # bf16, tf32, f64 and s8 wmma
                  "async_copy": ["-arch=sm_90"],  # cp.async.bulk, mbarrier transaction counts
+                 "mbarrier_tokens": ["-arch=sm_90"],  # mbarrier.expect_tx
                  "dynamic_parallelism": ["-rdc=true"]}  # links libcudadevrt
 
 # libcudadevrt.a carries PTX for sm_121 only: until cuport accepts PTX for targets newer
