@@ -8,7 +8,7 @@ import struct
 
 from .. import ptx
 from ..ptx import ir
-from ..ptx.callgraph import reachable_module_variables, reachable_shared
+from ..ptx.callgraph import reachable_shared
 from ..ptx.errors import UnsupportedError
 from ..ptx.lexer import PtxSyntaxError
 from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
@@ -62,6 +62,30 @@ def pack_init(v: ir.Var, resolve) -> bytes:
     return bytes(out)
 
 
+def _round_to_dynamic(module: ir.Module, size: int) -> int:
+    """The static shared size as ptxas reports it for whole-program PTX (no -rdc): where
+    dynamic shared memory (a module-scope `.extern .shared` array) would start, i.e. rounded
+    up to that array's alignment, for every kernel of a module that declares one. Measured on
+    the H200 (tests/differential): 520 bytes of `.shared .align 4` report 528 in a module
+    that declares `.extern .shared .align 16 dsm[]`, 520 in one that does not, and the
+    kernels of a -rdc module keep their exact sizes (d10rdc; whether an -rdc kernel that
+    names the array is rounded is not known)."""
+    dyn = [v for v in module.variables if v.space == "shared" and (v.linkage == "extern" or (v.dims and v.dims[-1] is None))]
+    if not dyn or not size or not _whole_program(module):
+        return size
+    a = max(max(v.alignment, 1) for v in dyn)
+    return (size + a - 1) // a * a
+
+
+def _whole_program(module: ir.Module) -> bool:
+    """nvcc's PTX without -rdc: no variable or defined function is visible outside the module
+    (-rdc marks every __device__/__constant__ variable and device function .visible or .weak)."""
+    linked = ("visible", "weak", "common")
+    if any(v.linkage in linked for v in module.variables if v.space != "shared"):
+        return False
+    return not any(f.linkage in linked for f in module.functions.values() if not f.is_entry and f.is_definition)
+
+
 def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     params = []
     off = 0
@@ -75,9 +99,15 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
               if v.linkage != "extern" and not (v.dims and v.dims[-1] is None)]
     local = sum(v.size for v in fn.locals if v.space == "local")
     soff = 0
+    # in declaration order; -rdc PTX's by alignment, largest first (the H200: .align 2 [260]
+    # then .align 8 [1064] take 1328 bytes in whole-program PTX, .align 4 [132] then .align 8
+    # [288] take 420 with -rdc, not 424)
+    if not _whole_program(module):
+        shared = sorted(shared, key=lambda v: -max(v.alignment, 1))
     for v in shared:
         a = max(v.alignment, 1)
         soff = (soff + a - 1) // a * a + v.size
+    soff = _round_to_dynamic(module, soff)
     maxt = MAX_THREADS
     if fn.maxntid:
         n = 1
@@ -90,6 +120,8 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
             n *= d
         maxt = min(maxt, n)
     req = tuple((list(fn.reqntid) + [1, 1])[:3]) if fn.reqntid else None
-    const = sum(v.size for v in reachable_module_variables(module, fn, "const"))
+    # the H200 reports the module's user constant bank for every kernel, used or not (each of
+    # the 560 kernels of tests/differential: 256, the size of the one __constant__ array)
+    const = sum(v.size for v in module.variables if v.space == "const")
     return KernelInfo(fn.name, params, off, soff, local, maxt, req,
                       attributes={"const_size_bytes": const})

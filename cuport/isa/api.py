@@ -30,6 +30,7 @@ class Lowering(Protocol):
     b: ll.IRBuilder
     vec: bool  # vector mode: values are <32 x T> (CPU backend only)
     ins: ir.Instr | None  # the instruction being lowered
+    fn: ir.Function  # the function whose body is being lowered
 
     # ---- module and errors
     @property

@@ -155,8 +155,10 @@ def lower_atomic(em, ins: ir.Instr) -> None:
     op = next((m for m in ins.mods if m in _OPS), None)
     if op is None:
         raise em.error(f"{ins.op} without an operation")
-    if any(m in ("v2", "v4", "v8") for m in ins.mods):
-        raise em.error(f"vector {ins.op} (.v2/.v4/.v8) is not supported")
+    nvec = next((int(m[1:]) for m in ins.mods if m in _VECTOR), 1)
+    if nvec > 1 and not (op == "add" and t in _VECTOR_TYPES and nvec in _VECTOR_TYPES[t]):
+        raise em.error(f"vector {ins.op}.{op} .v{nvec}.{t} is not supported (only add on .v2/.v4 f32, "
+                       ".v2/.v4/.v8 f16/bf16 and .v2/.v4 f16x2/bf16x2)")
     if t not in _ALLOWED[op]:
         raise em.error(f"{ins.op}.{op} on .{t} is not supported")
     if op in ("add",) and t in ("f16", "f16x2", "bf16", "bf16x2") and "noftz" not in ins.mods:
@@ -175,8 +177,33 @@ def lower_atomic(em, ins: ir.Instr) -> None:
         raise em.error(f"{ins.op} whose address is not [address]")
     if len(args) != (3 if op == "cas" else 2):
         raise em.error(f"wrong number of operands for {ins.op}.{op}")
+    if nvec > 1:
+        return _vector(em, ins, op, t, nvec, space, order, scope, dst, mem, args[1])
     v = em.read_bits(args[1], t)
     c = em.read_bits(args[2], t) if op == "cas" else None
     old = em.atomic(Atomic(op, t, space, order, scope, mem, v, c, dst is not None))
     if dst is not None:
         em.write(dst, t, old)
+
+
+#: vector atom/red (sm_90): the element types and vector lengths of `.add`
+_VECTOR = ("v2", "v4", "v8")
+_VECTOR_TYPES = {"f32": (2, 4), "f16x2": (2, 4), "bf16x2": (2, 4), "f16": (2, 4, 8), "bf16": (2, 4, 8)}
+_ELEM_BYTES = {"f32": 4, "f16x2": 4, "bf16x2": 4, "f16": 2, "bf16": 2}
+
+
+def _vector(em, ins: ir.Instr, op: str, t: str, n: int, space: str, order: str, scope: str,
+            dst, mem: ir.Mem, src) -> None:
+    """atom/red .v2/.v4/.v8 (global only): one atomic per element, at consecutive addresses;
+    the ISA makes each element atomic, not the vector as a whole (atomicAdd(float4*) on sm_90)."""
+    if space not in ("global", "generic"):
+        raise em.error(f"vector {ins.op} on the .{space} state space")
+    srcs = src.items if isinstance(src, ir.Vec) else ()
+    dsts = dst.items if isinstance(dst, ir.Vec) else (() if dst is None else None)
+    if len(srcs) != n or dsts is None or (dst is not None and len(dsts) != n):
+        raise em.error(f"vector {ins.op} with operands that are not {{...}} of {n} elements")
+    for k in range(n):
+        at = ir.Mem(mem.base, mem.offset + k * _ELEM_BYTES[t])
+        old = em.atomic(Atomic(op, t, space, order, scope, at, em.read_bits(srcs[k], t), None, dst is not None))
+        if dst is not None and not isinstance(dsts[k], ir.Sink):
+            em.write(dsts[k], t, old)

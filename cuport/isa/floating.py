@@ -29,7 +29,7 @@ zero in f32), so large arguments drift from the true sine exactly as they do on 
 
 from __future__ import annotations
 
-from ..ptx import ir
+from ..ptx import ir, ptxas_order
 from ..ptx.ir import TYPE_BITS
 from . import fprt, half
 from .fprt import flush, saturate  # noqa: F401 (used by compare.py and others)
@@ -87,7 +87,15 @@ def finish(em, ins: ir.Instr, t: str, op: str, args: list, mode: str) -> None:
         v = ftz(em, op, args, mode, v)
     if "sat" in ins.mods:
         v = saturate(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, fprt.nan_order(op, args)))
+    em.write(ins.args[0], t, result_bits(em, v, t, fprt.nan_order(op, _slots(em, ins, t, op, args))))
+
+
+def _slots(em, ins: ir.Instr, t: str, op: str, args: list) -> list:
+    """The operands in the order of ptxas's source slots: it may exchange an f64 add/sub/mul/
+    fma's a and b (ptx/ptxas_order.py), and which NaN the GPU returns follows the slots."""
+    if t == "f64" and op in ("fadd", "fsub", "fmul", "fma") and ptxas_order.swapped(em.fn, ins):
+        return [args[1], args[0], *args[2:]]
+    return args
 
 
 def compute(em, t: str, op: str, args: list, mode: str):
@@ -164,7 +172,13 @@ def lower_div(em, ins: ir.Instr) -> None:
             v = ftz(em, "fdiv", [a, c], "rn", v)
     else:
         # d = a * (1/b); for |b| > 2^126 the reciprocal is below 2^-126 and the hardware's
-        # flushes it: the quotient is a zero of the right sign (NaN when a is inf)
+        # flushes it: the quotient is a zero of the right sign (NaN when a is inf). Without
+        # .ftz, ptxas first scales a and b by 2^24 when |b| < 2^-126 (FSETP.GEU |b|, FLT_MIN;
+        # FMUL by 2^24), so a denormal b divides like a normal one (-0 / -denormal = +0, x / x = 1)
+        if not flushing:
+            tiny = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [c]), em.const(t, 2.0 ** -126))
+            k = em.const(t, 2.0 ** 24)
+            a, c = b.select(tiny, b.fmul(a, k), a), b.select(tiny, b.fmul(c, k), c)
         r = b.fdiv(em.const(t, 1.0), c)
         big = b.fcmp_ordered(">", em.intrinsic("llvm.fabs", [c]), em.const(t, 2.0 ** 126))
         r = b.select(big, em.to_value(b.and_(em.to_bits(r, t), em.const_int(32, 1 << 31)), t), r)
@@ -306,6 +320,8 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     propagates NaN; `.abs` compares magnitudes, `.xorsign` then gives the result the XOR of
     the operands' signs; three operands (sm_100) chain the two-operand form."""
     t = type_suffix(ins)
+    if _same_operands(ins, t):
+        return _minmax_of_itself(em, ins, t)
     if t in half.HALF:
         return half.lower_minmax(em, ins)
     _check(em, ins, t)
@@ -316,7 +332,33 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     v = minmax_values(em, ins, t, vals)
     if "ftz" in ins.mods:
         v = flush(em, v, t)
-    em.write(ins.args[0], t, result_bits(em, v, t, vals[::-1]))  # two NaNs: b's (DSETP.MIN/MAX)
+    order = vals[::-1]  # two NaNs: b's (DSETP.MIN/MAX), b being the operand in ptxas's second slot
+    if t == "f64" and n == 2 and ptxas_order.swapped(em.fn, ins):
+        order = vals
+    em.write(ins.args[0], t, result_bits(em, v, t, order))
+
+
+def _same_operands(ins: ir.Instr, t: str) -> bool:
+    """min/max.{f16,f32,f64} of one register with itself, which ptxas folds (see below)."""
+    return (t in ("f16", "f32", "f64") and len(ins.args) == 3 and isinstance(ins.args[1], ir.Reg)
+            and ins.args[1] == ins.args[2] and not {"NaN", "abs", "xorsign", "relu"} & set(ins.mods))
+
+
+def _minmax_of_itself(em, ins: ir.Instr, t: str) -> None:
+    """ptxas folds min/max(x, x) of f16, f32 and f64 into x itself, so a NaN keeps its bits
+    (the H200: __hmax(x, x) of f16 0xfe01 is 0xfe01, where HMNMX2 would give 0x7fff); with
+    .ftz it emits FADD.FTZ / HADD2.FTZ x, -0 (flushed, canonical NaN). f16x2, bf16, bf16x2
+    and .NaN/.abs/.xorsign are computed (HMNMX2, FMNMX.NAN)."""
+    if "ftz" not in ins.mods:
+        bt = "b16" if t == "f16" else t
+        return em.write(ins.args[0], bt, em.read_bits(ins.args[1], bt))
+    if t == "f16":
+        h = em.read_bits(ins.args[1], "b16")
+        h = fprt.flush_bits(em, h, "f16")
+        nan = em.b.icmp_unsigned(">", em.b.and_(h, em.const_int(16, 0x7FFF)), em.const_int(16, 0x7C00))
+        return em.write(ins.args[0], "b16", em.b.select(nan, em.const_int(16, 0x7FFF), h))
+    (a,) = operands(em, ins, t, 1)
+    em.write(ins.args[0], t, fprt.canon_nan(em, a, t))
 
 
 def minmax_values(em, ins: ir.Instr, t: str, vals: list):

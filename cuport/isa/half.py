@@ -6,9 +6,10 @@ compare.py and use `parts`/`to_f32` from here. A `.x2` type is two independent h
 
 Arithmetic is done in a wider format and rounded once to nearest-even: f16 add/sub/mul in
 f32 (24 >= 2*11+1 bits, so rounding twice equals rounding once), everything else (bf16, and
-every fma) in f64, where the product is exact and the sum's single rounding cannot land on a
-tie of the narrow format unless the exact value is that tie; the f64 value then goes to f32
-by round-to-odd and from there to the narrow format. `.ftz` (f16 only) flushes subnormal
+every fma) in f64, where the product is exact; the f64 value then goes to f32 by round-to-odd
+and from there to the narrow format. An fma's sum goes there as TwoSum's exact pair: when c is
+more than 53 bits below a*b, the sum rounded to nearest is a*b itself, which may be a tie of
+the narrow format that c breaks (bf16 0x7d96 * -2.5 + 0.00146 is 0xfe3b on an H200, not 0xfe3c). `.ftz` (f16 only) flushes subnormal
 inputs, and results that are tiny after rounding (11 bits, unbounded exponent, below 2^-14:
 the f32 rule, fprt.flush_tiny), `.sat` clamps to [0, 1] with NaN → +0, `.relu` clamps
 negative results to +0. NaN results are the canonical 0x7fff, neg/abs included: ptxas
@@ -135,9 +136,10 @@ def lower_fma(em, ins: ir.Instr) -> None:
     out = []
     for a, c, d in _inputs(em, ins, t, 3, "ftz" in ins.mods):
         x, y, z = (fprt.fpext(em, to_f32(em, h, elem)) for h in (a, c, d))
-        v = _clamp(em, ins, b.fadd(b.fmul(x, y), z), "f64")  # the product is exact; see the module docstring
-        h = _round(em, v, "f64", elem)
-        out.append(_ftz_tiny(em, h, v, "f64", elem) if "ftz" in ins.mods else h)
+        s, e = fprt.two_sum(em, b.fmul(x, y), z)  # the product is exact; see the module docstring
+        v = _clamp(em, ins, fprt.f64_to_f32(em, s, e, "ro"), "f32")
+        h = fprt.from_f32(em, v, elem)
+        out.append(_ftz_tiny(em, h, v, "f32", elem) if "ftz" in ins.mods else h)
     _finish(em, ins, t, out)
 
 

@@ -4,9 +4,8 @@ An `-rdc` program links every translation unit into one module, so module-scope
 `.shared` variables of kernels that have nothing to do with each other sit side by
 side (Thrust and CUB declare a large `temp_storage` per kernel). Like ptxas, a kernel
 gets only the shared variables its own call graph names; counting the module's would
-ask for more shared memory than a block has.
-
-The same holds for the user `.const` memory a kernel reports (CONST_SIZE_BYTES).
+ask for more shared memory than a block has. (User `.const` memory is not counted this
+way: the H200 reports the module's whole constant bank for every kernel, backends/facts.py.)
 
 A symbol is reached when a reached function names it in an operand (a call target, an
 address `[sym+4]`, `mov %rd, sym`, `cvta.shared %rd, sym`), or when the initialiser of a
@@ -57,12 +56,6 @@ def reached_symbols(module: ir.Module, kernel: ir.Function) -> set[str]:
         if v is not None and v.init:
             work.extend(x.name for x in v.init if isinstance(x, ir.SymAddr) and x.name not in seen)
     return seen
-
-
-def reachable_module_variables(module: ir.Module, kernel: ir.Function, space: str) -> list[ir.Var]:
-    """The module-scope variables of a state space (`const`, ...) that `kernel` reaches."""
-    reached = reached_symbols(module, kernel)
-    return [v for v in module.variables if v.space == space and v.name in reached]
 
 
 def reachable_shared(module: ir.Module, kernel: ir.Function,

@@ -14,6 +14,7 @@ import json
 import lzma
 import math
 import os
+import re
 import resource
 import shutil
 import signal
@@ -67,7 +68,9 @@ def ptx_digests(exe: Path) -> dict[str, str]:
     """A digest of each kernel's PTX as nvcc made it (comments dropped; the module's other
     functions and variables are part of every kernel's digest). The recording keeps them, so
     that a kernel whose PTX differs from the GPU's build (another nvcc) is not compared."""
-    text = exe.with_suffix(".ptx").read_text()
+    # -rdc names internal functions _INTERNAL_<8 hex digits>_<file>: the digits change with
+    # the build directory, so they are not part of the digest
+    text = re.sub(r"_INTERNAL_[0-9a-f]{8}_", "_INTERNAL_", exe.with_suffix(".ptx").read_text())
     lines = [ln.split("//")[0].rstrip() for ln in text.splitlines()]
     chunks: dict[str, list[str]] = {}
     common: list[str] = []

@@ -1,4 +1,4 @@
-"""Differential test against the GPU: 550 random kernels built with nvcc, run under cuport,
+"""Differential test against the GPU: 560 random kernels built with nvcc, run under cuport,
 compared with what an H200 computed for them (tests/differential/recorded/).
 
 Integer and IEEE results must be bit-identical (NaN bits included); approximate operations
@@ -32,7 +32,10 @@ RECORD_CMD = "OUT=<dir> python3 tests/differential/record_gpu.py on the H200 (RE
 
 #: kernels that fail for a known cuport bug: kernel -> the bug (strict: a fix makes them pass,
 #: and then the entry must go)
-KNOWN: dict[str, str] = {}
+_UNROLLED = ("the NaN of an f64 operation with two NaN operands: in a loop ptxas unrolls, which operand goes "
+             "to which SASS slot (and so which NaN the H200 returns) changes from one unrolled iteration to the "
+             "next; cuport's model of ptxas's slots (cuport/ptx/ptxas_order.py) follows straight-line code")
+KNOWN: dict[str, str] = {"d01_k019": _UNROLLED}  # fma.rp.f64 %fd53, %fd47, %fd54, %fd7 in a loop of 5 trips
 
 CASES = [pytest.param(spec.name, k.name, id=f"{spec.name}-{k.name.split('_')[-1]}",
                       marks=[pytest.mark.xfail(strict=True, reason=KNOWN[k.name])] if k.name in KNOWN else [])

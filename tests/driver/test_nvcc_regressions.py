@@ -122,15 +122,15 @@ def test_graph_memory_reuses_a_freed_address_within_a_graph(tmp_path):
 
 
 def test_const_size_bytes_counts_the_kernels_constant_memory(tmp_path):
-    """CONST_SIZE_BYTES read 0. What a kernel reads is a lower bound on the GPU too
-    (whether the H200 counts the module's other constants is recorded by
-    tests/driver/record_gpu.sh)."""
+    """CONST_SIZE_BYTES read 0. The H200 reports the module's whole user constant bank for
+    every kernel, whether it reads it or not (tests/differential's recording: each of its
+    560 kernels reports 256, the module's one __constant__ array, most of them not reading
+    it); tests/driver/record_gpu_issue8.sh records this program's own answer."""
     exe = build(tmp_path, "const_size", ["const_size.cu"])
     r = cuport_run(exe)
     assert r.returncode == 0, r.stdout + r.stderr
     sizes = dict(line.rsplit(" const ", 1) for line in r.stdout.splitlines())
-    assert int(sizes["lookup"]) >= 256 * 4 + 4 and int(sizes["scaled"]) >= 4, r.stdout
-    assert sizes == {"lookup": "1028", "scaled": "4"}  # the constants each one reads
+    assert sizes == {"lookup": "1028", "scaled": "1028"}, r.stdout  # table[256] and scale
 
 
 def test_destinations_of_a_vector_load_share_their_kind(tmp_path):

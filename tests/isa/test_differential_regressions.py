@@ -1,0 +1,185 @@
+"""Regressions found by the differential test (tests/differential), one per bug class, each
+a small kernel built as that test builds its kernels (nvcc -O3 -arch=sm_90 -fmad=false) and
+checked against what the H200 computed for the same operands in that test's recording
+(the kernel and element are named with each case).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nvcc import nvcc_path
+
+import cuport
+
+_DIR = Path(tempfile.mkdtemp(prefix="cuport-isa-diffreg-"))
+FLAGS = ("-O3", "-arch=sm_90", "-std=c++17", "-fmad=false")  # tests/differential/gen.py NVCC_FLAGS
+
+
+@functools.cache
+def module(source: str) -> cuport.Module:
+    nvcc = nvcc_path()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    h = hashlib.sha1(source.encode()).hexdigest()[:16]
+    cu, ptx = _DIR / f"k{h}.cu", _DIR / f"k{h}.ptx"
+    cu.write_text(source)
+    subprocess.run([nvcc, "-ptx", *FLAGS, "-o", str(ptx), str(cu)], check=True, capture_output=True, text=True)
+    return cuport.Module(ptx.read_text())
+
+
+HALF = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void bf16_div(const unsigned short* a, const unsigned short* b, unsigned short* out) {
+    int i = threadIdx.x;
+    out[i] = __bfloat16_as_ushort(__hdiv(__ushort_as_bfloat16(a[i]), __ushort_as_bfloat16(b[i])));
+}
+extern "C" __global__ void bf16_fma(const unsigned short* a, const unsigned short* b, const unsigned short* c,
+                                    unsigned short* out) {
+    int i = threadIdx.x;
+    out[i] = __bfloat16_as_ushort(__hfma(__ushort_as_bfloat16(a[i]), __ushort_as_bfloat16(b[i]),
+                                         __ushort_as_bfloat16(c[i])));
+}
+extern "C" __global__ void bf16x2_fma(const unsigned* a, const unsigned* b, const unsigned* c, unsigned* out) {
+    int i = threadIdx.x;
+    __nv_bfloat162 x = *(const __nv_bfloat162*)&a[i], y = *(const __nv_bfloat162*)&b[i], z = *(const __nv_bfloat162*)&c[i];
+    __nv_bfloat162 r = __hfma2(x, y, z);
+    out[i] = *(unsigned*)&r;
+}
+extern "C" __global__ void f16_max_self(const unsigned short* a, unsigned short* out) {
+    int i = threadIdx.x;
+    __half x = __ushort_as_half(a[i]);
+    out[i] = __half_as_ushort(__hmax(x, x));
+}
+extern "C" __global__ void f32_remainder(const float* a, float* out) {
+    int i = threadIdx.x;
+    out[i] = remainderf(a[i], a[i]);
+}
+"""
+
+
+def _run(name: str, outs: np.ndarray, *ins: np.ndarray) -> np.ndarray:
+    module(HALF).kernel(name)((1,), (len(outs),), (*ins, outs))
+    return outs
+
+
+def test_bf16_division_by_a_denormal_scales_as_ptxas_does():
+    """__hdiv(bf16) is div.approx.f32 of the widened operands; ptxas scales a and b by 2^24
+    when |b| < 2^-126, so a denormal divisor divides like a normal one. The H200:
+    -0 / -denormal 0x8004 = +0 (d01_k037 o12[19]), 0x0001 / 0x0001 = 1 (d05_k019 o4[10]);
+    cuport gave 0x7fff (NaN) and 0x7f80 (inf) from 1/b overflowing."""
+    a = np.array([0x8000, 0x0001, 0x3F80, 0x807F], np.uint16)
+    b = np.array([0x8004, 0x0001, 0x0001, 0x807F], np.uint16)
+    got = _run("bf16_div", np.zeros(4, np.uint16), a, b)
+    assert [hex(x) for x in got[:2]] == ["0x0", "0x3f80"]
+    assert got[3] == 0x3F80  # x / x of the largest denormal
+    assert got[2] == 0x7F80  # 1 / 2^-133: beyond bf16's range (f32's too)
+
+
+def test_remainderf_of_a_denormal_by_itself_is_zero():
+    """libdevice's remainderf uses div.approx.f32 for the quotient: remainderf(x, x) of the
+    denormal 0x190a7e is 0 on the H200 (d05_k018 o4[20]); cuport gave -inf."""
+    x = np.array([0x190A7E, 0x1, 0x807FFFFF, 0x3F800000], np.uint32).view(np.float32)
+    got = _run("f32_remainder", np.zeros(4, np.float32), x)
+    assert got.view(np.uint32).tolist() == [0, 0, 0x80000000, 0]
+
+
+def test_bf16_fma_rounds_once_when_the_addend_is_far_below_the_product():
+    """fma.rn.bf16: 0x7d96 * -2.5 is a tie of bf16 that the tiny addend 0x3ac0 breaks; the
+    H200 gives 0xfe3b (d04_k032 o11[305]); the sum rounded to nearest in f64 lost the addend
+    and the tie went to even, 0xfe3c."""
+    a, b, c = (np.array([v], np.uint16) for v in (0x7D96, 0xC020, 0x3AC0))
+    assert _run("bf16_fma", np.zeros(1, np.uint16), a, b, c)[0] == 0xFE3B
+    # both halves of bf16x2 (d05_k026 o7: 0x47e3 where cuport gave 0x47e4), here the same case twice
+    x2, y2, z2 = (np.array([v << 16 | v], np.uint32) for v in (0x7D96, 0xC020, 0x3AC0))
+    assert _run("bf16x2_fma", np.zeros(1, np.uint32), x2, y2, z2)[0] == 0xFE3BFE3B
+
+
+def test_f16_max_of_a_value_with_itself_keeps_its_nan():
+    """ptxas folds max.f16 x, x into x: __hmax(x, x) of the NaN 0xfe01 is 0xfe01 on the H200
+    (d07_k015 o8[15]), not HMNMX2's canonical 0x7fff."""
+    a = np.array([0xFE01, 0x7C01, 0x3C00, 0x8001], np.uint16)
+    assert [hex(x) for x in _run("f16_max_self", np.zeros(4, np.uint16), a)] == ["0xfe01", "0x7c01", "0x3c00", "0x8001"]
+
+
+VECTOR_ATOMIC = r"""
+extern "C" __global__ void add4(float4* acc, const float* x) {
+    int i = threadIdx.x;
+    atomicAdd(acc + (i & 1), make_float4(x[i], 2.0f * x[i], -x[i], 0.5f));
+}
+extern "C" __global__ void add2_old(float2* acc, const float* x, float2* olds) {
+    int i = threadIdx.x;
+    olds[i] = atomicAdd(acc, make_float2(x[i], 1.0f));
+}
+"""
+
+
+def test_vector_atomic_add_on_sm90():
+    """atomicAdd(float4*) / (float2*) is atom.global.add.v4/.v2.f32 on sm_90 (d09ftz_k004
+    was refused: 'vector atom is not supported'); each element is atomic on its own."""
+    m = module(VECTOR_ATOMIC)
+    x = np.arange(64, dtype=np.float32)
+    acc = np.zeros(8, np.float32)
+    m.kernel("add4")((1,), (64,), (acc, x))
+    even, odd = x[0::2].sum(), x[1::2].sum()
+    assert acc.tolist() == [even, 2 * even, -even, 16.0, odd, 2 * odd, -odd, 16.0]
+    acc2, olds = np.zeros(2, np.float32), np.zeros(128, np.float32)
+    m.kernel("add2_old")((1,), (64,), (acc2, x, olds))
+    assert acc2.tolist() == [x.sum(), 64.0]
+    assert sorted(olds[1::2].tolist()) == [float(k) for k in range(64)]  # each lane saw a distinct count
+
+
+ATTRIBUTES = r"""
+__constant__ unsigned CT[64];
+extern __shared__ __align__(16) unsigned char dsm[];
+extern "C" __global__ void plain(unsigned* out) { __shared__ unsigned s[130]; s[threadIdx.x] = threadIdx.x;
+    __syncthreads(); out[threadIdx.x] = s[129 - threadIdx.x]; }
+extern "C" __global__ void reads_ct(unsigned* out) { out[threadIdx.x] = CT[threadIdx.x & 63]; }
+extern "C" __global__ void dynamic(unsigned* out) { dsm[threadIdx.x] = 1; __syncthreads(); out[threadIdx.x] = dsm[0]; }
+"""
+
+
+def test_function_attributes_as_the_h200_reports_them():
+    """cudaFuncGetAttributes on the H200 (tests/differential, every file): constSizeBytes is
+    the module's constant bank (256 for its CT[64]) for every kernel, reading it or not;
+    with `extern __shared__` in the module, a kernel's 520 bytes of static shared memory
+    report 528 (rounded to where dynamic shared memory starts; d04_k012)."""
+    m = module(ATTRIBUTES)
+    for name in ("plain", "reads_ct", "dynamic"):
+        assert m.kernel(name).info.attributes["const_size_bytes"] == 256, name
+    assert m.kernel("plain").info.static_shared_bytes == 528
+    assert m.kernel("reads_ct").info.static_shared_bytes == 0
+
+
+F64_NAN = r"""
+extern "C" __global__ void f64_fma(const double* x, const unsigned* ia, const unsigned* ib, const unsigned* ic,
+                                   double* out) {
+    unsigned i = threadIdx.x;
+    const double a = x[ia[i]];
+    const double c = x[ic[i]];
+    const double b = x[ib[i]];
+    out[i] = __fma_rn(b, a, c);
+}
+"""
+
+
+def test_f64_nan_of_the_operand_ptxas_puts_in_the_b_slot():
+    """Of several NaN operands, DFMA returns its b slot's. nvcc writes `fma.rn.f64 d, %fd3,
+    %fd1, %fd2` here (b, a, c), and ptxas puts the earlier-loaded %fd1 in the first slot:
+    `DFMA R2, R4(fd1), R12(fd3), R8`, so the NaN returned is b's, not a's (as in d00_k011
+    o17[31], __fma_rd(a31, a25, v28): the H200 gave a31's NaN 0x7ff8000000000000 where
+    cuport gave v28's 0x7ffc000000000000)."""
+    x = np.array([0x7FF4000000000001, 0xFFF8000000000002, 0x3FF0000000000000, 0x7FF8000000000003],
+                 np.uint64)
+    ia, ib, ic = (np.array(v, np.uint32) for v in ([0, 0, 0], [1, 2, 2], [2, 3, 2]))
+    out = np.zeros(3, np.uint64)
+    module(F64_NAN).kernel("f64_fma")((1,), (3,), (x.view(np.float64), ia, ib, ic, out))
+    # b's NaN; a's quieted when b is not NaN (then c's: DFMA's order b, c, a); c's over a's
+    assert [hex(v) for v in out] == ["0xfff8000000000002", "0x7ff8000000000003", "0x7ffc000000000001"]
