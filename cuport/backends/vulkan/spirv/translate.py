@@ -196,7 +196,7 @@ class _Translator:
         self.interface: dict[int, None] = {}
         self.builtins: dict[tuple[str, int], int] = {}
         self.float_widths: set[int] = set()
-        self._tcache: dict[int, int] = {}
+        self._tcache: dict[int, tuple[ll.Type, int]] = {}  # id(type) -> (type, SPIR-V id)
         self._ptrs: dict[tuple[str, int], int] = {}
         self.globals_: dict[str, LocalPtr] = {}
         self.shared_bytes = 0
@@ -224,8 +224,8 @@ class _Translator:
     # ------------------------------------------------------------------ types
     def ty(self, t: ll.Type) -> int:
         c = self._tcache.get(id(t))
-        if c is not None:
-            return c
+        if c is not None and c[0] is t:
+            return c[1]
         m = self.m
         if isinstance(t, ll.IntType):
             r = self.t_bool if t.width == 1 else m.t_int(t.width)
@@ -252,7 +252,7 @@ class _Translator:
             r = m.t_void()
         else:
             raise self.error(f"no SPIR-V type for {t}")
-        self._tcache[id(t)] = r
+        self._tcache[id(t)] = (t, r)  # t kept alive: a dead type's id may be reused
         return r
 
     def ptr_type(self, storage: str, pointee: int) -> int:
