@@ -61,13 +61,13 @@ VULKAN_LIMITS = (
     "cannot be shared between processes by cuport",  # IPC: host pages only (ipc)
     "device-runtime function cudaGraphSetConditional",  # conditional nodes (graph_conditional)
     "Vulkan shaders have no nanosecond clock",  # cuda::barrier's wait backoff (async_copy)
+    "function pointers are not supported on the Vulkan backend",  # device-side launches
 )
 #: programs that a CPU Vulkan driver (lavapipe) cannot run at all, and why
 IN_PROCESS_SKIPS = {"faults": "a Vulkan driver that runs kernels in this process (lavapipe) "
                               "crashes on a wild pointer, where a GPU reports it"}
 #: programs that need what only the CPU backend offers
-VULKAN_SKIPS = {"dynamic_parallelism": "device-side kernel launches (libcudadevrt's "
-                                       "__cuda_syscall_cnpv2 calls) are the CPU backend's only"}
+VULKAN_SKIPS: dict[str, str] = {}
 VULKAN_JOBS = [(p, "vulkan") for p in PROGRAMS] if _vulkan_available() else []
 
 

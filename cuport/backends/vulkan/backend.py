@@ -173,8 +173,12 @@ class VulkanModule:
         def resolve(name: str) -> int:
             if name in self.globals:
                 return self.globals[name][0]
-            raise UnsupportedError(f"an initialiser refers to {name}, which is not a global variable "
-                                   "(function pointers are not supported on the Vulkan backend)")
+            if name in self.ptx.functions:
+                # a function's address (libcudadevrt's tables): SPIR-V has none, and a call
+                # through it is refused where a kernel makes one (an indirect call)
+                return 0
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"an initialiser refers to {name}, which is "
+                                                         "neither a global variable nor a function")
 
         for v in vars_:
             if v.name in self.globals:
