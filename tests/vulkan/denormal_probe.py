@@ -113,9 +113,11 @@ def main() -> int:
 
     fused = all(test_spirv_fpmath._probe())
     print("fma fused:", fused)
-    raw = FloatModes(fused_fma=fused)
+    sim = "--simulate" in sys.argv  # lavapipe made to flush as NVIDIA's driver does
+    raw = FloatModes(fused_fma=fused, simulate_flush32=sim)
     try:
-        mine = dataclasses.replace(device_modes(), fused_fma=fused)
+        mine = dataclasses.replace(device_modes(), fused_fma=fused, simulate_flush32=sim,
+                                   flush32=device_modes().flush32 or sim)
     except Exception as e:  # noqa: BLE001 (a diagnostic: say why and go on)
         print("cuport's float modes unavailable:", e)
         mine = None
@@ -199,7 +201,7 @@ _OUT = {"fpext f32->f64": np.float64, "fptrunc f32->f16": np.float16, "fptrunc f
 
 
 def _run(build, ins, dt, out_dt, modes, name):
-    return apply(build, ins, out_dt or _OUT.get(name, dt), float_modes=modes)
+    return apply(build, ins, out_dt or _OUT.get(name, dt), device_modes=False, float_modes=modes)
 
 
 if __name__ == "__main__":
