@@ -95,12 +95,13 @@ def report(name: str, inputs: list[np.ndarray], got: np.ndarray, ref) -> str:
 
 
 def device_modes() -> FloatModes:
-    """The float modes cuport's backend uses on this device (backend.caps_of)."""
-    from spvrun import device
+    """The float modes cuport's backend uses on this device (backend.caps_of, and the
+    subnormal handling VulkanBackend._subnormal_modes adds)."""
+    from spvrun import device, on_device
 
     from cuport.backends.vulkan.backend import caps_of
 
-    return caps_of(device().info).float_modes()
+    return on_device(caps_of(device().info).float_modes())
 
 
 def main() -> int:

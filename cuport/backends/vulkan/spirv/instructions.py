@@ -153,7 +153,7 @@ def _fcmp(tr, ins) -> None:
         tr.define(ins, nan if p == "uno" else tr.op(OP.OpLogicalNot, rt, nan))
         return
     if subnormal.active(tr, a.type):
-        tr.define(ins, subnormal.fcmp(tr, p, a.type, a, b, lambda: tr.op(_FCMP[p], rt, x, y)))
+        tr.define(ins, subnormal.fcmp(tr, p, a.type, a, b))
         return
     tr.define(ins, tr.op(_FCMP[p], rt, x, y))
 

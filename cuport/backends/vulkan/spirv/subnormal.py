@@ -15,10 +15,11 @@ an instruction says .ftz. The emulation, per operation, where its result would d
 - mul and fma: the hardware's result is right unless an operand is subnormal or the
   result is at most 2^-126 in magnitude with nonzero factors (a flushed tiny result);
   then a branch to an exact helper (fpmath's, whose significands never go subnormal).
+  fma tests only exponent fields (fewer instructions; a zero operand takes the branch).
 - negate, abs: bit operations (as LLVM defines them).
 - comparisons: on the integers that order floats (sign and magnitude made two's
-  complement, so that -0 == +0), NaN tested from the bits; against a constant that is
-  a normal number or an infinity the hardware's comparison is right and is kept.
+  complement, so that -0 == +0), NaN tested from the bits (always: NVIDIA's compiler
+  turns a comparison and a select of its operands into a flushing min/max).
 - min/max: the same order, selecting an operand's bits.
 - f32 -> f64: a subnormal converted from its significand.
 div and sqrt (fpmath) split their operands with the integer conversion and test zeros on
@@ -123,23 +124,11 @@ _ICMP = {"eq": OP.OpIEqual, "ne": OP.OpINotEqual, "lt": OP.OpSLessThan, "le": OP
          "gt": OP.OpSGreaterThan, "ge": OP.OpSGreaterThanEqual}
 
 
-def _normal_constant(v) -> bool:
-    """A scalar float constant whose comparisons with a flushed subnormal come out as with
-    the subnormal itself: a normal number or an infinity (not zero, subnormal or NaN)."""
-    if not isinstance(v, ll.Constant) or not isinstance(v.type, ll.FloatType):
-        return False
-    try:
-        x = abs(float(v.constant))
-    except (TypeError, ValueError):
-        return False
-    return x >= 2.0 ** -126  # NaN compares False
-
-
-def fcmp(tr, pred: str, ta: ll.Type, a_ll, b_ll, native) -> int:
-    """An ordered (o..) or unordered (u..) comparison of f32 values; `native()` emits the
-    device's own comparison, used against normal constants."""
-    if _normal_constant(a_ll) or _normal_constant(b_ll):
-        return native()
+def fcmp(tr, pred: str, ta: ll.Type, a_ll, b_ll) -> int:
+    """An ordered (o..) or unordered (u..) comparison of f32 values. Even against a normal
+    constant the device's own comparison is not used: NVIDIA's compiler fuses a comparison
+    and a select of the compared values into a min/max, which flushes (__saturatef of a
+    subnormal gave 0 on the H200)."""
     u = _U(tr, _count(ta))
     a, b = tr.val(a_ll), tr.val(b_ll)
     rel = u.cmp(_ICMP[pred[1:]], order_key(u, a), order_key(u, b))
@@ -218,12 +207,13 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     def one(x, y, z):
         u = _U(tr)
         fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
-        mx, my, mz = u.mag(x), u.mag(y), u.mag(z)
-        sub = _any_subnormal(u, mx, my, mz)
-        nonzero = u.cmp(OP.OpINotEqual, u.op(OP.OpBitwiseOr, u.umin(mx, my), mz), u.c(0))
-        tiny = u.land(u.cmp(OP.OpULessThanEqual, u.mag(fast), u.c(_MIN_NORMAL)), nonzero)
-        return tr.slow_path(u.lor(sub, tiny), fast, u.ft, "cuport.subnormal.fma", [x, y, z],
-                            lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
+        # the least exponent field of the operands and the result: 0 for a zero or a
+        # subnormal operand, at most 1 for a result below 2^-125 (the few instructions an
+        # fma-bound loop can afford; zero operands take the exact path too)
+        e = [u.op(OP.OpBitwiseAnd, u.bits(v), u.c(_INF)) for v in (x, y, z, fast)]
+        low = u.umin(u.umin(e[0], e[1]), u.umin(e[2], e[3]))
+        return tr.slow_path(u.cmp(OP.OpULessThanEqual, low, u.c(_MIN_NORMAL)), fast, u.ft,
+                            "cuport.subnormal.fma", [x, y, z], lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
     return _scalarised(tr, t, (a, b, c), one)
 
 
