@@ -24,7 +24,14 @@ from llvmlite import ir as ll
 from ...isa.async_copy import _EXPECTED, _MASK21, _PHASE, _Word
 from ...isa.memory import space_of
 from ...ptx import ir
-from .lower_sync import SEM_ACQ_REL, SEM_ACQUIRE, SEM_UNIFORM, SEM_WORKGROUP, WORKGROUP
+from .lower_sync import (
+    SEM_ACQ_REL,
+    SEM_ACQUIRE,
+    SEM_UNIFORM,
+    SEM_WORKGROUP,
+    WORKGROUP,
+    with_visibility,
+)
 
 I1, I32, I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
 
@@ -46,7 +53,7 @@ def _load(em, space: str, a: ll.Value, t: ll.IntType) -> ll.Value:
 
 def _store(em, space: str, a: ll.Value, v: ll.Value) -> None:
     if space == "global":
-        em.b.store(v, em._global_ptr(a), align=v.type.width // 8)
+        em.b.store(v, em._global_ptr(a, write=True), align=v.type.width // 8)
     else:
         em._word_store(space, a, v)
 
@@ -126,7 +133,7 @@ def _word_pointer(em, space: str, a: ll.Value) -> tuple[ll.Value, str]:
             raise em.error("an mbarrier in a kernel whose shared memory has 32-bit words (internal)")
         return em._word_ptr("shared", em._split("shared", a)[0]), "s"
     if space == "global":
-        return em._global_ptr(a), "g"
+        return em._global_ptr(a, write=True), "g"
     raise em.error(f"an mbarrier in {space} memory")
 
 
@@ -136,7 +143,7 @@ def _semantics(em, acquire_only: bool = False) -> int:
 
     if relaxed_here(em):
         return 0
-    return (SEM_ACQUIRE if acquire_only else SEM_ACQ_REL) | SEM_WORKGROUP | SEM_UNIFORM
+    return with_visibility((SEM_ACQUIRE if acquire_only else SEM_ACQ_REL) | SEM_WORKGROUP | SEM_UNIFORM)
 
 
 def _update(em, ins: ir.Instr, index: int, change, nres: int = 0) -> list[ll.Value]:
