@@ -205,6 +205,16 @@ class Generator:
     def reset(self) -> None:
         self._order = None
 
+    def count(self, units: int) -> None:
+        """Where states made anew (a new seed or ordering) start: NVIDIA's offset moves by a
+        call's units (XORWOW, MRG32k3a), by n div 4 (Philox, n below 4 itself), not at all
+        for MTGP32; a quasirandom generator's by its points (quasi_draws)."""
+        if self.quasi or self.rng_type == MTGP32:
+            return
+        if self.rng_type == PHILOX:
+            units = units if units < 4 else units // 4
+        self.offset += units
+
     def order(self):
         if self._order is None:
             legacy = self.ordering == K["CURAND_ORDERING_PSEUDO_LEGACY"]
@@ -470,15 +480,15 @@ def get_property(kind: int) -> int:
     return values[kind]
 
 
-def _fill(g: Generator, what: str, out: int, count: int, dtype, make) -> None:
-    """Draw now (the generator's state is the call's), write when the stream gets there."""
+def _fill(g: Generator, what: str, out: int, count: int, dtype, make, pairs: bool = False) -> None:
+    """Draw now (the generator's state is the call's), write when the stream gets there.
+    `pairs`: the values come in pairs (normals), which XORWOW and MRG32k3a count once."""
     if out == 0:
         raise Status("CURAND_STATUS_NOT_INITIALIZED", "outputPtr is NULL")
     if count == 0:
         return
     values = make()
-    if not g.quasi:
-        g.offset += count  # where states made anew (a new seed, ordering) start
+    g.count(count // 2 if pairs and g.rng_type in LANED else count)
     dt = np.dtype(dtype)
     if g.host:
         _check_host(out, count * dt.itemsize)
@@ -591,7 +601,7 @@ def poisson(g: Generator, n: int, lam: float) -> np.ndarray:
         raise Status("CURAND_STATUS_OUT_OF_RANGE", f"lambda = {lam} (0 < lambda <= 400000)")
     if g.quasi:
         d = g.quasi_draws(n)
-        if lam < (2000 if d.dtype == U64 else 8000):
+        if lam < 2000 if d.dtype == U64 else lam <= 8000:
             return pm.inversion(d, lam)
         high = (d >> U64(32)).astype(U32) if d.dtype == U64 else d
         return pm.normal_approximation(normal_icdf_double(high), lam)
@@ -599,7 +609,7 @@ def poisson(g: Generator, n: int, lam: float) -> np.ndarray:
         d = g.draws(n)
         if lam < 32:
             return pm.square_histogram(d, lam)
-        if lam < 8000:
+        if lam <= 8000:
             return pm.inversion(d, lam)
         return pm.normal_approximation(normal_icdf_double(d), lam)
     if lam < 2000:
@@ -642,7 +652,7 @@ def generate_normal(generator: int, out: int, n: int, mean: float, stddev: float
     g = get(generator)
     _even(g, n, "curandGenerateNormal")
     _fill(g, "curandGenerateNormal", out, n, F32,
-          lambda: F32(mean) + F32(stddev) * normal(g, n))
+          lambda: F32(mean) + F32(stddev) * normal(g, n), pairs=True)
 
 
 @implements("curandGenerateNormalDouble")
@@ -650,7 +660,7 @@ def generate_normal_double(generator: int, out: int, n: int, mean: float, stddev
     g = get(generator)
     _even(g, n, "curandGenerateNormalDouble")
     _fill(g, "curandGenerateNormalDouble", out, n, np.float64,
-          lambda: mean + stddev * normal_double(g, n))
+          lambda: mean + stddev * normal_double(g, n), pairs=True)
 
 
 @implements("curandGenerateLogNormal")
@@ -658,7 +668,7 @@ def generate_log_normal(generator: int, out: int, n: int, mean: float, stddev: f
     g = get(generator)
     _even(g, n, "curandGenerateLogNormal")
     _fill(g, "curandGenerateLogNormal", out, n, F32,
-          lambda: np.exp(F32(mean) + F32(stddev) * normal(g, n)))
+          lambda: np.exp(F32(mean) + F32(stddev) * normal(g, n)), pairs=True)
 
 
 @implements("curandGenerateLogNormalDouble")
@@ -667,7 +677,7 @@ def generate_log_normal_double(generator: int, out: int, n: int, mean: float,
     g = get(generator)
     _even(g, n, "curandGenerateLogNormalDouble")
     _fill(g, "curandGenerateLogNormalDouble", out, n, np.float64,
-          lambda: np.exp(mean + stddev * normal_double(g, n)))
+          lambda: np.exp(mean + stddev * normal_double(g, n)), pairs=True)
 
 
 @implements("curandGeneratePoisson")

@@ -94,7 +94,7 @@ class Lanes:
         seq = np.zeros((int(made.max()) + 1, L), np.float32)
         seq[0, self.held] = self.kept[self.held]
         rows = self._rows(int(self.consumed.max()) + 2 * most)
-        for value in np.unique(self.consumed):
+        for value in np.unique(self.consumed) if most else ():
             sel = self.consumed == value
             first = int(value) - self.first
             d = rows[first:first + 2 * most][:, sel]  # (2 most, lanes here)

@@ -7,9 +7,9 @@ generator (lambda must be in (0, 400000], else CURAND_STATUS_OUT_OF_RANGE):
 - XORWOW, MRG32k3a, Philox4x32-10: below 2000, Marsaglia, Tsang and Wang's square
   histogram ("M2", curand_poisson.h's _curand_M2_double) of one 32-bit draw per output;
   from 2000, (unsigned)(sqrt(lambda) z + lambda + 0.5) of one normal per output.
-- MTGP32: M2 below 32; inversion (curand_poisson.h's _curand_poisson_ITR_double) below
+- MTGP32: M2 below 32; inversion (curand_poisson.h's _curand_poisson_ITR_double) up to
   8000; the normal approximation above, z the inverse normal CDF of the same draw.
-- Sobol32: inversion below 8000, then the normal approximation. Sobol64: inversion of
+- Sobol32: inversion up to 8000, then the normal approximation. Sobol64: inversion of
   53 bits below 2000, then the normal approximation of the high 32 bits.
 
 The histogram is the one curandCreatePoissonDistribution builds: the probabilities
