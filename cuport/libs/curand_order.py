@@ -10,10 +10,13 @@ tests/libs/curand_record.cu) and NVIDIA's host generators, which give the same b
   count; every lane continues from where its last unit left it. An offset o is o raw
   outputs already dealt: lane l has made o div lanes draws, one more if l < o mod lanes,
   and the next unit goes to lane o mod lanes.
-- Philox4x32-10 keeps no state: output g (counted from the offset over the generator's
-  life) is element g mod 4 of what subsequence g div 4 gives from its start: one
-  curand4 block (raw, uniform, normal: Box-Muller on (x, y) and (z, w)) or two
-  (doubles: four 53-bit uniforms, or two Box-Muller pairs of four words each).
+- Philox4x32-10: output g (counted from the offset over the generator's life) is element
+  g mod 4 of group g div 4, made by thread t = group mod 65536 from subsequence t with
+  one curand4 block (raw, uniform, normal: Box-Muller on (x, y) and (z, w)) or two
+  (doubles: four 53-bit uniforms, or two Box-Muller pairs of four words each). A thread
+  moves on by its group's blocks once the group's four outputs are all made (a group a
+  call leaves part-made is made again by the next call, from the same counter); an
+  offset o is o raw outputs made (o div 4 groups, one block each).
 - MTGP32 runs `blocks` blocks (192; 64 under PSEUDO_LEGACY), block b with NVIDIA's
   parameter set b, each making 256 outputs a round; output g is from round
   g div (256 blocks), block (g div 256) mod blocks, position 256 round + g mod 256.
@@ -119,27 +122,44 @@ class Lanes:
         return out
 
 
+PHILOX_THREADS = 65536  # Philox's host grid (the H200's and NVIDIA's host generator's)
+
+
 class PhiloxOrder:
-    """Philox4x32-10's outputs: subsequence g div 4, element g mod 4."""
+    """Philox4x32-10's 65536 threads: thread t's next group starts at counter[t]."""
 
     def __init__(self, seed: int, offset: int) -> None:
         self.seed = seed
         self.position = offset
+        q0, r0 = divmod(offset // 4, PHILOX_THREADS)
+        self.counter = np.full(PHILOX_THREADS, q0, np.int64)
+        self.counter[:r0] += 1
 
     def take(self, count: int, blocks: int, make) -> np.ndarray:
-        """The next `count` outputs; make((threads, 4 blocks) words) -> (threads, 4) values."""
+        """The next `count` outputs; make((groups, 4 blocks) words) -> (groups, 4) values."""
+        T = PHILOX_THREADS
         first, last = self.position // 4, (self.position + count - 1) // 4
-        threads = np.arange(first, last + 1, dtype=U64)
+        groups = np.arange(first, last + 1, dtype=np.int64)
+        threads = groups % T
+        q0, r0 = divmod(first, T)
+        earlier = groups // T - q0 - (threads < r0)  # the call's groups before it on its thread
+        base = (self.counter[threads] + blocks * earlier).astype(U64)
         words = []
         for b in range(blocks):
-            c = np.zeros((len(threads), 4), U32)
-            c[:, 0] = b
-            c[:, 2] = (threads & U64(0xFFFFFFFF)).astype(U32)
-            c[:, 3] = (threads >> U64(32)).astype(U32)
+            counter = base + U64(b)
+            c = np.zeros((len(groups), 4), U32)
+            c[:, 0] = (counter & U64(0xFFFFFFFF)).astype(U32)
+            c[:, 1] = (counter >> U64(32)).astype(U32)
+            c[:, 2] = threads.astype(U32)
             words.append(eng.philox_blocks(self.seed, c))
         values = make(np.concatenate(words, axis=1))
         skip = self.position - 4 * first
-        self.position += count
+        end = self.position + count
+        done = end // 4  # groups before this one are complete: their threads move on
+        t = np.arange(T)
+        made = (done - t + T - 1) // T - (first - t + T - 1) // T
+        self.counter += blocks * np.maximum(made, 0)
+        self.position = end
         return values.reshape(-1)[skip:skip + count]
 
 
