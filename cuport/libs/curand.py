@@ -1,29 +1,30 @@
-"""cuRAND's host API (libcurand.so.10): NVIDIA's generators (curand_engines.py) and the
-transforms curand_uniform.h / curand_normal.h / curand_lognormal.h / curand_poisson.h
-define, vectorised.
+"""cuRAND's host API (libcurand.so.10): NVIDIA's generators (curand_engines.py), laid over
+their states as NVIDIA's host library lays them (curand_order.py), with the transforms
+curand_uniform.h / curand_normal.h / curand_lognormal.h define, vectorised, and the
+Poisson methods of curand_poisson.py.
 
-How the host library spreads a request over its generator states is cuport's model,
-checked against the H200 by tests/libs/record_gpu.sh (tests/libs/test_curand.py reads
-the recording; until it exists the exact host-order tests are skipped):
-- XORWOW, MRG32k3a, Philox4x32-10: 4096 lanes, lane l = subsequence l of the seed. A
-  request is a run of units (an output, or a pair of normals), each made from k
-  consecutive draws of one lane; unit U (counted over the generator's life from the
-  offset, offset / k) is made by lane U mod 4096 from its draws k*(U div 4096) onwards.
-  For raw and uniform outputs (k = 1) that is "output g is step g div 4096 of
-  subsequence g mod 4096".
-- MTGP32: 64 blocks, block b with NVIDIA's parameter set b, seeded as
-  curandMakeMTGP32KernelState; output g comes from block (g div 256) mod 64, position
-  256 (g div 16384) + g mod 256 of its sequence.
-- Sobol (quasi): a request of n values for D dimensions is n/D points of dimension 0,
-  then of dimension 1, ...; the offset counts points.
-- Poisson: one draw per output (curand_poisson.h's _curand_poisson: Fishman's inversion
-  below lambda 1000, the normal approximation above).
-MT19937 and the SEEDED and DYNAMIC orderings answer CURAND_STATUS_INTERNAL_ERROR (cuRAND
-has no NOT_SUPPORTED) naming what is missing.
+All of it was read off the H200 (tests/libs/recorded/curand_host.txt, tests/libs/
+curand_record.cu's output there) and NVIDIA's host generators, which give the same bits
+on the CPU; tests/libs/test_curand.py holds cuport to both:
+- the orderings: curand_order.py; PSEUDO_BEST and PSEUDO_DEFAULT are one order,
+  PSEUDO_LEGACY has 4096 MRG32k3a lanes and 64 MTGP32 blocks; Philox's DYNAMIC is its
+  default. Sobol (quasi): n values for D dimensions are n/D points of dimension 0, then
+  of dimension 1, ...; the offset counts points.
+- normals: Box-Muller in pairs (XORWOW and MRG32k3a answer an odd count
+  CURAND_STATUS_LENGTH_NOT_MULTIPLE; Philox takes any), the inverse normal CDF for MTGP32
+  and Sobol, rising with the draw (the device header's form falls).
+- the offset NVIDIA keeps, where states made anew (a new seed, an ordering) start, moves
+  by a call's units (XORWOW, MRG32k3a), n div 4 (Philox), not at all (MTGP32).
+Not modelled, answering CURAND_STATUS_INTERNAL_ERROR (cuRAND has no NOT_SUPPORTED) with
+the reason: MT19937 (NVIDIA's host library deals its outputs 8 at a time from 8192
+states, state 0 the seed's MT19937 sequence in a blocked order, the others not found
+within its first 2^22 steps: how they are made is not known), XORWOW's SEEDED ordering and DYNAMIC for XORWOW, MRG32k3a and MTGP32 (their
+order depends on the request's size and the GPU).
 
-Exactness: raw bits, uniforms and Poisson values are NVIDIA's arithmetic (IEEE operations
-in the same order); normals and log-normals use logf/sinf/cosf/erfcinvf, which the GPU
-computes with its own approximations, so they agree to a few ulp, not bit for bit.
+Exactness: raw bits, uniforms and Poisson values below the normal approximation are
+NVIDIA's arithmetic (IEEE operations in the same order); normals and log-normals use
+logf/sinf/cosf/erfcinvf, which the GPU computes with its own approximations, so they
+agree to a few ulp, not bit for bit.
 """
 
 from __future__ import annotations
