@@ -125,7 +125,6 @@ FLT = frozenset({"f32", "f64"})
 HALF = frozenset({"f16", "f16x2", "bf16", "bf16x2"})
 PAIRS = frozenset({"u16x2", "s16x2"})  # min/max on two 16-bit halves (sm_90)
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
-PAIRS = frozenset({"u16x2", "s16x2"})
 B32 = frozenset({"b32"})
 B3264 = frozenset({"b32", "b64"})
 MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16",
@@ -141,6 +140,8 @@ def _kind(t: str) -> str:
 
 def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     """May a register declared `.rtype` be an operand of a `.itype` instruction?"""
+    if itype in PAIRS:
+        return rtype == "b32" or (relaxed and _kind(rtype) == "b" and _BITS.get(rtype, 0) >= 32)
     if not itype or itype not in _BITS:
         return True  # no instruction type to hold the register to
     if itype == "pred" or rtype == "pred":
@@ -150,8 +151,6 @@ def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     k = itype[0]
     if itype in ("f16x2", "bf16x2"):
         return rtype in ("b32", "f16x2") or (relaxed and rk == "b" and rs >= 32)
-    if itype in PAIRS:
-        return rtype == "b32" or (relaxed and rk == "b" and rs >= 32)
     if itype == "bf16":
         return rtype in ("b16", "f16") or (relaxed and rk == "b" and rs >= 16)
     if not relaxed:
