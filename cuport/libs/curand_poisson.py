@@ -112,8 +112,10 @@ def inversion(x: np.ndarray, lam: float) -> np.ndarray:
             if last:
                 out[members] = np.array(ks, np.int64)[stop]
                 continue
-            for s in np.unique(stop):
-                following.append((ks[s], ps[s], qs[s], members[stop == s]))
+            order = np.argsort(stop, kind="stable")
+            values, starts = np.unique(stop[order], return_index=True)
+            for s, part in zip(values, np.split(members[order], starts[1:]), strict=True):
+                following.append((ks[s], ps[s], qs[s], part))
         if last:
             return out
         paths = following
