@@ -32,7 +32,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, guard, host_pages, jit
+from . import cache, guard, host_pages, hostcalls, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -162,7 +162,17 @@ class CpuBackend:
         self.pool = get_pool()
         self._scratch: list[HostBuffer | None] = [None] * self.pool.n
         self._scratch_ptrs = (ctypes.c_void_p * self.pool.n)()
+        self._scratch_ptrs_addr = ctypes.addressof(self._scratch_ptrs)
+        self._scratch_size = 0
         self._launch_lock = threading.Lock()
+        # what run() fills for every launch (under the lock)
+        self._ctx = L.LaunchCtx()
+        self._ctx_addr = ctypes.addressof(self._ctx)
+        self._params_len = 4096
+        self._params = ctypes.create_string_buffer(self._params_len)
+        self._params_addr = ctypes.addressof(self._params)
+        self._fault_sigs = (ctypes.c_int32 * self.pool.n)()
+        self._fault_where = (ctypes.c_void_p * self.pool.n)()
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
@@ -216,8 +226,6 @@ class CpuBackend:
             if var not in module.globals:
                 raise BackendError(CUDA_ERROR_NOT_FOUND, f"kernel {kernel}: the variable {var} is declared but never defined")
             symbols[sym] = module.globals[var][0]
-        from . import hostcalls
-
         for sym in info.host_symbols:
             symbols[sym] = hostcalls.address_of(sym)
         return jit.link(obj, symbols), info
@@ -236,35 +244,52 @@ class CpuBackend:
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
             name: str, cooperative: bool = False) -> None:
         nblocks = grid[0] * grid[1] * grid[2]
-        pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
             workers = min(self.pool.n, nblocks)
             slot = (ck.scratch_bytes(dyn_smem) + 4095) & ~4095
-            for i in range(workers):
-                self._scratch_ptrs[i] = self._scratch_for(i, slot * ck.resident_slots)
-            ctx = L.LaunchCtx()
-            ctx.params = ctypes.addressof(pbuf)
+            need = slot * ck.resident_slots
+            if need > self._scratch_size:
+                for i in range(self.pool.n):
+                    self._scratch_ptrs[i] = self._scratch_for(i, need)
+                self._scratch_size = need
+            if len(params) > self._params_len:
+                self._params_len = max(len(params), 2 * self._params_len)
+                self._params = ctypes.create_string_buffer(self._params_len)
+                self._params_addr = ctypes.addressof(self._params)
+            ctypes.memmove(self._params_addr, params, len(params))
+            ctx = self._ctx  # one launch at a time: the same record serves every launch
+            ctypes.memset(self._ctx_addr, 0, ctypes.sizeof(ctx))
+            ctx.params = self._params_addr
             ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
             ctx.dyn_smem = dyn_smem
             ctx.nblocks = nblocks
-            ctx.next_block = 0
-            ctx.scratch = ctypes.addressof(self._scratch_ptrs)
-            ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
+            ctx.scratch = self._scratch_ptrs_addr
+            ctx.chunk = max(1, min(64, nblocks // (workers * 8)))
             workspace = None
             if cooperative:  # one block per grab, so that the workers share the grid
                 ctx.chunk = 1
                 workspace = (ctypes.c_uint32 * 2)(8, 0)  # {wsSize, barrier}
                 ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot
-            ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int] = {}
-            call = self._guarded(linked, ctx_addr, faults)
-            if workers == 1:
-                call(0)
+            native = self.pool.native
+            if native is not None:
+                native.cuport_guard_install()
+                native.cuport_pool_run(linked.worker_addr, self._ctx_addr, workers, 1,
+                                       self._ctx_addr + L.LaunchCtx.error.offset,
+                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                       self._fault_sigs, self._fault_where)
+                if ctx.error:
+                    for i in range(workers):
+                        if self._fault_sigs[i]:
+                            faults[i] = self._fault_where[i] or 0
+                            self._fault_sigs[i] = 0
             else:
-                self.pool.run(call, workers)
-            from . import hostcalls
-
+                call = self._guarded(linked, self._ctx_addr, faults)
+                if workers == 1:
+                    call(0)
+                else:
+                    self.pool.run(call, workers)
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:

@@ -22,6 +22,8 @@ from pathlib import Path
 from . import cache
 
 SOURCE = Path(__file__).with_name("guard.c")
+#: compiled into the same library: the worker pool (runs each share as a guarded call)
+SOURCES = [SOURCE, Path(__file__).with_name("runtime.c")]
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 _tried = False
@@ -33,7 +35,7 @@ def _build(target: Path) -> None:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
-        subprocess.run([*cc, "-O2", "-shared", "-fPIC", "-o", tmp, str(SOURCE), "-lpthread"],
+        subprocess.run([*cc, "-O2", "-shared", "-fPIC", "-o", tmp, *map(str, SOURCES), "-lpthread"],
                        check=True, capture_output=True, text=True)
         os.replace(tmp, target)  # atomic: concurrent builders agree
     finally:
@@ -48,7 +50,7 @@ def library() -> ctypes.CDLL | None:
         if _tried:
             return _lib
         _tried = True
-        digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES)).hexdigest()[:16]
         target = cache.cache_dir() / f"guard-{digest}.so"
         try:
             if not target.exists():
@@ -66,5 +68,11 @@ def library() -> ctypes.CDLL | None:
         lib.cuport_guarded_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
             ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]
+        lib.cuport_pool_start.restype = ctypes.c_int
+        lib.cuport_pool_start.argtypes = [ctypes.c_int]
+        lib.cuport_pool_run.restype = None
+        lib.cuport_pool_run.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]
         _lib = lib
         return lib
