@@ -38,6 +38,7 @@ def program_env(trace: bool = False, ptx_dir: str | None = None) -> dict[str, st
     old = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = library_dir + (os.pathsep + old if old else "")
     env["CUPORT_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["CUPORT_PYTHON"] = sys.executable  # for compile workers (backends/cpu/compile_pool.py)
     # nvcc run by the program itself (PyCUDA) makes PTX where it would make a cubin
     shims = Path(__file__).resolve().parent / "shims"
     nvcc = shims / "nvcc"

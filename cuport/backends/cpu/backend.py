@@ -32,7 +32,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, guard, host_pages, hostcalls, jit
+from . import cache, compile_pool, guard, host_pages, hostcalls, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -108,11 +108,13 @@ class CpuModule:
         except PtxSyntaxError as e:
             raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
         self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.texts = list(ptx_texts)
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
         self.globals: dict[str, tuple[int, int]] = {}
         self._allocate_globals()
         self._kernels: dict[str, CpuKernel] = {}
+        backend.compile_ahead(self)
 
     def _allocate_globals(self) -> None:
         vars_ = [v for v in self.ptx.variables if v.space in ("global", "const")]
@@ -199,13 +201,53 @@ class CpuBackend:
             slots *= 2
         return slots
 
+    def _key(self, module: CpuModule, kernel: str, block: tuple[int, int, int], resident: int) -> str:
+        return cache.make_key(module.text_key, kernel, repr(block), str(resident), __version__,
+                              cache.code_fingerprint(), jit.host_description(), str(self.pool.n),
+                              *(os.environ.get(k, "") for k in compile_pool.CODE_ENV))
+
+    def compile_ahead(self, module: CpuModule) -> None:
+        """Queue the module's kernels whose block shape the PTX declares for the compile
+        workers (compile_pool.py), unless cached already."""
+        ahead = [f for f in module.ptx.kernels() if f.is_definition and (f.reqntid or f.maxntid)]
+        if not ahead or compile_pool.worker_count() == 0:
+            return
+        pool = compile_pool.get_compile_pool()
+        pool.on_result = self._store_ahead
+        for f in ahead:
+            block = tuple((list(f.reqntid or f.maxntid) + [1, 1])[:3])
+            if block[0] * block[1] * block[2] > 1024:
+                continue
+            key = self._key(module, f.name, block, RESIDENT_SLOTS)
+            if cache.load(key) is not None:
+                continue
+            pool.submit(key, module.text_key, module.texts, f.name, block, RESIDENT_SLOTS,
+                        self.pool.n, len(f.body or ()))
+
+    def _store_ahead(self, job, reply) -> bool:
+        """A compile worker's result into the disk cache; True when it went there."""
+        if reply[0] != "done":
+            return False
+        _, _, obj, info, seconds = reply
+        self.stats["compiles"] += 1
+        self.stats["compile_seconds"] += seconds
+        if not cache.enabled():
+            return False
+        cache.store(job.key, obj, {"info": info, "seconds": seconds})
+        return True
+
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int],
                 resident: int = RESIDENT_SLOTS):
-        key = cache.make_key(module.text_key, kernel, repr(block), str(resident), __version__, cache.code_fingerprint(),
-                             jit.host_description(), str(self.pool.n),
-                             os.environ.get("CUPORT_CHECK_CONVERGENCE", ""),
-                             os.environ.get("CUPORT_NO_YIELDS", ""))
+        key = self._key(module, kernel, block, resident)
         hit = cache.load(key)
+        if hit is None:
+            # compiled ahead by a worker, or under way there: take its result
+            ahead = compile_pool.get_compile_pool().claim(key)
+            reply = ahead.result() if ahead is not None else None
+            if reply is not None and reply[0] == "done":
+                hit = reply[2], {"info": reply[3]}
+            else:
+                hit = cache.load(key)  # (a worker may have stored it meanwhile)
         if hit is not None:
             obj, meta = hit
             info = CompiledKernelInfo(**meta["info"])
