@@ -176,8 +176,13 @@ def cmd_ptx(args: argparse.Namespace) -> int:
         print(f"cuport ptx: {args.file}: {e}", file=sys.stderr)
         return 1
     kernels = [f for f in module.functions.values() if f.is_entry and f.is_definition]
-    if args.kernel:
-        kernels = [f for f in kernels if f.name == args.kernel]
+    if args.kernel:  # the name, or a part of it that only one kernel's name has
+        exact = [f for f in kernels if f.name == args.kernel]
+        kernels = exact or [f for f in kernels if args.kernel in f.name]
+        if len(kernels) > 1:
+            print(f"cuport ptx: several kernels match {args.kernel}:\n  "
+                  + "\n  ".join(f.name for f in kernels), file=sys.stderr)
+            return 2
     elif len(kernels) > 1:
         print("cuport ptx: the module has several kernels; choose one with --kernel:\n  "
               + "\n  ".join(f.name for f in kernels), file=sys.stderr)
@@ -230,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ptx.add_argument("--dump-after", metavar="STEP", help="the step after which to print")
     ptx.add_argument("--device", choices=("cpu", "vulkan"), default="cpu",
                      help="whose pipeline (default cpu)")
-    ptx.add_argument("--kernel", help="the kernel (default: the module's only one)")
+    ptx.add_argument("--kernel", help="the kernel, or a unique part of its name (default: the "
+                     "module's only one)")
     ptx.add_argument("--block", help="block shape X[,Y[,Z]] (default: .reqntid, .maxntid or 256)")
     ptx.add_argument("--list-steps", action="store_true", help="name the steps, in order")
     ptx.add_argument("file", nargs="?", help="PTX text, or a fat binary / ELF / CUDA program")
