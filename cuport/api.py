@@ -114,6 +114,9 @@ class Kernel:
                 else:
                     staged.append(a)
             self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, staged))
+            failed = self._backend.drain() if hasattr(self._backend, "drain") else None
+            if failed is not None:
+                raise failed[1]
         finally:
             for addr, a in bufs:
                 if a.flags.writeable:

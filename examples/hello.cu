@@ -1,7 +1,16 @@
-// hello.cu: an unmodified CUDA program, no kernel yet. Build it with nvcc and run it
-// on the CPU:   nvcc -o hello examples/hello.cu && cuport run ./hello
+// hello.cu: an unmodified CUDA program. Build it with nvcc and run it on the CPU:
+//     nvcc -o hello examples/hello.cu && cuport run ./hello
+// It prints the device cuport presents, copies a buffer there and back, runs a kernel
+// on it and checks every element of the result on the host.
 #include <cstdio>
 #include <cuda_runtime.h>
+
+// One thread per element, a grid-stride loop: y[i] = a * x[i] + i.
+__global__ void axpi(float a, const float *x, float *y, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        y[i] = a * x[i] + i;
+}
 
 #define CHECK(call)                                                                 \
     do {                                                                            \
@@ -46,9 +55,24 @@ int main()
             printf("mismatch at %d\n", i);
             return 1;
         }
-    CHECK(cudaMemset(dev, 0, sizeof host));
-    CHECK(cudaMemcpy(back, dev, sizeof back, cudaMemcpyDeviceToHost));
-    printf("copied 2 x %zu MiB in %.2f ms, memset to %g\n", sizeof host >> 20, ms, back[n - 1]);
+    printf("copied 2 x %zu MiB in %.2f ms\n", sizeof host >> 20, ms);
+
+    float *out;
+    CHECK(cudaMalloc(&out, sizeof host));
+    CHECK(cudaMemset(out, 0, sizeof host));
+    axpi<<<prop.multiProcessorCount * 4, 256, 0, stream>>>(2.0f, dev, out, n);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpyAsync(back, out, sizeof back, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < n; i++)
+        if (back[i] != 2.0f * host[i] + (float)i) {
+            printf("kernel result mismatch at %d: %g, expected %g\n", i, back[i],
+                   2.0f * host[i] + (float)i);
+            return 1;
+        }
+    printf("kernel axpi<<<%d, 256>>> on %d elements: y[%d] = %g\n",
+           prop.multiProcessorCount * 4, n, n - 1, back[n - 1]);
+    CHECK(cudaFree(out));
     CHECK(cudaFree(dev));
     printf("PASS\n");
     return 0;

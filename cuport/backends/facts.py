@@ -6,11 +6,26 @@ from __future__ import annotations
 
 import struct
 
+from .. import ptx
 from ..ptx import ir
+from ..ptx.callgraph import reachable_module_variables, reachable_shared
 from ..ptx.errors import UnsupportedError
-from .base import KernelInfo, ParamInfo
+from ..ptx.lexer import PtxSyntaxError
+from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
 
 MAX_THREADS = 1024
+
+
+def load_ptx(texts: list[str]) -> ir.Module:
+    """The module of a load: parsed, checked as ptxas would check it (cuport.ptx.validate)
+    and linked; invalid PTX is a BackendError with NVIDIA's code, ptxas' words and, in
+    `log`, what CU_JIT_ERROR_LOG_BUFFER gets."""
+    try:
+        return ptx.load(texts)
+    except PtxSyntaxError as e:
+        err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
+        err.log = ptx.log_of(e)
+        raise err from None
 
 
 def pack_init(v: ir.Var, resolve) -> bytes:
@@ -55,28 +70,10 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
         off = (off + a - 1) // a * a
         params.append(ParamInfo(p.name, off, p.size, a, p.size == 8 and not p.dims, "" if p.dims else p.type))
         off += p.size
-    # static shared memory and local memory reachable from the kernel
-    seen: set[str] = set()
-    work = [fn]
-    shared = [v for v in module.variables if v.space == "shared" and v.linkage != "extern" and not (v.dims and v.dims[-1] is None)]
-    local = 0
-    while work:
-        f = work.pop()
-        if f.name in seen:
-            continue
-        seen.add(f.name)
-        for v in f.locals:
-            if v.space == "shared" and not (v.dims and v.dims[-1] is None) and v.linkage != "extern":
-                shared.append(v)
-            if v.space == "local" and f is fn:
-                local += v.size
-        for st in f.body or ():
-            if isinstance(st, ir.Instr) and st.op == "call":
-                for a in st.args:
-                    if isinstance(a, ir.Sym) and a.name in module.functions:
-                        g = module.functions[a.name]
-                        if g.is_definition:
-                            work.append(g)
+    # static shared memory (of the kernel's call graph only, as ptxas counts it) and local memory
+    shared = [v for v in reachable_shared(module, fn)
+              if v.linkage != "extern" and not (v.dims and v.dims[-1] is None)]
+    local = sum(v.size for v in fn.locals if v.space == "local")
     soff = 0
     for v in shared:
         a = max(v.alignment, 1)
@@ -93,4 +90,6 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
             n *= d
         maxt = min(maxt, n)
     req = tuple((list(fn.reqntid) + [1, 1])[:3]) if fn.reqntid else None
-    return KernelInfo(fn.name, params, off, soff, local, maxt, req)
+    const = sum(v.size for v in reachable_module_variables(module, fn, "const"))
+    return KernelInfo(fn.name, params, off, soff, local, maxt, req,
+                      attributes={"const_size_bytes": const})

@@ -12,12 +12,22 @@
  *   sys.path, and only then let cffi set up the module.
  * - If the Python side cannot start, cffi would answer 0 (CUDA_SUCCESS) from every
  *   entry point; instead every call fails with CUDA_ERROR_NOT_INITIALIZED.
+ * - Driver calls keep coming after the interpreter is gone: thread-local destructors
+ *   (cuda.core's context handles), the static CUDA runtime's exit handler (CLS delete,
+ *   cuLibraryUnload) and C++ global destructors run after Py_FinalizeEx, and cffi's
+ *   PyGILState_Ensure then crashes the process. Once the interpreter is finalising or
+ *   gone, every entry answers CUDA_ERROR_DEINITIALIZED without touching Python, as
+ *   NVIDIA's driver does while it is being torn down.
+ * - In a child forked after cuInit, NVIDIA's driver answers CUDA_ERROR_NOT_INITIALIZED
+ *   to every call (numba-cuda's fork detection keys on it). The child's Python may not
+ *   even be usable (a C fork() while a worker held the GIL), so that too is decided here.
  *
  * Build-time values come as macros: CUPORT_LIBPYTHON (soname), CUPORT_PYTHON_HOME,
  * CUPORT_SITE_DIRS (newline-separated site directories of the build environment).
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +37,74 @@
 /* Set to 1 by the Python side (cuport.capi.runtime.attach) once every entry point
  * has its implementation; read by the exported wrappers. */
 static int cuport_attached = 0;
+/* Set by the dispatcher when ^C reached a Python program inside a call (stream.py's
+ * interrupted): the KeyboardInterrupt is raised again once the call has returned. */
+static int cuport_interrupted = 0;
+
+static void cuport_rearm_interrupt(void)
+{
+    cuport_interrupted = 0;
+    PyErr_SetInterruptEx(SIGINT);
+}
 static int cuport_ready = 0;
 static pthread_once_t cuport_boot_once = PTHREAD_ONCE_INIT;
+/* The process had a running Python when the library was loaded (ctypes, cuda-python):
+ * once that interpreter is gone, it must not be started again. */
+static int cuport_loaded_into_python = 0;
+/* cuInit succeeded in this process (set by cuInit's C entry). */
+static int cuport_initialized = 0;
+/* This process is a child forked after cuInit. */
+static volatile int cuport_forked = 0;
+
+#define CUPORT_NOT_STARTED 3    /* CUDA_ERROR_NOT_INITIALIZED */
+#define CUPORT_DEINITIALIZED 4  /* CUDA_ERROR_DEINITIALIZED */
+
+/* CUPORT_TRACE: calls answered here, without Python, are traced here too. */
+static int cuport_tracing = 0;
+
+/* After the interpreter has ended, the calls that release something answer success (the
+ * process's exit releases it all: nothing can use it any more), and the context stack is
+ * an empty one per thread kept here, so that cleanup code that saves, sets and restores
+ * the current context around a release (cuda.core's) goes through. Every other call
+ * answers CUDA_ERROR_DEINITIALIZED. capi/build.py decides which call gets which. */
+static __thread void *cuport_teardown_current = NULL;
+
+/* Answer a call that cuport_enter() refused: trace it, return `answer`. */
+static int cuport_refused(const char *name, int code, int answer)
+{
+    if (cuport_tracing)
+        fprintf(stderr, "cuport trace: %s -> %s (%s; answered without Python)\n", name,
+                answer == 0 ? "CUDA_SUCCESS"
+                : answer == CUPORT_DEINITIALIZED ? "CUDA_ERROR_DEINITIALIZED"
+                : "CUDA_ERROR_NOT_INITIALIZED",
+                code == CUPORT_DEINITIALIZED ? "the interpreter has ended"
+                : "a child forked after cuInit");
+    return answer;
+}
+
+static void cuport_after_fork_child(void)
+{
+    if (cuport_initialized)
+        cuport_forked = 1;
+}
 
 __attribute__((constructor)) static void cuport_promote_libpython(void)
 {
     dlopen(CUPORT_LIBPYTHON, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    const char *trace = getenv("CUPORT_TRACE");
+    cuport_tracing = trace != NULL && trace[0] != '\0' && strcmp(trace, "0") != 0;
+    cuport_loaded_into_python = Py_IsInitialized();
+    pthread_atfork(NULL, NULL, cuport_after_fork_child);
+}
+
+/* Whether Python may be entered: initialised and not finalising. */
+static inline int cuport_python_alive(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+    return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
 }
 
 static const char cuport_path_setup[] =
@@ -56,8 +128,14 @@ static const char cuport_path_setup[] =
     "_cuport_path_setup()\n"
     "del _cuport_path_setup\n";
 
+/* The program's signal dispositions are its own: importing Python's `signal` module
+ * installs a SIGINT handler (KeyboardInterrupt) even with install_signal_handlers = 0,
+ * which made ^C raise inside cuport's calls instead of stopping the program. The module is
+ * imported once here, at start-up, and the program's SIGINT action put back. */
 static int cuport_start_interpreter(void)
 {
+    struct sigaction program_sigint;
+    int restored = sigaction(SIGINT, NULL, &program_sigint) == 0;
     PyConfig config;
     PyStatus status;
     PyConfig_InitPythonConfig(&config);
@@ -72,6 +150,8 @@ static int cuport_start_interpreter(void)
     if (PyStatus_Exception(status))
         goto fail;
     PyConfig_Clear(&config);
+    if (restored && PyRun_SimpleString("import signal") == 0)
+        sigaction(SIGINT, &program_sigint, NULL);
     return 0;
 fail:
     PyConfig_Clear(&config);
@@ -141,13 +221,24 @@ static void cuport_boot(void)
     cuport_ready = 1;
 }
 
-/* Every exported entry point starts with this: one predictable branch once ready. */
-static inline int cuport_ensure(void)
+/* Every exported entry point starts with this: 0 when the call may go on into Python,
+ * else the CUresult to answer without touching it. */
+static int cuport_enter_slow(void)
 {
-    if (__builtin_expect(cuport_ready, 1))
-        return 1;
-    pthread_once(&cuport_boot_once, cuport_boot);
-    return cuport_ready;
+    if (cuport_forked)
+        return CUPORT_NOT_STARTED;
+    if (!cuport_ready && !(cuport_loaded_into_python && !cuport_python_alive())) {
+        pthread_once(&cuport_boot_once, cuport_boot);
+        if (!cuport_ready)
+            return CUPORT_NOT_STARTED;  /* cuport_boot said why */
+    }
+    /* Never started (loaded into a Python that has ended since) or ended since. */
+    return cuport_python_alive() ? 0 : CUPORT_DEINITIALIZED;
 }
 
-#define CUPORT_NOT_STARTED 3 /* CUDA_ERROR_NOT_INITIALIZED */
+static inline int cuport_enter(void)
+{
+    if (__builtin_expect(cuport_ready && !cuport_forked && cuport_python_alive(), 1))
+        return 0;
+    return cuport_enter_slow();
+}

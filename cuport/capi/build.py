@@ -9,10 +9,14 @@ implementation or a not-implemented reporter to each. The export-table slots are
 C entries too. The generated C is written to a temporary directory and compiled
 with the C compiler Python was built with; it is never kept.
 
-The library lands in cuport/_native/ (installed package or source tree), with a
-`libcuda.so` link and a BUILD_ID stamp; `library_dir()` rebuilds it when the inputs
-changed (editable installs) and falls back to a cache directory when the package
-directory is read-only.
+The library lands in cuport/_native/<interpreter>/ (installed package or source
+tree), with a `libcuda.so` link, a BUILD_ID stamp and cuport's NVRTC shim
+(cuport/shims/nvrtc.py); `library_dir()` rebuilds it when the inputs changed (editable
+installs) and falls back to a cache directory when the package directory is
+read-only. The folder is one per interpreter and environment (the library embeds
+both), so that virtual environments sharing an editable checkout each keep theirs
+instead of rebuilding at every switch; folders of environments that are gone are
+removed at the next build.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -30,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 from cuport.capi import export_layout, table
+from cuport.shims import nvrtc as nvrtc_shim
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_NATIVE = HERE.parent / "_native"
@@ -71,9 +77,11 @@ def cdef_text() -> str:
     funcs = table.functions()
     lines = [table.types_cdef()]
     lines.append("extern int cuport_attached;")
+    lines.append("extern int cuport_interrupted;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
+    lines.append(f"extern void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}];")
     lines.append('extern "Python" {')
     for f in funcs.values():
         lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.c_params()});")
@@ -103,31 +111,128 @@ def c_source(libpython: str) -> str:
         out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
+        body = f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
+        if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
+            body += "    if (r == 0) cuport_initialized = 1;\n"
+        # a ^C that arrived inside the call: Python's handler ran, put cuport's back (guard.c)
+        body += "    if (cuport_interrupted) cuport_rearm_interrupt();\n    return r;\n"
         out.append(
             f"CUPORT_EXPORT {f.ret} {f.symbol}({f.c_params()}) {{\n"
-            f"    if (!cuport_ensure()) return CUPORT_NOT_STARTED;\n"
-            f"    return cuport_py_{f.symbol}({f.c_args()});\n}}")
+            f"    int refused = cuport_enter();\n"
+            f"    if (refused) {{\n{_teardown(f)}    }}\n{body}}}")
+    out.extend(_slot_entries())
     out.append("struct cuport_symbol { const char *name; void *fn; };")
     out.append(f"static const struct cuport_symbol cuport_symbols[{len(funcs)}] = {{")
     out.extend(f'    {{"{f.symbol}", (void *)&{f.symbol}}},' for f in funcs.values())
     out.append("};")
     for t, s in slot_stubs():
         out.append(f"static CUresult cuport_unknown_{t}_{s}(void) "
-                   f"{{ return cuport_unknown_slot({t}, {s}); }}")
+                   f"{{ int refused = cuport_enter(); return refused ? cuport_refused("
+                   f"\"export table slot {s} of table {t}\", refused, refused) : "
+                   f"cuport_unknown_slot({t}, {s}); }}")
     out.append(f"static void *const cuport_unknown_slots[{len(slot_stubs())}] = {{")
     out.extend(f"    (void *)&cuport_unknown_{t}_{s}," for t, s in slot_stubs())
     out.append("};")
     return "\n".join(out) + "\n"
 
 
+# After the interpreter has ended (boot.c): calls that release something succeed, the
+# context stack is an empty one per thread kept in C; everything else is DEINITIALIZED.
+_RELEASES = re.compile(r"^cu(?!GraphAddMemFree|GraphMemFreeNode)\w*"
+                       r"(Free|Destroy|Release|Unload|Unregister|Detach)(?![a-z])")
+_DEINIT = "refused == CUPORT_DEINITIALIZED"
+_TEARDOWN_STACK = {
+    "cuCtxGetCurrent": f"if ({_DEINIT} && pctx) {{ *pctx = cuport_teardown_current; {{ok}} }}",
+    "cuCtxSetCurrent": f"if ({_DEINIT}) {{ cuport_teardown_current = ctx; {{ok}} }}",
+    "cuCtxPushCurrent": f"if ({_DEINIT}) {{ cuport_teardown_current = ctx; {{ok}} }}",
+    "cuCtxPopCurrent": f"if ({_DEINIT}) {{ if (pctx) *pctx = cuport_teardown_current; "
+                       "cuport_teardown_current = NULL; {ok} }",
+}
+
+
+def _teardown(f: table.Function) -> str:
+    """C statements answering a call that cuport_enter() refused (`refused` is its code)."""
+    name = _c_string(f.symbol)
+    ok = f"return cuport_refused({name}, refused, 0);"
+    stack = _TEARDOWN_STACK.get(f.symbol.removesuffix("_v2"))
+    if stack:
+        return f"        {stack.replace('{ok}', ok)}\n        return cuport_refused({name}, refused, refused);\n"
+    answer = f"{_DEINIT} ? 0 : refused" if _RELEASES.search(f.symbol) else "refused"
+    return f"        return cuport_refused({name}, refused, {answer});\n"
+
+
+def _split_params(params: str) -> list[str]:
+    """C parameter declarations, split at the commas outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(params + ","):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(params[start:i].strip())
+            start = i + 1
+    return [p for p in out if p and p != "void"]
+
+
+def _slot_entries() -> list[str]:
+    """A C entry in front of each implemented export-table slot: the slots are called
+    like driver functions (the static runtime's exit handler deletes its CLS entry after
+    the interpreter has gone), so they pass cuport_enter() first too."""
+    out = []
+    for name, (ret, params) in export_layout.SLOT_SIGNATURES.items():
+        decls = _split_params(params)
+        named = []
+        for i, d in enumerate(decls):
+            named.append(d.replace("(*)", f"(*a{i})", 1) if "(*)" in d else f"{d} a{i}")
+        args = ", ".join(f"a{i}" for i in range(len(decls)))
+        what = _c_string(f"export table slot {name}")
+        answer = f"{_DEINIT} ? 0 : refused" if name == "cls_delete" else "refused"
+        refused = {"void": f"{{ cuport_refused({what}, refused, refused); return; }}",
+                   "uint32_t": f"return cuport_refused({what}, refused, refused), 0;"
+                   }.get(ret, f"return cuport_refused({what}, refused, {answer});")
+        call = f"cuport_slot_{name}({args});"
+        out.append(f"static {ret} cuport_slot_{name}({params});")
+        out.append(f"static {ret} cuport_c_slot_{name}({', '.join(named) or 'void'}) {{\n"
+                   f"    int refused = cuport_enter();\n"
+                   f"    if (refused) {refused}\n"
+                   f"    {call if ret == 'void' else 'return ' + call}\n}}")
+    out.append(f"static void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}] = {{")
+    out.extend(f"    (void *)&cuport_c_slot_{name}," for name in export_layout.SLOT_SIGNATURES)
+    out.append("};")
+    return out
+
+
+def _interpreter() -> str:
+    return repr((sys.version, sys.base_prefix, site_dirs()))
+
+
 def build_id() -> str:
     """Changes whenever the library would come out differently."""
     h = hashlib.sha256()
     for path in (table.API_FILE, table.TYPES_FILE, HERE / "boot.c", Path(__file__),
-                 HERE / "export_layout.py"):
+                 HERE / "export_layout.py", nvrtc_shim.SOURCE, Path(nvrtc_shim.__file__)):
         h.update(path.read_bytes())
-    h.update(repr((sys.version, sys.base_prefix, site_dirs())).encode())
+    h.update(_interpreter().encode())
     return h.hexdigest()[:16]
+
+
+def native_dir(base: Path = PACKAGE_NATIVE) -> Path:
+    """This interpreter's and environment's folder under base."""
+    key = hashlib.sha256(_interpreter().encode()).hexdigest()[:12]
+    return base / f"py{sys.version_info[0]}{sys.version_info[1]}-{key}"
+
+
+def _remove_abandoned(base: Path, keep: Path) -> None:
+    """Folders of environments whose site directories are all gone (and the files of the
+    layout before folders per environment)."""
+    for name in (SONAME, "libcuda.so", "BUILD_ID"):
+        old = base / name
+        if old.is_file() or old.is_symlink():
+            old.unlink(missing_ok=True)
+    for d in base.glob("py*-*"):
+        sites = d / "SITE_DIRS"
+        if d == keep or not d.is_dir() or not sites.exists():
+            continue
+        if not any(Path(s).is_dir() for s in sites.read_text().splitlines() if s):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def build(out_dir: Path, verbose: bool = False) -> Path:
@@ -144,7 +249,9 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     ffi.embedding_api("")
     ffi.embedding_init_code(INIT_CODE)
     ffi.set_source(MODULE_NAME, c_source(libpython))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o755)  # whatever the umask: nobody else may put a library here
     with tempfile.TemporaryDirectory(prefix="cuport-build-") as tmp:
         c_file = Path(tmp) / f"{MODULE_NAME}.c"
         with contextlib.redirect_stdout(io.StringIO()):  # cffi announces what it generates
@@ -168,14 +275,29 @@ def build(out_dir: Path, verbose: bool = False) -> Path:
     if not link_path.is_symlink():
         link_path.unlink(missing_ok=True)
         link_path.symlink_to(SONAME)
+    nvrtc_shim.build(out_dir)
+    (out_dir / "SITE_DIRS").write_text("\n".join(site_dirs()) + "\n")
     (out_dir / "BUILD_ID").write_text(build_id() + "\n")
+    if out_dir.parent == PACKAGE_NATIVE:
+        _remove_abandoned(PACKAGE_NATIVE, out_dir)
     return out_dir / SONAME
 
 
 def _is_current(directory: Path) -> bool:
     stamp = directory / "BUILD_ID"
     return (directory / SONAME).exists() and stamp.exists() and \
-        stamp.read_text().strip() == build_id()
+        nvrtc_shim.shim_path(directory).exists() and stamp.read_text().strip() == build_id()
+
+
+def _is_private(directory: Path) -> bool:
+    """A fallback build outside the package is used only if nobody else could have put it
+    there: the folder and the library this user's and writable by nobody else."""
+    from cuport.backends.cpu.cache import untrusted_because
+
+    try:
+        return not any(untrusted_because(os.lstat(p)) for p in (directory, directory / SONAME))
+    except OSError:
+        return False
 
 
 def cache_dir() -> Path:
@@ -183,28 +305,53 @@ def cache_dir() -> Path:
     return Path(base) / "cuport" / "native" / build_id()
 
 
+def _is_installed_safely(directory: Path) -> bool:
+    """The package's own build is used only if no one but its owner (or root, or you) can
+    replace the library: neither the folder nor the file writable by others."""
+    return _is_folder_safe(directory) and _is_folder_safe(directory / SONAME)
+
+
+def _is_folder_safe(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid in {os.geteuid(), 0, HERE.stat().st_uid} and not st.st_mode & 0o022
+
+
 def library_dir(rebuild: bool = True) -> Path:
     """The directory holding a current libcuda.so.1 (building it if needed)."""
-    if _is_current(PACKAGE_NATIVE):
-        return PACKAGE_NATIVE
+    own = native_dir()
+    if _is_current(own) and _is_installed_safely(own):
+        return own
     cached = cache_dir()
-    if _is_current(cached):
+    if _is_current(cached) and _is_private(cached):
         return cached
     if not rebuild:
         raise FileNotFoundError("cuport's libcuda.so.1 is not built; run `cuport info`")
     print("cuport: building libcuda.so.1 (its inputs changed since the last build)",
           file=sys.stderr)
     try:
-        build(PACKAGE_NATIVE)
-        return PACKAGE_NATIVE
+        for folder in (PACKAGE_NATIVE, own):
+            if folder.exists() and not _is_folder_safe(folder):
+                raise PermissionError(f"{folder} is writable by others")
+        build(own)
+        return own
     except PermissionError:
+        from cuport.backends.cpu.cache import make_private_dirs, untrusted_because
+
+        make_private_dirs(cached)
+        why = untrusted_because(os.lstat(cached))
+        if why:
+            raise PermissionError(f"cuport's libcuda.so.1 cannot be built in {cached}: "
+                                  f"{why}") from None
         build(cached)
         return cached
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else PACKAGE_NATIVE
+    out = Path(argv[0]) if argv else native_dir()
     path = build(out, verbose=True)
     print(path)
     return 0

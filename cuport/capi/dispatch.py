@@ -23,6 +23,12 @@ from cuport.driver.errors import CudaError, E
 
 UNKNOWN = int(E.UNKNOWN)
 NOT_SUPPORTED = int(E.NOT_SUPPORTED)
+INVALID_CONTEXT = int(E.INVALID_CONTEXT)
+
+# Calls programs make to ask whether a context is current: "none" is an answer, not a
+# misuse, so it is not reported (cuda.core and CuPy ask at start-up, the runtime at
+# exit). Symbol -> the context parameter that must be NULL (None: there is none).
+CONTEXT_PROBES: dict[str, str | None] = {"cuCtxGetDevice": None, "cuCtxGetDevice_v2": "ctx"}
 
 
 def tracing() -> bool:
@@ -75,6 +81,13 @@ class Dispatcher:
         symbol, ptds = func.symbol, func.ptds
         fn, before_init = impl.fn, impl.before_init
         do_trace = self.trace
+        probe = symbol in CONTEXT_PROBES
+        probe_arg = next((i for i, p in enumerate(func.params)
+                          if p.name == CONTEXT_PROBES.get(symbol)), None)
+
+        def probe_answered(code: int, args) -> bool:
+            return probe and code == INVALID_CONTEXT and (
+                probe_arg is None or args[probe_arg] == NULL)
 
         def write_outs(args, values) -> None:
             for (i, _, _, write), value in zip(outs, values, strict=True):
@@ -105,12 +118,14 @@ class Dispatcher:
                 code = e.code
                 if e.outs is not None:
                     write_outs(args, e.outs)
-                if not e.quiet:
+                if not e.quiet and not probe_answered(e.code, args):
                     errors.report(symbol, e.code, e.message, e.subject)
             except Exception as e:  # noqa: BLE001 - nothing may reach C
                 err = errors.from_exception(e, symbol)
                 code = err.code
                 errors.report(symbol, err.code, err.message)
+            except KeyboardInterrupt:  # ^C in a Python program while cuport waited
+                code = stream.interrupted(symbol)
             if do_trace:
                 trace.print_call(func, values, ins, result, outs, code,
                                  time.perf_counter() - start)

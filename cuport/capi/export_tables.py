@@ -60,6 +60,14 @@ def _device_identities() -> list[tuple[bytes, int, int, int]]:
     return out
 
 
+def table_slot(name: str, slot: int) -> int:
+    """The address a table's slot holds (the C entry the runtime calls)."""
+    for layout, cdata, _ in _tables.values():
+        if layout.name == name:
+            return int(types.ffi().cast("uintptr_t", cdata[slot]))
+    raise KeyError(name)
+
+
 def table_address(name: str) -> int:
     for layout, _, address in _tables.values():
         if layout.name == name:
@@ -87,12 +95,14 @@ def install(ffi, lib) -> None:
         error = None if ret == "void" else (0 if ret == "uint32_t" else int(E.UNKNOWN))
         ffi.def_extern(name=f"cuport_slot_{name}", error=error)(_guard(name, handlers[name], ret))
     ffi.def_extern(name="cuport_unknown_slot", error=int(E.UNKNOWN))(_unknown_slot)
+    # C entries in front of the slots' Python (capi/build.py), in SLOT_SIGNATURES order
+    entries = dict(zip(export_layout.SLOT_SIGNATURES, lib.cuport_slot_entries, strict=True))
     stub = 0
     for layout in export_layout.TABLES:
         cdata = ffi.new(f"void *[{layout.slots}]")
         for slot in range(layout.slots):
             if slot in layout.functions:
-                cdata[slot] = ffi.cast("void *", getattr(lib, f"cuport_slot_{layout.functions[slot]}"))
+                cdata[slot] = entries[layout.functions[slot]]
             elif slot in layout.null_slots:
                 cdata[slot] = ffi.NULL
             else:
@@ -192,7 +202,7 @@ def _handlers(ffi, lib) -> dict:
             version, unix_seconds, driver_version=device.driver_version(), pid=os.getpid(),
             thread=threading.get_ident(), cudart_table=table_address("CUDART_INTERFACE"),
             integrity_table=table_address("INTEGRITY_CHECK"),
-            slot_function=handle(ffi.cast("void *", lib.cuport_slot_integrity_digest)),
+            slot_function=table_slot("INTEGRITY_CHECK", 1),
             devices=_device_identities())
         out[0], out[1] = lo, hi
         return 0

@@ -12,6 +12,7 @@ import traceback
 
 from cuport.capi import export_tables, proc_address, table, types
 from cuport.capi.dispatch import UNKNOWN, Dispatcher, load_implementations
+from cuport.driver import stream
 
 
 def _onerror(exception, value, tb) -> None:
@@ -32,4 +33,5 @@ def attach(ffi, lib) -> None:
         proc_address.ADDRESSES[ffi.string(entry.name).decode()] = int(ffi.cast("uintptr_t",
                                                                                  entry.fn))
     export_tables.install(ffi, lib)
+    stream.rearm_interrupt = lambda: setattr(lib, "cuport_interrupted", 1)
     lib.cuport_attached = 1

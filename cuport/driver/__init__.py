@@ -14,8 +14,10 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     errors,
     event,
     graph,
+    graph_conditional,
     graph_exec,
     graph_params,
+    ipc,
     launch,
     legacy_launch,
     linker,
@@ -24,6 +26,7 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     module,
     profiler,
     stream,
+    stream_attrs,
     texture,
     user_objects,
 )

@@ -291,7 +291,9 @@ def _reachable(c: Capture) -> set[graph.Node]:
     return seen
 
 
-@implements("cuStreamEndCapture", "cuStreamEndCapture_ptsz")
+# phGraph may be NULL when the capture went into the program's graph
+# (cuStreamBeginCaptureToGraph; cuda-samples graphConditionalNodes does so)
+@implements("cuStreamEndCapture", "cuStreamEndCapture_ptsz", optional_outs=("phGraph",))
 def end(handle: int) -> int:
     s = stream.resolve(handle)
     with _lock:

@@ -128,8 +128,24 @@ def current() -> Context:
                         "context (cuDevicePrimaryCtxRetain) and make it current (cuCtxSetCurrent)")
     ctx = s[-1]
     if handles.peek(ctx.handle) is not ctx:
-        raise CudaError(E.INVALID_CONTEXT, f"the current context {hex(ctx.handle)} was destroyed")
+        # NVIDIA (cuCtxDestroy): a context destroyed while current to another thread stays
+        # current there, and using it answers CUDA_ERROR_CONTEXT_IS_DESTROYED
+        raise CudaError(E.CONTEXT_IS_DESTROYED,
+                        f"the current context {hex(ctx.handle)} was destroyed (by another "
+                        "thread, or while it was below the top of this thread's stack)")
     return ctx.require_active()
+
+
+def check_current(owner: Context, what: str) -> Context:
+    """The current context, which must be owner: NVIDIA refuses to submit work with a
+    handle of another context (CUDA_ERROR_INVALID_HANDLE; the runtime's
+    cudaErrorInvalidResourceHandle, e.g. a stream of another device)."""
+    ctx = current()
+    if owner is not ctx:
+        raise CudaError(E.INVALID_HANDLE, f"{what} belongs to context {hex(owner.handle)}, not to "
+                                          f"the current context {hex(ctx.handle)}: make its "
+                                          "context current first (cuCtxSetCurrent)")
+    return ctx
 
 
 def resolve(handle: int) -> Context:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
-import numpy as np
-
 from cuport.capi import types
 from cuport.driver import array, context, memory, stream
 from cuport.driver.api import implements
@@ -30,7 +28,7 @@ Rows = list[tuple[int, int, int]]  # (dst, src, bytes)
 def _copy_rows(rows: Rows) -> Callable[[], None]:
     def run() -> None:
         for dst, src, n in rows:
-            ctypes.memmove(dst, src, n)
+            memory.move(dst, src, n)
     return run
 
 
@@ -42,7 +40,7 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     if handle is None:
         _sync(_copy_rows(rows), what)
         return
-    s = stream.resolve(handle)
+    s = stream.resolve_for_work(handle)
     if s.capture is not None:
         from cuport.driver import capture, graph_nodes
 
@@ -52,11 +50,11 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
         return
     dst, src, _ = rows[0]
     if not memory.accessed_in_stream_order(src):
-        chunks = [ctypes.string_at(a, n) for _, a, n in rows]
+        chunks = [ctypes.create_string_buffer(ctypes.string_at(a, n), n) for _, a, n in rows]
 
         def run() -> None:
             for (d, _, n), chunk in zip(rows, chunks, strict=True):
-                ctypes.memmove(d, chunk, n)
+                memory.move(d, ctypes.addressof(chunk), n)
         op = stream.submit(s, run, what)
     else:
         op = stream.submit(s, _copy_rows(rows), what)
@@ -72,16 +70,19 @@ def _sync(fn: Callable[[], None], what: str) -> None:
 # -- 1D copies ----------------------------------------------------------------------------
 
 def _htod(dst: int, src: int, n: int) -> None:
+    context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_host_range(src, n, "srcHost")
 
 
 def _dtoh(dst: int, src: int, n: int) -> None:
+    context.current()
     memory.check_host_range(dst, n, "dstHost")
     memory.check_device_range(src, n, "srcDevice")
 
 
 def _dtod(dst: int, src: int, n: int) -> None:
+    context.current()
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_device_range(src, n, "srcDevice")
 
@@ -316,9 +317,6 @@ def _nonnull(p: int) -> int:
 
 # -- memset -------------------------------------------------------------------------------
 
-_ELEMENT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
-
-
 def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
                size: int) -> Callable[[], None]:
     """Check a (2D) fill of `width` elements of `size` bytes per row and return it."""
@@ -329,16 +327,9 @@ def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
         raise CudaError(E.INVALID_VALUE, f"dstPitch {pitch} is less than the row's {row} bytes")
     if row and height:
         memory.check_device_range(dst, (height - 1) * pitch + row, "dstDevice")
-    dtype = _ELEMENT[size]
-
     def run() -> None:
         for r in range(height):
-            start = dst + r * pitch
-            if size == 1:
-                ctypes.memset(start, value & 0xFF, width)
-            else:
-                buffer = (ctypes.c_char * row).from_address(start)
-                np.frombuffer(buffer, dtype=dtype).fill(value)
+            memory.fill(dst + r * pitch, value, width, size)
     return run
 
 

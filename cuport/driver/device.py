@@ -9,8 +9,9 @@ The attribute table answers every CUdevice_attribute with a value that is true o
 the CPU backend (one multiprocessor per core the process may run on, warp size 32,
 1024 threads a block, 48 KiB of static shared memory and 227 KiB by opt-in,
 unified addressing, managed and pageable memory shared with the host) or, for
-features cuport does not offer (clusters, IPC,
-memory pools), 0. The compute capability is 9.0 unless CUPORT_CC says otherwise.
+features cuport does not offer (clusters, multicast, fabric handles), 0. The L2 is
+the CPU's last-level cache; L2 persistence and access-policy windows are accepted
+as the hints they are. The compute capability is 9.0 unless CUPORT_CC says otherwise.
 """
 
 from __future__ import annotations
@@ -78,6 +79,29 @@ def _clock_khz() -> int:
 
 
 def _cache_bytes() -> int:
+    """The largest cache of the first CPU (its last level), from sysfs: Python's
+    os.sysconf does not know _SC_LEVEL3_CACHE_SIZE."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = os.listdir(base)
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            with open(f"{base}/{entry}/type") as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(f"{base}/{entry}/size") as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        m = re.fullmatch(r"(\d+)([KMG]?)", text)
+        if m:
+            best = max(best, int(m.group(1)) * units.get(m.group(2), 1))
+    if best:
+        return best
     for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
         try:
             size = os.sysconf(name)
@@ -86,6 +110,21 @@ def _cache_bytes() -> int:
         if size > 0:
             return size
     return 0
+
+
+def l2_bytes() -> int:
+    """What cuport reports as the L2: the CPU's last-level cache (4 MiB if unknown)."""
+    return _cache_bytes() or (4 << 20)
+
+
+def persisting_l2_max(l2: int) -> int:
+    """The largest L2 set-aside for persisting accesses: three quarters of the L2, as an
+    A100 reports (30 MiB of 40). On a CPU it is a hint that changes nothing."""
+    return l2 * 3 // 4 // 65536 * 65536
+
+
+#: The largest access-policy window (cudaAccessPolicyWindow.num_bytes), as A100/H100 report.
+MAX_ACCESS_POLICY_WINDOW = 134213632
 
 
 def total_memory() -> int:
@@ -205,8 +244,8 @@ ATTRIBUTES: dict[str, int | object] = {
     "HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED": 0,
     "MAX_BLOCKS_PER_MULTIPROCESSOR": 32,
     "GENERIC_COMPRESSION_SUPPORTED": 0,
-    "MAX_PERSISTING_L2_CACHE_SIZE": 0,
-    "MAX_ACCESS_POLICY_WINDOW_SIZE": 0,
+    "MAX_PERSISTING_L2_CACHE_SIZE": lambda d: persisting_l2_max(d.cache_bytes),
+    "MAX_ACCESS_POLICY_WINDOW_SIZE": MAX_ACCESS_POLICY_WINDOW,
     "GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED": 0,
     "RESERVED_SHARED_MEMORY_PER_BLOCK": 0,
     "SPARSE_CUDA_ARRAY_SUPPORTED": 0,
@@ -222,7 +261,7 @@ ATTRIBUTES: dict[str, int | object] = {
     "CAN_USE_64_BIT_STREAM_MEM_OPS": 0,
     "CAN_USE_STREAM_WAIT_VALUE_NOR": 0,
     "DMA_BUF_SUPPORTED": 0,
-    "IPC_EVENT_SUPPORTED": 0,
+    "IPC_EVENT_SUPPORTED": 1,  # ipc.py
     "MEM_SYNC_DOMAIN_COUNT": 1,
     "TENSOR_MAP_ACCESS_SUPPORTED": 0,
     "HANDLE_TYPE_FABRIC_SUPPORTED": 0,
@@ -307,7 +346,7 @@ def _cpu_device(ordinal: int) -> Device:
     except OSError:
         machine_id = os.uname().nodename
     uuid = hashlib.md5(f"cuport:{model}:{machine_id}".encode()).digest()
-    return Device(ordinal, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(), _cache_bytes())
+    return Device(ordinal, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(), l2_bytes())
 
 
 def _vulkan_device(ordinal: int, index: int) -> Device:

@@ -178,11 +178,22 @@ def from_exception(e: Exception, where: str) -> CudaError:
     code, message = getattr(e, "code", None), getattr(e, "message", None)
     if isinstance(code, int) and isinstance(message, str):
         return CudaError(code, message)
+    if isinstance(e, MemoryError):  # the machine's limit, not a bug
+        return CudaError(E.OUT_OF_MEMORY, "out of host memory")
     if where not in _tracebacks_shown:
         _tracebacks_shown.add(where)
-        print(f"cuport: {where}: internal error, answering CUDA_ERROR_UNKNOWN:", file=sys.stderr)
+        print(f"cuport: {where}: internal error, answering CUDA_ERROR_UNKNOWN (a bug in "
+              f"cuport {_version()}: please report it with this traceback and the program or "
+              "PTX that shows it):", file=sys.stderr)
         traceback.print_exception(type(e), e, e.__traceback__)
-    return CudaError(E.UNKNOWN, f"internal error: {type(e).__name__}: {e}")
+    return CudaError(E.UNKNOWN, f"internal error (a bug in cuport, please report it): "
+                                f"{type(e).__name__}: {e}")
+
+
+def _version() -> str:
+    from cuport import __version__
+
+    return __version__
 
 
 def quiet_mode() -> bool:
@@ -251,21 +262,28 @@ UNAFFECTED = re.compile(
     r"|GetId|Destroy|Detach)\w*)"
 )
 _fatal: CudaError | None = None
+_fatal_pending = None  # returns (and forgets) the failure's sticky error not yet returned
 _fatal_lock = threading.Lock()
 
 
-def note_failure(error: CudaError) -> None:
-    """Remember the first kernel failure that makes the device unusable."""
-    global _fatal
+def note_failure(error: CudaError, take_pending=None) -> None:
+    """Remember the first kernel failure that makes the device unusable. `take_pending`
+    hands over the context's error of that failure if no call has returned it yet."""
+    global _fatal, _fatal_pending
     if error.code in FATAL_CODES:
         with _fatal_lock:
             if _fatal is None:
-                _fatal = error
+                _fatal, _fatal_pending = error, take_pending
 
 
 def check_usable(symbol: str) -> None:
-    """Raise the earlier fatal failure for a call that touches the device."""
+    """Raise the earlier fatal failure for a call that touches the device. The first such
+    call returns it as a synchronising call would have had it waited ("an earlier
+    asynchronous operation failed: ..."), whether or not the failure came first."""
     if _fatal is not None and not UNAFFECTED.fullmatch(symbol):
+        pending = _fatal_pending() if _fatal_pending is not None else None
+        if pending is not None:
+            raise pending
         raise CudaError(_fatal.code, f"the device is unusable after an earlier kernel failure "
                                      f"({_fatal.message}); as on a GPU, the process must be "
                                      f"restarted to use it again")

@@ -24,6 +24,7 @@ class Event:
         self.op: stream.Op | None = None  # the record operation last submitted
         self.time: float | None = None  # perf_counter() when the stream reached it
         self.captured = None  # (capture, dependency set) when last recorded while capturing
+        self.shared = None  # ipc.SharedEventState of an interprocess event
         self.handle = handles.new(self)
 
     @property
@@ -41,7 +42,19 @@ def create(flags: int) -> int:
         raise CudaError(E.INVALID_VALUE, f"event flags {flags:#x} are not valid CUevent_flags")
     if flags & K.CU_EVENT_INTERPROCESS and not flags & K.CU_EVENT_DISABLE_TIMING:
         raise CudaError(E.INVALID_VALUE, "CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING")
-    return Event(context.current(), flags).handle
+    e = Event(context.current(), flags)
+    if flags & K.CU_EVENT_INTERPROCESS:
+        from cuport.driver import ipc
+
+        e.shared = ipc.SharedEventState.create()
+    return e.handle
+
+
+def imported(ctx: context.Context, shared) -> int:
+    """An event of this process for another process's interprocess event (ipc.py)."""
+    e = Event(ctx, K.CU_EVENT_INTERPROCESS | K.CU_EVENT_DISABLE_TIMING)
+    e.shared = shared
+    return e.handle
 
 
 @implements("cuEventDestroy", "cuEventDestroy_v2")
@@ -53,14 +66,22 @@ def destroy(handle: int) -> None:
 def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
     e = lookup(handle)
     s = stream.resolve(stream_handle)
+    if e.context is not s.context:  # cuda.h, cuEventRecord: "must be from the same context"
+        raise CudaError(E.INVALID_HANDLE, f"the event belongs to context {hex(e.context.handle)}, "
+                                          f"the stream to context {hex(s.context.handle)}")
     if s.capture is not None:
         from cuport.driver import capture
 
         capture.record_event(e, s, bool(flags & K.CU_EVENT_RECORD_EXTERNAL))
         return
 
+    shared = e.shared
+    n = shared.record() if shared is not None else 0
+
     def mark() -> None:
         e.time = time.perf_counter()
+        if shared is not None:
+            shared.reached(n)
 
     e.time, e.captured = None, None
     e.op = stream.submit(s, mark, "cuEventRecord")
@@ -89,6 +110,10 @@ def _not_captured(e: Event, name: str = "the event") -> None:
 def query(handle: int) -> None:
     e = lookup(handle)
     _not_captured(e)
+    if e.shared is not None:  # recorded here or in another process
+        if not e.shared.is_reached(e.shared.target()):
+            raise CudaError(E.NOT_READY, "the event has not been reached yet", quiet=True)
+        return
     if e.op is not None and not e.op.done.is_set():
         raise CudaError(E.NOT_READY, "the event has not been reached yet", quiet=True)
 
@@ -97,7 +122,9 @@ def query(handle: int) -> None:
 def synchronize(handle: int) -> None:
     e = lookup(handle)
     _not_captured(e)
-    if e.op is not None:
+    if e.shared is not None:
+        e.shared.wait_for(e.shared.target())
+    elif e.op is not None:
         e.op.done.wait()
     stream.check_sticky(e.context)
 

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from cuport.capi import types
+from cuport.driver import graph_conditional, handles
 from cuport.driver import graph_nodes as gn
-from cuport.driver import handles
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -66,8 +66,8 @@ class Graph:
 
     def add(self, params: gn.Params, deps: Iterable[tuple[Node, bytes]] = ()) -> Node:
         node = Node(self, params)
-        if isinstance(params, gn.Child):
-            params.graph.owner = node
+        for sub in gn.subgraphs(params):
+            sub.owner = node
         self.nodes.append(node)
         for dep, data in deps:
             self.connect(dep, node, data)
@@ -100,6 +100,7 @@ class Graph:
             _drop_node(node)
         self.nodes = []
         handles.drop(self.handle)
+        graph_conditional.forget_graph(self)
         refs, self.user_refs = self.user_refs, {}
         for obj, count in refs.items():
             obj.release(count)
@@ -108,8 +109,9 @@ class Graph:
         new = Graph()
         for node in self.nodes:
             params = node.params
-            if isinstance(params, gn.Child):
-                params = gn.Child(params.graph.clone())
+            subs = gn.subgraphs(params)
+            if subs:
+                params = gn.with_subgraphs(params, tuple(g.clone() for g in subs))
             new.clone_of[node] = new.add(params)
         for node in self.nodes:
             for dep in node.deps:
@@ -121,26 +123,28 @@ class Graph:
 
     def set_params(self, node: Node, params: gn.Params) -> None:
         old = node.params
-        if isinstance(params, gn.Child):
-            params.graph.owner = node
+        for sub in gn.subgraphs(params):
+            sub.owner = node
         node.params = params
-        if isinstance(old, gn.Child) and old.graph is not getattr(params, "graph", None):
-            old.graph.destroy()
+        keep = gn.subgraphs(params)
+        for sub in gn.subgraphs(old):
+            if sub not in keep:
+                sub.destroy()
 
     def all_user_refs(self) -> dict[UserObject, int]:
         """This graph's user-object references and those of its child graphs."""
         refs = dict(self.user_refs)
         for node in self.nodes:
-            if isinstance(node.params, gn.Child):
-                for obj, count in node.params.graph.all_user_refs().items():
+            for sub in gn.subgraphs(node.params):
+                for obj, count in sub.all_user_refs().items():
                     refs[obj] = refs.get(obj, 0) + count
         return refs
 
 
 def _drop_node(node: Node) -> None:
     handles.drop(node.handle)
-    if isinstance(node.params, gn.Child):
-        node.params.graph.destroy()
+    for sub in gn.subgraphs(node.params):
+        sub.destroy()
 
 
 def lookup_graph(handle: int, what: str = "hGraph") -> Graph:
@@ -395,11 +399,14 @@ def _dot_lines(g: Graph, prefix: str, lines: list[str], indent: str) -> None:
     for i, node in enumerate(g.nodes):
         name = f"{prefix}{i}"
         label = f"{i}: {node.params.label()}\\n{hex(node.handle)}"
-        if isinstance(node.params, gn.Child):
+        subs = gn.subgraphs(node.params)
+        if subs:
             lines.append(f'{indent}subgraph "cluster_{name}" {{')
             lines.append(f'{indent}  label="{label}";')
             lines.append(f'{indent}  "{name}" [shape=point];')
-            _dot_lines(node.params.graph, name + "_", lines, indent + "  ")
+            for j, sub in enumerate(subs):
+                _dot_lines(sub, name + "_" + (f"{j}_" if len(subs) > 1 else ""), lines,
+                           indent + "  ")
             lines.append(f"{indent}}}")
         else:
             shape = "box" if isinstance(node.params, gn.Kernel) else "ellipse"

@@ -35,7 +35,7 @@ ENABLEABLE = (gn.Kernel, gn.Memcpy, gn.Memset)  # what cuGraphNodeSetEnabled may
 
 
 class ExecNode:
-    __slots__ = ("node", "params", "deps", "dependents", "enabled", "child")
+    __slots__ = ("node", "params", "deps", "dependents", "enabled", "child", "bodies")
 
     def __init__(self, node: graph.Node, deps: list[ExecNode]) -> None:
         self.node = node  # the graph's node: how the program names this one
@@ -44,6 +44,9 @@ class ExecNode:
         self.dependents: list[ExecNode] = []
         self.enabled = True
         self.child = plan(node.params.graph) if isinstance(node.params, gn.Child) else None
+        # a conditional node's body graphs, instantiated with it
+        self.bodies = [plan(b) for b in node.params.bodies] \
+            if isinstance(node.params, gn.Conditional) else None
         for d in deps:
             d.dependents.append(self)
 
@@ -61,6 +64,8 @@ class Plan:
             yield en
             if en.child is not None:
                 yield from en.child.walk()
+            for body in en.bodies or ():
+                yield from body.walk()
 
 
 class InstantiateError(CudaError):
@@ -139,6 +144,8 @@ def _graph_of(p: Plan) -> graph.Graph:
     made: dict[ExecNode, graph.Node] = {}
     for en in p.added:
         params = gn.Child(_graph_of(en.child)) if en.child is not None else en.params
+        if en.bodies is not None:
+            params = gn.with_subgraphs(en.params, tuple(_graph_of(b) for b in en.bodies))
         if not en.enabled:
             params = gn.Empty()
         made[en] = g.add(params)
@@ -218,26 +225,49 @@ def get_flags(handle: int) -> int:
 
 # -- launch -----------------------------------------------------------------------------------
 
-Step = tuple  # (exec node, its parameters as of the launch, the child graph's steps)
+Step = tuple  # (exec node, its parameters as of the launch, the child graph's steps, or
+#               a conditional node's list of each body's steps)
 
 
 def _steps(p: Plan) -> list[Step]:
     """What a launch runs: taken when it is queued, so later changes do not reach it."""
-    return [(en, en.params, _steps(en.child) if en.child is not None else None)
-            for en in p.order if en.enabled]
+    out = []
+    for en in p.order:
+        if not en.enabled:
+            continue
+        if en.bodies is not None:
+            out.append((en, en.params, [_steps(b) for b in en.bodies]))
+        else:
+            out.append((en, en.params, _steps(en.child) if en.child is not None else None))
+    return out
 
 
 def _walk(steps: list[Step]):
     for step in steps:
         yield step
-        if step[2] is not None:
+        if isinstance(step[1], gn.Conditional):
+            for body in step[2]:
+                yield from _walk(body)
+        elif step[2] is not None:
             yield from _walk(step[2])
+
+
+def _run_conditional(params: gn.Conditional, bodies: list[list[Step]], records, waits) -> None:
+    if params.cond_type == K.CU_GRAPH_COND_TYPE_WHILE:
+        while params.var.value:
+            _run(bodies[0], records, waits)
+        return
+    chosen = params.choose()
+    if chosen is not None:
+        _run(bodies[chosen], records, waits)
 
 
 def _run(steps: list[Step], records: dict[ExecNode, stream.Op],
          waits: dict[ExecNode, stream.Op]) -> None:
     for en, params, child in steps:
-        if child is not None:
+        if isinstance(params, gn.Conditional):
+            _run_conditional(params, child, records, waits)
+        elif child is not None:
             _run(child, records, waits)
         elif isinstance(params, gn.EventRecord):
             op = records[en]
@@ -301,8 +331,13 @@ def launch(handle: int, stream_handle: int) -> None:
         for m in modules:
             m.launch_finished()
 
+    conditions = {params.var for _, params, _ in _walk(steps)
+                  if isinstance(params, gn.Conditional)}
+
     def run() -> None:
         try:
+            for var in conditions:  # CU_GRAPH_COND_ASSIGN_DEFAULT: the default first
+                var.launch_starts()
             _run(steps, records, waits)
         finally:
             finish()
@@ -372,6 +407,14 @@ def _changes(p: Plan, g: graph.Graph) -> list:
                               f"{n.describe()} was a {en.params.kind} node", n)
         if en.child is not None:
             changes.append((en, n.params, _changes(en.child, n.params.graph)))
+            continue
+        if en.bodies is not None:
+            why = en.params.update_error(n.params)
+            if why is not None:
+                raise UpdateError(why, f"{n.describe()}: its handle, type or number of bodies "
+                                       "changed", n)
+            changes += [c for body, g in zip(en.bodies, n.params.bodies, strict=True)
+                        for c in _changes(body, g)]
             continue
         why = en.params.update_error(n.params)
         if why is not None:

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from cuport.capi import types
-from cuport.driver import context, copy, event, handles, launch, memory, module
+from cuport.driver import context, copy, event, graph_conditional, handles, launch, memory, module
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
 
@@ -147,7 +147,7 @@ class Memcpy(Params):
 
     def run(self) -> None:
         for dst, src, n in self.rows:
-            ctypes.memmove(dst, src, n)
+            memory.move(dst, src, n)
 
     @property
     def struct(self):
@@ -308,6 +308,54 @@ class EventWait(Params):
         return f"event wait\\n{hex(self.event.handle)}"
 
 
+@dataclass(frozen=True, eq=False)
+class Conditional(Params):
+    """An IF / WHILE / SWITCH node over its body graphs (graph_conditional.py)."""
+
+    type: ClassVar[int] = K.CU_GRAPH_NODE_TYPE_CONDITIONAL
+    kind: ClassVar[str] = "conditional"
+    var: Any  # graph_conditional.ConditionVariable
+    cond_type: int
+    bodies: tuple  # graph.Graph, owned by the node
+    out: Any = field(default=None, repr=False)  # the phGraph_out array handed to the program
+
+    def label(self) -> str:
+        name = graph_conditional.TYPE_NAMES[self.cond_type]
+        return f"conditional {name}\\nhandle {hex(self.var.handle)}"
+
+    def update_error(self, new) -> int | None:
+        if new.var is not self.var or new.cond_type != self.cond_type or \
+                len(new.bodies) != len(self.bodies):
+            return K.CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED
+        return None
+
+    def choose(self) -> int | None:
+        """Which body runs now (IF, SWITCH): its index, or None."""
+        v = self.var.value
+        if self.cond_type == K.CU_GRAPH_COND_TYPE_IF:
+            return 0 if v else (1 if len(self.bodies) > 1 else None)
+        return v if v < len(self.bodies) else None
+
+
+def subgraphs(params: Params) -> tuple:
+    """The graphs a node owns: a child graph node's graph, a conditional node's bodies."""
+    if isinstance(params, Child):
+        return (params.graph,)
+    if isinstance(params, Conditional):
+        return params.bodies
+    return ()
+
+
+def with_subgraphs(params: Params, graphs: tuple) -> Params:
+    """The same node kind over other graphs (a clone's, an executable graph's)."""
+    if isinstance(params, Child):
+        return Child(graphs[0])
+    if isinstance(params, Conditional):
+        out = (ctypes.c_uint64 * len(graphs))(*(g.handle for g in graphs))
+        return Conditional(params.var, params.cond_type, tuple(graphs), out)
+    return params
+
+
 # -- graph memory ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
@@ -349,8 +397,47 @@ def graph_memory_in_use() -> int:
     return sum(a.size for a in GRAPH_MEMORY if memory.TABLE.find(a.base) is a)
 
 
-def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
-    """Check a CUDA_MEM_ALLOC_NODE_PARAMS, map its memory and write its address (dptr)."""
+def _reusable(deps: list, size: int) -> memory.Allocation | None:
+    """Graph memory that a new mem alloc node after `deps` may take over, as CUDA reuses
+    a virtual address within a graph: an allocation large enough whose mem free node
+    comes before the new node, every earlier mem alloc node of it before that free."""
+    seen: set = set()
+    todo = list(deps)
+    ancestors = []
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            ancestors.append(n)
+            todo.extend(n.deps)
+    for free in ancestors:
+        if not isinstance(free.params, MemFree):
+            continue
+        a = memory.TABLE.find(free.params.dptr)
+        if a is None or a.size < size:
+            continue
+        users = [n for n in free.graph.nodes
+                 if isinstance(n.params, MemAlloc) and n.params.allocation is a]
+        if users and all(_precedes(u, free) for u in users):
+            return a
+    return None
+
+
+def _precedes(a, b) -> bool:
+    todo, seen = list(b.deps), set()
+    while todo:
+        n = todo.pop()
+        if n is a:
+            return True
+        if n not in seen:
+            seen.add(n)
+            todo.extend(n.deps)
+    return False
+
+
+def mem_alloc_params(p, ctx: context.Context, deps: list | None = None) -> MemAlloc:
+    """Check a CUDA_MEM_ALLOC_NODE_PARAMS, map its memory and write its address (dptr).
+    `deps` (graph nodes the new node will follow) lets it reuse a freed address."""
     if p.bytesize == 0:
         raise CudaError(E.INVALID_VALUE, "bytesize of the mem alloc node is 0")
     props = p.poolProps
@@ -359,13 +446,15 @@ def mem_alloc_params(p, ctx: context.Context) -> MemAlloc:
                                          "CU_MEM_ALLOCATION_TYPE_PINNED")
     if props.location.type != K.CU_MEM_LOCATION_TYPE_DEVICE or props.location.id != 0:
         raise CudaError(E.INVALID_VALUE, "poolProps.location must be device 0")
-    # Mapped directly, not through memory.allocate: making a graph is no unsafe call
-    # during a stream capture.
-    a = memory.Allocation(memory.map_pages(p.bytesize, ctx), p.bytesize, "device", ctx,
-                          graph_memory=True)
-    memory.TABLE.add(a)
-    GRAPH_MEMORY.append(a)
-    _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
+    a = _reusable(deps or [], p.bytesize)
+    if a is None:
+        # Mapped directly, not through memory.allocate: making a graph is no unsafe call
+        # during a stream capture.
+        a = memory.Allocation(memory.map_pages(p.bytesize, ctx), p.bytesize, "device", ctx,
+                              graph_memory=True)
+        memory.TABLE.add(a)
+        GRAPH_MEMORY.append(a)
+        _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
     p.dptr = a.base
     ffi = types.ffi()
     pointer = p if ffi.typeof(p).kind == "pointer" else ffi.addressof(p)
@@ -389,14 +478,13 @@ def mem_free_params(dptr: int) -> MemFree:
 
 
 KINDS: dict[int, type[Params]] = {c.type: c for c in (
-    Kernel, Memcpy, Memset, Host, Child, Empty, EventRecord, EventWait, MemAlloc, MemFree)}
+    Kernel, Memcpy, Memset, Host, Child, Empty, EventRecord, EventWait, MemAlloc, MemFree,
+    Conditional)}
 
 UNSUPPORTED_KINDS = {
     K.CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: "external semaphore signal nodes",
     K.CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: "external semaphore wait nodes",
     K.CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: "batch memory operation nodes",
-    K.CU_GRAPH_NODE_TYPE_CONDITIONAL: "conditional nodes (cudaGraphConditionalHandleCreate, "
-                                      "cudaGraphSetConditional in device code)",
 }
 
 

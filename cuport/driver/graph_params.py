@@ -12,7 +12,7 @@ import ctypes
 from collections.abc import Callable
 
 from cuport.capi import types
-from cuport.driver import context, device, event, launch
+from cuport.driver import context, device, event, graph_conditional, launch
 from cuport.driver import graph_nodes as gn
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -97,8 +97,11 @@ def add_event_wait_node(g: int, deps: int, n: int, ev: int) -> int:
 
 @implements("cuGraphAddMemAllocNode")
 def add_mem_alloc_node(g: int, deps: int, n: int, params: int) -> int:
-    return _add(g, deps, n, lambda _: gn.mem_alloc_params(
-        _struct(params, "CUDA_MEM_ALLOC_NODE_PARAMS_v1"), context.current()))
+    graph = lookup_graph(g)
+    dep_list = dependencies(graph, deps, n)
+    made = gn.mem_alloc_params(_struct(params, "CUDA_MEM_ALLOC_NODE_PARAMS_v1"),
+                               context.current(), [d for d, _ in dep_list])
+    return graph.add(made, dep_list).handle
 
 
 @implements("cuGraphAddMemFreeNode")
@@ -145,6 +148,8 @@ def generic_params(p, parent: Graph | None) -> gn.Params:
         return gn.mem_alloc_params(p.alloc, context.current())
     if t == K.CU_GRAPH_NODE_TYPE_MEM_FREE:
         return gn.mem_free_params(p.free.dptr)
+    if t == K.CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return graph_conditional.conditional_params(p.conditional, parent)
     if t in gn.UNSUPPORTED_KINDS:
         raise CudaError(E.NOT_SUPPORTED, f"{gn.UNSUPPORTED_KINDS[t]} are not supported by cuport")
     raise CudaError(E.INVALID_VALUE, f"nodeParams.type {t} is not a CUgraphNodeType")
@@ -337,14 +342,6 @@ def mem_alloc_node_get_params(handle: int, out: int) -> None:
 @implements("cuGraphMemFreeNodeGetParams")
 def mem_free_node_get_params(handle: int) -> int:
     return node_of(handle, gn.MemFree).params.dptr
-
-
-@implements("cuGraphConditionalHandleCreate")
-def conditional_handle_create(g: int, ctx: int, default: int, flags: int) -> int:
-    lookup_graph(g)
-    raise CudaError(E.NOT_SUPPORTED, "conditional graph nodes (cudaGraphConditionalHandleCreate, "
-                                     "cudaGraphSetConditional in device code) are not supported "
-                                     "by cuport")
 
 
 # -- graph memory attributes ----------------------------------------------------------------

@@ -14,7 +14,7 @@ import ctypes
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
-from cuport.driver import device, event, module, stream
+from cuport.driver import context, device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -113,7 +113,12 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
             params: bytes, what: str, cooperative: bool = False) -> stream.Op | None:
-    s = stream.resolve(stream_handle)
+    try:
+        context.check_current(f.context, f"the function {f.name}")
+        s = stream.resolve_for_work(stream_handle)
+    except CudaError as e:
+        e.subject = f.name
+        raise
     kernel, m = f.kernel, f.module
     prepare = getattr(kernel, "prepare", None)
     if prepare is not None:
@@ -144,7 +149,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
 
     m.launch_started()
     try:
-        return stream.submit(s, run, f"{what}({f.name})")
+        return stream.submit(s, run, f"{what}({f.name})", device_work=True)
     except BaseException:
         m.launch_finished()
         raise
@@ -195,6 +200,27 @@ def _cluster(value) -> None:
                                          "blocks are not supported by cuport")
 
 
+def access_policy_window(value) -> None:
+    """An L2 access-policy window is a hint (a CPU has no L2 set-aside to steer), but its
+    fields are checked as NVIDIA's driver checks them."""
+    w = value.accessPolicyWindow
+    if w.num_bytes > device.MAX_ACCESS_POLICY_WINDOW:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.num_bytes {w.num_bytes} is over "
+                                         "the device's MAX_ACCESS_POLICY_WINDOW_SIZE "
+                                         f"({device.MAX_ACCESS_POLICY_WINDOW})")
+    if not 0.0 <= w.hitRatio <= 1.0:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.hitRatio {w.hitRatio} is not in "
+                                         "[0, 1]")
+    props = (K.CU_ACCESS_PROPERTY_NORMAL, K.CU_ACCESS_PROPERTY_STREAMING,
+             K.CU_ACCESS_PROPERTY_PERSISTING)
+    if w.hitProp not in props:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.hitProp {w.hitProp} is not a "
+                                         "CUaccessProperty")
+    if w.missProp not in props[:2]:
+        raise CudaError(E.INVALID_VALUE, f"accessPolicyWindow.missProp {w.missProp} must be "
+                                         "CU_ACCESS_PROPERTY_NORMAL or _STREAMING")
+
+
 def _graph_only(value) -> None:
     if value.deviceUpdatableKernelNode.deviceUpdatable:
         raise CudaError(E.INVALID_VALUE, "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE is "
@@ -203,7 +229,7 @@ def _graph_only(value) -> None:
 
 LAUNCH_ATTRIBUTES = {
     K.CU_LAUNCH_ATTRIBUTE_IGNORE: None,
-    K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: None,
+    K.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: access_policy_window,
     K.CU_LAUNCH_ATTRIBUTE_COOPERATIVE: None,  # read below
     K.CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: None,
     K.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: _cluster,
@@ -265,6 +291,11 @@ def launch_kernel_ex(config: int, handle: int, kernel_params: int, extra: int) -
 def _blocks_per_sm(f: module.Function, block_size: int, dynamic_shared: int) -> int:
     if block_size <= 0:
         raise CudaError(E.INVALID_VALUE, f"blockSize {block_size} is not positive", subject=f.name)
+    own = getattr(f.kernel, "blocks_per_multiprocessor", None)  # a device backend's own answer
+    if own is not None:
+        n = own(block_size, dynamic_shared)
+        if n is not None:
+            return n
     if block_size > min(f.info.max_threads_per_block, device.MAX_THREADS_PER_BLOCK):
         return 0
     by_threads = device.ATTRIBUTES["MAX_THREADS_PER_MULTIPROCESSOR"] // block_size
@@ -298,7 +329,7 @@ def occupancy_block_size(handle: int, size_fn: int, dynamic_shared: int,
         blocks = _blocks_per_sm(f, size, shared)
         best = max(best, (blocks * size, size))
     blocks_per_sm = best[0] // best[1] if best[1] else 0
-    return blocks_per_sm * device.devices()[0].multiprocessors, best[1]
+    return blocks_per_sm * f.module.context.device.multiprocessors, best[1]
 
 
 @implements("cuOccupancyMaxPotentialBlockSizeWithFlags")

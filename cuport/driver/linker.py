@@ -26,7 +26,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from cuport import loader
+from cuport import loader, ptx
 from cuport.driver import context, device, handles, module
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -35,7 +35,6 @@ from cuport.loader.archive import members
 from cuport.ptx import ir
 from cuport.ptx.lexer import PtxSyntaxError
 from cuport.ptx.link import link_modules
-from cuport.ptx.parser import parse
 
 _INPUT_NAMES = {
     K.CU_JIT_INPUT_CUBIN: "a cubin",
@@ -169,10 +168,11 @@ def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
     for number, entry in enumerate(entries):
         where = name if len(entries) == 1 else f"{name} (module {number + 1})"
         try:
-            parsed.append((parse(entry.text), where))
+            parsed.append((ptx.load([entry.text]), where))  # parsed and checked as by ptxas
         except PtxSyntaxError as error:
-            state.fail(CudaError(E.INVALID_PTX, f"{where}: {error}"),
-                       f"ptx input {where}: error   : {error}")
+            code = getattr(error, "code", E.INVALID_PTX)
+            state.fail(CudaError(code, f"{where}: {getattr(error, 'summary', error)}"),
+                       ptx.log_of(error))
     for ptx_module, where in parsed:
         for fname, fn in ptx_module.functions.items():
             if not fn.is_definition or fn.linkage == "weak":

@@ -1,8 +1,9 @@
 """Device, host, managed and registered memory, and the table that knows all of it.
 
 On the CPU backend device memory is host memory: every allocation is a private
-anonymous mmap (page-aligned, zero-filled), and a CUdeviceptr is its address, so
-kernels and host copies use it directly. The allocation table answers the
+anonymous mmap (page-aligned, zero-filled, padded as a GPU's 2 MiB pages are:
+backends/host_pages.py), and a CUdeviceptr is its address, so kernels and host
+copies use it directly. The allocation table answers the
 questions a driver must (is this pointer ours, which allocation, how large, which
 context) and lets every copy be checked before memory is touched: a bad pointer
 or a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE, never a crash.
@@ -44,6 +45,8 @@ class Allocation:
     pool: object | None = None  # the mempool.Pool of a stream-ordered allocation
     freeing: bool = False  # cuMemFreeAsync queued: freed when its stream gets there
     graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
+    imported: bool = False  # another process's, from cuIpcOpenMemHandle (ipc.py)
+    host_ok: bool = True  # the host can use the memory at its address (False: copy through the backend)
 
     @property
     def end(self) -> int:
@@ -70,6 +73,8 @@ class AllocationTable:
 
     def remove(self, a: Allocation, why: str = "freed") -> None:
         with self.lock:
+            if not a.host_ok and a.base in self._by_base:
+                _opaque[0] -= 1
             i = bisect.bisect_left(self._bases, a.base)
             del self._bases[i]
             del self._by_base[a.base]
@@ -108,11 +113,13 @@ TABLE = AllocationTable()
 
 def map_pages(size: int, ctx: context.Context | None = None, kind: str = "device") -> int:
     """Fresh zero-filled memory of the context's device (its backend allocates it)."""
-    ctx = ctx if ctx is not None else context.current()
-    dev = ctx.device
-    if size > dev.total_memory():
+    if ctx is None:  # (tests and the library API may allocate with no context current)
+        s = context.stack()
+        ctx = s[-1] if s else None
+    limit = ctx.device.total_memory() if ctx is not None else device.total_memory()
+    if size > limit:
         raise CudaError(E.OUT_OF_MEMORY, f"{size} bytes asked for, the device has "
-                                         f"{dev.total_memory()} bytes of memory")
+                                         f"{limit} bytes of memory")
     return _allocator(ctx).allocate(size, kind)
 
 
@@ -120,21 +127,129 @@ def _allocator(ctx: context.Context | None):
     """The backend that owns a context's memory (host pages for backends that do not)."""
     b = ctx.device.backend() if ctx is not None else None
     if b is None or not hasattr(b, "allocate"):
-        from cuport.backends.cpu import host_pages
+        from cuport.backends import host_pages
 
         return host_pages
     return b
 
 
 def _unmap(a: Allocation) -> None:
+    for hook in UNMAP_HOOKS:
+        hook(a)
     _allocator(a.context).free(a.base, a.size)
+
+
+# Called with an allocation just before its memory is unmapped (ipc.py closes its file).
+UNMAP_HOOKS: list = []
+
+
+def _sharing(ctx: context.Context | None, what: str):
+    alloc = _allocator(ctx)
+    if not hasattr(alloc, "share"):
+        raise CudaError(E.NOT_SUPPORTED, f"{what}: the device's memory cannot be shared between "
+                                         "processes by cuport")
+    return alloc
+
+
+def share(a: Allocation, name: str) -> int:
+    """Make an allocation's memory mappable by other processes (address and contents
+    kept); returns the descriptor of the memory file that holds it."""
+    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size, name)
+
+
+def map_shared(fd: int, size: int, ctx: context.Context) -> int:
+    """Map another process's memory file into this process; returns its address here."""
+    return _sharing(ctx, "cuIpcOpenMemHandle").map_shared(fd, size)
+
+
+# -- memory the host cannot touch: copies and fills through the device's backend ---------
+_opaque = [0]  # live allocations with host_ok False: none means every copy is a memmove
+
+
+def _note_host_access(a: Allocation) -> Allocation:
+    b = a.context.device.backend() if a.context is not None else None
+    if b is not None and hasattr(b, "drain") and a.context.device not in _async_devices:
+        _async_devices.append(a.context.device)
+    check = getattr(b, "host_accessible", None)
+    if check is not None and not check(a.base):
+        a.host_ok = False
+        with TABLE.lock:
+            _opaque[0] += 1
+    return a
+
+
+def _opaque_at(address: int) -> Allocation | None:
+    if not _opaque[0]:
+        return None
+    a = TABLE.find(address)
+    return a if a is not None and not a.host_ok else None
+
+
+_async_devices: list = []  # contexts' devices whose backends finish launches later (Vulkan)
+
+
+def _settle(*addresses: int) -> None:
+    """Before the host touches device memory: let a device whose launches finish
+    asynchronously complete them (stream.drain), so the host sees their results and the
+    kernels see the host's bytes only after they ran."""
+    if not _async_devices:
+        return
+    for address in addresses:
+        a = TABLE.find(address)
+        if a is not None and a.context is not None and stream.device_busy(a.context):
+            stream.drain(a.context)
+
+
+def move(dst: int, src: int, n: int) -> None:
+    """memmove for the driver's copies: device memory the host cannot touch (a discrete
+    GPU's) goes through its backend; everything else is host memory at its address."""
+    if n <= 0:
+        return
+    _settle(dst, src)
+    d, s = _opaque_at(dst), _opaque_at(src)
+    if d is None and s is None:
+        ctypes.memmove(dst, src, n)
+        return
+    owner = d or s
+    b = owner.context.device.backend()
+    if d is not None and s is not None:
+        b.copy_dtod(dst, src, n)
+    elif d is not None:
+        b.copy_htod(dst, src, n)
+    else:
+        b.copy_dtoh(dst, src, n)
+
+
+def fill(dst: int, value: int, n: int, width: int = 1) -> None:
+    """n elements of `width` bytes set to `value`, through the backend where needed."""
+    _settle(dst)
+    a = _opaque_at(dst)
+    if a is None:
+        if width == 1:
+            ctypes.memset(dst, value & 0xFF, n)
+        else:
+            import numpy as np
+
+            dtype = {2: np.uint16, 4: np.uint32}[width]
+            np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(value)
+        return
+    a.context.device.backend().fill(dst, value, n, width)
+
+
+def read(address: int, n: int) -> bytes:
+    """The bytes of any memory the driver knows (host or device)."""
+    if _opaque_at(address) is None:
+        return ctypes.string_at(address, n)
+    buf = ctypes.create_string_buffer(n)
+    move(ctypes.addressof(buf), address, n)
+    return buf.raw
 
 
 def allocate(size: int, kind: str, ctx: context.Context, flags: int = 0) -> Allocation:
     if size == 0:
         raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
     _check_capture("allocating memory")
-    a = Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags)
+    a = _note_host_access(Allocation(map_pages(size, ctx, kind), size, kind, ctx, flags))
     TABLE.add(a)
     return a
 
@@ -170,7 +285,7 @@ def _check_capture(what: str) -> None:
 
 def register_range(base: int, size: int, kind: str, ctx: context.Context | None) -> Allocation:
     """Record memory cuport did not map (module globals, registered host memory)."""
-    a = Allocation(base, size, kind, ctx, owned=False)
+    a = _note_host_access(Allocation(base, size, kind, ctx, owned=False))
     TABLE.add(a)
     return a
 
@@ -273,11 +388,17 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
     if a.kind not in kinds:
         raise CudaError(E.INVALID_VALUE, f"{hex(address)} is {a.kind} memory: "
                                          f"free it with {call_for_others}")
+    if a.imported:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is another process's memory, from "
+                                         "cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle")
     return a
 
 
 @implements("cuMemFree_v2")
 def mem_free(dptr: int) -> None:
+    if dptr == 0:  # cudaFree(0), the usual way to create the runtime's context: success
+        context.current()
+        return
     _free(dptr, ("device", "managed"), "cuMemFreeHost (host) / cuMemHostUnregister (registered)")
 
 
@@ -347,10 +468,35 @@ def mem_host_get_flags(p: int) -> int:
     return a.flags
 
 
+_mincore = ctypes.CDLL(None, use_errno=True).mincore
+_mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+
+
+def _resident_bytes(base: int, length: int) -> int:
+    """How much of a mapping is in memory (mincore): pages never touched are not."""
+    pages = length // PAGE
+    vec = (ctypes.c_ubyte * pages)()
+    if _mincore(base, length, vec) != 0:
+        return length  # cannot tell: count it as used, which MemAvailable then also says
+    return (pages - bytes(vec).count(0)) * PAGE
+
+
 @implements("cuMemGetInfo_v2")
 def mem_get_info() -> tuple[int, int]:
-    context.current()
-    return device.available_memory(), device.total_memory()
+    """Free memory falls by what is allocated, as on a GPU. Where device memory is host
+    memory (the CPU device), pages are reserved lazily (MAP_NORESERVE), so MemAvailable
+    alone sees only the pages touched: the untouched rest of every such allocation is
+    subtracted from it. (Devices with memory of their own answer as before.)"""
+    ctx = context.current()
+    if ctx.device.memory_bytes:  # a device with memory of its own (Vulkan)
+        return device.available_memory(), device.total_memory()
+    untouched = 0
+    for a in TABLE.all():
+        if a.owned and (a.context is None or not a.context.device.memory_bytes):
+            length = max(PAGE, -(-a.size // PAGE) * PAGE)
+            untouched += length - _resident_bytes(a.base, length)
+    total = device.total_memory()
+    return max(0, min(total, device.available_memory() - untouched)), total
 
 
 @implements("cuMemGetAddressRange_v2", optional_outs=("pbase", "psize"))
@@ -364,6 +510,11 @@ def mem_get_address_range(dptr: int) -> tuple[int, int]:
 # -- pointer attributes -------------------------------------------------------------------
 
 _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
+
+
+def ipc_capable(a: Allocation) -> bool:
+    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of this process."""
+    return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
 
 
 def _memory_type(a: Allocation) -> int:
@@ -391,7 +542,7 @@ POINTER_ATTRIBUTES = {
     K.CU_POINTER_ATTRIBUTE_BUFFER_ID: (_U64, lambda a, p: a.id),
     K.CU_POINTER_ATTRIBUTE_IS_MANAGED: (_U32, lambda a, p: int(a.kind == "managed")),
     K.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: (_I32, lambda a, p: 0),
-    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: 0),
+    K.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: (_I32, lambda a, p: int(ipc_capable(a))),
     K.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: (_U64, lambda a, p: a.base),
     K.CU_POINTER_ATTRIBUTE_RANGE_SIZE: (_U64, lambda a, p: a.size),
     K.CU_POINTER_ATTRIBUTE_MAPPED: (_I32, lambda a, p: 1),

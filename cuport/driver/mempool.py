@@ -204,7 +204,7 @@ def _alloc(size: int, pool: Pool, stream_handle: int, what: str) -> int:
         p.poolProps.location.type = K.CU_MEM_LOCATION_TYPE_DEVICE
         p.poolProps.location.id = pool.device
         p.bytesize = size
-        node = graph_nodes.mem_alloc_params(p, s.context)
+        node = graph_nodes.mem_alloc_params(p, s.context, [n for n, _ in s.capture_deps])
         capture.add(s, node, what)
         return int(p.dptr)
     return pool.take(size, s.context).base

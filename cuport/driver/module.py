@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 
 from cuport import loader
+from cuport.backends.base import BackendError
 from cuport.driver import context, device, handles, memory
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -61,10 +62,12 @@ def backend_for(dev) -> object:
 
 
 def backend():
-    """The backend of the current context's device."""
-    from cuport.driver import context
+    """The backend of the current context's device; of the first device when no context is
+    current (the library API, cuLibraryLoadData and friends, needs none)."""
+    from cuport.driver import context, device
 
-    return context.current().device.backend()
+    s = context.stack()
+    return (s[-1].device if s else device.devices()[0]).backend()
 
 
 # -- PTX from images --------------------------------------------------------------------------
@@ -234,6 +237,19 @@ class Library:
                 m = self.modules[ctx.id] = Module(ctx, self.entries, self)
             return m
 
+    def managed_module(self) -> Module:
+        """The module whose managed variables the library answers with: one already loaded,
+        else the current context's, else the primary context's of device 0 (cuport
+        compiles a module per context, so a second context's module has its own copies)."""
+        with self.lock:
+            for m in self.modules.values():
+                if handles.peek(m.handle) is m:
+                    return m
+            ctx = context.current_or_none()
+            if ctx is None or handles.peek(ctx.handle) is not ctx or not ctx.active:
+                ctx = context.primary(0)
+            return self.module_for(ctx)
+
     def kernel_names(self) -> list[str]:
         """Entry names, without compiling: a CUlibrary needs no context to be asked."""
         names: list[str] = []
@@ -316,21 +332,38 @@ context.RESOURCE_HOOKS.insert(0, _release)  # before memory: globals first
 
 # -- JIT options (cuModuleLoadDataEx): report errors into the program's log buffer -------
 
+def _write_log(count: int, options: int, values: int, buffer_kind: int, size_kind: int,
+               text: str) -> None:
+    """Copy `text` into a JIT log buffer the program passed, NUL-terminated and cut to its
+    size, and store the length written (without the NUL, as NVIDIA's driver does)."""
+    if not (count and options and values):
+        return
+    kinds = list((ctypes.c_int * count).from_address(options))
+    slots = (ctypes.c_uint64 * count).from_address(values)
+    if buffer_kind not in kinds or size_kind not in kinds:
+        return
+    b, s = kinds.index(buffer_kind), kinds.index(size_kind)
+    size = int(slots[s]) & 0xFFFFFFFF
+    if not slots[b] or size == 0:
+        return
+    data = text.encode()[: size - 1] + b"\0"
+    ctypes.memmove(int(slots[b]), data, len(data))
+    slots[s] = len(data) - 1
+
+
 def _with_jit_log(load, count: int, options: int, values: int):
+    """Run a load; fill the CU_JIT_ERROR_LOG_BUFFER option with what went wrong (ptxas'
+    log for invalid PTX), or leave both logs empty when it worked."""
     try:
-        return load()
-    except (CudaError, loader.LoaderError) as e:
-        if count and options and values:
-            kinds = (ctypes.c_int * count).from_address(options)
-            slots = (ctypes.c_uint64 * count).from_address(values)
-            opts = dict(zip(kinds, range(count), strict=False))
-            buf, size = opts.get(K.CU_JIT_ERROR_LOG_BUFFER), \
-                opts.get(K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            if buf is not None and size is not None and slots[buf] and slots[size]:
-                text = e.message.encode()[: slots[size] - 1] + b"\0"
-                ctypes.memmove(slots[buf], text, len(text))
-                slots[size] = len(text)
+        result = load()
+    except (CudaError, loader.LoaderError, BackendError) as e:
+        _write_log(count, options, values, K.CU_JIT_ERROR_LOG_BUFFER,
+                   K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, getattr(e, "log", None) or e.message)
         raise
+    for buffer_kind, size_kind in ((K.CU_JIT_ERROR_LOG_BUFFER, K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+                                   (K.CU_JIT_INFO_LOG_BUFFER, K.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):
+        _write_log(count, options, values, buffer_kind, size_kind, "")
+    return result
 
 
 # -- API --------------------------------------------------------------------------------------
@@ -437,9 +470,22 @@ def library_get_module(handle: int) -> int:
     return lookup_library(handle).module_for(context.current()).handle
 
 
-@implements("cuLibraryGetGlobal", "cuLibraryGetManaged", optional_outs=("dptr", "bytes"))
+@implements("cuLibraryGetGlobal", optional_outs=("dptr", "bytes"))
 def library_get_global(handle: int, name: str | None) -> tuple[int, int]:
     return lookup_library(handle).module_for(context.current()).global_symbol(name)
+
+
+@implements("cuLibraryGetManaged", optional_outs=("dptr", "bytes"))
+def library_get_managed(handle: int, name: str | None) -> tuple[int, int]:
+    """Managed variables belong to the library, not to a context: the runtime asks for
+    them while registering `__managed__` variables, before any context is current."""
+    lib = lookup_library(handle)
+    if name is not None and not any(re.search(
+            rf"\.global\s+[^;]*\.attribute\(\s*\.managed\s*\)[^;]*\s{re.escape(name)}\b",
+            e.text) for e in lib.entries):
+        raise CudaError(E.NOT_FOUND, f"the library has no managed variable named {name!r}",
+                        subject=name)
+    return lib.managed_module().global_symbol(name)
 
 
 @implements("cuLibraryGetKernelCount")

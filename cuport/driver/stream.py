@@ -23,6 +23,7 @@ is pending, else they are queued and waited for.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import queue
@@ -41,22 +42,47 @@ _ids = itertools.count(1)
 _tls = threading.local()
 
 
+def drain(ctx: context.Context) -> None:
+    """Let the device finish the work its backend has in flight (a Vulkan backend returns
+    from a launch once the kernel is queued on the GPU), before anything that observes its
+    results: a host callback, an event, a copy, a synchronising call. A kernel failure found
+    then becomes the context's asynchronous error, as a failing launch does."""
+    b = ctx.device.backend()
+    finish = getattr(b, "drain", None)
+    if finish is None:
+        return
+    failed = finish()
+    if failed is not None:
+        what, err = failed
+        Op(lambda: None, [], what)._fail(ctx, CudaError(err.code, err.message))
+
+
+def device_busy(ctx: context.Context) -> bool:
+    pending = getattr(ctx.device.backend(), "pending", None)
+    return bool(pending and pending())
+
+
 class Op:
-    """One queued operation and the operations it must wait for."""
+    """One queued operation and the operations it must wait for. Device work (launches)
+    may finish after the op returns; every other op first drains the device (drain)."""
 
-    __slots__ = ("fn", "deps", "done", "error", "what")
+    __slots__ = ("fn", "deps", "done", "error", "what", "device_work")
 
-    def __init__(self, fn: Callable[[], None], deps: list[Op], what: str) -> None:
+    def __init__(self, fn: Callable[[], None], deps: list[Op], what: str,
+                 device_work: bool = False) -> None:
         self.fn = fn
         self.deps = deps
         self.done = threading.Event()
         self.error: CudaError | None = None
         self.what = what
+        self.device_work = device_work
 
     def run(self, ctx: context.Context) -> None:
         for dep in self.deps:
             dep.done.wait()
         try:
+            if not self.device_work:
+                drain(ctx)
             self.fn()
         except CudaError as e:
             self._fail(ctx, e)
@@ -73,7 +99,13 @@ class Op:
             if ctx.sticky_error is None:
                 ctx.sticky_error = CudaError(
                     e.code, f"an earlier asynchronous operation failed: {self.what}: {e.message}")
-        note_failure(e)
+
+        def take_pending() -> CudaError | None:
+            with ctx.lock:
+                err, ctx.sticky_error = ctx.sticky_error, None
+            return err
+
+        note_failure(e, take_pending)
 
 
 class Stream:
@@ -90,6 +122,7 @@ class Stream:
         self.capture = None  # the capture.Capture this stream is in
         self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
         self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
+        self.attributes: dict[int, bytes] = {}  # cuStreamSetAttribute values (stream_attrs.py)
 
     @property
     def blocking(self) -> bool:
@@ -111,6 +144,7 @@ class Stream:
     def synchronize(self) -> None:
         if self.last is not None:
             self.last.done.wait()
+        drain(self.context)
 
     def close(self) -> None:
         """No more work: the worker finishes what is queued and exits."""
@@ -175,6 +209,14 @@ def resolve(handle: int) -> Stream:
     return s
 
 
+def resolve_for_work(handle: int) -> Stream:
+    """A stream that work is queued on: it must belong to the current context."""
+    s = resolve(handle)
+    if handle not in (0, LEGACY, PER_THREAD):
+        context.check_current(s.context, f"stream {hex(handle)}")
+    return s
+
+
 def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
     cs = streams_of(s.context)
@@ -201,13 +243,15 @@ def check_capture(s: Stream, what: str) -> None:
                             "CU_STREAM_NON_BLOCKING stream, or keep the legacy stream idle)")
 
 
-def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None) -> Op:
-    """Queue fn on stream s; it runs after everything it must wait for."""
+def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None = None,
+           device_work: bool = False) -> Op:
+    """Queue fn on stream s; it runs after everything it must wait for. `device_work`: fn
+    only queues work on the device (a launch), which needs no drain first."""
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s) + [d for d in (extra or []) if not d.done.is_set()]
-        op = Op(fn, deps, what)
+        op = Op(fn, deps, what, device_work)
         s.last = op
         s._ensure_worker()
         s._queue.put(op)
@@ -224,6 +268,7 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     with cs.lock:
         idle = not s.pending() and not _dependencies(s)
     if idle:
+        drain(s.context)
         fn()
         return
     op = submit(s, fn, what)
@@ -264,7 +309,7 @@ context.RESOURCE_HOOKS.append(_release)
 
 # -- API --------------------------------------------------------------------------------
 
-def _clamp_priority(priority: int) -> int:
+def clamp_priority(priority: int) -> int:
     return max(-5, min(0, priority))
 
 
@@ -278,7 +323,7 @@ def create_with_priority(flags: int, priority: int) -> int:
     if flags & ~K.CU_STREAM_NON_BLOCKING:
         raise CudaError(E.INVALID_VALUE, f"stream flags {flags:#x} are not valid CUstream_flags")
     ctx = context.current()
-    s = Stream(ctx, flags, _clamp_priority(priority))
+    s = Stream(ctx, flags, clamp_priority(priority))
     cs = streams_of(ctx)
     with cs.lock:
         cs.created.add(s)
@@ -316,7 +361,7 @@ def query(handle: int) -> None:
     check_capture(s, "cuStreamQuery")
     cs = streams_of(s.context)
     with cs.lock:
-        busy = s.pending() or bool(_dependencies(s))
+        busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
     if busy:
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
     check_sticky(s.context)
@@ -334,6 +379,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
         return
     if flags & K.CU_EVENT_WAIT_EXTERNAL:
         raise CudaError(E.INVALID_VALUE, "CU_EVENT_WAIT_EXTERNAL is only for capturing streams")
+    if e.shared is not None:  # an interprocess event: its records may be another process's
+        shared, n = e.shared, e.shared.target()
+        if not shared.is_reached(n):
+            submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
+        return
     if e.op is not None and not e.op.done.is_set():
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
@@ -422,3 +472,28 @@ def ctx_synchronize_v2(handle: int) -> None:
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)
+
+
+# How the KeyboardInterrupt is raised again after the call: libcuda.so.1 sets this to a
+# flag its C entry points check on the way out (capi/runtime.py).
+rearm_interrupt: Callable[[], None] = _thread.interrupt_main
+
+
+def interrupted(what: str) -> int:
+    """^C reached a Python program while one of its calls waited in cuport: the exception
+    cannot cross the C call, so the kernels in flight are stopped (their launches fail
+    with CUDA_ERROR_LAUNCH_FAILED, which leaves the device unusable, as a killed kernel
+    does on a GPU), the call answers that code, and the KeyboardInterrupt is raised again
+    in the program as soon as its own Python code runs."""
+    from cuport.driver import module
+
+    with module._backend_lock:
+        backends = list(module._backends.values())  # (none: nothing was launched)
+    for b in backends:
+        cancel = getattr(b, "cancel_launches", None)
+        if cancel is not None:
+            cancel()
+    rearm_interrupt()
+    report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
+                                  "flight were stopped")
+    return E.LAUNCH_FAILED

@@ -3,10 +3,17 @@
 Switched on by CUPORT_TRACE=1 (which `cuport trace` sets); the dispatcher calls
 print_call after every call. Pointers and handles print in hex, strings quoted,
 out-parameters after the result as they were written.
+
+A CUDA runtime starts with some 440 cuGetProcAddress lookups: consecutive successful
+ones are folded into one line (how many, and the names looked up); failed lookups and
+every other call print as they come. CUPORT_TRACE=all (`cuport trace --all`) prints
+every lookup.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import threading
 import time
@@ -38,16 +45,64 @@ def _format(ctype: str, value) -> str:
     return str(value)
 
 
-def _emit(text: str) -> None:
+_LOOKUPS = ("cuGetProcAddress", "cuGetProcAddress_v2")
+_NAMES_SHOWN = 6
+
+
+class _Fold:
+    """A run of successful cuGetProcAddress lookups, printed as one line."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.start = 0.0
+
+    def add(self, name: str, at: float) -> None:
+        if not self.names:
+            self.start = at
+        self.names.append(name)
+
+    def line(self) -> str | None:
+        if not self.names:
+            return None
+        distinct = list(dict.fromkeys(self.names))
+        shown = ", ".join(distinct[:_NAMES_SHOWN]) + (", ..." if len(distinct) > _NAMES_SHOWN
+                                                      else "")
+        text = (f"cuport trace: {self.start * 1e3:10.3f}ms cuGetProcAddress x "
+                f"{len(self.names)} -> CUDA_SUCCESS ({len(distinct)} names: {shown}; "
+                f"`cuport trace --all` shows each)")
+        self.names = []
+        return text
+
+
+_fold = _Fold()
+_folding = os.environ.get("CUPORT_TRACE", "") != "all"
+
+
+def _now() -> float:
+    return time.perf_counter() - _START
+
+
+def _emit(text: str | None) -> None:
     with _lock:
-        print(text, file=sys.stderr, flush=True)
+        folded = _fold.line()
+        if folded:
+            print(folded, file=sys.stderr)
+        if text:
+            print(text, file=sys.stderr)
+        sys.stderr.flush()
+
+
+atexit.register(_emit, None)
 
 
 def print_call(func, values, ins, result, outs, code: int, seconds: float) -> None:
+    if _folding and code == 0 and func.symbol in _LOOKUPS:
+        with _lock:
+            _fold.add(str(values[0]) if values else "?", _now())
+        return
     args = ", ".join(f"{func.params[i].name}={_format(func.params[i].ctype, v)}"
                      for (i, _), v in zip(ins, values, strict=False))
-    text = f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms " \
-           f"{func.symbol}({args}) -> {name_of(code)}"
+    text = f"cuport trace: {_now() * 1e3:10.3f}ms {func.symbol}({args}) -> {name_of(code)}"
     if code == 0 and outs:
         results = (result,) if len(outs) == 1 else result
         text += " [" + ", ".join(f"{name}={_format(func.params[i].pointee, v)}"
@@ -57,12 +112,11 @@ def print_call(func, values, ins, result, outs, code: int, seconds: float) -> No
 
 
 def print_unimplemented(func) -> None:
-    _emit(f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms "
+    _emit(f"cuport trace: {_now() * 1e3:10.3f}ms "
           f"{func.symbol}(...) -> CUDA_ERROR_NOT_SUPPORTED (not implemented)")
 
 
 def print_slot(name: str, result) -> None:
     """A call through one of the private export tables (cudart's start-up protocol)."""
     shown = "" if result is None else f" -> {result}"
-    _emit(f"cuport trace: {(time.perf_counter() - _START) * 1e3:10.3f}ms "
-          f"export table slot {name}{shown}")
+    _emit(f"cuport trace: {_now() * 1e3:10.3f}ms export table slot {name}{shown}")

@@ -98,12 +98,19 @@ class Lowering(Protocol):
     def warp_reduce(self, name: str, x: ll.Value, identity) -> ll.Value: ...
     def warp_match_any(self, a: ll.Value, part: ll.Value) -> ll.Value: ...
 
+    # ---- per-lane loops of the warp (isa/async_copy.py: cp.async, mbarrier)
+    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value: ...
+    def for_each_lane(self, mask: ll.Value, inits: list[ll.Value], body) -> list[ll.Value]: ...
+
     # ---- per-thread escapes and failures (isa/texture.py)
     def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],
                  nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         """Run `body` on the scalar arguments of each executing thread, in lane order."""
     def fail_if(self, bad: ll.Value, kind: str) -> None:
         """End the kernel with a launch error (illegal_address, trap, assert, misaligned)."""
+    def zero_bytes(self, size: int) -> ll.Value:
+        """The i64 address of at least `size` bytes of zeros that kernels may read (what a
+        query of a NULL texture object reads, and a surface read that .zero drops)."""
 
     # ---- calls (isa/control.py)
     def emit_call(self, ins: ir.Instr) -> None: ...

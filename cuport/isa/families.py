@@ -1,6 +1,7 @@
 """Import every instruction family so that its lowerings register themselves."""
 
 from . import (  # noqa: F401
+    async_copy,
     atomics,
     bits,
     compare,

@@ -1,34 +1,15 @@
 """Which operands of an instruction it writes and which it reads.
 
-PTX puts the destination first, except for the instructions listed in `_NO_DEST`. The
+PTX puts the destination first, except where ptx/opcodes.py's table says otherwise. The
 analyses (uniformity, liveness) only need register names, so this module flattens
 vectors, predicate pairs, negations and addresses into register lists.
 """
 
 from __future__ import annotations
 
-from ..ptx import ir
+from ..ptx import ir, opcodes
 
-#: Opcodes whose first operand is not a destination.
-_NO_DEST = {
-    "st", "red", "membar", "fence", "bra", "brx", "ret", "exit", "trap", "prefetch", "prefetchu",
-    "call", "nanosleep", "pmevent", "brkpt", "sust", "sured", "cp", "griddepcontrol", "discard",
-    "applypriority", "cp.async", "setmaxnreg", "stmatrix", "tensormap", "multimem",
-}
-
-
-def has_dest(ins: ir.Instr) -> bool:
-    op = ins.op
-    if op in _NO_DEST:
-        return False
-    if op in ("bar", "barrier"):
-        return "red" in ins.mods
-    if op == "mbarrier":
-        m = ins.mods
-        return bool(m) and m[0] in ("arrive", "arrive_drop", "test_wait", "try_wait", "pending_count")
-    if op == "wmma":
-        return bool(ins.mods) and ins.mods[0] in ("load", "mma")
-    return bool(ins.args)
+has_dest = opcodes.has_dest  # (the table: ptx/opcodes.py)
 
 
 def regs_in(o) -> list[ir.Reg]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..ptx.ir import SCALAR_TYPES
+
 LOWERINGS: dict[str, Callable] = {}
 _BY_KIND: dict[tuple[str, str], Callable] = {}
 _FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"}
@@ -47,8 +49,6 @@ def _dispatch_on_type(em, ins) -> None:
 
 def type_suffix(ins, default: str | None = None) -> str:
     """The last type suffix of an instruction (`add.rn.f32` → f32)."""
-    from ..ptx.ir import SCALAR_TYPES
-
     for m in reversed(ins.mods):
         if m in SCALAR_TYPES:
             return m

@@ -219,18 +219,12 @@ _TXQ = {
 _SUQ = ("width", "height", "depth", "array_size")
 
 
+DESCRIPTOR_BYTES = T.offset("levels") + T.MAX_LEVELS * T.LEVEL_SIZE
+
+
 def _null_descriptor(em) -> ll.Value:
-    """A zeroed descriptor-sized global: what a query of a NULL object reads."""
-    mod = em.module
-    try:
-        g = mod.get_global("cuport_null_descriptor")
-    except KeyError:
-        t = ll.ArrayType(I8, T.offset("levels") + T.MAX_LEVELS * T.LEVEL_SIZE)
-        g = ll.GlobalVariable(mod, t, name="cuport_null_descriptor")
-        g.linkage = "internal"
-        g.global_constant = True
-        g.initializer = ll.Constant(t, None)
-    return em.b.ptrtoint(g, I64)
+    """A zeroed descriptor's address: what a query of a NULL object reads."""
+    return em.zero_bytes(DESCRIPTOR_BYTES)
 
 
 def _query(em, ins: ir.Instr, table: dict, what: str) -> None:

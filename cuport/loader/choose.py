@@ -1,8 +1,13 @@
-"""Which PTX a device runs, and the error that says why none fits and how to rebuild.
+"""Which PTX to translate, and the error that says why there is none and how to rebuild.
 
-Compatibility follows NVIDIA's rules for PTX targets: `sm_XY` runs on compute
-capability XY and newer, `sm_XYa` (arch-specific) only on XY, `sm_XYf`
-(family-specific) on XY and newer devices of the same major version.
+A GPU follows NVIDIA's rules for PTX targets: `sm_XY` runs on compute capability XY
+and newer, `sm_XYa` (arch-specific) only on XY, `sm_XYf` (family-specific) on XY and
+newer devices of the same major version. The PTX that a GPU of the reported compute
+capability would run is taken first (the newest of it). cuport translates PTX and is
+not bound by that capability, so when there is none (libcudadevrt.a, CuPy's CUB
+kernels and NVIDIA's library wheels carry PTX for sm_120/sm_121 only) the PTX nearest
+above the device is taken: the compiler translates what it implements and refuses an
+instruction it lacks by name, at load or launch.
 """
 
 from __future__ import annotations
@@ -28,20 +33,30 @@ def _preference(entry: PtxEntry) -> tuple[int, int, tuple[int, int]]:
     return (entry.arch, _VARIANT_RANK[entry.variant], entry.version)
 
 
+def _nearness(entry: PtxEntry) -> tuple[int, int, tuple[int, int]]:
+    """For PTX no GPU of the device's capability runs: the lowest target (the fewest
+    instructions newer than the device), portable before family- and arch-specific."""
+    return (-entry.arch, _VARIANT_RANK[entry.variant], entry.version)
+
+
 def choose_ptx(image: Image, device_cc: int | None) -> PtxEntry:
-    """The newest PTX the device can run; `device_cc` None means the newest of all."""
+    """The newest PTX the device can run, else the PTX nearest above it; `device_cc`
+    None means the newest of all. An image without PTX is an error saying how to
+    rebuild."""
+    if not image.ptx:
+        raise LoaderError(CUDA_ERROR_NO_BINARY_FOR_GPU, _why_none(image, device_cc))
     usable = [p for p in image.ptx if device_cc is None or runs_on(p, device_cc)]
     if usable:
         return max(usable, key=_preference)
-    raise LoaderError(CUDA_ERROR_NO_BINARY_FOR_GPU, _why_none(image, device_cc))
+    return max(image.ptx, key=_nearness)
 
 
 def choose_relocatable_ptx(
     objects: list[Image], device_cc: int | None = None, source: str = ""
 ) -> list[PtxEntry]:
-    """One PTX module per relocatable object (`Image.relocatable`), in link order: the
-    newest usable on `device_cc`, or the newest. An object without one is an error
-    that names it (`source` says where the objects came from)."""
+    """One PTX module per relocatable object (`Image.relocatable`), in link order, as
+    `choose_ptx` picks it. An object without PTX is an error that names it (`source`
+    says where the objects came from)."""
     chosen = []
     for number, obj in enumerate(objects):
         try:
@@ -66,17 +81,7 @@ def _names(arches: list[int], prefix: str) -> str:
 
 
 def _why_none(image: Image, device_cc: int | None) -> str:
-    if image.ptx:
-        targets = ", ".join(sorted({p.target or f"sm_{p.arch}" for p in image.ptx}))
-        if all(p.arch > device_cc for p in image.ptx):
-            why = "all are newer than the device"
-        else:
-            why = "those not newer are specific to another architecture (sm_XYa runs on sm_XY only, sm_XYf on the sm_X family only)"
-        return (
-            f"the image has PTX for {targets}, none of which runs on the device "
-            f"(sm_{device_cc}): {why}; rebuild with PTX for the device or an older target, "
-            f"e.g. -gencode arch=compute_{device_cc},code=compute_{device_cc}"
-        )
+    """Why an image without PTX cannot run, and how to rebuild it."""
     rebuild_arch = min([s.arch for s in image.sass] or [75])
     rebuild = (
         f"rebuild with PTX embedded: add -gencode arch=compute_{rebuild_arch},"
@@ -96,7 +101,7 @@ def _why_none(image: Image, device_cc: int | None) -> str:
             f"{_names([s.arch for s in image.sass], 'sm')}) and holds no PTX; cuport runs PTX "
             f"only: load the PTX instead (numba-cuda, CuPy and cuda.core link PTX through the "
             f"driver's cuLink* calls, which cuport implements, when the nvidia-nvjitlink "
-            f"package is not installed)"
+            f"package is not installed; under `cuport run`, NVRTC asked for a cubin makes PTX)"
         )
     if image.sass:
         return (

@@ -127,7 +127,10 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
             new_in: set[str] = set(everything) if b.index == 0 else set()
             for p in b.preds:
                 if (p, b.index) in barrier_edges:
-                    continue  # resuming: every live register is in its slot
+                    # resuming: every live register is in its slot, except the result of
+                    # a bar.red, which the warp writes after it resumes
+                    new_in.update(r.name for r in defs(blocks[p].term))
+                    continue
                 new_in |= out[p]
             new_out = set(new_in)
             for ins in b.instrs:

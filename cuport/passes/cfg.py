@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ptx import ir
+from ..ptx import ir, opcodes
 
 #: Opcodes that end a block and may suspend the warp (CTA-wide barriers).
 BARRIER_OPS = {"bar", "barrier"}
@@ -67,9 +67,6 @@ class CfgError(Exception):
         self.line = line
 
 
-_TERMINATORS = {"bra", "ret", "exit", "trap", "brx"}
-
-
 def build(fn: ir.Function) -> Cfg:
     assert fn.body is not None
     raw: list[Block] = []
@@ -99,13 +96,18 @@ def build(fn: ir.Function) -> Cfg:
         if not cur.instrs and not cur.line:
             cur.line = st.line
         cur.instrs.append(st)
-        if st.op in _TERMINATORS or is_suspend(st):
+        if opcodes.ends_block(st) or is_suspend(st):
             cur.term = st
             close()
     close()
-    if not raw:
-        raw.append(Block(0, None, [ir.Instr("ret", (), [])]))
-        raw[0].term = raw[0].instrs[0]
+    last = raw[-1].term if raw else None
+    if not raw or (last is not None and (is_suspend(last) or (
+            last.guard is not None and last.op in ("bra", "ret", "exit")))):
+        # falling off the end of a function (after a barrier, or where a guarded branch
+        # or return does not go) is an implicit return
+        line = last.line if last is not None else 0
+        raw.append(Block(len(raw), None, [ir.Instr("ret", (), [], line=line)]))
+        raw[-1].term = raw[-1].instrs[0]
 
     by_label = {b.label: i for i, b in enumerate(raw) if b.label is not None}
     for a, target in aliases.items():

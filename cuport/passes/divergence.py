@@ -14,6 +14,8 @@ Needs: a Cfg in execution priority order (cfg.build). Leaves: a `Divergence` rec
   (lanes that took different paths or left a loop at different trips hold different
   values), and a varying register can make more branches divergent: the two facts are
   computed together to a fixed point.
+- The results of one instruction (a value and the carry flag of `mad.lo.cc`) are varying
+  together: the instruction is computed either for the warp or per lane.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..isa.operands import defs, uses
-from ..ptx import ir
+from ..ptx import ir, opcodes
 from .cfg import Cfg, is_barrier, postdominators
 
 
@@ -34,11 +36,6 @@ class Divergence:
 
     def is_split(self, block: int) -> bool:
         return block in self.split_blocks
-
-
-#: Opcodes whose result differs per lane even when every source is uniform.
-_PER_LANE_OPS = {"atom", "shfl", "vote", "match", "redux", "activemask", "call", "elect",
-                 "wmma"}
 
 
 def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "warp") -> bool:
@@ -87,9 +84,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
 
     def inherently_varying(ins: ir.Instr) -> bool:
         op = ins.op
-        if op in _PER_LANE_OPS:
-            return True
-        if op in ("bar", "barrier") and "red" not in ins.mods:
+        if opcodes.per_lane(ins):
             return True
         for a in ins.args:
             if isinstance(a, ir.Special) and special_is_varying(a.name, block, scope):
@@ -125,6 +120,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
             for r in defs(ins):
                 mark(r.name)
 
+    multi_defs = [ds for ds in (defs(ins) for _, ins in all_instrs) if len(ds) > 1]
     ipdom = postdominators(cfg)
     blocks = cfg.blocks
     split: set[int] = set()
@@ -182,6 +178,14 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
             if name not in varying and def_count[name] > 1 and bs & split:
                 mark(name)
                 changed = True
+        # the destinations of one instruction (ld.v2 {%a, %b}, a carry out) are written in
+        # one mode: if one is varying (say %b, by a second definition in a loop), all are
+        for multi in multi_defs:
+            if any(r.name in varying for r in multi):
+                for r in multi:
+                    if r.name not in varying:
+                        mark(r.name)
+                        changed = True
         # bar.red (__syncthreads_count/and/or) gives every thread the same answer when the
         # whole warp arrives together; in split code lanes may arrive in different rounds
         for bi, ins in all_instrs:
@@ -190,10 +194,14 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
                     if r.name not in varying:
                         mark(r.name)
                         changed = True
-        # guarded definitions with a varying guard
+        # guarded definitions with a varying guard; and an instruction with several
+        # results (`mad.lo.cc` writes the carry flag too, `mov.b64 {%r1, %r2}`) computes
+        # them in one mode, so one varying result makes them all varying
         for _, ins in all_instrs:
-            if ins.guard is not None and ins.guard.name in varying:
-                for r in defs(ins):
+            ds = defs(ins)
+            if (ins.guard is not None and ins.guard.name in varying) or (
+                    len(ds) > 1 and any(r.name in varying for r in ds)):
+                for r in ds:
                     if r.name not in varying:
                         mark(r.name)
                         changed = True

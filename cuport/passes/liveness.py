@@ -14,7 +14,7 @@ warp suspends.
 from __future__ import annotations
 
 from ..isa.operands import defs, uses
-from .cfg import Cfg
+from .cfg import Cfg, is_suspend
 from .divergence import Divergence
 
 
@@ -38,8 +38,6 @@ def _reachable_after(cfg: Cfg) -> list[set[int]]:
 def wait_points(cfg: Cfg, div: Divergence) -> set[int]:
     """Blocks at whose entry lanes can wait while other lanes of their warp run: targets
     of divergent branches and of split blocks, and continuations of barriers and yields."""
-    from .cfg import is_suspend
-
     out: set[int] = set()
     for b in cfg.blocks:
         t = b.term

@@ -30,7 +30,7 @@ ANY = frozenset({"global", "shared", "local"})
 GLOBAL = frozenset({"global"})
 #: opcodes whose result is an address when a source is one (pointer arithmetic)
 _PROPAGATE = {"mov", "add", "sub", "mad", "and", "or", "xor", "cvt", "selp", "slct", "min", "max",
-              "shl", "shr", "mul"}
+              "shl", "shr", "mul", "bfi", "prmt"}
 
 
 @dataclass
@@ -65,6 +65,9 @@ def _seed(ins: ir.Instr, kernel_params: set[str]) -> frozenset[str] | None:
         return ANY
     if ins.op == "mov" and len(ins.args) > 1 and isinstance(ins.args[1], (ir.Sym, ir.SymAddr)):
         return GLOBAL
+    if ins.op == "mov" and len(ins.args) > 1 and isinstance(ins.args[1], ir.Special) \
+            and ins.args[1].name.startswith("%envreg"):
+        return GLOBAL  # the driver's values: the cooperative launch's grid workspace (global)
     if ins.op in _PROPAGATE:
         return None
     return ANY

@@ -18,20 +18,13 @@ from __future__ import annotations
 import copy
 import itertools
 
-from ..ptx import ir
+from ..ptx import ir, opcodes
 from .cfg import build
 
 _counter = itertools.count(1)
-_WAITS = {"atom", "red", "membar", "fence", "nanosleep"}
-_ORDERED = {"volatile", "acquire", "relaxed", "acq_rel", "sc", "mmio"}
-
-
 def observes_others(ins: ir.Instr) -> bool:
-    if ins.op in _WAITS:
-        return True
-    if ins.op in ("ld", "ldu") and any(m in _ORDERED for m in ins.mods):
-        return True
-    return False
+    """Whether `ins` can see another thread's progress (ptx/opcodes.py)."""
+    return opcodes.waits(ins)
 
 
 def insert_yields(fn: ir.Function) -> ir.Function:

@@ -236,6 +236,7 @@ class Function:
     noreturn: bool = False
     prototypes: dict[str, Function] = field(default_factory=dict)  # .callprototype labels
     line: int = 0
+    undeclared: dict[str, int] = field(default_factory=dict)  # registers used undeclared -> line
 
     @property
     def is_entry(self) -> bool:
@@ -254,6 +255,7 @@ class Module:
     variables: list[Var] = field(default_factory=list)
     functions: dict[str, Function] = field(default_factory=dict)
     files: dict[int, str] = field(default_factory=dict)
+    has_debug_sections: bool = False  # `.section .debug_*` blocks (which the lexer skips)
 
     @property
     def sm(self) -> int:

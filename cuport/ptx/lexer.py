@@ -39,6 +39,8 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
+_GLUED = re.compile(r"\.[^.]+")
+
 # Token kinds (small ints compare fastest).
 WORD, INT, FLOAT, FHEX, STRING, PUNCT, LINEDIR, EOF = range(8)
 
@@ -58,7 +60,7 @@ _KIND = {
 class Tokens:
     """The token stream: parallel lists of kinds, texts and text offsets."""
 
-    __slots__ = ("kinds", "texts", "pos", "src", "_nl")
+    __slots__ = ("kinds", "texts", "pos", "src", "_nl", "sections")
 
     def __init__(self, src: str) -> None:
         self.src = src
@@ -68,15 +70,30 @@ class Tokens:
         ka, ta, pa = kinds.append, texts.append, pos.append
         kind_of = _KIND
         end = 0
+        sections = 0
         for m in _TOKEN.finditer(src):
             if m.start() != end:
                 break
             end = m.end()
             g = m.lastgroup
-            if g == "ws" or g == "section":
+            if g == "ws":
+                continue
+            if g == "section":
+                sections += 1
+                continue
+            t = m.group()
+            if g == "word" and t[0] == "." and "." in t[1:]:
+                # `.reg.b16` (cuda_fp16.hpp's inline asm): directive words glued together
+                # are read as the words they are, each a token of its own
+                at = m.start()
+                for part in _GLUED.findall(t):
+                    ka(WORD)
+                    ta(part)
+                    pa(at)
+                    at += len(part)
                 continue
             ka(kind_of[g])
-            ta(m.group())
+            ta(t)
             pa(m.start())
         if end != len(src):
             self._nl = None
@@ -87,6 +104,7 @@ class Tokens:
         pa(len(src))
         self.kinds, self.texts, self.pos = kinds, texts, pos
         self._nl = None
+        self.sections = sections
 
     def _newlines(self) -> list[int]:
         if self._nl is None:
@@ -104,8 +122,17 @@ class Tokens:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
+#: Integer literals are 64-bit in PTX; a longer one is a "Constant overflow" (cuport.ptx.validate).
+#: Literals past this many characters are not converted at all (Python refuses decimal strings
+#: of thousands of digits), only marked as too large.
+_MAX_LITERAL_CHARS = 80
+OVERFLOW = 1 << 80  # stands for any literal too long to convert
+
+
 def parse_int(text: str) -> int:
     t = text.rstrip("U")
+    if len(t) > _MAX_LITERAL_CHARS:
+        return OVERFLOW
     if t[:2] in ("0x", "0X"):
         return int(t[2:], 16)
     if t[:2] in ("0b", "0B"):

@@ -61,7 +61,7 @@ def test_second_load_comes_from_the_cache(cache_dir):
     c0, h0 = be.stats["compiles"], be.stats["cache_hits"]
     run_scale(1)
     assert be.stats["compiles"] == c0 + 1
-    assert list(cache_dir.glob("*.o")) and list(cache_dir.glob("*.json"))
+    assert len(list(cache_dir.glob("*.k"))) == 1
     run_scale(2)  # a new module of the same PTX: no compilation
     assert be.stats["compiles"] == c0 + 1
     assert be.stats["cache_hits"] == h0 + 1
@@ -70,22 +70,22 @@ def test_second_load_comes_from_the_cache(cache_dir):
 def test_a_corrupt_entry_is_rebuilt(cache_dir):
     be = get_cpu_backend()
     run_scale(3)
-    (obj,) = cache_dir.glob("*.o")
-    data = bytearray(obj.read_bytes())
+    (entry,) = cache_dir.glob("*.k")
+    data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    obj.write_bytes(bytes(data))
+    entry.write_bytes(bytes(data))
     c0 = be.stats["compiles"]
     run_scale(4)
-    assert be.stats["compiles"] == c0 + 1  # detected by its checksum, compiled again
+    assert be.stats["compiles"] == c0 + 1  # detected by its tag, compiled again
     run_scale(5)
     assert be.stats["compiles"] == c0 + 1  # and the rebuilt entry is good
 
 
-def test_truncated_record_is_rebuilt(cache_dir):
+def test_truncated_entry_is_rebuilt(cache_dir):
     be = get_cpu_backend()
     run_scale(6)
-    (meta,) = cache_dir.glob("*.json")
-    meta.write_text(meta.read_text()[:10])
+    (entry,) = cache_dir.glob("*.k")
+    entry.write_bytes(entry.read_bytes()[:50])
     c0 = be.stats["compiles"]
     run_scale(7)
     assert be.stats["compiles"] == c0 + 1
@@ -104,7 +104,7 @@ def test_several_processes_fill_the_cache_at_once(cache_dir):
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert out.strip() == "ok"
-    assert len(list(cache_dir.glob("*.o"))) == 1
+    assert len(list(cache_dir.glob("*.k"))) == 1
     assert not list(cache_dir.glob("*.tmp"))
     run_scale(9)  # and what they left is a valid entry
 
@@ -117,8 +117,7 @@ def test_cache_keeps_to_its_size_limit_dropping_least_recently_used(tmp_path, mo
     for i in range(10):  # 10 entries of ~1 KiB, each older than the next
         key = cache.make_key(f"entry {i}")
         cache.store(key, bytes(1000), {"i": i})
-        for suffix in (".o", ".json"):
-            os.utime(tmp_path / f"{key}{suffix}", (1000 + i, 1000 + i))
+        os.utime(tmp_path / f"{key}.k", (1000 + i, 1000 + i))
     assert cache.load(cache.make_key("entry 2")) is not None  # used now: kept
     (tmp_path / "stale.tmp").write_bytes(b"x")
     os.utime(tmp_path / "stale.tmp", (1, 1))

@@ -54,8 +54,8 @@ def test_errors_name_the_call(graph_client, graph_ptx):
     assert "log: the graph has a cycle through" in result.stdout
     assert ("cuport: cuGraphInstantiateWithFlags: CUDA_ERROR_INVALID_VALUE: the graph has a "
             "cycle through") in result.stderr
-    assert "cuport: cuGraphConditionalHandleCreate: CUDA_ERROR_NOT_SUPPORTED: conditional" \
-        in result.stderr
+    assert "cuport: cuGraphConditionalHandleCreate: CUDA_ERROR_INVALID_VALUE: flags 0x2 are " \
+        "not CU_GRAPH_COND_* flags" in result.stderr
     result = run_graph(graph_client, graph_ptx, "capture")
     assert ("cuport: cuStreamSynchronize: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: "
             "cuStreamSynchronize is not permitted on a capturing stream") in result.stderr

@@ -129,9 +129,13 @@ def test_run_finds_programs_on_path(tmp_path):
 def test_info():
     result = run([*cuport_command(), "info"])
     assert result.returncode == 0, result.stderr
+    table_part, _, devices = result.stdout.partition("\n\n")
     info = dict((part.strip() for part in line.split("  ", 1))
-                for line in result.stdout.splitlines())
+                for line in table_part.splitlines())
     assert info["device"].startswith("cuport CPU")
+    # then every device cuport can run on: the CPU first, and a line per Vulkan device (or why none)
+    rows = [ln.strip() for ln in devices.splitlines()[1:]]
+    assert rows[0].startswith("cpu ") and any(r.startswith("vulkan") for r in rows)
     assert info["compute capability"].startswith("9.0")
     assert info["libcuda.so.1"].endswith("libcuda.so.1") and Path(info["libcuda.so.1"]).exists()
     assert info["LLVM"][0].isdigit()

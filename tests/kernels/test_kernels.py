@@ -68,6 +68,11 @@ class _Skipping:
 
 @pytest.fixture(scope="module", params=_devices())
 def mod(request, tmp_path_factory):
+    if request.param != "cpu":
+        # every SPIR-V module the Vulkan backend builds goes through spirv-val
+        mp = pytest.MonkeyPatch()
+        mp.setenv("CUPORT_SPIRV_VALIDATE", "1")
+        request.addfinalizer(mp.undo)
     ptx = tmp_path_factory.mktemp("kernels") / "kernels.ptx"
     subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(ptx), str(HERE / "kernels.cu")], check=True)
     if ON_GPU:

@@ -2,7 +2,8 @@
 
 Each is self-checking (numpy references, one PASS/FAIL line) and was first confirmed on
 a real NVIDIA H200. numba-cuda compiles the kernels to PTX with NVVM and, as nvJitLink
-is not installed, links them with the driver's cuLink* calls before loading them.
+is not installed, links them with the driver's cuLink* calls before loading them. CuPy
+runs with no settings: it asks NVRTC for cubins, which cuport's NVRTC shim makes PTX.
 """
 
 from __future__ import annotations
@@ -40,3 +41,15 @@ def test_numba_kernels():
     assert r.returncode == 0 and lines and lines[-1] == "PASS", \
         f"exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
     assert "MISMATCH" not in r.stdout and len(lines) == 8
+
+
+def test_cupy_arrays():
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed (pip install -e '.[test]')")
+    r = run([*cuport_command(), "run", sys.executable, str(HERE / "python" / "cupy_arrays.py")],
+            env=clean_env(), timeout=1800)
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    assert r.returncode == 0 and lines and lines[-1] == "PASS", \
+        f"exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+    assert "MISMATCH" not in r.stdout and len(lines) == 18
+    assert "cuport:" not in r.stderr, r.stderr[-3000:]  # no failed call, no alarming probe

@@ -41,6 +41,7 @@ def test_function_headers_params_and_performance_directives():
 .minnctapersm 2
 {
     .reg .b32 %r<3>;
+    mov.u32 %r2, %r0;
     ret;
 }
 """)
@@ -49,7 +50,7 @@ def test_function_headers_params_and_performance_directives():
     assert [p.name for p in k.params] == ["k_param_0", "k_param_1"]
     assert k.params[0].ptr_space == "global" and k.params[0].align == 4
     assert k.params[1].size == 24 and k.params[1].align == 8
-    assert set(k.regs) == {"%r0", "%r1", "%r2"}
+    assert k.regs == {"%r0": "b32", "%r2": "b32"}  # the registers used, as declared
     f = m.functions["add1"]
     assert not f.is_definition and [r.name for r in f.rets] == ["func_retval0"]
 

@@ -107,6 +107,9 @@ class Kernel:
 
 
 def translate_valid(k: Kernel, local=(64, 1, 1), **kw):
+    """The kernel translated, and checked by spirv-val where it is installed (the tests
+    that exist to validate are marked needs_spirv_val; device runs go on without it)."""
     sh = k.shader(local, **kw)
-    validate(sh.spirv)
+    if SPIRV_VAL is not None:
+        validate(sh.spirv)
     return sh

@@ -25,7 +25,7 @@ def test_allocations_are_aligned_disjoint_and_reused(dev):
     sizes = [1, 255, 256, 257, 4096, 100_000, 3, 1 << 20]
     bufs = [dev.alloc(n) for n in sizes]
     spans = sorted((b.address, b.address + b.size) for b in bufs)
-    assert all(b.address % 256 == 0 for b in bufs)
+    assert all(b.address % 512 == 0 for b in bufs)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
     for b in bufs:
         assert dev.find(b.address, b.size) is b
@@ -57,7 +57,7 @@ def test_a_range_past_the_end_of_an_allocation_is_refused(dev):
 def test_large_allocation_gets_its_own_block(dev):
     b = dev.alloc(40 << 20)
     try:
-        assert b.block.size >= 40 << 20 and b.address % 256 == 0
+        assert b.block.size >= 40 << 20 and b.address % 512 == 0
         s = dev.stream(host_paths=False)
         data = np.random.default_rng(1).integers(0, 2**32, size=(40 << 20) // 4, dtype=np.uint32)
         s.copy_to_device(b.address, data)

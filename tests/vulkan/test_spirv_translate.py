@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import pytest
 from llvmlite import ir as ll
-from spvtools import F32, F64, I1, I8, I16, I32, I64, PTR, Kernel, disassemble, translate_valid
+from spvtools import F32, F64, I1, I8, I16, I32, I64, PTR, Kernel, disassemble, validate
 
 from cuport.backends.vulkan.spirv import TranslateError
+
+
+def translate_valid(k: Kernel, local=(64, 1, 1), **kw):
+    """Translated and passed by spirv-val (skipped where it is not installed)."""
+    sh = k.shader(local, **kw)
+    validate(sh.spirv)
+    return sh
 
 
 def _vadd(t: ll.Type = F32) -> Kernel:
@@ -37,6 +44,8 @@ def test_vadd_validates_and_reports() -> None:
     dis = disassemble(sh.spirv)
     assert "OpConvertUToPtr" in dis and "Aligned|NonPrivatePointer 4" in dis
     assert "NoContraction" in dis
+    assert {"bufferDeviceAddress", "shaderInt64", "vulkanMemoryModel"} <= set(sh.features)
+    assert sh.float_controls == ("shaderSignedZeroInfNanPreserveFloat32",)
 
 
 @pytest.mark.parametrize("t", [I8, I16, I32, I64, F64], ids=str)
@@ -269,3 +278,97 @@ def test_pointer_in_memory() -> None:
     b.store(v, pp).align = 4
     b.ret_void()
     translate_valid(k)
+
+
+def test_volatile_accesses_are_made_visible_and_available() -> None:
+    k = Kernel()
+    b = k.b
+    p = k.push_ptr(0)
+    x = b.load(p, typ=I32, align=4)
+    x.volatile = True
+    sh_t = ll.ArrayType(I32, 4)
+    g = ll.GlobalVariable(k.module, sh_t, "cuport.shared", addrspace=3)
+    y = b.load(b.gep(g, [ll.Constant(I32, 0), ll.Constant(I32, 1)], source_etype=sh_t), typ=I32)
+    y.volatile = True
+    s = b.store(b.add(x, y), p)
+    s.volatile = True
+    s.align = 4
+    b.ret_void()
+    dis = disassemble(translate_valid(k).spirv)
+    assert "Volatile|Aligned|MakePointerVisible|NonPrivatePointer 4" in dis
+    assert "Volatile|Aligned|MakePointerAvailable|NonPrivatePointer 4" in dis
+    assert "Volatile|MakePointerVisible|NonPrivatePointer" in dis
+
+
+def _callee(k: Kernel, name: str = "sum_to") -> ll.Function:
+    """i32 @sum_to(i32 n): 0 + 1 + ... + (n - 1), with a loop."""
+    f = ll.Function(k.module, ll.FunctionType(I32, [I32]), name)
+    f.linkage = "internal"
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    head, body, done = f.append_basic_block("head"), f.append_basic_block("body"), f.append_basic_block("done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I32)
+    acc = b.phi(I32)
+    i.add_incoming(ll.Constant(I32, 0), f.blocks[0])
+    acc.add_incoming(ll.Constant(I32, 0), f.blocks[0])
+    b.cbranch(b.icmp_unsigned("<", i, f.args[0]), body, done)
+    b.position_at_end(body)
+    i.add_incoming(b.add(i, ll.Constant(I32, 1)), body)
+    acc.add_incoming(b.add(acc, i), body)
+    b.branch(head)
+    b.position_at_end(done)
+    b.ret(acc)
+    return f
+
+
+def test_calls_of_defined_functions() -> None:
+    import numpy as np
+    from spvrun import Ptr, run
+    k = Kernel()
+    b = k.b
+    f = _callee(k)
+    out = k.push_ptr(0)
+    i = k.builtin("LocalInvocationIndex")
+    r = b.add(b.call(f, [i]), b.call(f, [ll.Constant(I32, 3)]))
+    b.store(r, k.element(out, i, I32)).align = 4
+    b.ret_void()
+    sh = translate_valid(k, (64, 1, 1))
+    (got,) = run(sh, (1, 1, 1), [Ptr(np.zeros(64, np.uint32))])
+    n = np.arange(64)
+    assert np.array_equal(got, (n * (n - 1) // 2 + 3).astype(np.uint32))
+
+
+def test_recursion_is_refused() -> None:
+    k = Kernel()
+    f = ll.Function(k.module, ll.FunctionType(I32, [I32]), "rec")
+    fb = ll.IRBuilder(f.append_basic_block("entry"))
+    c = fb.call(f, [f.args[0]])
+    c.cuport_line = 9
+    fb.ret(c)
+    k.b.call(f, [ll.Constant(I32, 1)])
+    k.b.ret_void()
+    with pytest.raises(TranslateError) as e:
+        k.shader()
+    assert "recursive call of @rec" in str(e.value) and "PTX line 9" in str(e.value)
+
+
+def test_constant_table_global() -> None:
+    """A constant table in addrspace 0 (the isa layer's sRGB decode table) is a Private
+    variable every invocation reads."""
+    import numpy as np
+    from spvrun import Ptr, run
+    k = Kernel()
+    b = k.b
+    t = ll.ArrayType(F32, 16)
+    table = ll.GlobalVariable(k.module, t, "table")
+    table.global_constant = True
+    table.initializer = ll.Constant(t, [float(i) * 0.5 for i in range(16)])
+    out = k.push_ptr(0)
+    i = k.builtin("LocalInvocationIndex")
+    v = b.load(b.gep(table, [ll.Constant(I32, 0), b.and_(i, ll.Constant(I32, 15))]), typ=F32)
+    b.store(v, k.element(out, i, F32)).align = 4
+    b.ret_void()
+    sh = translate_valid(k, (64, 1, 1))
+    (got,) = run(sh, (1, 1, 1), [Ptr(np.zeros(64, np.float32))])
+    assert np.array_equal(got, (np.arange(64) % 16 * 0.5).astype(np.float32))

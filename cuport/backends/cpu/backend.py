@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import threading
 import time
 
 from ... import __version__
 from ...ptx import ir
-from ...ptx.lexer import PtxSyntaxError
-from ...ptx.link import link_modules
-from ...ptx.parser import parse
+from .. import facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
     CUDA_ERROR_HARDWARE_STACK_ERROR,
     CUDA_ERROR_ILLEGAL_ADDRESS,
-    CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
     CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -32,7 +30,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, compile_pool, guard, host_pages, hostcalls, jit
+from . import cache, compile_pool, device_launch, faultaddr, guard, hostcalls, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -78,10 +76,11 @@ class CpuKernel:
         self.specialization(tuple(int(x) for x in block))
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, depth: int = 0) -> None:
         """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
         at once: each worker may hold as many blocks as the grid needs, and waiting blocks
-        step aside for the others."""
+        step aside for the others. Then the grids it launched from device code
+        (device_launch.py; `depth`: how deep this grid is nested)."""
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         nthreads = block[0] * block[1] * block[2]
@@ -96,18 +95,16 @@ class CpuKernel:
         if cooperative:
             resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
         linked, ck = self.specialization(block, resident)
-        self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params, self.fn.name,
-                                cooperative)
+        launches = self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params,
+                                           self.fn.name, cooperative, self.module, depth)
+        if launches:
+            device_launch.run_children(self.module, launches, depth)
 
 
 class CpuModule:
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
-        try:
-            mods = [parse(t) for t in ptx_texts]
-        except PtxSyntaxError as e:
-            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
-        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
         self.texts = list(ptx_texts)
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
@@ -173,8 +170,7 @@ class CpuBackend:
         self._params_len = 4096
         self._params = ctypes.create_string_buffer(self._params_len)
         self._params_addr = ctypes.addressof(self._params)
-        self._fault_sigs = (ctypes.c_int32 * self.pool.n)()
-        self._fault_where = (ctypes.c_void_p * self.pool.n)()
+        self._faults = (faultaddr.WorkerFault * self.pool.n)()  # runtime.c fills them
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
@@ -186,6 +182,14 @@ class CpuBackend:
 
     def free(self, address: int, size: int) -> None:
         host_pages.free(address, size)
+
+    def share(self, address: int, size: int, name: str) -> int:
+        """Make an allocation mappable by other processes (IPC); its memory file."""
+        return host_pages.share(address, size, name)
+
+    def map_shared(self, fd: int, size: int) -> int:
+        """Map another process's allocation (a memory file from share)."""
+        return host_pages.map_shared(fd, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
@@ -284,7 +288,41 @@ class CpuBackend:
         return buf.address
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
-            name: str, cooperative: bool = False) -> None:
+            name: str, cooperative: bool = False, module: CpuModule | None = None,
+            depth: int = 0) -> list:
+        """Run one grid to its end; returns the launches its threads made (device_launch.py). On Python's main thread, while ^C means KeyboardInterrupt,
+        ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
+        from Python's own handler, is raised as soon as the launch has returned."""
+        lib = guard.library()
+        interruptible = lib is not None \
+            and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if not interruptible:
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
+        lib.cuport_interruptible(L.ERR_INTERRUPTED)
+        try:
+            return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
+        finally:
+            lib.cuport_interruptible(0)
+
+    def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
+        """Stop every launch in flight: each fails with `kind`. True when all stopped."""
+        lib = guard.library()
+        if lib is None:
+            return False
+        try:
+            deadline = time.monotonic() + timeout
+            while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.005)
+            return True
+        finally:
+            lib.cuport_cancel(0)
+
+    def _run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int,
+             params: bytes, name: str, cooperative: bool = False,
+             module: CpuModule | None = None, depth: int = 0) -> list:
         nblocks = grid[0] * grid[1] * grid[2]
         with self._launch_lock:
             workers = min(self.pool.n, nblocks)
@@ -313,32 +351,45 @@ class CpuBackend:
                 workspace = (ctypes.c_uint32 * 2)(8, 0)  # {wsSize, barrier}
                 ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot
-            faults: dict[int, int] = {}
+            faults: dict[int, int | None] = {}
             native = self.pool.native
-            if native is not None:
-                native.cuport_guard_install()
-                native.cuport_pool_run(linked.worker_addr, self._ctx_addr, workers, 1,
-                                       self._ctx_addr + L.LaunchCtx.error.offset,
-                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
-                                       self._fault_sigs, self._fault_where)
-                if ctx.error:
-                    for i in range(workers):
-                        if self._fault_sigs[i]:
-                            faults[i] = self._fault_where[i] or 0
-                            self._fault_sigs[i] = 0
-            else:
-                call = self._guarded(linked, self._ctx_addr, faults)
-                if workers == 1:
-                    call(0)
+            device_launch.begin(module, depth)
+            try:
+                if native is not None:
+                    native.cuport_guard_install()
+                    native.cuport_pool_run(linked.worker_addr, self._ctx_addr, workers, 1,
+                                           self._ctx_addr + L.LaunchCtx.error.offset,
+                                           L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                           self._faults)
+                    if ctx.error:
+                        self._native_faults(native, workers, faults)
                 else:
-                    self.pool.run(call, workers)
+                    call = self._guarded(linked, self._ctx_addr, faults)
+                    if workers == 1:
+                        call(0)
+                    else:
+                        self.pool.run(call, workers)
+            finally:
+                launches = device_launch.end()
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
+        return launches
+
+    def _native_faults(self, lib, workers: int, faults: dict[int, int | None]) -> None:
+        """The faults the pool's workers recorded (runtime.c), as _guarded's call does."""
+        for i in range(workers):
+            f = self._faults[i]
+            if f.sig in (signal.SIGSEGV, signal.SIGBUS):
+                if f.sig == signal.SIGSEGV and f.code == faultaddr.SI_KERNEL:
+                    faults[i] = faultaddr.decode(lib, list(f.regs), bytes(f.fp[:f.fp_size]))
+                else:
+                    faults[i] = f.where or 0
+            f.sig = 0
 
     @staticmethod
-    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int]):
+    def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int | None]):
         """worker(ctx, i) for each worker i, with memory faults turned into launch errors."""
         lib = guard.library()
         if lib is None:
@@ -348,25 +399,40 @@ class CpuBackend:
 
         def call(i: int) -> None:
             where = ctypes.c_void_p()
-            if lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
-                                       L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
-                                       ctypes.byref(where)):
-                faults[i] = where.value or 0
+            sig = lib.cuport_guarded_call(linked.worker_addr, ctx_addr, i, error_word,
+                                          L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                          ctypes.byref(where))
+            if sig in (signal.SIGSEGV, signal.SIGBUS):
+                # a general-protection fault (non-canonical address) comes without its
+                # address: decoded from the faulting instruction (faultaddr.py)
+                if sig == signal.SIGSEGV and not faultaddr.reported(lib):
+                    faults[i] = faultaddr.address(lib)  # (None: not decodable)
+                else:
+                    faults[i] = where.value or 0
 
         return call
 
     def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid,
-               faults: dict[int, int]) -> None:
+               faults: dict[int, int | None]) -> None:
         kind = ctx.error
         lin = ctx.error_block
         bx = lin % grid[0]
         by = (lin // grid[0]) % grid[1]
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
-        if faults and ctx.error_line == 0:  # a memory fault caught by the guard
+        if kind == L.ERR_INTERRUPTED:
+            msg = f"kernel {name}: {what}"
+        elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
-            msg = (f"kernel {name}: {what}: a load or store at {address:#x} faulted (memory "
-                   f"the program never allocated, or freed); PTX line and block unknown")
+            if address is None:
+                fault = ("a load or store faulted at an address the OS does not report (a "
+                         "general-protection fault: beyond the 47-bit address space)")
+            else:
+                why = ("an address beyond the 47-bit address space"
+                       if not faultaddr.canonical(address)
+                       else "memory the program never allocated, or freed")
+                fault = f"a load or store at {address:#x} faulted ({why})"
+            msg = f"kernel {name}: {what}: {fault}; PTX line and block unknown"
         else:
             msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
         code = {

@@ -1,11 +1,25 @@
-"""The on-disk kernel cache.
+"""The on-disk kernel cache: native code that only its owner can put there.
 
 Key: a hash of the PTX text, the kernel, its block shape, cuport's version, the host CPU's
-name and features, and the compile options. An entry is an object file plus a small JSON
-record that carries the object's SHA-256: an entry whose object does not match is treated
-as missing and rebuilt. Entries are written to a temporary name and renamed into place,
-so several processes can fill the cache at once; the last rename wins and every reader
-sees a whole entry.
+name and features, and the compile options (backend.py makes it).
+
+Trust. Object code from the cache is executed, so the cache is used only when nobody else
+could have written it:
+- the directory must be owned by this user and writable by nobody else; cuport creates it
+  (and every missing parent) 0700 whatever the umask. A directory that fails the test is
+  not used at all: cuport says so once and compiles every kernel anew;
+- an entry (`<key>.k`, one file) is read only if it is a regular file (opened without
+  following a link and without blocking: a FIFO or a link to /dev/zero is refused),
+  owned by this user, writable by nobody else and no larger than the cache's size limit;
+- an entry is used only if its tag verifies: HMAC-SHA256, under a secret kept in the
+  directory's 0600 file `hmac.key`, over the key, the entry's record and its object. An
+  entry copied under another kernel's key, or corrupt, is treated as missing and rebuilt.
+Every access goes through one descriptor of the directory, opened and checked once, so
+the directory cannot be swapped under a running process. CUPORT_CACHE=0: the directory
+is neither read nor written.
+
+Entries are written to a temporary name and renamed into place, so several processes can
+fill the cache at once; the last rename wins and every reader sees a whole entry.
 
 Size: at most CUPORT_CACHE_MAX_MB (default 1024). A hit marks its entry as used; once a
 process has written about a tenth of the limit (and at its first write) it removes the
@@ -17,11 +31,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
+import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+ENTRY_SUFFIX = ".k"
+SECRET_FILE = "hmac.key"
+MAGIC = b"CUPORTK1"
+TAG_BYTES = 32
+# files of earlier cuport versions (object + record, unauthenticated): never read, removed
+_LEGACY = re.compile(r"[0-9a-f]{64}\.(o|json)|guard-[0-9a-f]{16}\.so")
+_ENTRY = re.compile(r"[0-9a-f]{64}\.k")
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def cache_dir() -> Path:
@@ -62,24 +92,6 @@ def make_key(*parts: str) -> str:
     return h.hexdigest()
 
 
-def load(key: str) -> tuple[bytes, dict] | None:
-    if not enabled():
-        return None
-    d = cache_dir()
-    meta_p = d / f"{key}.json"
-    obj_p = d / f"{key}.o"
-    try:
-        meta = json.loads(meta_p.read_text())
-        obj = obj_p.read_bytes()
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(obj).hexdigest():
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(obj_p)  # recently used: kept longest
-    return obj, meta
-
-
 def max_bytes() -> int:
     try:
         return int(float(os.environ.get("CUPORT_CACHE_MAX_MB", "1024")) * (1 << 20))
@@ -87,44 +99,273 @@ def max_bytes() -> int:
         return 1 << 30
 
 
+# -- trust --------------------------------------------------------------------------------
+
+def untrusted_because(st: os.stat_result) -> str | None:
+    """Why a file or directory with this status could hold another user's writing, or None."""
+    me = os.geteuid()
+    if st.st_uid != me:
+        return f"it is owned by uid {st.st_uid}, not by you (uid {me})"
+    if st.st_mode & 0o022:
+        who = "everyone" if st.st_mode & 0o002 else "its group"
+        return f"it is writable by {who} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create path and its missing parents, each 0700 whatever the umask."""
+    missing = []
+    p = path
+    while not os.path.lexists(p) and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)  # mkdir's mode went through the umask (0777 leaves nothing)
+
+
+_warned: set[str] = set()
+
+
+def _warn(subject: str, why: str, once: str | None = None) -> None:
+    """Say once per process (per `once`, the subject by default) that something in the
+    cache is not used, and why."""
+    once = once or subject
+    if once in _warned:
+        return
+    _warned.add(once)
+    print(f"cuport: not using {subject}: {why}; kernels it would hold are compiled anew",
+          file=sys.stderr)
+
+
+class _Refused(Exception):
+    pass
+
+
+@dataclass
+class _Dir:
+    path: str
+    fd: int
+    secret: bytes
+
+
+_dirs: dict[str, _Dir | None] = {}
+_dirs_lock = threading.Lock()
+
+
+def _open_dir(path: str) -> _Dir | None:
+    """The checked descriptor and secret of a cache directory (created if missing), or None
+    where it must not be used (said once)."""
+    with _dirs_lock:
+        if path in _dirs:
+            return _dirs[path]
+        d = None
+        what = f"the kernel cache {path}"
+        try:
+            make_private_dirs(Path(path))
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                why = untrusted_because(os.fstat(fd))
+                if why:
+                    raise _Refused(why)
+                d = _Dir(path, fd, _secret(fd))
+            except BaseException:
+                os.close(fd)
+                raise
+        except _Refused as e:
+            _warn(what, str(e))
+        except OSError as e:
+            _warn(what, e.strerror or str(e))
+        _dirs[path] = d
+        return d
+
+
+def _current_dir() -> _Dir | None:
+    return _open_dir(str(cache_dir())) if enabled() else None
+
+
+def _read_regular(dir_fd: int, name: str, limit: int, subject: str,
+                  once: str | None = None) -> bytes | None:
+    """A trusted regular file's bytes (at most limit), or None (missing or refused)."""
+    try:
+        fd = os.open(name, _OPEN_FILE, dir_fd=dir_fd)
+    except OSError:
+        return None  # missing, or a symbolic link (ELOOP)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _warn(subject, "it is not a regular file", once)
+            return None
+        why = untrusted_because(st)
+        if why:
+            _warn(subject, why, once)
+            return None
+        if st.st_size > limit:
+            return None
+        chunks, size = [], 0
+        while size <= st.st_size:  # one byte more than announced: a file that grows is refused
+            b = os.read(fd, st.st_size + 1 - size)
+            if not b:
+                break
+            chunks.append(b)
+            size += len(b)
+        if size != st.st_size:
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(fd)  # recently used: kept longest
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """Write data to name atomically (a private temporary file renamed into place)."""
+    tmp = f"{name[:16]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, _NEW_FILE, 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def _secret(fd: int) -> bytes:
+    """The directory's HMAC secret, made on first use (several processes agree: link(2)
+    fails for all but the first)."""
+    for _ in range(3):
+        try:
+            kfd = os.open(SECRET_FILE, _OPEN_FILE, dir_fd=fd)
+        except FileNotFoundError:
+            tmp = f"{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            tfd = os.open(tmp, _NEW_FILE, 0o600, dir_fd=fd)
+            try:
+                os.fchmod(tfd, 0o600)
+                os.write(tfd, secrets.token_bytes(32))
+            finally:
+                os.close(tfd)
+            try:
+                os.link(tmp, SECRET_FILE, src_dir_fd=fd, dst_dir_fd=fd, follow_symlinks=False)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp, dir_fd=fd)
+            continue
+        except OSError as e:
+            raise _Refused(f"its {SECRET_FILE} cannot be opened ({e.strerror})") from None
+        try:
+            st = os.fstat(kfd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != 32:
+                raise _Refused(f"its {SECRET_FILE} is not a 32-byte regular file")
+            why = untrusted_because(st)
+            if why or st.st_mode & 0o077:
+                raise _Refused(f"its {SECRET_FILE}: {why or 'readable by others'}")
+            data = os.read(kfd, 33)
+        finally:
+            os.close(kfd)
+        if len(data) == 32:
+            return data
+    raise _Refused(f"its {SECRET_FILE} could not be made")  # pragma: no cover - races only
+
+
+def _tag(secret: bytes, key: str, body: bytes) -> bytes:
+    return hmac.new(secret, key.encode() + b"\0" + body, hashlib.sha256).digest()
+
+
+# -- entries ------------------------------------------------------------------------------
+
+def load(key: str) -> tuple[bytes, dict] | None:
+    """The object and record stored under key, if an authentic entry is there."""
+    d = _current_dir()
+    if d is None:
+        return None
+    name = key + ENTRY_SUFFIX
+    data = _read_regular(d.fd, name, max_bytes(), f"the kernel cache entry {d.path}/{name}",
+                         once=f"entries of {d.path}")
+    head = len(MAGIC) + TAG_BYTES
+    if data is None or len(data) < head + 4 or not data.startswith(MAGIC):
+        return None
+    tag, body = data[len(MAGIC):head], data[head:]
+    if not hmac.compare_digest(tag, _tag(d.secret, key, body)):
+        return None
+    n = int.from_bytes(body[:4], "little")
+    try:
+        meta = json.loads(body[4:4 + n])
+    except ValueError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    return body[4 + n:], meta
+
+
+def store(key: str, obj: bytes, meta: dict) -> None:
+    d = _current_dir()
+    if d is None:
+        return
+    record = json.dumps(meta).encode()
+    body = len(record).to_bytes(4, "little") + record + obj
+    data = MAGIC + _tag(d.secret, key, body) + body
+    if len(data) > max_bytes():
+        return
+    try:
+        _write_new(d.fd, key + ENTRY_SUFFIX, data)
+    except OSError:
+        return  # a cache that cannot be written is only slower
+    _maybe_prune(d, len(data))
+
+
+# -- size ---------------------------------------------------------------------------------
+
 _written_since_prune: int | None = None  # None: not pruned yet in this process
 
 
-def prune(d: Path, limit: int) -> None:
+def prune(path: Path, limit: int) -> None:
     """Remove least recently used entries until the cache is at 80% of `limit`."""
-    entries: dict[str, list] = {}  # key -> [newest mtime, total size, paths]
+    d = _open_dir(str(path))
+    if d is not None:
+        _prune(d.fd, limit)
+
+
+def _prune(fd: int, limit: int) -> None:
+    entries: list[tuple[float, int, str]] = []  # (mtime, size, name)
     now = time.time()
-    with os.scandir(d) as it:
+    with os.scandir(fd) as it:
         for e in it:
             try:
-                st = e.stat()
+                st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
             if e.name.endswith(".tmp"):
                 if now - st.st_mtime > 3600:
                     with contextlib.suppress(OSError):
-                        os.unlink(e.path)
-                continue
-            key, _, suffix = e.name.rpartition(".")
-            if suffix not in ("o", "json"):
-                continue
-            rec = entries.setdefault(key, [0.0, 0, []])
-            rec[0] = max(rec[0], st.st_mtime)
-            rec[1] += st.st_size
-            rec[2].append(e.path)
-    total = sum(r[1] for r in entries.values())
+                        os.unlink(e.name, dir_fd=fd)
+            elif _LEGACY.fullmatch(e.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(e.name, dir_fd=fd)
+            elif _ENTRY.fullmatch(e.name):
+                entries.append((st.st_mtime, st.st_size, e.name))
+    total = sum(size for _, size, _ in entries)
     if total <= limit:
         return
-    for _, size, paths in sorted(entries.values(), key=lambda r: r[0]):
+    for _, size, name in sorted(entries):
         if total <= limit * 0.8:
             break
-        for path in paths:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=fd)
         total -= size
 
 
-def _maybe_prune(d: Path, written: int) -> None:
+def _maybe_prune(d: _Dir, written: int) -> None:
     global _written_since_prune
     limit = max_bytes()
     if _written_since_prune is not None:
@@ -133,28 +374,4 @@ def _maybe_prune(d: Path, written: int) -> None:
             return
     _written_since_prune = 0
     with contextlib.suppress(OSError):
-        prune(d, limit)
-
-
-def store(key: str, obj: bytes, meta: dict) -> None:
-    if not enabled():
-        return
-    d = cache_dir()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        meta = dict(meta, sha256=hashlib.sha256(obj).hexdigest())
-        for suffix, data in ((".o", obj), (".json", json.dumps(meta).encode())):
-            fd, tmp = tempfile.mkstemp(dir=d, prefix=key[:16], suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, d / f"{key}{suffix}")
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-    except OSError:
-        return  # a cache that cannot be written is only slower
-    _maybe_prune(d, len(obj))
+        _prune(d.fd, limit)

@@ -40,8 +40,7 @@ def write_message(f, obj) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides
-    from ...ptx.link import link_modules
-    from ...ptx.parser import parse
+    from ...ptx import load
     from .compiler import compile_object
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -60,8 +59,7 @@ def main() -> int:
                     os.environ[k] = v
             module = modules.get(key)
             if module is None:
-                mods = [parse(t) for t in texts]
-                module = link_modules(mods) if len(mods) > 1 else mods[0]
+                module = load(texts)  # as the launching process loaded it (facts.load_ptx)
                 if len(modules) > 8:
                     modules.clear()
                 modules[key] = module

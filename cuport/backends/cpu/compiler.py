@@ -23,12 +23,15 @@ from ...passes import divergence, liveness
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
+from ...ptx.callgraph import reachable_shared
+from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
+MAX_LOCAL_BYTES = 512 * 1024  # local memory per thread, as on NVIDIA's GPUs since sm_20
 RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
 MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
 
@@ -45,6 +48,8 @@ class CompiledKernelInfo:
     static_shared: int
     dyn_shared_offset: int
     resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
+    local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
+    shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
     global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
     host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
 
@@ -52,15 +57,23 @@ class CompiledKernelInfo:
         return self.shared_offset() + self.dyn_shared_offset + dyn_smem + 64
 
     def shared_offset(self) -> int:
-        off = L.BLOCK_STATE_BYTES
-        off += self.nwarps * self.warp_state_bytes
-        off = (off + 63) & ~63
-        off += self.nwarps * W * self.local_window
-        return (off + 255) & ~255
+        off = self.local_offset() + self.nwarps * W * self.local_window
+        a = max(self.shared_align, 256)
+        return (off + a - 1) // a * a
 
     def local_offset(self) -> int:
+        """Where the lanes' local windows start in a block's scratch (which is page-aligned)."""
         off = L.BLOCK_STATE_BYTES + self.nwarps * self.warp_state_bytes
-        return (off + 63) & ~63
+        a = max(self.local_align, 64)
+        return (off + a - 1) // a * a
+
+
+def _cfg(fn: ir.Function) -> cfgmod.Cfg:
+    """The control flow graph; what it cannot represent (brx.idx) is unsupported."""
+    try:
+        return cfgmod.build(fn)
+    except cfgmod.CfgError as e:
+        raise UnsupportedError(str(e), e.line) from None
 
 
 def global_symbol_name(index: int) -> str:
@@ -125,9 +138,7 @@ class ModuleCompiler:
         self.shared_offsets: dict[str, int] = {}
         off = 0
         externs: list[ir.Var] = []
-        vars_ = [v for v in self.ptx.variables if v.space == "shared"]
-        for f in funcs:
-            vars_ += [v for v in f.locals if v.space == "shared"]
+        vars_ = reachable_shared(self.ptx, self.kernel, funcs)
         max_align = 16
         for v in vars_:
             if v.linkage == "extern" or (v.dims and v.dims[-1] is None):
@@ -162,14 +173,34 @@ class ModuleCompiler:
             self.kernel_param_offsets[p.name] = off
             off += p.size
 
+    def _alignments(self, funcs: list[ir.Function]) -> None:
+        """The largest alignments asked of local and shared variables (`.align 256` local
+        arrays): every frame is a multiple of the local one, so frames pushed one after
+        another keep it, and lane windows and the shared arena start at such multiples of
+        a page-aligned scratch. Offsets inside the windows keep any alignment; the generic
+        addresses of the windows keep at most a page's."""
+        local, shared = 16, 256
+        for v in self.ptx.variables:
+            if v.space == "shared":
+                shared = max(shared, v.alignment)
+        for f in funcs:
+            for v in f.locals:
+                if v.space == "local":
+                    local = max(local, v.alignment)
+                elif v.space == "shared":
+                    shared = max(shared, v.alignment)
+        self.local_align, self.shared_align = local, shared
+
     def _local_window(self, funcs: list[ir.Function]) -> int:
+        la = self.local_align
+
         def frame(f: ir.Function) -> int:
             off = 0
             for v in f.locals:
                 if v.space == "local":
                     a = max(v.alignment, 1)
                     off = (off + a - 1) // a * a + v.size
-            return (off + 15) & ~15
+            return (off + la - 1) // la * la
 
         frames = {f.name: frame(f) for f in funcs}
         calls: dict[str, set[str]] = {f.name: set() for f in funcs}
@@ -204,7 +235,7 @@ class ModuleCompiler:
         if recursive or indirect:
             need = frames[self.kernel.name] + max(self.stack_bytes, need - frames[self.kernel.name])
         self.has_calls = any(calls.values()) or indirect
-        return max((need + 15) & ~15, 16)
+        return max((need + la - 1) // la * la, la)
 
     # ------------------------------------------------------------ hooks used by the emitter
     def llvm_name(self, fn: ir.Function) -> str:
@@ -245,7 +276,7 @@ class ModuleCompiler:
         """The emitter of `fn`; device functions get their analyses here, the kernel from
         the pipeline's cfg/divergence/liveness steps."""
         if g is None:
-            g = cfgmod.build(fn)
+            g = _cfg(fn)
             div = divergence.analyze(g, self.block)
             live, blend = liveness.live_in_and_blends(g, div)
             div.blend = blend
@@ -303,7 +334,13 @@ class ModuleCompiler:
         funcs = self.funcs
         self._layout_globals()
         self._layout_shared(funcs)
+        self._alignments(funcs)
         self.local_window = self._local_window(funcs)
+        if self.local_window > MAX_LOCAL_BYTES:  # before anything that large is allocated
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY,
+                               f"kernel {self.kernel.name} needs {self.local_window} bytes of "
+                               f"local memory per thread, more than the {MAX_LOCAL_BYTES // 1024} "
+                               "KiB a thread can have")
         self.has_exit = any(
             isinstance(s, ir.Instr) and s.op == "exit" for f in funcs for s in (f.body or ())
         )
@@ -312,7 +349,7 @@ class ModuleCompiler:
         )
 
     def _step_cfg(self) -> None:
-        self.kernel_cfg = cfgmod.build(self.kernel)
+        self.kernel_cfg = _cfg(self.kernel)
 
     def _step_divergence(self) -> None:
         self.kernel_div = divergence.analyze(self.kernel_cfg, self.block)
@@ -346,6 +383,8 @@ class ModuleCompiler:
             static_shared=self.static_shared,
             dyn_shared_offset=self.dyn_shared_offset,
             resident_slots=self.resident_slots,
+            local_align=min(self.local_align, 4096),
+            shared_align=min(self.shared_align, 4096),
             global_symbols=dict(self.global_symbols),
             host_symbols=list(self.host_symbols),
         )
@@ -590,7 +629,8 @@ class ModuleCompiler:
         scratch = b.load(b.gep(scr_arr, [b.mul(b.zext(wid, I64), i64c(8))], source_etype=I8), typ=PTR)
         slot_bytes = ctx_field("slot_bytes", I64)
         tmp = CompiledKernelInfo("", self.block, nw, wsb, self.local_window, self.static_shared,
-                                 self.dyn_shared_offset)
+                                 self.dyn_shared_offset, local_align=min(self.local_align, 4096),
+                                 shared_align=min(self.shared_align, 4096))
 
         def slot_blk(sl: ll.Value) -> ll.Value:
             return b.gep(scratch, [b.mul(b.zext(sl, I64), slot_bytes)], source_etype=I8)

@@ -336,7 +336,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             off = (off + a - 1) // a * a
             self.local_off[v.name] = off
             off += v.size
-        self.frame_size = (off + 15) & ~15
+        la = self.mc.local_align  # every frame keeps the largest alignment (compiler.py)
+        self.frame_size = (off + la - 1) // la * la
         self.mc.note_frame(self.fn, self.frame_size)
 
     def _layout_params(self) -> None:
@@ -1311,6 +1312,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
 
     def atomic(self, a) -> ll.Value | None:
         return atomic_ops.atomic(self, a)
+
+    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
+        return memory_ops.lane_pointers(self, mem, space)
+
+    def for_each_lane(self, mask: ll.Value, inits: list[ll.Value], body) -> list[ll.Value]:
+        return memory_ops.for_each_lane(self, mask, inits, body)
 
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
         return rounding.strict(self, op, args, mode)

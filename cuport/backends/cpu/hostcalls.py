@@ -2,10 +2,11 @@
 
 nvcc turns `printf` into `vprintf(fmt, argbuf)`, `assert` into `__assertfail(...)` and
 device `malloc`/`free` into calls of those names; they are `.extern .func` in the PTX.
-The warp executor calls the host once per active lane, in lane order. printf output is
-collected during the launch and written through the C library's own `stdout` when the
-launch completes, so it interleaves correctly with the host program's printf output (as
-on a GPU, where device printf output appears at synchronisation).
+The warp executor calls the host once per active lane, in lane order. printf output (and
+each failing thread's assert line) is collected during the launch and written through
+the C library's own `stdout` when the launch completes, so it interleaves correctly with
+the host program's printf output (as on a GPU, where device printf output appears at
+synchronisation).
 """
 
 from __future__ import annotations
@@ -69,21 +70,44 @@ def _assertfail(msg: int, file: int, line: int, func: int, ctaid: int, tid: int)
         f"{s(file)}:{line}: {s(func)}: block: [{cx},{cy},{cz}], thread: [{tx},{ty},{tz}] "
         f"Assertion `{s(msg)}` failed.\n"
     )
-    flush_output()
-    sys.stderr.write(text)
-    sys.stderr.flush()
+    with _out_lock:  # on stdout with the kernels' printf output, as NVIDIA's driver prints it
+        _pending.append(text.encode(errors="replace"))
 
 
 _VPRINTF_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _ASSERT_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_uint32)
+
+
+def _marked(fn):
+    """fn, run with the thread marked as in a host call: the fault guard never jumps out of
+    Python code (guard.c)."""
+    from . import guard
+
+    def call(*args):
+        lib = guard.loaded()  # (a launch loaded it before its kernel ran)
+        if lib is None:
+            return fn(*args)
+        lib.cuport_host_enter()
+        try:
+            return fn(*args)
+        finally:
+            lib.cuport_host_leave()
+
+    return call
+
+
 _CALLBACKS = {
-    "cuport_vprintf": _VPRINTF_T(_vprintf),
-    "cuport_assertfail": _ASSERT_T(_assertfail),
+    "cuport_vprintf": _VPRINTF_T(_marked(_vprintf)),
+    "cuport_assertfail": _ASSERT_T(_marked(_assertfail)),
 }
 
 
 def address_of(sym: str) -> int:
+    if sym not in _CALLBACKS:  # the device runtime's (dynamic parallelism)
+        from . import device_launch
+
+        return device_launch.address_of(sym)
     return ctypes.cast(_CALLBACKS[sym], ctypes.c_void_p).value
 
 
@@ -163,19 +187,26 @@ def lower_call(mc, em, name: str, callee: ir.Function, ins: ir.Instr, params: tu
         f = mc.declare("cuport_assertfail", ll.VoidType(), [PTR, PTR, I32, PTR, PTR, I32])
         ps = [slot(p) for p in params]
         nx, ny, _ = mc.block
-        first = b.cttz(em.exec_mask(), ll.Constant(I1, 1))
-        lin = b.add(b.mul(em.warp, ll.Constant(I32, W)), first)
-        tx = b.urem(lin, ll.Constant(I32, nx))
-        ty = b.urem(b.udiv(lin, ll.Constant(I32, nx)), ll.Constant(I32, ny))
-        tz = b.udiv(lin, ll.Constant(I32, nx * ny))
-        tid = b.or_(b.or_(tx, b.shl(ty, ll.Constant(I32, 10))), b.shl(tz, ll.Constant(I32, 20)))
-        vals = [b.load(_slot_at(em, ps[i], first), typ=PTR if i != 2 else I32) for i in range(4)]
         ctaid = b.gep(em.blk, [ll.Constant(I64, L.BS_CTAID)], source_etype=I8)
-        b.call(f, [vals[0], vals[1], vals[2], vals[3], ctaid, tid])
+
+        def report(lane):  # every failing thread prints its line, as on a GPU
+            lin = b.add(b.mul(em.warp, ll.Constant(I32, W)), lane)
+            tx = b.urem(lin, ll.Constant(I32, nx))
+            ty = b.urem(b.udiv(lin, ll.Constant(I32, nx)), ll.Constant(I32, ny))
+            tz = b.udiv(lin, ll.Constant(I32, nx * ny))
+            tid = b.or_(b.or_(tx, b.shl(ty, ll.Constant(I32, 10))), b.shl(tz, ll.Constant(I32, 20)))
+            vals = [b.load(_slot_at(em, ps[i], lane), typ=PTR if i != 2 else I32) for i in range(4)]
+            b.call(f, [vals[0], vals[1], vals[2], vals[3], ctaid, tid])
+
+        _lane_loop(em, report)
         mc.emit_error(b, em.ctx, em.blk, L.ERR_ASSERT, ins.line)
         b.ret(ll.Constant(I32, 2))
         # the rest of the block is unreachable; give the builder a block to continue in
         dead = em.llfn.append_basic_block("after_assert")
         b.position_at_end(dead)
+        return
+    from . import devrt
+
+    if devrt.lower(mc, em, name, callee, ins, params, rets):
         return
     raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")

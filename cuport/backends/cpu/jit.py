@@ -58,12 +58,17 @@ def _pass_builder(tm):
 
 
 def parse(ir_text: str):
-    """The LLVM module of `ir_text`, verified, for this host."""
+    """The LLVM module of `ir_text`, verified, for this host, with every function marked
+    null_pointer_is_valid: a kernel that reads or writes address 0 must fault
+    (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU, where LLVM would otherwise delete the access
+    as undefined behaviour, and the rest of the kernel after it."""
     s = _init()
     mod = llvm.parse_assembly(ir_text)
     mod.triple = s["triple"]
     mod.data_layout = str(s["tm"].target_data)
     mod.verify()
+    for f in mod.functions:
+        f.add_function_attribute("null_pointer_is_valid")
     return mod
 
 

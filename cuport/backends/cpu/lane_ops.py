@@ -33,6 +33,22 @@ class LaneOps:
         b.ret(ll.Constant(I32, L.FAILED))
         b.position_at_end(ok)
 
+    def zero_bytes(self, size: int) -> ll.Value:
+        """A zeroed constant global of the module, at least `size` bytes (isa/api.py)."""
+        mod = self.module
+        try:
+            g = mod.get_global("cuport_null_descriptor")
+        except KeyError:
+            g = None
+        if g is None or g.value_type.count < size:
+            t = ll.ArrayType(ll.IntType(8), size)
+            g = ll.GlobalVariable(mod, t, name=mod.get_unique_name("cuport_null_descriptor") if g else
+                                  "cuport_null_descriptor")
+            g.linkage = "internal"
+            g.global_constant = True
+            g.initializer = ll.Constant(t, None)
+        return self.b.ptrtoint(g, ll.IntType(64))
+
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type = I32) -> list[ll.Value]:
         """Run `body(scalar args) -> [results of type t]` for each executing lane (once, for the
         warp, in uniform mode) and return the results as the warp's values (vectors or scalars)."""

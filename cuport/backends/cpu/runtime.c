@@ -22,6 +22,20 @@
 
 int cuport_guarded_call(void *worker, void *ctx, uint32_t id, volatile uint32_t *error_word,
                         uint32_t illegal, uint32_t misaligned, void **where);
+int cuport_fault_state(uint64_t *regs, uint32_t nregs, void *fp, uint32_t cap, uint32_t *fp_size);
+
+/* A worker's fault (faultaddr.py's WorkerFault): guard.c keeps the machine state of a
+ * fault per thread, so the worker copies it out for the launching thread to decode. */
+#define FAULT_REGS 23    /* x86-64 ucontext gregs */
+#define FAULT_FP 8192
+struct fault {
+    int32_t sig;         /* 0: none */
+    int32_t code;        /* si_code */
+    uint32_t fp_size, pad;
+    void *where;
+    uint64_t regs[FAULT_REGS];
+    unsigned char fp[FAULT_FP];
+};
 
 #define MAX_WORKERS 1024
 #define OPEN 0x80000000ull
@@ -35,8 +49,7 @@ struct job {
     uint32_t nworkers;           /* ids 0 .. nworkers-1 may run */
     uint64_t entry;              /* launch number << 32 | OPEN | workers that joined */
     uint32_t done;               /* joined workers that finished */
-    int32_t *sigs;               /* per worker: the fault's signal (0 none) */
-    void **where;                /* per worker: the fault's address */
+    struct fault *faults;        /* per worker */
 };
 
 static struct {
@@ -60,8 +73,10 @@ static void run_share(struct job *j, uint32_t id)
         int sig = cuport_guarded_call(j->worker, j->ctx, id, j->error_word, j->illegal,
                                       j->misaligned, &where);
         if (sig) {
-            j->sigs[id] = sig;
-            j->where[id] = where;
+            struct fault *f = &j->faults[id];
+            f->where = where;
+            f->code = cuport_fault_state(f->regs, FAULT_REGS, f->fp, FAULT_FP, &f->fp_size);
+            f->sig = sig;
         }
     } else {
         ((worker_fn)j->worker)(j->ctx, id);
@@ -132,10 +147,10 @@ int cuport_pool_start(int n)
 }
 
 /* Run worker(ctx, id) for ids 0 .. nworkers-1 (0 on this thread) and return when every
- * share that started has finished. `guarded`: through guard.c, faults into sigs/where. */
+ * share that started has finished. `guarded`: through guard.c, faults into faults[id]. */
 void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarded,
                      uint32_t *error_word, uint32_t illegal, uint32_t misaligned,
-                     int32_t *sigs, void **where)
+                     struct fault *faults)
 {
     pthread_mutex_lock(&pool.lock);
     struct job *j = &pool.job;
@@ -147,8 +162,7 @@ void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarde
     j->illegal = illegal;
     j->misaligned = misaligned;
     j->guarded = guarded;
-    j->sigs = sigs;
-    j->where = where;
+    j->faults = faults;
     j->nworkers = nworkers;
     __atomic_store_n(&j->done, 0, __ATOMIC_RELAXED);
     uint32_t number = pool.epoch + 1;

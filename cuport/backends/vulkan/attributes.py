@@ -2,13 +2,16 @@
 
 Values come from the device's properties (runtime.DeviceInfo), never guessed: what Vulkan
 does not tell (clock rates, L2 size) is 0, what cuport does not offer on Vulkan yet
-(cooperative launches, textures in hardware, IPC) is 0 too. The shared-memory limit is
+(textures in hardware, IPC) is 0 too. Multiprocessors, residency and COOPERATIVE_LAUNCH
+come from cooperative.py (1 only where cuport knows how many workgroups run at once). The shared-memory limit is
 the device's workgroup memory less the scratch cuport's warp emulation and bar.red need.
 """
 
 from __future__ import annotations
 
 import os
+
+from . import cooperative
 
 
 def _cores() -> int:
@@ -51,7 +54,7 @@ def device_attributes(info) -> dict[str, int]:
         "HOST_NATIVE_ATOMIC_SUPPORTED": int(info.managed_memory == "identity"),
         "CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM": int(info.managed_memory == "identity"),
         "HOST_REGISTER_SUPPORTED": int(same),
-        "COOPERATIVE_LAUNCH": 0,
+        "COOPERATIVE_LAUNCH": 0,  # cooperative.attributes below
         "MEMORY_POOLS_SUPPORTED": 1,
         "MAX_THREADS_PER_MULTIPROCESSOR": max(threads, 2048),
         "GLOBAL_MEMORY_BUS_WIDTH": 0,
@@ -59,4 +62,4 @@ def device_attributes(info) -> dict[str, int]:
         "PCI_DEVICE_ID": info.pci[2] if info.pci else 0,
         "PCI_DOMAIN_ID": info.pci[0] if info.pci else 0,
         "_memory_bytes": max(local_heaps),
-    }
+    } | cooperative.attributes(info)

@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import os
 import struct
 import sys
 import threading
 
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from ...ptx.lexer import PtxSyntaxError
-from ...ptx.link import link_modules
-from ...ptx.parser import parse
+from .. import facts
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_ILLEGAL_ADDRESS,
-    CUDA_ERROR_INVALID_PTX,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
     CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -39,6 +37,8 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
+from . import clock
+from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
 from .lower import DeviceCaps
@@ -65,15 +65,19 @@ def caps_of(info) -> DeviceCaps:
         float64_atomic_add=bool(f.get("shaderBufferFloat64AtomicAdd")),
         atomic_add_flushes_f32=nvidia,  # the same instruction as CUDA's red.global.add.f32
         shader_clock=bool(f.get("shaderSubgroupClock")),
+        device_clock=bool(f.get("shaderDeviceClock")),
         float64=bool(f.get("shaderFloat64")),
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
         divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
         independent_threads=nvidia,  # Volta's independent thread scheduling
+        signed_zero_inf_nan=tuple(w for w in (16, 32, 64)
+                                  if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
+        simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
     )
 
 
 _FMA_PROBE = """
-.version 7.0
+.version 8.0
 .target sm_90
 .address_size 64
 .visible .entry probe(.param .u64 out)
@@ -110,7 +114,8 @@ class VulkanKernel:
             if pipe is None:
                 be = self.module.backend
                 try:
-                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, be.caps)
+                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem,
+                                       be.caps_for(self.fn))
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
                 limit = be.info.limits.max_shared_memory
@@ -119,7 +124,7 @@ class VulkanKernel:
                                        f"kernel {self.fn.name} needs {c.plan.shared_bytes} bytes of "
                                        f"workgroup memory (shared memory plus cuport's scratch); the "
                                        f"device has {limit}")
-                pipe = be.dev.pipeline(c.shader.spirv, "main", block, V.PUSH_BYTES,
+                pipe = be.dev.pipeline(c.shader.spirv, "main", c.plan.local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 self._specs[key] = pipe
@@ -128,6 +133,10 @@ class VulkanKernel:
     def prepare(self, block: tuple[int, int, int]) -> None:
         self.specialization(tuple(int(x) for x in block), 0)
 
+    def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
+        """The occupancy calculator's answer on this device (driver/launch.py)."""
+        return cooperative_.occupancy(self, threads, dynamic_shared)
+
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False) -> None:
         grid = tuple(int(x) for x in grid)
@@ -135,19 +144,15 @@ class VulkanKernel:
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
-            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, "cooperative launches on the Vulkan backend")
+            cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
         pipe = self.specialization(block, int(dynamic_shared_bytes))
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params))
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
 
 class VulkanModule:
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
-        try:
-            mods = [parse(t) for t in ptx_texts]
-        except PtxSyntaxError as e:
-            raise BackendError(CUDA_ERROR_INVALID_PTX, str(e)) from None
-        self.ptx = link_modules(mods) if len(mods) > 1 else mods[0]
+        self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
         self.globals: dict[str, tuple[int, int]] = {}
         self._buffers: list = []
         self._allocate_globals()
@@ -216,8 +221,24 @@ class VulkanBackend:
         self.stream = self.dev.stream()
         self._lock = threading.Lock()
         self._owned: dict[int, object] = {}
-        self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024)
-        self.ring = self.allocate_buffer(V.RING_BYTES)
+        self._host_only: dict[int, int] = {}
+        # CUPORT_VK_COPIES=1: treat device memory as a discrete GPU's even where the host could
+        # use it (lavapipe), so that the copy paths a discrete GPU takes are tested everywhere
+        self.copies_only = os.environ.get("CUPORT_VK_COPIES") == "1"
+        self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
+        self.ring = self.allocate_buffer(V.RING_BYTES, "host")
+        struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
+                         V.RING_BYTES - V.RING_DATA)
+        self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
+        self._free_slots = list(range(self.SLOTS - 1, -1, -1))
+        self._inflight: list[tuple[str, int, int | None]] = []
+        self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        from . import quirks
+        from .lower_texture import ZERO_PAGE_BYTES
+
+        self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
+        self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
+        self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
 
@@ -225,35 +246,44 @@ class VulkanBackend:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
         the product is not rounded first (and likewise for f64). Inputs come from memory, so
         no compiler folds them."""
-        buf = self.allocate_buffer(64)
-        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.address), 0,
+        buf = self.allocate_buffer(64, "host")
+        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.host_ptr), 0,
                          0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
         mod = VulkanModule(self, [_FMA_PROBE])
         mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
-        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.address + 32, 16))
+        failed = self.drain()
+        if failed is not None:
+            raise failed[1]
+        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
         self.dev.free(buf)
         return f32 == 0x3A000400 and f64 == 0x3E20000000200000
 
+    def caps_for(self, fn: ir.Function) -> DeviceCaps:
+        """The caps a kernel compiles with: a kernel reading %globaltimer needs the device
+        clock calibrated (clock.py, once per backend)."""
+        if self.caps.device_clock and self.caps.globaltimer is None and clock.uses_globaltimer(fn):
+            with clock.LOCK:
+                if self.caps.globaltimer is None:
+                    self.caps = dataclasses.replace(self.caps, globaltimer=clock.calibrate(self))
+        return self.caps
+
     # ------------------------------------------------------------ memory
-    def allocate_buffer(self, size: int):
-        """Device memory that the host can also use at its device address."""
+    def allocate_buffer(self, size: int, kind: str = "device"):
+        """A runtime buffer: "device" memory (device-local where the device has it: on a
+        discrete GPU the host reaches it only through copies), or "host" memory, which the
+        host reads and writes through `host_ptr` (launch records, printf)."""
         from . import runtime
 
         try:
-            buf = self.dev.alloc(size)
-            if buf.host_ptr != buf.address:
-                self.dev.free(buf)
-                buf = self.dev.alloc(size, runtime.MANAGED)
+            return self.dev.alloc(size, runtime.HOST if kind == "host" else runtime.DEVICE)
         except runtime.OutOfDeviceMemory as e:
             raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
-        except runtime.Unsupported as e:
-            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"device memory the host can use at the "
-                               f"same address: {e}") from None
-        return buf
 
     def allocate(self, size: int, kind: str = "device") -> int:
-        """Memory for the driver: device, host (pinned) or managed, at one address for host
-        and kernels."""
+        """Memory for the driver. Device memory starts zeroed, as the CPU backend's does.
+        Pinned host memory (cuMemHostAlloc) is host memory at one address for host and
+        kernels where the device allows it, else plain host memory that only copies use (the
+        device then reports CAN_MAP_HOST_MEMORY 0); managed memory needs one address."""
         from . import runtime
 
         if kind == "managed":
@@ -261,43 +291,161 @@ class VulkanBackend:
                 buf = self.dev.alloc(size, runtime.MANAGED)
             except runtime.Unsupported as e:
                 raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+        elif kind == "host":
+            buf = self.allocate_buffer(size, "host")
+            if not buf.same_address:
+                self.dev.free(buf)
+                from .. import host_pages
+
+                address = host_pages.allocate(size)
+                self._host_only[address] = size
+                return address
         else:
             buf = self.allocate_buffer(size)
-        ctypes.memset(buf.address, 0, size)  # cuport's device memory starts zeroed, as on the CPU
         self._owned[buf.address] = buf
+        if self.host_accessible(buf.address):
+            ctypes.memset(buf.address, 0, size)
+        else:
+            self.stream.fill(buf.address, 0, size, 1)
         return buf.address
 
     def free(self, address: int, size: int) -> None:
+        if address in self._host_only:
+            from .. import host_pages
+
+            host_pages.free(address, self._host_only.pop(address))
+            return
         buf = self._owned.pop(address, None)
         if buf is not None:
-            self.stream.synchronize()
-            self.dev.free(buf)
+            self.dev.free(buf)  # (the runtime reuses the memory only after queued work ran)
+
+    def host_accessible(self, address: int) -> bool:
+        """Whether the host may use [address...] directly (else: copy_* and fill)."""
+        if address in self._host_only:
+            return True
+        from . import runtime
+
+        try:
+            buf = self.dev.find(address)
+            if self.copies_only and buf.kind == runtime.DEVICE:
+                return False
+            return buf.same_address
+        except runtime.BadAddress:
+            return True  # not device memory: host memory
+
+    def copy_htod(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy_to_device(dst, src, n)
+        self.stream.synchronize()
+
+    def copy_dtoh(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy_to_host(dst, src, n)
+        self.stream.synchronize()
+
+    def copy_dtod(self, dst: int, src: int, n: int) -> None:
+        self.stream.copy(dst, src, n)
+        self.stream.synchronize()
+
+    def fill(self, dst: int, value: int, n: int, width: int = 1) -> None:
+        self.stream.fill(dst, value, n, width)
+        self.stream.synchronize()
+
+    def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
+        """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
+        if self.host_accessible(address):
+            return ctypes.string_at(address)
+        out = b""
+        chunk = ctypes.create_string_buffer(256)
+        while len(out) < limit:
+            buf = self.dev.find(address + len(out))
+            n = min(256, buf.address + buf.size - (address + len(out)))
+            if n <= 0:
+                break
+            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n)
+            part = chunk.raw[:n]
+            if b"\0" in part:
+                return out + part[:part.index(b"\0")]
+            out += part
+        return out
 
     def write(self, address: int, data: bytes) -> None:
-        ctypes.memmove(address, data, len(data))
+        """Bytes into device memory (module variables' initial values)."""
+        if not data:
+            return
+        if self.host_accessible(address):
+            ctypes.memmove(address, data, len(data))
+        else:
+            self.copy_htod(address, ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value, len(data))
 
     def load_module(self, ptx_texts: list[str]) -> VulkanModule:
         return VulkanModule(self, ptx_texts)
 
     # ------------------------------------------------------------ launch
-    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes) -> None:
+    # Launch records: a slot (status record + parameters) per launch in flight, so that
+    # launches queue on the GPU without waiting for each other; the printf ring is shared
+    # (its head is atomic) and emptied when nothing is in flight.
+    SLOT = V.STATUS_BYTES + 4096
+    SLOTS = 256
+
+    def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+            cooperative: bool = False) -> None:
+        """Queue the launch; it completes on the GPU (drain finds out how it went). With
+        CUPORT_VK_SYNC=1 every launch is waited for."""
+        if len(params) > 64 * 1024:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
+        failed = None
         with self._lock:
-            lb = self.launch_buf.address
-            if len(params) > 64 * 1024:
-                raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-            ctypes.memset(lb, 0, V.STATUS_BYTES)
+            workspace = cooperative_.workspace(self) if cooperative else 0
+            if len(params) > self.SLOT - V.STATUS_BYTES or not self._free_slots:
+                failed = self._retire()  # wait: the big buffer or a free slot is needed
+            if len(params) > self.SLOT - V.STATUS_BYTES:
+                dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+            else:
+                slot = self._free_slots.pop()
+                dev = self.slots.address + slot * self.SLOT
+                host = self.slots.host_ptr + slot * self.SLOT
+            ctypes.memset(host, 0, V.STATUS_BYTES)
             if params:
-                ctypes.memmove(lb + V.STATUS_BYTES, params, len(params))
-            ring = self.ring.address
-            struct.pack_into("<II", (ctypes.c_char * 8).from_address(ring), 0, 0, V.RING_BYTES - V.RING_DATA)
-            push = V.Push(params=lb + V.STATUS_BYTES, status=lb, globals=k.module.table.address,
-                          printf=ring, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem).pack()
+                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            push = V.Push(params=dev + V.STATUS_BYTES, status=dev, globals=k.module.table.address,
+                          printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
+                          grid_workspace=workspace).pack()
             self.stream.dispatch(pipe, grid, push)
-            self.stream.synchronize()
-            self._print(ring)
-            kind = ctypes.c_uint32.from_address(lb).value
-            if kind:
-                self._raise(k, lb, kind)
+            self._inflight.append((k.fn.name, host, slot))
+            if slot is None or self.sync_launches:
+                failed = failed or self._retire()
+        if failed is not None:
+            raise failed[1]
+
+    def pending(self) -> bool:
+        return bool(self._inflight)
+
+    def drain(self) -> tuple[str, BackendError] | None:
+        """Wait for the launches in flight; print their printf output; the first failure
+        among them, as (the launch, its error), if any."""
+        if not self._inflight:
+            return None
+        with self._lock:
+            return self._retire()
+
+    def _retire(self) -> tuple[str, BackendError] | None:
+        if not self._inflight:
+            return None
+        self.stream.synchronize()
+        hring = self.ring.host_ptr
+        self._print(hring)
+        struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
+        failed = None
+        for name, host, slot in self._inflight:
+            kind = ctypes.c_uint32.from_address(host).value
+            if kind and failed is None:
+                try:
+                    self._raise(name, host, kind)
+                except BackendError as e:
+                    failed = (f"cuLaunchKernel({name})", e)
+            if slot is not None:
+                self._free_slots.append(slot)
+        self._inflight.clear()
+        return failed
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)
@@ -312,7 +460,7 @@ class VulkanBackend:
                 break
             args = ctypes.create_string_buffer(data[pos + 16:pos + 16 + nargs], max(nargs, 8))
             try:
-                out.append(format_printf(ctypes.string_at(fmt), ctypes.addressof(args)))
+                out.append(format_printf(self.string_at(fmt), ctypes.addressof(args), self.string_at))
             except Exception as e:  # never let a bad format string bring the process down
                 out.append(f"cuport: printf from a kernel failed: {e}\n".encode())
             pos += size
@@ -320,7 +468,7 @@ class VulkanBackend:
         _libc.fwrite(text, 1, len(text), _c_stdout)
         _libc.fflush(_c_stdout)
 
-    def _raise(self, k: VulkanKernel, lb: int, kind: int) -> None:
+    def _raise(self, name: str, lb: int, kind: int) -> None:
         f = {name: struct.unpack_from("<Q" if off in (32, 40, 48) else "<I",
                                       ctypes.string_at(lb + off, 8), 0)[0]
              for name, off, _ in V.STATUS_FIELDS}
@@ -328,7 +476,7 @@ class VulkanBackend:
                  f"thread ({f['tid_x']},{f['tid_y']},{f['tid_z']})")
         if kind == V.ERR_ASSERT:
             def s(p: int) -> str:
-                return ctypes.string_at(p).decode(errors="replace") if p else "?"
+                return self.string_at(p).decode(errors="replace") if p else "?"
 
             sys.stdout.flush()
             sys.stderr.write(f"{s(f['file'])}:{f['aline']}: {s(f['func'])}: block: [{f['ctaid_x']},"
@@ -336,7 +484,7 @@ class VulkanBackend:
                              f"{f['tid_z']}] Assertion `{s(f['arg'])}` failed.\n")
             sys.stderr.flush()
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
-        raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {k.fn.name}: {what} ({where})")
+        raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 
 _backends: dict[int, VulkanBackend] = {}

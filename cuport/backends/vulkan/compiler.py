@@ -11,13 +11,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...isa.memory import space_of
 from ...passes import cfg as cfgmod
 from ...passes import divergence
 from ...passes import spaces as spaces_pass
 from ...passes.inline import inline_all_calls
+from ...passes.yields import observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
+from .spirv.translate import FloatModes, TranslateError  # noqa: F401 (DeviceCaps.float_modes)
+from .spirv.translate import translate as to_spirv
 
 
 @dataclass
@@ -80,26 +84,36 @@ def analyze_divergence(c: Compilation) -> Compilation:
 
 
 def check_progress(c: Compilation) -> Compilation:
-    """A loop that waits for another thread of its block (a volatile or ordered shared load
-    in a loop that part of the block runs) needs threads that make progress independently,
+    """A loop that waits for another thread of its block (a volatile or ordered shared load,
+    or an mbarrier test, in a loop that part of the block runs) needs threads that make progress independently,
     as on Volta and later NVIDIA GPUs; a device that runs a workgroup's invocations in lock
     step would spin for ever or read stale data, so there it is refused."""
     if c.caps.independent_threads:
         return c
-    from ...isa.memory import space_of
-    from ...passes.yields import observes_others
-
     for header, body in c.cfg.loops.items():
         if header not in c.block_div.split_blocks:
             continue
         for x in body:
             for ins in c.cfg.blocks[x].instrs:
-                if ins.op in ("ld", "ldu") and observes_others(ins) and space_of(ins) in ("shared", "generic"):
+                waits = (ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins)) \
+                    or (ins.op == "mbarrier" and ins.mods[:1] in (("test_wait",), ("try_wait",)))
+                if waits:
                     raise UnsupportedError(
                         "a loop that waits for another thread of the block (this Vulkan device runs "
                         "a workgroup's threads in lock step, so they cannot make progress "
                         "independently)", ins.line, ins.text())
     return c
+
+
+def _may_be_shared(c: Compilation, ins: ir.Instr) -> bool:
+    """Whether a load may read shared memory (a generic one: where its address may point;
+    a spin on global memory waits for other blocks, which run concurrently)."""
+
+    space = space_of(ins)
+    if space != "generic":
+        return space == "shared"
+    mem = ins.args[1] if len(ins.args) > 1 else None
+    return not isinstance(mem, ir.Mem) or "shared" in c.spaces.of(mem)
 
 
 def infer_spaces(c: Compilation) -> Compilation:
@@ -114,19 +128,33 @@ def layout(c: Compilation) -> Compilation:
 
 
 def lower(c: Compilation) -> Compilation:
-    c.llmod = VulkanEmitter(c.plan).emit()
+    em = VulkanEmitter(c.plan)
+    c.llmod = em.emit()
+    c.notes["emitter"] = em  # for count_trips
+    return c
+
+
+def count_trips(c: Compilation) -> Compilation:
+    if c.caps.loop_iteration_limit:
+        from . import loops
+
+        c.notes["counted_back_edges"] = loops.count_trips(c.notes["emitter"], c.caps.loop_iteration_limit)
     return c
 
 
 def translate(c: Compilation) -> Compilation:
-    from .spirv.translate import TranslateError
-    from .spirv.translate import translate as to_spirv
-
     try:
-        c.shader = to_spirv(c.llmod, "main", c.block)
+        c.shader = to_spirv(c.llmod, "main", c.plan.local_size, c.caps.float_modes())
     except TranslateError as e:
         raise UnsupportedError(f"internal: SPIR-V translation of {c.kernel} failed: {e}",
                                e.ptx_line or 0) from e
+    from . import validate
+
+    if validate.enabled():
+        try:
+            validate.check(c.shader.spirv, f"kernel {c.kernel} (block {c.block})")
+        except validate.InvalidSpirv as e:
+            raise UnsupportedError(f"internal: {e}") from None
     return c
 
 
@@ -137,11 +165,14 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("cfg", build_cfg, "basic blocks of the inlined kernel; irreducible flow is refused here"),
     ("divergence", analyze_divergence, "needs the CFG: which collectives may run with part of a "
                                        "warp or block (emulated collectives need the whole block)"),
-    ("progress", check_progress, "needs block-level divergence: spin loops between threads of a "
-                                 "block, where the device cannot run them"),
     ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
+    ("progress", check_progress, "needs block-level divergence and the spaces: spin loops between "
+                                 "threads of a block, where the device cannot run them"),
     ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
+    ("count_trips", count_trips, "needs the lowered function, and the emitter for its launch "
+                                 "failures: where the driver ends long loops early (quirks.py), "
+                                 "a launch whose loops it cut short fails (loops.py)"),
     ("translate", translate, "cuport's own SPIR-V, control flow structured"),
 ]
 
@@ -164,7 +195,7 @@ def dump(c: Compilation, step: str) -> str:
                 f"scratch@{p.scratch_offset} total={p.shared_bytes} words={p.shared_word_bits}\n"
                 f"local {p.local_offsets} bytes={p.local_bytes}\nparams {p.kernel_param_offsets}\n"
                 f"globals {p.global_index}")
-    if step == "lower":
+    if step in ("lower", "count_trips"):
         return str(c.llmod)
     if step == "translate":
         import subprocess  # noqa: PLC0415 (debug output only)

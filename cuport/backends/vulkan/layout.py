@@ -47,12 +47,15 @@ STATUS_FIELDS = (
 STATUS = {name: off for name, off, _ in STATUS_FIELDS}
 STATUS_BYTES = 64
 
-ERR_TRAP, ERR_ASSERT, ERR_ILLEGAL_ADDRESS, ERR_MISALIGNED = 1, 2, 3, 4
+ERR_TRAP, ERR_ASSERT, ERR_ILLEGAL_ADDRESS, ERR_MISALIGNED, ERR_LOOP_LIMIT = 1, 2, 3, 4, 5
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
     ERR_ASSERT: "a device-side assert failed",
     ERR_ILLEGAL_ADDRESS: "illegal address",
     ERR_MISALIGNED: "misaligned address",
+    ERR_LOOP_LIMIT: "a thread's loops ran longer than this Vulkan driver lets a shader loop "
+                    "(lavapipe ends them after 65535 iterations in all, so the results would "
+                    "be wrong; backends/vulkan/loops.py)",
 }
 FAILURE_KINDS = {"trap": ERR_TRAP, "assert": ERR_ASSERT, "illegal_address": ERR_ILLEGAL_ADDRESS,
                  "misaligned": ERR_MISALIGNED}

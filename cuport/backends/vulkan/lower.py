@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
-from ...isa import registry
+from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.memory import Access, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
@@ -35,8 +35,13 @@ from ...passes.divergence import Divergence
 from ...passes.spaces import Spaces
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
+from . import calls, lower_order
 from . import layout as V
+from .clock import clock_ns
+from .families import VULKAN_LOWERINGS
+from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps
+from .lower_texture import TextureOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
 WORKGROUP = 2
@@ -64,6 +69,20 @@ class DeviceCaps:
     fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
     divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
+    signed_zero_inf_nan: tuple[int, ...] = ()  # float widths whose ±0/inf/NaN the device keeps
+    simd_width: int = 0  # lavapipe: a workgroup must fill whole SIMD groups (else pad it)
+    # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
+    globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
+    zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
+    loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
+    divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
+
+    def float_modes(self):
+        from .spirv.translate import FloatModes
+
+        return FloatModes(fused_fma=self.fused_fma, float64=self.float64,
+                          signed_zero_inf_nan=self.signed_zero_inf_nan)
 
 
 @dataclass
@@ -95,6 +114,20 @@ class KernelPlan:
     def nthreads(self) -> int:
         x, y, z = self.block
         return x * y * z
+
+    @property
+    def padded(self) -> bool:
+        """The workgroup is one dimension rounded up to whole SIMD groups (lavapipe loses
+        loop iterations in a partly filled one); the extra invocations return at once."""
+        w = self.caps.simd_width
+        return bool(w) and self.nthreads % w != 0
+
+    @property
+    def local_size(self) -> tuple[int, int, int]:
+        if self.padded:
+            w = self.caps.simd_width
+            return (-(-self.nthreads // w) * w, 1, 1)
+        return self.block
 
 
 def _align(off: int, a: int) -> int:
@@ -153,9 +186,11 @@ def plan_layout(plan: KernelPlan) -> None:
     if any(isinstance(s, ir.Instr) and s.op in ("atom", "red") and any(t in s.mods for t in ("b64", "u64", "s64", "f64"))
            and space_of(s) in ("shared", "generic") for s in fn.body or ()):
         plan.shared_word_bits = 64
+    if any(isinstance(s, ir.Instr) and needs_64bit_shared_words(s) for s in fn.body or ()):
+        plan.shared_word_bits = 64  # mbarrier words
 
 
-class VulkanEmitter(Values, SyncOps):
+class VulkanEmitter(Values, SyncOps, TextureOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
@@ -196,7 +231,14 @@ class VulkanEmitter(Values, SyncOps):
         self.blocks = plan.cfg.blocks
         self.llblocks = [self.llfn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
         self.ret_bb = self.llfn.append_basic_block("return")
-        b.branch(self.llblocks[0])
+        if plan.padded:  # invocations past the block's threads leave at once
+            check = self.llfn.append_basic_block("padding")
+            b.branch(check)
+            b.position_at_end(check)
+            extra = b.icmp_unsigned(">=", self.linear_tid(), ll.Constant(I32, plan.nthreads))
+            b.cbranch(extra, self.ret_bb, self.llblocks[0])
+        else:
+            b.branch(self.llblocks[0])
         for blk in self.blocks:
             self._emit_block(blk)
         b.position_at_end(self.ret_bb)
@@ -218,10 +260,8 @@ class VulkanEmitter(Values, SyncOps):
         return self.b.not_(g) if ins.guard_neg else g
 
     def _emit_instr(self, ins: ir.Instr) -> None:
-        from ...isa import families  # noqa: F401 (fills the lowering table)
-
         self.ins = ins
-        lower = registry.LOWERINGS.get(ins.op)
+        lower = VULKAN_LOWERINGS.get(ins.op) or registry.LOWERINGS.get(ins.op)
         if lower is None:
             raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
         b = self.b
@@ -316,10 +356,6 @@ class VulkanEmitter(Values, SyncOps):
 
     def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None,
                   ret: ll.Type | None = None) -> ll.Value:
-        if name == "llvm.fma" and not self.plan.caps.fused_fma:
-            from ...isa import fprt
-
-            return fprt.fma_unfused_device(self, *args)
         if overload is None:
             overload = [args[0].type]
         full = name + "".join("." + mangle(t) for t in overload)
@@ -395,6 +431,13 @@ class VulkanEmitter(Values, SyncOps):
             k = name[-1]
             if {"x": nx, "y": ny, "z": nz}[k] == 1:
                 return c(32, 0)
+            if self.plan.padded:  # a 1-D workgroup: the block's ids from the linear index
+                lin = self.linear_tid()
+                if k == "x":
+                    return b.urem(lin, c(32, nx))
+                if k == "y":
+                    return b.urem(b.udiv(lin, c(32, nx)), c(32, ny))
+                return b.udiv(lin, c(32, nx * ny))
             return self.builtin(f"LocalInvocationId.{k}")
         if name.startswith("%ntid."):
             return c(32, {"x": nx, "y": ny, "z": nz}[name[-1]])
@@ -424,7 +467,12 @@ class VulkanEmitter(Values, SyncOps):
                 return b.trunc(b.lshr(t, c(64, 32)), I32)
             return t
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            raise self.error(f"{name}: Vulkan shaders have no nanosecond clock")
+            t = clock_ns(self)
+            if name == "%globaltimer_lo":
+                return b.trunc(t, I32)
+            if name == "%globaltimer_hi":
+                return b.trunc(b.lshr(t, c(64, 32)), I32)
+            return t
         if name == "%dynamic_smem_size":
             return c(32, self.plan.dyn_smem)
         if name in ("%total_smem_size", "%aggr_smem_size"):
@@ -562,6 +610,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
@@ -584,6 +633,7 @@ class VulkanEmitter(Values, SyncOps):
 
     def _global_store(self, a: ll.Value, vals: list[ll.Value], acc: Access) -> None:
         b = self.b
+        acc = lower_order.relax(self, acc)
         size = acc.size
         et = vals[0].type
         n = len(vals)
@@ -712,8 +762,6 @@ class VulkanEmitter(Values, SyncOps):
 
     # ---------------------------------------------------------------- rounding
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
-        from ...isa import fprt
-
         return fprt.directed_f64_emulated(self, op, args, mode)
 
     # ---------------------------------------------------------------- failures and per-thread code
@@ -751,12 +799,15 @@ class VulkanEmitter(Values, SyncOps):
         b.branch(self.ret_bb)
         b.position_at_end(ok)
 
+    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
+        raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")
+
+    for_each_lane = lane_pointers
+
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
 
     def emit_call(self, ins: ir.Instr) -> None:
-        from . import calls
-
         calls.lower_call(self, ins)
 
 

@@ -21,9 +21,11 @@ from llvmlite import ir as ll
 
 from ...isa.atomics import Atomic, combine
 from ...isa.types import F32, F64, I1, I32, I64, PTR
+from ...passes.cfg import is_barrier
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 from . import layout as V
+from . import lower_order
 
 SUBGROUP, WORKGROUP, DEVICE = 3, 2, 1
 SEM_ACQUIRE, SEM_RELEASE, SEM_ACQ_REL = 0x2, 0x4, 0x8
@@ -71,7 +73,7 @@ class SyncOps:
         if space not in ("shared", "global"):
             raise self.error(f"an atomic on {space} memory")
         scope = WORKGROUP if shared else _SCOPE[a.scope]
-        sem = _ORDER_SEM[a.order]
+        sem = _ORDER_SEM[lower_order.order_of(self, a.order)]
         if sem:
             sem |= SEM_WORKGROUP if shared else SEM_UNIFORM
         kind = "f" if a.t in ("f32", "f64") else ("h" if a.t[0] in "fb" and "16" in a.t else a.t[0])
@@ -122,6 +124,9 @@ class SyncOps:
     def _cas_loop(self, p: ll.Value, tag: str, t: ll.IntType, scope: int, sem: int, new_of) -> ll.Value:
         """Atomically replace *p by new_of(old); the old value."""
         b = self.b
+        if sem and not self.plan.caps.divergent_memory_barriers:
+            # the retries differ per thread: the ordering goes around the loop (lower_order.py)
+            return lower_order.around_loop(self, sem, lambda: self._cas_loop(p, tag, t, scope, 0, new_of))
         pre = b.block
         first = self.spv("OpAtomicLoad", t, [p, _c32(scope), _c32(0)], tag)
         loop = self.llfn.append_basic_block("cas")
@@ -165,8 +170,6 @@ class SyncOps:
         self._barrier_reduce(t, dst, cond)
 
     def _barrier_ids(self) -> set[int]:
-        from ...passes.cfg import is_barrier
-
         ids = set()
         for s in self.fn.body or ():
             if isinstance(s, ir.Instr) and is_barrier(s):

@@ -655,7 +655,8 @@ static void test_misuse(void)
     EXPECT(p_cuGraphKernelNodeSetAttribute(generic_copy, CU_KERNEL_NODE_ATTRIBUTE_PRIORITY, &attr),
            CUDA_ERROR_INVALID_VALUE);
     CUgraphConditionalHandle handle;
-    EXPECT(p_cuGraphConditionalHandleCreate(&handle, g, ctx, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
+    OK(p_cuGraphConditionalHandleCreate(&handle, g, ctx, 0, 0));
+    EXPECT(p_cuGraphConditionalHandleCreate(&handle, g, ctx, 0, 2), CUDA_ERROR_INVALID_VALUE);
 
     /* programmatic edges are kept, reported, and refused by the lossy v1 query */
     CUgraphNode p1 = append_node(g, NULL, 0, log, 10), p2 = append_node(g, NULL, 0, log, 11);

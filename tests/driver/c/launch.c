@@ -2,6 +2,7 @@
  * `launch LIBRARY TEST PTX_FILE FATBIN_FILE`; run under the fake backend
  * (tests/driver/fake_backend.py), whose kernels are Python functions. */
 #include "../../capi/c/harness.h"
+#include <unistd.h>
 
 #define API(X)                                                                             \
     X(cuInit) X(cuCtxCreate) X(cuCtxGetCurrent) X(cuMemsetD8) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) \
@@ -187,7 +188,7 @@ static void test_module_launch(void)
     CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *vals[] = {log, (void *)(uintptr_t)sizeof log};
     CHECK(p_cuModuleLoadDataEx(&mod, "this is not an image", 2, opts, vals) != CUDA_SUCCESS);
-    CHECK(strlen(log) > 10 && (uintptr_t)vals[1] == strlen(log) + 1);
+    CHECK(strlen(log) > 10 && (uintptr_t)vals[1] == strlen(log)); /* as cuLink* on an H200 */
     printf("log: %s\n", log);
     EXPECT(p_cuModuleLoad(&mod, "/nonexistent/kernels.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
 }
@@ -318,6 +319,9 @@ static void test_async_failure(void)
     /* cuport's own failures leave the device usable; a trap, as on a GPU, does not */
     OK(p_cuMemsetD8(d, 0, 16));
     OK(p_cuLaunchKernel(trap, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
+    /* let the kernel fail before the call that returns the failure: the same message as
+       when that call waits for it (this used to race) */
+    usleep(300000);
     EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
     EXPECT(p_cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
     EXPECT(p_cuMemsetD8(d, 0, 16), CUDA_ERROR_LAUNCH_FAILED);

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
+import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -19,12 +22,12 @@ from typing import Any
 from . import features as F
 from . import instance as _instance
 from .binding import DeviceCommands
-from .errors import DeviceLost, Unsupported, VulkanUnavailable
+from .errors import DeviceLost, Unsupported, VulkanError, VulkanUnavailable
 from .memory import DEVICE, Buffer, Memory
 from .pipeline import Pipeline, Pipelines
 from .probe import devices
 from .properties import DeviceInfo, feature_chain, read_features
-from .stream import StagingPool, Stream
+from .stream import WAIT_SLICE_NS, StagingPool, Stream, _release_handles
 
 MAX_QUEUES = 4
 
@@ -120,8 +123,11 @@ class Device:
 
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._deferred: list[tuple[list[tuple[Stream, int]], Callable[[], None]]] = []
+        self._deferred: list[tuple[list[tuple[Any, int]], Callable[[], None]]] = []
         self._deferred_lock = threading.Lock()
+        self.dropped: queue.SimpleQueue = queue.SimpleQueue()  # handles of unclosed, collected streams
+        self._dropped_live: list[Any] = []  # taken from `dropped`, not released yet
+        self._counter = ffi.new("uint64_t*")
         try:
             self.memory = Memory(self)
             self.staging = StagingPool(self)
@@ -190,16 +196,23 @@ class Device:
         """Release a pipeline (module unload); queued launches of it still run."""
         self.pipelines.destroy(p)
 
-    def stream(self, batch: int = 256, eager: bool = True, host_paths: bool = True) -> Stream:
-        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths)."""
+    def stream(self, batch: int | None = None, eager: bool | None = None,
+               host_paths: bool = True) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths).
+        Defaults: CUPORT_VK_BATCH (256) commands a submission at most; CUPORT_VK_SUBMIT=batch
+        turns off submitting as soon as the GPU has nothing left of the stream ("eager")."""
         self._check()
+        if batch is None:
+            batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
+        if eager is None:
+            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=batch, eager=eager, host_paths=host_paths)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths)
         self._streams.add(s)
         return s
 
     def synchronize(self) -> None:
-        """Wait for every stream's work (cuCtxSynchronize)."""
+        """Wait for every stream's work (cuCtxSynchronize), dropped streams' included."""
         streams = [s for s in list(self._streams) if not s.destroyed]
         for s in streams:
             if not s.closed:
@@ -207,33 +220,77 @@ class Device:
         for s in streams:
             s.wait()
         self.collect()
+        for h in list(self._dropped_live):
+            if not h.released:
+                self.wait_value(h.semaphore, h.submitted)
+        self.collect()
+
+    def wait_value(self, semaphore: Any, value: int, timeout_s: float | None = None) -> None:
+        """Block until a timeline semaphore reaches `value`, in slices (a lost device is seen;
+        CUPORT_VK_WAIT_S=N gives up after N seconds)."""
+        vk, ffi = self.vk, self.vk.ffi
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        env_limit = os.environ.get("CUPORT_VK_WAIT_S")
+        if deadline is None and env_limit:
+            deadline = time.monotonic() + float(env_limit)
+        sems = ffi.new("VkSemaphore[1]", [semaphore])
+        vals = ffi.new("uint64_t[1]", [value])  # per call: waits may come from several threads
+        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=sems, pValues=vals)
+        while True:
+            r = self.cmd.vkWaitSemaphores(self.handle, info, WAIT_SLICE_NS)
+            if r == 0:
+                return
+            if r < 0:
+                self.lost = True
+                vk.check(r, "vkWaitSemaphores")
+            if deadline is not None and time.monotonic() > deadline:
+                raise VulkanError(f"GPU work did not finish within the wait limit (value {value})",
+                                  "vkWaitSemaphores", r)
 
     # -- releasing what queued work may still use -------------------------------------------------------
-    def defer(self, release: Callable[[], None]) -> None:
+    def defer(self, release: Callable[[], None], also: tuple[tuple[Any, int], ...] = ()) -> None:
         """Run `release` once every stream has finished the work recorded so far (at once if
-        there is none): freed memory, destroyed streams and pipelines wait for their users."""
-        pending = []
+        there is none): freed memory, destroyed streams and pipelines wait for their users.
+        Streams dropped without close() count until their last submission has run."""
+        pending = [w for w in also if not self._finished(*w)]
         for s in list(self._streams):
-            if s.closed and s.destroyed:
+            if s.destroyed:
                 continue
             t = s.mark()
             if t > s._done and s.completed() < t:
                 pending.append((s, t))
+        pending += [(h, h.submitted) for h in self._dropped_live
+                    if h not in [w[0] for w in also] and not self._finished(h, h.submitted)]
         if not pending or self.lost:
             release()
             return
         with self._deferred_lock:
             self._deferred.append((pending, release))
 
+    def _release_dropped(self, h: Any) -> None:
+        _release_handles(self, h)
+        self._dropped_live = [x for x in self._dropped_live if x is not h]
+
+    def _finished(self, obj: Any, t: int) -> bool:
+        if isinstance(obj, Stream):
+            return t <= obj._done or (t <= obj.submitted and obj.completed() >= t)
+        if obj.released:  # the handles of a dropped stream
+            return True
+        r = self.cmd.vkGetSemaphoreCounterValue(self.handle, obj.semaphore, self._counter)
+        return r < 0 or self._counter[0] >= t
+
     def collect(self) -> None:
         """Run the deferred releases whose work has finished (called at allocations, waits, close)."""
-        if not self._deferred:
+        if not self._deferred and self.dropped.empty():
             return
+        while not self.dropped.empty():
+            h = self.dropped.get()
+            self._dropped_live.append(h)
+            self.defer(lambda h=h: self._release_dropped(h), also=((h, h.submitted),))
         with self._deferred_lock:
             ready, waiting = [], []
             for item in self._deferred:
-                done = self.lost or all(t <= s._done or (t <= s.submitted and s.completed() >= t)
-                                        for s, t in item[0])
+                done = self.lost or all(self._finished(obj, t) for obj, t in item[0])
                 (ready if done else waiting).append(item)
             self._deferred = waiting
         for _, release in ready:
@@ -261,6 +318,11 @@ class Device:
             except Exception:
                 pass
         self.cmd.vkDeviceWaitIdle(self.handle)
+        while not self.dropped.empty():
+            self._dropped_live.append(self.dropped.get())
+        for h in self._dropped_live:
+            _release_handles(self, h)
+        self._dropped_live = []
         with self._deferred_lock:
             ready, self._deferred = self._deferred, []
         for _, release in ready:

@@ -97,6 +97,7 @@ class DeviceInfo:
     managed_memory: str  # how cuport can give host and device one address: identity|alias|none
     missing: tuple[str, ...] = field(default=())  # required first ("required: ..."), then wanted
     usable: bool = False
+    warps_per_multiprocessor: int | None = None  # VK_NV_shader_sm_builtins' shaderWarpsPerSM
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (sets as sorted lists, bytes as hex), for `cuport info --json`."""
@@ -287,8 +288,10 @@ def query(inst: Instance, pd: Any, index: int) -> DeviceInfo:
     mps = None
     smb = by.get("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV")
     amd = by.get("VkPhysicalDeviceShaderCorePropertiesAMD")
+    warps = None
     if smb is not None and smb.shaderSMCount:
         mps = int(smb.shaderSMCount)
+        warps = int(smb.shaderWarpsPerSM) or None
     elif amd is not None and amd.computeUnitsPerShaderArray:
         mps = int(amd.shaderEngineCount * amd.shaderArraysPerEngineCount
                   * amd.computeUnitsPerShaderArray)
@@ -330,6 +333,7 @@ def query(inst: Instance, pd: Any, index: int) -> DeviceInfo:
         compute_family=compute_family,
         multiprocessors=mps,
         managed_memory=managed,
+        warps_per_multiprocessor=warps,
     )
     missing = _missing(info, api)
     usable = not any(m.startswith("required: ") for m in missing)

@@ -27,10 +27,8 @@ a wait give up after N seconds (a debugging aid: CUDA itself waits for ever).
 from __future__ import annotations
 
 import ctypes
-import os
 import queue
 import threading
-import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -45,6 +43,7 @@ if TYPE_CHECKING:
     from .device import Device, Queue
 
 UPDATE_MAX = 65536  # vkCmdUpdateBuffer's limit
+CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this size
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
 
@@ -143,14 +142,18 @@ class Stream:
                      flags=lib.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
         vk.check(self.cmd.vkCreateCommandPool(h, pci, ffi.NULL, pool), "vkCreateCommandPool")
         self._pool = pool[0]
+        self._inflight: deque[tuple[int, Any, list[Any]]] = deque()
+        self._keep: list[Any] = []  # released when the recording completes (staging, ...)
+        # What must be released even if the stream is dropped without close() (see _Handles).
+        self._h = _Handles(semaphore=self.semaphore, pool=self._pool, inflight=self._inflight,
+                           keep=self._keep)
+        weakref.finalize(self, _dropped, weakref.ref(dev), self._h)
         self.submitted = 0  # the last ticket handed to the queue
         self._done = 0  # the last ticket known complete
         self._cb: Any = None  # the command buffer being recorded
         self._count = 0  # commands in it
         self._bound: Pipeline | None = None
         self._waits: list[tuple[Any, int]] = []  # (semaphore, value) for the next submission
-        self._keep: list[Any] = []  # released when the recording completes (staging, ...)
-        self._inflight: deque[tuple[int, Any, list[Any]]] = deque()
         self._free_cbs: list[Any] = []
         self._queries: Any = None
         self._free_slots: list[int] = []
@@ -218,24 +221,7 @@ class Stream:
         if ticket > self.submitted:
             raise ValueError(f"ticket {ticket} was never issued on this stream "
                              f"(last {self.submitted})")
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        env_limit = os.environ.get("CUPORT_VK_WAIT_S")
-        if deadline is None and env_limit:
-            deadline = time.monotonic() + float(env_limit)
-        vk, cmd, h = self.vk, self.cmd, self.dev.handle
-        vals = vk.ffi.new("uint64_t[1]", [ticket])  # per call: waits may come from several threads
-        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=self._wait_sems,
-                      pValues=vals)
-        while True:
-            r = cmd.vkWaitSemaphores(h, info, WAIT_SLICE_NS)
-            if r == 0:
-                break
-            if r < 0:
-                self.dev.lost = True
-                vk.check(r, "vkWaitSemaphores")
-            if deadline is not None and time.monotonic() > deadline:
-                raise VulkanError(f"stream work did not finish within the wait limit "
-                                  f"(ticket {ticket})", "vkWaitSemaphores", r)
+        self.dev.wait_value(self.semaphore, ticket, timeout_s)
         with self._lock:
             if ticket > self._done:
                 self._done = ticket
@@ -271,7 +257,7 @@ class Stream:
                 vk.check(self.cmd.vkCreateSemaphore(
                     self.dev.handle, vk.new("VkSemaphoreCreateInfo", pNext=tci), ffi.NULL, sem),
                     "vkCreateSemaphore")
-                self._host_sem = sem[0]
+                self._host_sem = self._h.host_sem = sem[0]
                 self._host_jobs = queue.SimpleQueue()
                 self._host_thread = threading.Thread(target=self._host_worker, daemon=True,
                                                      name="cuport-vulkan-host-func")
@@ -342,7 +328,8 @@ class Stream:
                 si.pCommandBuffers = ffi.NULL
             with self.queue.lock:
                 r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
-            keep, self._keep = self._keep, []
+            keep = list(self._keep)
+            self._keep.clear()
             self._cb = None
             self._count = 0
             self._bound = None
@@ -357,7 +344,7 @@ class Stream:
                     self.dev.lost = True
                 vk.check(r, "vkQueueSubmit")
             self._inflight.append((value, cb, keep))
-            self.submitted = value
+            self.submitted = self._h.submitted = value
             return value
 
     def _grow_waits(self, n: int) -> None:
@@ -477,13 +464,32 @@ class Stream:
                 cb = self._begin()
                 self.cmd.vkCmdUpdateBuffer(cb, d.block.buffer, doff, size,
                                            self.vk.ffi.cast("void*", src_ptr))
-            else:
+            elif size <= CHUNK:
                 st = self.dev.staging.get(size)
                 ctypes.memmove(st.block.host_ptr, src_ptr, size)
                 cb = self._begin()
                 self._copy(cb, st.block.buffer, 0, d.block.buffer, doff, size)
                 self._keep.append(st)
+            else:
+                self._staged_to_device(d, doff, src_ptr, size)
+                return
             self._recorded()
+
+    def _staged_to_device(self, d: Buffer, doff: int, src_ptr: int, size: int) -> None:
+        """A large copy from pageable memory in CHUNK pieces, at most two in flight (the host
+        fills one staging buffer while the GPU copies the other)."""
+        tickets: deque[int] = deque()
+        for off in range(0, size, CHUNK):
+            n = min(CHUNK, size - off)
+            if len(tickets) >= 2:
+                self.wait(tickets.popleft())
+            st = self.dev.staging.get(n)
+            ctypes.memmove(st.block.host_ptr, src_ptr + off, n)
+            cb = self._begin()
+            self._copy(cb, st.block.buffer, 0, d.block.buffer, doff + off, n)
+            self._keep.append(st)
+            self._count += 1
+            tickets.append(self.submit())
 
     def copy_to_host(self, dst: Any, src: int, size: int | None = None) -> None:
         """Device -> host. Into pageable memory this returns once the data is there; into
@@ -506,15 +512,30 @@ class Stream:
                     self.wait()
                 ctypes.memmove(dst_ptr, s.host_ptr + (src - s.address), size)
                 return
-            st = self.dev.staging.get(size)
+            # Through staging in CHUNK pieces; the GPU copies the next while the host copies one.
+            pending: deque[tuple[int, Staging, int, int]] = deque()
             try:
-                cb = self._begin()
-                self._copy(cb, s.block.buffer, soff, st.block.buffer, 0, size)
-                self._count += 1
-                self.wait(self.submit())
-                ctypes.memmove(dst_ptr, st.block.host_ptr, size)
+                for off in range(0, size, CHUNK):
+                    n = min(CHUNK, size - off)
+                    st = self.dev.staging.get(n)
+                    cb = self._begin()
+                    self._copy(cb, s.block.buffer, soff + off, st.block.buffer, 0, n)
+                    self._count += 1
+                    pending.append((self.submit(), st, off, n))
+                    if len(pending) >= 2:
+                        self._drain_one(pending, dst_ptr)
+                while pending:
+                    self._drain_one(pending, dst_ptr)
             finally:
-                self.dev.staging.put(st)
+                for _, st, _, _ in pending:
+                    self.dev.staging.put(st)
+
+    def _drain_one(self, pending: deque, dst_ptr: int) -> None:
+        ticket, st, off, n = pending[0]
+        self.wait(ticket)
+        ctypes.memmove(dst_ptr + off, st.block.host_ptr, n)
+        pending.popleft()
+        self.dev.staging.put(st)
 
     def copy(self, dst: int, src: int, size: int) -> None:
         """Device -> device, in stream order (either side may be any kind of allocation)."""
@@ -605,7 +626,7 @@ class Stream:
                 out = ffi.new("VkQueryPool*")
                 vk.check(self.cmd.vkCreateQueryPool(self.dev.handle, qci, ffi.NULL, out),
                          "vkCreateQueryPool")
-                self._queries = out[0]
+                self._queries = self._h.queries = out[0]
                 self._free_slots = list(range(QUERY_SLOTS - 1, -1, -1))
             if not self._free_slots:
                 raise Unsupported(f"more than {QUERY_SLOTS} timestamps alive on one stream",
@@ -667,23 +688,54 @@ class Stream:
                         pass
             self._done = max(self._done, self.submitted)
             self.destroyed = True
-            ffi, cmd, h = self.vk.ffi, self.cmd, self.dev.handle
-            for _, _, keep in self._inflight:
-                for k in keep:
-                    if isinstance(k, Staging):
-                        self.dev.staging.put(k)
-            for k in self._keep:
-                if isinstance(k, Staging):
-                    self.dev.staging.put(k)
-            self._inflight.clear()
-            self._keep = []
-            cmd.vkDestroyCommandPool(h, self._pool, ffi.NULL)
-            cmd.vkDestroySemaphore(h, self.semaphore, ffi.NULL)
-            if self._queries is not None:
-                cmd.vkDestroyQueryPool(h, self._queries, ffi.NULL)
             if self._host_sem is not None:
                 self._host_jobs.put((0, None, 0))
-                cmd.vkDestroySemaphore(h, self._host_sem, ffi.NULL)
+            _release_handles(self.dev, self._h)
+
+
+@dataclass(eq=False)
+class _Handles:
+    """A stream's Vulkan objects and in-flight staging, apart from the stream object, so that a
+    stream dropped without close() is still released once its last submission has run."""
+
+    semaphore: Any
+    pool: Any
+    inflight: deque
+    keep: list
+    queries: Any = None
+    host_sem: Any = None
+    submitted: int = 0
+    released: bool = False
+
+
+def _release_handles(dev: Device, h: _Handles) -> None:
+    if h.released:
+        return
+    h.released = True
+    for _, _, keep in h.inflight:
+        for k in keep:
+            if isinstance(k, Staging):
+                dev.staging.put(k)
+    for k in h.keep:
+        if isinstance(k, Staging):
+            dev.staging.put(k)
+    h.inflight.clear()
+    h.keep.clear()
+    ffi, cmd, d = dev.vk.ffi, dev.cmd, dev.handle
+    cmd.vkDestroyCommandPool(d, h.pool, ffi.NULL)
+    cmd.vkDestroySemaphore(d, h.semaphore, ffi.NULL)
+    if h.queries is not None:
+        cmd.vkDestroyQueryPool(d, h.queries, ffi.NULL)
+    if h.host_sem is not None:
+        cmd.vkDestroySemaphore(d, h.host_sem, ffi.NULL)
+
+
+def _dropped(dev_ref: weakref.ref, h: _Handles) -> None:
+    """A stream was garbage-collected: hand its objects to the device (no Vulkan call here:
+    this runs inside the garbage collector, wherever that happens)."""
+    dev = dev_ref()
+    if dev is not None and not h.released:
+        dev.dropped.put(h)
 
 
 def _host_fill(ptr: int, pattern: bytes, size: int) -> None:

@@ -165,7 +165,10 @@ def spirv_op(tr, ins, opname: str) -> None:
     for a, kind in zip(args, arg_kinds, strict=True):
         if kind in _ID_KINDS:
             if isinstance(a.type, ll.PointerType):
-                words.append(access_pointer(tr, tr.pointer(a), pointee))
+                where: list = []
+                words.append(access_pointer(tr, tr.pointer(a), pointee, where))
+                if opname.startswith("OpAtomic"):
+                    tr.note_atomic(opname, pointee, where[0])
             else:
                 if kind == "IdScope" and isinstance(a, ll.Constant) and _literal(tr, a, kind) == enum("Scope", "Device"):
                     tr.m.capability("VulkanMemoryModelDeviceScope")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from . import escapes, fpmath, intrinsics
-from .memory import _abi_align, _mem_type, _same_type, access_pointer, memory_operands  # noqa: F401
+from .memory import _mem_type, _same_type, access_pointer, local_load, local_store, memory_operands
 from .module import OP, enum
 from .translate import LocalPtr, alloc_size, bool_type, is_bool, is_float, splat
 
@@ -41,9 +41,32 @@ def _int_binop(tr, ins) -> None:
         code = _BOOL.get(ins.opname)
         if code is None:
             raise tr.error(f"`{ins.opname}` on i1 not supported")
+    elif ins.opname in ("sdiv", "srem"):
+        tr.define(ins, _signed_divide(tr, ins.opname, t, tr.val(a), tr.val(b)))
+        return
     else:
         code = _INT[ins.opname]
     tr.define(ins, tr.op(code, tr.ty(t), tr.val(a), tr.val(b)))
+
+
+def _signed_divide(tr, opname: str, t, a: int, b: int) -> int:
+    """sdiv/srem through the unsigned operations on magnitudes: NVIDIA's Vulkan driver
+    (580, H200) answers OpSRem(1, -1) = 1 on 64-bit integers. The quotient's sign is the
+    operands' sign difference, the remainder's the dividend's (INT_MIN / -1 never gets here:
+    the PTX lowering divides by 1 instead)."""
+    ty, bt, zero = tr.ty(t), bool_type(tr, t), splat(tr, t, 0)
+
+    def magnitude(x: int) -> tuple[int, int]:
+        neg = tr.op(OP.OpSLessThan, bt, x, zero)
+        return neg, tr.op(OP.OpSelect, ty, neg, tr.op(OP.OpSNegate, ty, x), x)
+
+    neg_a, abs_a = magnitude(a)
+    neg_b, abs_b = magnitude(b)
+    if opname == "sdiv":
+        r, neg = tr.op(OP.OpUDiv, ty, abs_a, abs_b), tr.op(OP.OpLogicalNotEqual, bt, neg_a, neg_b)
+    else:
+        r, neg = tr.op(OP.OpUMod, ty, abs_a, abs_b), neg_a
+    return tr.op(OP.OpSelect, ty, neg, tr.op(OP.OpSNegate, ty, r), r)
 
 
 @handles(*_FLOAT)
@@ -315,25 +338,16 @@ def _alloca(tr, ins) -> None:
 def _load(tr, ins) -> None:
     p = tr.pointer(ins.operands[0])
     t = ins.type
+    if isinstance(t, ll.PointerType) and t.addrspace != 0:
+        raise tr.error("load of a pointer into shared or local memory")
+    if isinstance(p, LocalPtr):
+        tr.define(ins, local_load(tr, ins, p, t))
+        return
     mt, changed = _mem_type(tr, t)
-    if isinstance(p, LocalPtr) and (changed or not _same_type(p.ptype, mt)):
-        # a Function/Workgroup variable holds i1 as bool, and may be read as another type
-        # of the same size
-        if _same_type(p.ptype, t):
-            mt, changed = t, False
-        elif not isinstance(p.ptype, ll.ArrayType) and alloc_size(p.ptype) == alloc_size(t) and not changed:
-            ptr = access_pointer(tr, p, p.ptype)
-            v = tr.op(OP.OpLoad, tr.ty(p.ptype), ptr, *memory_operands(tr, ins, p.storage, p.ptype))
-            tr.define(ins, tr.op(OP.OpBitcast, tr.ty(t), v))
-            return
-    where: list = []
-    ptr = access_pointer(tr, p, mt, where)
-    v = tr.op(OP.OpLoad, tr.ty(mt), ptr, *memory_operands(tr, ins, where[0], mt))
+    ptr = access_pointer(tr, p, mt)
+    v = tr.op(OP.OpLoad, tr.ty(mt), ptr, *memory_operands(tr, ins, "PhysicalStorageBuffer", mt))
     if changed:
         v = tr.op(OP.OpINotEqual, tr.ty(t), v, splat(tr, mt, 0))
-    if isinstance(t, ll.PointerType):
-        if t.addrspace != 0:
-            raise tr.error("load of a pointer into shared or local memory")
     tr.define(ins, v)
 
 
@@ -349,19 +363,14 @@ def _store(tr, ins) -> None:
         x = tr.use(vp)
     else:
         x = tr.val(value)
-    mt, changed = _mem_type(tr, t)
     if isinstance(p, LocalPtr):
-        if _same_type(p.ptype, t):
-            mt, changed = t, False
-        elif not changed and not isinstance(p.ptype, ll.ArrayType) and alloc_size(p.ptype) == alloc_size(t) \
-                and not _same_type(p.ptype, mt):
-            x = tr.op(OP.OpBitcast, tr.ty(p.ptype), x)
-            mt = p.ptype
+        local_store(tr, ins, p, x, t)
+        return
+    mt, changed = _mem_type(tr, t)
     if changed:
         x = tr.op(OP.OpSelect, tr.ty(mt), x, splat(tr, mt, 1), splat(tr, mt, 0))
-    where: list = []
-    ptr = access_pointer(tr, p, mt, where)
-    tr.stmt(OP.OpStore, ptr, x, *memory_operands(tr, ins, where[0], mt))
+    ptr = access_pointer(tr, p, mt)
+    tr.stmt(OP.OpStore, ptr, x, *memory_operands(tr, ins, "PhysicalStorageBuffer", mt))
 
 
 @handles(ll.GEPInstr)
@@ -418,20 +427,45 @@ def _index32(tr, ix) -> int:
 
 
 def _gep_local(tr, p: LocalPtr, s: ll.Type, idxs: list) -> LocalPtr:
+    """A GEP on a pointer into a variable: the access chain below it. Beyond the plain
+    forms (GEP [N x T] [0, i] on the variable, GEP T [i] on an element of an array of T),
+    a leading [0] over an array type is dropped, and a step over objects of a size that is
+    a multiple of the array's elements moves by that many elements (the emitter may index
+    an i32 array by i64 or <4 x i32>)."""
     path = list(p.path)
     t = p.ptype
+    while len(idxs) > 1 and isinstance(s, ll.ArrayType) and _const_index(idxs[0]) == 0 and not _same_type(s, t):
+        s, idxs = s.element, idxs[1:]  # GEP [N x S] p, 0, i ... is GEP S p, i ...
     first = idxs[0]
     c0 = _const_index(first)
     if _same_type(s, t):
         if c0 != 0:
-            # a step over whole objects: fine inside an array of them
-            parent = _type_at(tr, p.vtype, len(path) - 1) if path else None
-            if parent is None or not _same_type(parent.element, s):
-                raise tr.error("pointer arithmetic outside a variable")
-            path[-1] = tr.op(OP.OpIAdd, tr.t_i32, tr.use(path[-1]), _index32(tr, first))
+            path = _step(tr, p, path, first, 1)
     elif isinstance(t, (ll.ArrayType, ll.VectorType)) and _same_type(t.element, s):
         path.append(_index32(tr, first))  # the array starts at p: element `first` of it
         t = s
+    elif len(idxs) == 1 and _is_scalarish(s) and _is_scalarish(t) and alloc_size(s) % alloc_size(t) == 0:
+        if c0 != 0:
+            path = _step(tr, p, path, first, alloc_size(s) // alloc_size(t))
+    elif (len(idxs) == 1 and isinstance(t, ll.ArrayType) and _is_scalarish(t.element) and _is_scalarish(s)
+          and alloc_size(s) % alloc_size(t.element) == 0):
+        path.append(_scaled(tr, _index32(tr, first), alloc_size(s) // alloc_size(t.element)))
+        t = t.element
+    elif len(idxs) == 1 and isinstance(s, ll.IntType) and s.width == 8:
+        # a byte offset (the isa layer's field offsets): whole elements of the array
+        elem = t.element if isinstance(t, ll.ArrayType) else t
+        if not _is_scalarish(elem):
+            raise tr.error(f"byte offset into {t}")
+        size = alloc_size(elem)
+        k = _byte_index(tr, first, size)
+        if isinstance(t, ll.ArrayType):
+            path.append(k)
+            t = elem
+        elif c0 != 0:
+            parent = _type_at(tr, p.vtype, len(path) - 1) if path else None
+            if parent is None:
+                raise tr.error("pointer arithmetic outside a variable")
+            path[-1] = tr.op(OP.OpIAdd, tr.t_i32, tr.use(path[-1]), k)
     else:
         raise tr.error(f"getelementptr over {s} on a pointer to {t}")
     for ix in idxs[1:]:
@@ -440,6 +474,40 @@ def _gep_local(tr, p: LocalPtr, s: ll.Type, idxs: list) -> LocalPtr:
         path.append(_index32(tr, ix))
         t = t.element
     return LocalPtr(p.var, p.storage, p.vtype, tuple(path), t)
+
+
+def _byte_index(tr, off, size: int) -> int:
+    """The element index of byte offset `off` into elements of `size` bytes (a constant one
+    must be a multiple; a run-time one is aligned, as PTX's accesses must be)."""
+    c = _const_index(off)
+    if c is not None:
+        c = _signed(c, off.type.width)
+        if c % size:
+            raise tr.error(f"byte offset {c} inside an element of {size} bytes")
+        return tr.cint((c // size) & 0xFFFFFFFF)
+    x = _index32(tr, off)
+    if size == 1:
+        return x
+    if size & (size - 1):
+        return tr.op(OP.OpSDiv, tr.t_i32, x, tr.cint(size))
+    return tr.op(OP.OpShiftRightArithmetic, tr.t_i32, x, tr.cint(size.bit_length() - 1))
+
+
+def _is_scalarish(t: ll.Type) -> bool:
+    return isinstance(t, (ll.IntType, ll.HalfType, ll.FloatType, ll.DoubleType, ll.VectorType, ll.PointerType))
+
+
+def _scaled(tr, x: int, k: int) -> int:
+    return x if k == 1 else tr.op(OP.OpIMul, tr.t_i32, x, tr.cint(k))
+
+
+def _step(tr, p: LocalPtr, path: list, by, k: int) -> list:
+    """`path` moved by `by` * k elements of the array that holds p's object."""
+    parent = _type_at(tr, p.vtype, len(path) - 1) if path else None
+    if parent is None:
+        raise tr.error("pointer arithmetic outside a variable")
+    path[-1] = tr.op(OP.OpIAdd, tr.t_i32, tr.use(path[-1]), _scaled(tr, _index32(tr, by), k))
+    return path
 
 
 def _type_at(tr, vtype: ll.Type, depth: int):
@@ -490,12 +558,13 @@ def atomic_pointer(tr, p, t: ll.Type) -> tuple[int, str]:
 @handles(ll.AtomicRMW)
 def _atomicrmw(tr, ins) -> None:
     pv, value = ins.operands
-    name = _RMW.get(ins.op)
+    name = _RMW.get(ins.operation)
     if name is None:
-        raise tr.error(f"atomicrmw {ins.op} not supported")
+        raise tr.error(f"atomicrmw {ins.operation} not supported")
     t = value.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
     escapes.require_typed(tr, name, t)
+    tr.note_atomic(name, t, storage)
     r = tr.op(getattr(OP, name), tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, ins.ordering, storage), tr.val(value))
     tr.define(ins, r)
 
@@ -505,6 +574,7 @@ def _cmpxchg(tr, ins) -> None:
     pv, cmp, new = ins.operands
     t = cmp.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    tr.note_atomic("OpAtomicCompareExchange", t, storage)
     fail = ins.failordering if ins.failordering not in ("release", "acq_rel") else "monotonic"
     if fail == "seq_cst":
         fail = "acquire"
@@ -518,6 +588,7 @@ def _cmpxchg(tr, ins) -> None:
 def _load_atomic(tr, ins) -> None:
     t = ins.type
     ptr, storage = atomic_pointer(tr, tr.pointer(ins.operands[0]), t)
+    tr.note_atomic("OpAtomicLoad", t, storage)
     order = "acquire" if ins.ordering in ("acquire", "acq_rel", "seq_cst") else "monotonic"
     tr.define(ins, tr.op(OP.OpAtomicLoad, tr.ty(t), ptr, _scope(tr, storage), _semantics(tr, order, storage)))
 
@@ -527,6 +598,7 @@ def _store_atomic(tr, ins) -> None:
     value, pv = ins.operands
     t = value.type
     ptr, storage = atomic_pointer(tr, tr.pointer(pv), t)
+    tr.note_atomic("OpAtomicStore", t, storage)
     order = "release" if ins.ordering in ("release", "acq_rel", "seq_cst") else "monotonic"
     tr.stmt(OP.OpAtomicStore, ptr, _scope(tr, storage), _semantics(tr, order, storage), tr.val(value))
 
@@ -548,8 +620,10 @@ def _call(tr, ins) -> None:
         escapes.call(tr, ins, name)
     elif name.startswith("llvm."):
         intrinsics.call(tr, ins, name)
+    elif ins.callee.blocks:
+        tr.call_defined(ins)
     else:
-        raise tr.error(f"call to @{name}: device functions must be inlined before translation")
+        raise tr.error(f"call to @{name}, which the module declares but does not define")
 
 
 @handles(ll.Comment)

@@ -38,7 +38,8 @@ def call(tr, ins, name: str) -> None:
     if f is None:
         raise tr.error(f"intrinsic @{name} not supported")
     r = f(tr, ins, list(ins.args))
-    tr.define(ins, r)
+    if r is not None:
+        tr.define(ins, r)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -76,7 +77,7 @@ def _glsl(number: int, float_only: bool = False, f64: bool = True):
 for _name, _num in (("llvm.fabs", GLSL.FAbs), ("llvm.floor", GLSL.Floor), ("llvm.ceil", GLSL.Ceil),
                     ("llvm.trunc", GLSL.Trunc), ("llvm.rint", GLSL.RoundEven),
                     ("llvm.nearbyint", GLSL.RoundEven), ("llvm.roundeven", GLSL.RoundEven),
-                    ("llvm.round", GLSL.Round), ("llvm.fma", GLSL.Fma), ("llvm.fmuladd", GLSL.Fma)):
+                    ("llvm.round", GLSL.Round), ("llvm.fmuladd", GLSL.Fma)):
     INTRINSICS[_name] = _glsl(_num)
 for _name, _num in (("llvm.exp2", GLSL.Exp2), ("llvm.log2", GLSL.Log2), ("llvm.sin", GLSL.Sin),
                     ("llvm.cos", GLSL.Cos)):
@@ -86,6 +87,59 @@ for _name, _num in (("llvm.exp2", GLSL.Exp2), ("llvm.log2", GLSL.Log2), ("llvm.s
 @intrinsic("llvm.sqrt")
 def _sqrt(tr, ins, args):
     return fpmath.sqrt(tr, ins.type, tr.val(args[0]))
+
+
+@intrinsic("llvm.fma")
+def _fma(tr, ins, args):
+    return fpmath.fma(tr, ins.type, *(tr.val(a) for a in args))
+
+
+# constrained intrinsics: what fprt.strict emits for f64 in a directed rounding mode; the
+# mode comes from the metadata argument, exceptions are ignored (GPUs raise none)
+_MD_MODE = {"round.tonearest": "rn", "round.towardzero": "rz", "round.downward": "rm",
+            "round.upward": "rp", "round.dynamic": "rn"}
+_CONSTRAINED = {"fadd": 2, "fsub": 2, "fmul": 2, "fdiv": 2, "fma": 3, "sqrt": 1}
+
+
+def _constrained(op: str):
+    def f(tr, ins, args):
+        n = _CONSTRAINED[op]
+        vals, md = args[:n], args[n:]
+        strings = [getattr(m, "string", None) for m in md]
+        mode = _MD_MODE.get(strings[0]) if strings else None
+        if mode is None:
+            raise tr.error(f"{ins.callee.name}: rounding {strings[0] if strings else None!r} not supported")
+        t = ins.type
+        x = [tr.val(v) for v in vals]
+        if op == "fsub":
+            x[1] = tr.no_contract(tr.op(OP.OpFNegate, tr.ty(t), x[1]))
+        if op in ("fadd", "fsub"):
+            return fpmath.add(tr, t, x[0], x[1], mode)
+        if op == "fmul":
+            return fpmath.mul(tr, t, x[0], x[1], mode)
+        if op == "fdiv":
+            return fpmath.div(tr, t, x[0], x[1], mode)
+        if op == "sqrt":
+            return fpmath.sqrt(tr, t, x[0], mode)
+        return fpmath.fma(tr, t, x[0], x[1], x[2], mode)
+    return f
+
+
+for _op in _CONSTRAINED:
+    INTRINSICS[f"llvm.experimental.constrained.{_op}"] = _constrained(_op)
+
+
+@intrinsic("llvm.get.rounding")
+def _get_rounding(tr, ins, args):
+    """The rounding mode is always to nearest (1): constrained intrinsics carry their own."""
+    return tr.cint(1)
+
+
+@intrinsic("llvm.set.rounding")
+def _set_rounding(tr, ins, args):
+    """Nothing to set: the only instructions that round otherwise are the constrained
+    intrinsics, whose metadata says how (fprt.strict brackets them with get/set)."""
+    return None
 
 
 @intrinsic("llvm.copysign")

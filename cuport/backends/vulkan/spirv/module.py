@@ -78,6 +78,7 @@ class Module:
         self.functions: list[int] = []
         self._types: dict[tuple, int] = {}
         self._consts: dict[tuple, int] = {}
+        self._const_types: dict[int, int] = {}
         self._checked_ops: set[str] = set()
         self.capability("Shader")
 
@@ -217,8 +218,13 @@ class Module:
         if c is None:
             c = self.id()
             self._consts[key] = c
+            self._const_types[c] = type_id
             self.globals += inst(opcode, type_id, c, *operands)
         return c
+
+    def type_of(self, const_id: int) -> int | None:
+        """The type of a constant made here (None for other ids)."""
+        return self._const_types.get(const_id)
 
     def const_int(self, type_id: int, value: int, width: int = 32) -> int:
         value &= (1 << width) - 1

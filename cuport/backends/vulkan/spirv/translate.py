@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from . import structurize as st
+from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
@@ -55,12 +56,20 @@ class Shader:
     execution_modes: tuple[tuple[str, int], ...]  # float controls: (mode, width)
     push_size: int  # bytes of the push-constant block the kernel reads (0: none)
     shared_bytes: int  # bytes of Workgroup variables
+    features: tuple[str, ...] = ()  # device features needed (runtime.DeviceInfo.features names)
+    float_controls: tuple[str, ...] = ()  # float-control properties needed
+    subgroup_operations: tuple[str, ...] = ()  # subgroup operation classes needed
 
 
 @dataclass(frozen=True)
 class FloatModes:
-    """Float-control execution modes to declare, as float widths; applied to the widths the
-    kernel uses. The device must support each (VkPhysicalDeviceFloatControlsProperties)."""
+    """How floating point is emitted for a device. The execution modes are float widths,
+    applied to the widths the kernel uses; the device must support each
+    (VkPhysicalDeviceFloatControlsProperties). `fused_fma`: the device's GLSL Fma rounds
+    once (probe it with `fma_probe`; lavapipe's does not), else fma is emulated exactly;
+    `float64`: the emulations may compute in f64 (the device has shaderFloat64)."""
+    fused_fma: bool = False
+    float64: bool = True
     signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
     denorm_preserve: tuple[int, ...] = ()
     denorm_flush: tuple[int, ...] = ()
@@ -195,6 +204,12 @@ class _Translator:
         self.push_members: dict[int, tuple[int, ll.Type]] = {}  # offset -> (member, type)
         self.push_size = 0
         self.dest_var: int | None = None
+        self.helpers: dict[str, int] = {}
+        self.feature_uses: set[str] = set()  # storage-dependent features (atomics)
+        self.defined: dict[tuple, int] = {}  # functions of the module, translated, by shape
+        self.translating: set[str] = set()
+        self.helper_words: list[int] = []
+        self.param_types: dict[int, int] = {}
         self.t_i32 = m.t_int(32)
         self.t_i64 = m.t_int(64)
         self.t_bool = m.t_bool()
@@ -389,9 +404,62 @@ class _Translator:
         target.preds.append(self.cur)
         self.cur = None
 
+    def note_atomic(self, opname: str, t: ll.Type, storage: str) -> None:
+        """Record the device feature an atomic on `storage` of type t needs."""
+        kind = atomic_kind(opname, scalar_width(t), is_float(t))
+        feat = ATOMIC_FEATURES.get((kind, storage)) if kind else None
+        if feat:
+            self.feature_uses.add(feat)
+
+    # ------------------------------------------------------------------ helper functions
+    def call_helper(self, key: str, rtype: int, args: list[int], build) -> int:
+        """A call of the module's helper function `key`, made on first use by
+        `build(*params) -> result id` as a branch-free function of its own (long exact
+        sequences are emitted once per module, not at every use)."""
+        fn = self.helpers.get(key)
+        if fn is None:
+            fn = self._make_helper(rtype, [self.site_type(a) for a in args], build)
+            self.helpers[key] = fn
+        return self.op(OP.OpFunctionCall, rtype, fn, *args)
+
+    def site_type(self, r: int) -> int:
+        s = self.site.get(r)
+        if s is not None:
+            return s[2]
+        t = self.param_types.get(r) or self.m.type_of(r)
+        if t is None:
+            raise self.error("internal: the type of an argument of a helper is unknown")
+        return t
+
+    def _make_helper(self, rtype: int, ptypes: list[int], build) -> int:
+        m = self.m
+        saved = (self.cur, self.blocks, self.fvars)
+        self.blocks, self.fvars = [], []
+        fn = m.id()
+        params = [m.id() for _ in ptypes]
+        for p, t in zip(params, ptypes, strict=True):
+            self.param_types[p] = t
+        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", "None"), m.t_function(rtype, tuple(ptypes)))
+        for p, t in zip(params, ptypes, strict=True):
+            head += inst(OP.OpFunctionParameter, t, p)
+        self.start(self.new_block())
+        r = build(*params)
+        self.stmt(OP.OpReturnValue, r)
+        if len(self.blocks) != 1 or self.fvars:
+            raise AssertionError("helper functions are single blocks without variables")
+        words = head + self.blocks[0].words + inst(OP.OpFunctionEnd)
+        self.helper_words += words
+        self.cur, self.blocks, self.fvars = saved
+        return fn
+
     # ------------------------------------------------------------------ driver
     def run(self) -> Shader:
-        fn = self.fn
+        self._prescan()
+        self._emit_function(self.fn)
+        return self._finish(self.m)
+
+    def _emit_function(self, fn: ll.Function) -> None:
+        """Structure `fn`'s CFG and emit its blocks (into self.blocks, from a new entry)."""
         blocks = fn.blocks
         index = {b: i for i, b in enumerate(blocks)}
         succs: list[list[int]] = []
@@ -410,7 +478,7 @@ class _Translator:
                 succs.append([index[t.default]] + [index[blk] for _, blk in t.cases])
                 kinds.append("switch")
             elif isinstance(t, ll.Ret):
-                if t.operands:
+                if t.operands and fn is self.fn:
                     raise self.error("a kernel returns no value", t)
                 succs.append([])
                 kinds.append("ret")
@@ -428,23 +496,102 @@ class _Translator:
                 f"irreducible control flow: the branch at the end of block %{src.name} enters a loop "
                 f"at %{blocks[e.edge[1]].name}, not through its header", line_of(src.terminator)) from None
         self.cfg = cfg
-        self._prescan()
         root = st.structurize(cfg)
-        m = self.m
-        entry = self.new_block()
-        self.start(entry)
+        self.start(self.new_block())
         if st.uses_dispatch(root):
             self.dest_var = self.function_var(self.t_i32, self.cint(0))
         with st.deep_recursion():
             self.emit(root)
         if self.cur is not None:
             raise TranslateError(f"control reaches the end of @{fn.name} without a terminator")
-        return self._finish(m)
+
+    def call_defined(self, ins) -> None:
+        """A call of a function defined in the module (the isa layer's helpers: fprt.strict's,
+        the texture sampler): translated into a SPIR-V function of its own, one per shape of
+        its pointer arguments. A pointer into a variable is passed as the variable itself
+        (a memory object declaration, as Vulkan's logical addressing requires) and its
+        access-chain indices as i32 arguments."""
+        callee = ins.callee
+        args: list[int] = []
+        shapes: list = []
+        for a in ins.args:
+            if isinstance(a.type, ll.PointerType):
+                p = self.pointer(a)
+                if isinstance(p, LocalPtr):
+                    args.append(p.var)
+                    args += [self.use(i) for i in p.path]
+                    shapes.append((p.storage, p.vtype, len(p.path), p.ptype))
+                    continue
+                args.append(self.use(p))
+            else:
+                args.append(self.val(a))
+            shapes.append(None)
+        key = (callee.name, tuple(None if x is None else (x[0], str(x[1]), x[2], str(x[3])) for x in shapes))
+        fid = self.defined.get(key)
+        if fid is None:
+            if callee.name in self.translating:
+                raise self.error(f"recursive call of @{callee.name}")
+            fid = self._translate_defined(callee, shapes)
+            self.defined[key] = fid
+        r = self.op(OP.OpFunctionCall, self.ty(ins.type), fid, *args)
+        if not isinstance(ins.type, ll.VoidType):
+            self.define(ins, r)
+
+    def _translate_defined(self, callee: ll.Function, shapes: list) -> int:
+        m = self.m
+        names = ("fvars", "blocks", "cur", "breakables", "dest_var", "llblocks", "cfg", "ins")
+        saved = {n: getattr(self, n) for n in names}
+        self.translating.add(callee.name)
+        self.fvars, self.blocks, self.cur, self.breakables, self.dest_var = [], [], None, [], None
+        try:
+            fid = m.id()
+            rt = self.ty(callee.function_type.return_type)
+            params: list[tuple[int, int]] = []  # (id, type)
+            for a, shape in zip(callee.args, shapes, strict=True):
+                if shape is None:
+                    pid = m.id()
+                    params.append((pid, self.ty(a.type)))
+                    self.vals[a] = pid
+                    continue
+                storage, vtype, depth, ptype = shape
+                var = m.id()
+                params.append((var, self.ptr_type(storage, self.ty(vtype))))
+                path = []
+                for _ in range(depth):
+                    path.append(m.id())
+                    params.append((path[-1], self.t_i32))
+                self.vals[a] = LocalPtr(var, storage, vtype, tuple(path), ptype)
+            ptypes = tuple(t for _, t in params)
+            head = inst(OP.OpFunction, rt, fid, enum("FunctionControl", "None"), m.t_function(rt, ptypes))
+            for pid, t in params:
+                head += inst(OP.OpFunctionParameter, t, pid)
+                self.param_types[pid] = t
+            self._emit_function(callee)
+            self.helper_words += self._serialize(head)
+            m.name(fid, callee.name)
+        finally:
+            self.translating.discard(callee.name)
+            for n, v in saved.items():
+                setattr(self, n, v)
+        return fid
+
+    def _serialize(self, head: list[int]) -> list[int]:
+        """The function's words: `head` (OpFunction and parameters), the blocks with the
+        stores of demoted values put in, the variables at the start of the first block."""
+        words = list(head)
+        for i, blk in enumerate(self.blocks):
+            w = blk.words
+            if blk.inserts:
+                for pos, ins_words in sorted(blk.inserts, key=lambda x: x[0], reverse=True):
+                    w[pos:pos] = ins_words
+            words += w[:2] + self.fvars + w[2:] if i == 0 else w
+        return words + inst(OP.OpFunctionEnd)
 
     def _prescan(self) -> None:
         """Push-constant members (the block struct must be complete before any access)."""
         uses: dict[int, ll.Type] = {}
-        for b in self.llblocks:
+        blocks = [b for f in self.llmod.functions if f.blocks for b in f.blocks]
+        for b in blocks:
             for ins in b.instructions:
                 if isinstance(ins, ll.CallInstr) and ins.callee.name.startswith("spv.push."):
                     self.ins = ins
@@ -478,20 +625,9 @@ class _Translator:
 
     def _finish(self, m: Module) -> Shader:
         fn_id = m.id()
-        words = inst(OP.OpFunction, m.t_void(), fn_id, enum("FunctionControl", "None"), m.t_function(m.t_void()))
-        first = True
-        for blk in self.blocks:
-            w = blk.words
-            if blk.inserts:
-                for pos, ins_words in sorted(blk.inserts, key=lambda x: x[0], reverse=True):
-                    w[pos:pos] = ins_words
-            if first:
-                words += w[:2] + self.fvars + w[2:]
-                first = False
-            else:
-                words += w
-        words += inst(OP.OpFunctionEnd)
-        m.functions = words
+        words = self._serialize(inst(OP.OpFunction, m.t_void(), fn_id, enum("FunctionControl", "None"),
+                                     m.t_function(m.t_void())))
+        m.functions = self.helper_words + words
         m.entry_point("GLCompute", fn_id, self.fn.name, list(self.interface))
         m.execution_mode(fn_id, "LocalSize", *self.local_size)
         modes = []
@@ -505,8 +641,11 @@ class _Translator:
                 m.execution_mode(fn_id, mode, w)
                 modes.append((mode, w))
         m.name(fn_id, self.fn.name)
-        return Shader(m.to_bytes(), self.fn.name, self.local_size, tuple(m.capabilities),
-                      tuple(m.extensions), tuple(modes), self.push_size, self.shared_bytes)
+        spirv = m.to_bytes()
+        feats, props, ops = requirements(m.capabilities, modes, self.feature_uses)
+        return Shader(spirv, self.fn.name, self.local_size, tuple(m.capabilities),
+                      tuple(m.extensions), tuple(modes), self.push_size, self.shared_bytes,
+                      feats, props, ops)
 
     # ------------------------------------------------------------------ structured emission
     def emit(self, node: st.Node) -> None:
@@ -545,7 +684,12 @@ class _Translator:
                 self.stmt(OP.OpStore, self.dest_var, self.cint(node.value))
         elif t is st.Return:
             if self.cur is not None:
-                self.stmt(OP.OpReturn)
+                term = self.llblocks[node.block].terminator
+                if term.operands:
+                    self.ins = term
+                    self.stmt(OP.OpReturnValue, self.val(term.operands[0]))
+                else:
+                    self.stmt(OP.OpReturn)
                 self.cur = None
         elif t is st.Unreachable:
             if self.cur is not None:
@@ -709,21 +853,30 @@ class _Translator:
         return r
 
     def global_var(self, g: ll.GlobalVariable) -> LocalPtr:
+        """A module global: addrspace(3) is shared memory (a Workgroup variable); a constant
+        in addrspace 0 (a table the isa layer made) is a Private variable initialised with
+        it, which every invocation reads."""
         p = self.globals_.get(g.name)
         if p is not None:
             return p
-        if g.addrspace != 3:
-            raise self.error(f"global @{g.name} in address space {g.addrspace}: only addrspace(3) "
-                             "(shared memory) globals are supported")
         init = g.initializer
-        if init is not None and not (isinstance(init, ll.Constant) and init.constant in (None, ll.Undefined)):
-            raise self.error(f"shared-memory global @{g.name} with an initializer")
+        undef = init is None or (isinstance(init, ll.Constant) and init.constant in (None, ll.Undefined))
         t = g.value_type
-        var = self.m.global_variable(self.ptr_type("Workgroup", self.ty(t)), "Workgroup")
+        if g.addrspace == 0 and g.global_constant and not undef:
+            var = self.m.global_variable(self.ptr_type("Private", self.ty(t)), "Private", self.const(init))
+            storage = "Private"
+        elif g.addrspace == 3:
+            if not undef:
+                raise self.error(f"shared-memory global @{g.name} with an initializer")
+            var = self.m.global_variable(self.ptr_type("Workgroup", self.ty(t)), "Workgroup")
+            self.shared_bytes += alloc_size(t)
+            storage = "Workgroup"
+        else:
+            raise self.error(f"global @{g.name} in address space {g.addrspace}: only shared memory "
+                             "(addrspace(3)) and constant tables are supported")
         self.m.name(var, g.name)
         self.interface[var] = None
-        self.shared_bytes += alloc_size(t)
-        p = self.globals_[g.name] = LocalPtr(var, "Workgroup", t, (), t)
+        p = self.globals_[g.name] = LocalPtr(var, storage, t, (), t)
         return p
 
 

@@ -1,0 +1,122 @@
+"""%globaltimer on Vulkan: the device-scope shader clock, calibrated against host time.
+
+PTX's %globaltimer is a 64-bit nanosecond timer that every thread of the GPU reads alike.
+Vulkan's nearest is VK_KHR_shader_clock's device-scope clock (OpReadClockKHR, Device scope:
+one counter for the whole device, in units the driver does not state). cuport measures its
+rate the first time a kernel reads %globaltimer: a one-thread dispatch reads the clock, and
+again about CALIBRATION_S later; each read is put at the middle of the host's
+CLOCK_REALTIME before submitting and after the dispatch completed, the narrowest of
+SAMPLES tries (the host's epoch, as
+NVIDIA's %globaltimer counts from the Unix epoch on Linux). The kernel then computes
+    ns = host_ns0 + (ticks - ticks0) * ns_per_tick
+in f64 for the difference (exact to a nanosecond for 104 days of ticks) and integers for
+the rest. The error is the dispatch latency's jitter over the calibration span: measured
+on lavapipe, 3e-5 of an interval and the absolute time inside the host's window around
+each launch (tests/vulkan/test_globaltimer.py). A device without the
+clock (no shaderDeviceClock) refuses %globaltimer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import time
+
+CALIBRATION_S = 0.1
+SAMPLES = 5
+RAW = (0, 0, 0.0)  # caps.globaltimer for the calibration kernel itself: the raw ticks
+LOCK = threading.Lock()  # one calibration at a time
+
+_PTX = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry ticks(.param .u64 out)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    mov.u64 %rd2, %globaltimer;
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+"""
+
+
+def uses_globaltimer(fn) -> bool:
+    from ...ptx import ir
+
+    return any(isinstance(a, ir.Special) and a.name.startswith("%globaltimer")
+               for s in fn.body or () if isinstance(s, ir.Instr) for a in s.args)
+
+
+def _wait(backend) -> None:
+    failed = backend.drain()
+    if failed is not None:
+        raise failed[1]
+
+
+def calibrate(backend) -> tuple[int, int, float]:
+    """(ticks0, host ns at ticks0, ns per tick) for caps.globaltimer."""
+    import dataclasses
+
+    from . import layout as V
+    from .backend import VulkanModule
+    from .compiler import compile_kernel
+
+    buf = backend.allocate_buffer(8, "host")
+    try:
+        mod = VulkanModule(backend, [_PTX])
+        k = mod.kernel("ticks")
+        c = compile_kernel(mod.ptx, "ticks", (1, 1, 1), 0, dataclasses.replace(backend.caps, globaltimer=RAW))
+        k._specs[((1, 1, 1), 0)] = backend.dev.pipeline(c.shader.spirv, "main", (1, 1, 1), V.PUSH_BYTES, None)
+        params = struct.pack("<Q", buf.address)
+        k.launch((1, 1, 1), (1, 1, 1), 0, params)  # the device warm
+        _wait(backend)
+
+        def sample() -> tuple[int, float]:
+            best = None
+            for _ in range(SAMPLES):  # the read in the narrowest host window
+                t0 = time.time_ns()
+                k.launch((1, 1, 1), (1, 1, 1), 0, params)
+                _wait(backend)  # launches are asynchronous: the read is done once it ran
+                t1 = time.time_ns()
+                if best is None or t1 - t0 < best[0]:
+                    best = (t1 - t0, ctypes.c_uint64.from_address(buf.host_ptr).value, (t0 + t1) / 2)
+            return best[1], best[2]
+
+        c0, h0 = sample()
+        time.sleep(CALIBRATION_S)
+        c1, h1 = sample()
+    finally:
+        backend.dev.free(buf)
+    scale = (h1 - h0) / ((c1 - c0) % (1 << 64) or 1)
+    if c1 <= c0 or (c1 < 1 << 32 and scale < 1000.0):
+        # lavapipe's device clock is the host's monotonic nanoseconds modulo 2^32 (measured):
+        # a %globaltimer from it would jump back every 4.3 s
+        from ...ptx.errors import UnsupportedError
+
+        raise UnsupportedError(f"%globaltimer: this driver's device clock wraps at 32 bits "
+                               f"({c0} -> {c1} in {(h1 - h0) / 1e9:.2f} s), so Vulkan shaders "
+                               "have no nanosecond clock on it")
+    return c0, int(h0), scale
+
+
+def clock_ns(em):
+    """%globaltimer in the emitter `em`: the calibrated device clock, an i64 of nanoseconds."""
+    from llvmlite import ir as ll
+
+    caps = em.plan.caps
+    if not caps.device_clock:
+        raise em.error("%globaltimer: the device has no device-scope shader clock "
+                       "(VK_KHR_shader_clock's shaderDeviceClock)")
+    if caps.globaltimer is None:
+        raise em.error("%globaltimer: the device clock is not calibrated (internal)")
+    i64, f64 = ll.IntType(64), ll.DoubleType()
+    b = em.b
+    ticks = em.spv("OpReadClockKHR", i64, [ll.Constant(ll.IntType(32), 1)], "device")  # Scope Device
+    ticks0, ns0, scale = caps.globaltimer
+    if scale == 0.0:
+        return ticks  # RAW: the calibration kernel
+    d = b.uitofp(b.sub(ticks, ll.Constant(i64, ticks0)), f64)
+    return b.add(ll.Constant(i64, ns0), b.fptoui(b.fmul(d, ll.Constant(f64, scale)), i64))

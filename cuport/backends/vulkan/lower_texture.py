@@ -1,0 +1,28 @@
+"""What the isa's software texture unit (isa/texture.py, texture_sampler.py) asks of the
+Vulkan emitter beyond loads and stores: a zero page.
+
+The sampler runs in the kernel as it does on the CPU: descriptors and texels are read
+through buffer device addresses (a texture or surface object is the device address of its
+descriptor, which the driver writes into device memory: driver/texture.py), per invocation
+(`per_lane` is the thread itself). A query of a NULL object reads a zeroed descriptor and a
+surface read that `.zero` drops reads zeros: on Vulkan both read the backend's zero page,
+ZERO_PAGE_BYTES of device memory zeroed when the device opens, whose address each kernel
+holds as a constant (caps.zero_page).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+ZERO_PAGE_BYTES = 4096
+
+
+class TextureOps:
+    """Mixin of the VulkanEmitter."""
+
+    def zero_bytes(self, size: int) -> ll.Value:
+        caps = self.plan.caps
+        if size > ZERO_PAGE_BYTES or not caps.zero_page:
+            raise self.error(f"{size} bytes of zeros (the backend's zero page has "
+                             f"{ZERO_PAGE_BYTES if caps.zero_page else 0})")
+        return ll.Constant(ll.IntType(64), caps.zero_page)

@@ -1,0 +1,79 @@
+"""What a kernel can reach: the functions it may call and the module variables it names.
+
+An `-rdc` program links every translation unit into one module, so module-scope
+`.shared` variables of kernels that have nothing to do with each other sit side by
+side (Thrust and CUB declare a large `temp_storage` per kernel). Like ptxas, a kernel
+gets only the shared variables its own call graph names; counting the module's would
+ask for more shared memory than a block has.
+
+The same holds for the user `.const` memory a kernel reports (CONST_SIZE_BYTES).
+
+A symbol is reached when a reached function names it in an operand (a call target, an
+address `[sym+4]`, `mov %rd, sym`, `cvta.shared %rd, sym`), or when the initialiser of a
+reached variable holds its address (virtual-function tables).
+"""
+
+from __future__ import annotations
+
+from . import ir
+
+
+def _names(o, out: set[str]) -> None:
+    if isinstance(o, (ir.Sym, ir.SymAddr)):
+        out.add(o.name)
+    elif isinstance(o, ir.Mem):
+        if isinstance(o.base, ir.Sym):
+            out.add(o.base.name)
+    elif isinstance(o, (ir.Vec, ir.Args)):
+        for x in o.items:
+            _names(x, out)
+
+
+def named_symbols(fn: ir.Function) -> set[str]:
+    """Every symbol the instructions of `fn` name."""
+    out: set[str] = set()
+    for st in fn.body or ():
+        if isinstance(st, ir.Instr):
+            for a in st.args:
+                _names(a, out)
+    return out
+
+
+def reached_symbols(module: ir.Module, kernel: ir.Function) -> set[str]:
+    """The names of the functions and module variables `kernel` can reach (itself included)."""
+    variables = {v.name: v for v in module.variables}
+    seen: set[str] = {kernel.name}
+    work = list(named_symbols(kernel))  # this body: the kernel may be a rewritten copy
+    while work:
+        name = work.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        f = module.functions.get(name)
+        if f is not None:
+            work.extend(named_symbols(f) - seen)
+            continue
+        v = variables.get(name)
+        if v is not None and v.init:
+            work.extend(x.name for x in v.init if isinstance(x, ir.SymAddr) and x.name not in seen)
+    return seen
+
+
+def reachable_module_variables(module: ir.Module, kernel: ir.Function, space: str) -> list[ir.Var]:
+    """The module-scope variables of a state space (`const`, ...) that `kernel` reaches."""
+    reached = reached_symbols(module, kernel)
+    return [v for v in module.variables if v.space == space and v.name in reached]
+
+
+def reachable_shared(module: ir.Module, kernel: ir.Function,
+                     funcs: list[ir.Function] | None = None) -> list[ir.Var]:
+    """The `.shared` variables of `kernel`'s call graph, module-scope ones in declaration
+    order first, then those declared inside the reached functions (`funcs`: the functions
+    whose bodies the caller lays out, by default every reached definition)."""
+    reached = reached_symbols(module, kernel)
+    if funcs is None:
+        funcs = [f for n, f in module.functions.items() if n in reached and f.is_definition]
+    out = [v for v in module.variables if v.space == "shared" and v.name in reached]
+    for f in funcs:
+        out += [v for v in f.locals if v.space == "shared"]
+    return out

@@ -1,0 +1,305 @@
+"""Cooperative launches on the Vulkan backend (backends/vulkan/cooperative.py) and the driver
+quirks that grid-wide waits meet on lavapipe (quirks.py, loops.py, lower_order.py).
+
+The kernels are nvcc's (cooperative.cu, built with -ptx at test time) or, for the driver
+probes, a few lines of PTX; results are checked against numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuport.backends.base import BackendError
+from cuport.backends.vulkan import cooperative
+
+HERE = Path(__file__).resolve().parent
+
+
+def _backend():
+    from cuport.backends.vulkan import runtime
+    from cuport.backends.vulkan.backend import get_vulkan_backend
+
+    if not runtime.devices():
+        pytest.skip(f"no Vulkan device: {runtime.unavailable_reason()}")
+    return get_vulkan_backend()
+
+
+def _lavapipe(be) -> None:
+    if be.info.driver_id != "MESA_LLVMPIPE":
+        pytest.skip(f"{be.info.name} is not lavapipe")
+
+
+def _to_device(be, a: np.ndarray) -> int:
+    addr = be.allocate(max(a.nbytes, 4))
+    be.copy_htod(addr, a.ctypes.data, a.nbytes)
+    return addr
+
+
+def _from_device(be, addr: int, like: np.ndarray) -> np.ndarray:
+    out = np.empty_like(like)
+    be.copy_dtoh(out.ctypes.data, addr, out.nbytes)
+    return out
+
+
+@pytest.fixture(scope="module")
+def coop_ptx(tmp_path_factory) -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is needed to build the kernels")
+    out = tmp_path_factory.mktemp("coop") / "cooperative.ptx"
+    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-O3", "-o", str(out), str(HERE / "cooperative.cu")],
+                   check=True)
+    return out.read_text()
+
+
+# ---------------------------------------------------------------- residency
+
+
+def test_lavapipe_threads_follow_mesas_rule(monkeypatch):
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("LP_NUM_THREADS", raising=False)
+    assert cooperative.lavapipe_threads() == (min(cpus, 32) if cpus > 1 else 1)
+    for value, want in (("3", 3), ("0", 1), ("40", 32), ("0x10", 16), ("junk", min(cpus, 32) if cpus > 1 else 1)):
+        monkeypatch.setenv("LP_NUM_THREADS", value)
+        assert cooperative.lavapipe_threads() == want, value
+
+
+def _info(**kw):
+    limits = types.SimpleNamespace(max_workgroup_invocations=1024, max_shared_memory=48 * 1024)
+    base = dict(driver_id="NVIDIA_PROPRIETARY", multiprocessors=132, warps_per_multiprocessor=64,
+                limits=limits, name="NVIDIA H200")
+    base.update(kw)
+    return types.SimpleNamespace(**base)
+
+
+@pytest.mark.parametrize("threads, shared, want", [
+    (256, 0, 1),  # registers: 255 a thread at most -> 8 warps of 256-register granules
+    (128, 0, 2),
+    (32, 0, 8),
+    (1024, 0, 1),  # 64 registers a thread at most
+    (64, 20 * 1024, 2),  # shared memory: 48 KiB (all Vulkan says) / 20 KiB
+    (1025, 0, 0),
+])
+def test_nvidia_blocks_per_multiprocessor(threads, shared, want):
+    assert cooperative.blocks_per_multiprocessor(_info(), threads, shared) == want
+
+
+def test_unknown_devices_refuse_cooperative_launches():
+    info = _info(driver_id="AMD_PROPRIETARY", warps_per_multiprocessor=None)
+    assert cooperative.multiprocessors(info) is None
+    assert cooperative.attributes(info)["COOPERATIVE_LAUNCH"] == 0
+
+
+def test_device_attributes_say_what_runs_at_once():
+    be = _backend()
+    from cuport.backends.vulkan.attributes import device_attributes
+
+    a = device_attributes(be.info)
+    if be.info.driver_id == "MESA_LLVMPIPE":
+        assert a["COOPERATIVE_LAUNCH"] == 1
+        assert a["MULTIPROCESSOR_COUNT"] == cooperative.lavapipe_threads()
+        assert a["MAX_BLOCKS_PER_MULTIPROCESSOR"] == 1
+    else:
+        assert a["COOPERATIVE_LAUNCH"] == int(cooperative.kind(be.info) is not None)
+
+
+#: every block's thread 0 arrives and waits until all `want` blocks have: finishes only
+#: when the blocks run at the same time (else the waits spend lavapipe's loop budget and
+#: the launch fails)
+_ALL_WAIT = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry all_wait(.param .u64 counter, .param .u32 want)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [counter];
+    ld.param.u32 %r1, [want];
+    mov.u32 %r2, %tid.x;
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra DONE;
+    atom.global.add.u32 %r3, [%rd1], 1;
+WAIT:
+    ld.acquire.gpu.global.u32 %r4, [%rd1];
+    setp.lt.u32 %p2, %r4, %r1;
+    @%p2 bra WAIT;
+DONE:
+    ret;
+}
+"""
+
+_RESIDENCY_SCRIPT = """
+import struct, sys
+import numpy as np
+from cuport.backends.base import BackendError
+from cuport.backends.vulkan.backend import get_vulkan_backend
+be = get_vulkan_backend()
+k = be.load_module([sys.stdin.read()]).kernel("all_wait")
+for g in map(int, sys.argv[1:]):
+    c = be.allocate(4)
+    try:
+        k.launch((g, 1, 1), (64, 1, 1), 0, struct.pack("<QI", c, g))
+        failed = be.drain()  # launches are asynchronous: their failure comes with the wait
+        if failed is not None:
+            raise failed[1]
+        print(g, "together")
+    except BackendError as e:
+        print(g, "apart" if "loops ran longer" in e.message else e.message)
+"""
+
+
+@pytest.mark.parametrize("threads", ["3", "0"])
+def test_lavapipe_runs_as_many_workgroups_at_once_as_it_has_threads(threads):
+    """Mesa's rule, measured: LP_NUM_THREADS workgroups wait for each other, one more cannot
+    (0 threads: the dispatching thread runs them one at a time)."""
+    _lavapipe(_backend())
+    n = max(int(threads), 1)
+    env = dict(os.environ, LP_NUM_THREADS=threads, CUPORT_CACHE="0")
+    r = subprocess.run([sys.executable, "-c", _RESIDENCY_SCRIPT, str(n), str(n + 1)], input=_ALL_WAIT,
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.stdout.split("\n")[:2] == [f"{n} together", f"{n + 1} apart"], r.stdout + r.stderr
+
+
+def test_cooperative_exchange_through_grid_sync(coop_ptx):
+    """Blocks publish values, grid.sync(), and read all the others' (three rounds), through
+    a generic pointer to shared memory and the cooperative groups' grid workspace."""
+    be = _backend()
+    k = be.load_module([coop_ptx]).kernel("exchange")
+    per_sm = k.blocks_per_multiprocessor(64, 0)
+    blocks = per_sm * cooperative.multiprocessors(be.info)
+    rounds = 3
+    slots = _to_device(be, np.zeros(blocks, np.int32))
+    out = np.zeros(rounds * blocks, np.int64)
+    dout = _to_device(be, out)
+    k.launch((blocks, 1, 1), (64, 1, 1), 0, struct.pack("<QQi", slots, dout, rounds), cooperative=True)
+    got = _from_device(be, dout, out).reshape(rounds, blocks)
+    want = [sum(b + 1 + r for b in range(blocks)) for r in range(rounds)]
+    assert (got == np.array(want)[:, None]).all(), got
+    # a grid that cannot all run at once is refused, as NVIDIA's driver refuses it
+    with pytest.raises(BackendError) as e:
+        k.launch((blocks + 1, 1, 1), (64, 1, 1), 0, struct.pack("<QQi", slots, dout, rounds),
+                 cooperative=True)
+    assert e.value.code == 720  # CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+
+
+def test_flag_chain_between_resident_blocks(coop_ptx):
+    """Thread 0 of each block spins on a volatile flag of the block before (code the rest of
+    the block skips: lavapipe's memory barriers must not be used there)."""
+    be = _backend()
+    k = be.load_module([coop_ptx]).kernel("chain")
+    blocks = cooperative.multiprocessors(be.info) or 1
+    flags = _to_device(be, np.zeros(blocks, np.int32))
+    order = np.zeros(blocks + 1, np.int32)
+    dorder = _to_device(be, order)
+    k.launch((blocks, 1, 1), (32, 1, 1), 0, struct.pack("<QQ", flags, dorder))
+    got = _from_device(be, dorder, order)
+    assert got.tolist() == list(range(blocks)) + [blocks]
+
+
+# ---------------------------------------------------------------- lavapipe's quirks
+
+_COUNT = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry count(.param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, 0;
+LOOP:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra LOOP;
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+def _wait(be) -> None:
+    failed = be.drain()
+    if failed is not None:
+        raise failed[1]
+
+
+def test_probe_finds_lavapipes_quirks():
+    be = _backend()
+    _lavapipe(be)
+    assert be.caps.loop_iteration_limit == 65535
+    assert be.caps.divergent_memory_barriers is False
+
+
+def test_a_loop_longer_than_the_drivers_budget_fails_the_launch():
+    be = _backend()
+    if not be.caps.loop_iteration_limit:
+        pytest.skip(f"{be.info.name} does not limit loops")
+    k = be.load_module([_COUNT]).kernel("count")
+    out = be.allocate(4)
+    k.launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<QI", out, 60000))
+    assert _from_device(be, out, np.zeros(1, np.uint32))[0] == 60000
+    with pytest.raises(BackendError) as e:
+        k.launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<QI", out, 100000))
+        _wait(be)  # launches are asynchronous: the failure comes with the wait
+    assert e.value.code == 719 and "loops ran longer" in e.value.message  # CUDA_ERROR_LAUNCH_FAILED
+    assert "PTX line 16" in e.value.message
+
+
+_DIVERGENT_SPIN = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra DONE;
+    mov.u32 %r3, 0;
+LOOP:
+    LOAD
+    setp.eq.u32 %p2, %r4, 12345;
+    @%p2 bra STORE;
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p3, %r3, %r1;
+    @%p3 bra LOOP;
+STORE:
+    st.global.u32 [%rd1], %r3;
+DONE:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("load", [
+    "ld.acquire.gpu.global.u32 %r4, [%rd1+4];",
+    "ld.volatile.global.u32 %r4, [%rd1+4];",
+    "ld.relaxed.gpu.global.u32 %r4, [%rd1+4]; fence.acq_rel.gpu;",
+    "atom.acquire.gpu.global.or.b32 %r4, [%rd1+4], 0;",
+])
+def test_ordered_accesses_in_a_loop_one_thread_runs(load):
+    """The loop of thread 0 alone runs all its iterations and its store happens (lavapipe
+    loses both when such accesses keep their memory semantics)."""
+    be = _backend()
+    k = be.load_module([_DIVERGENT_SPIN.replace("LOAD", load)]).kernel("spin")
+    out = be.allocate(8)
+    k.launch((1, 1, 1), (64, 1, 1), 0, struct.pack("<QI", out, 1000))
+    assert _from_device(be, out, np.zeros(1, np.uint32))[0] == 1000
