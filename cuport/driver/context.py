@@ -180,6 +180,9 @@ def create_v4(params: int, flags: int, dev: int) -> int:
 
 @implements("cuCtxDestroy", "cuCtxDestroy_v2")
 def destroy(handle: int) -> None:
+    if handle and handles.peek(handle) is None and handles.was_issued(handle):
+        # destroying it again: the H200 answers CONTEXT_IS_DESTROYED (tests/driver/recorded)
+        raise CudaError(E.CONTEXT_IS_DESTROYED, f"context {hex(handle)} was destroyed already")
     ctx = lookup(handle)
     if ctx.primary:
         raise CudaError(E.INVALID_CONTEXT, f"{hex(handle)} is a primary context: release it with "

@@ -44,7 +44,7 @@ EXPECTED = {
     "memcpy_to_memory_of_destroyed_context": (1, H200),
     "launch_function_of_destroyed_context": (400, H200),
     "launch_on_stream_of_destroyed_context": (400, "H200 crashes (SIGSEGV): cuport's answer"),
-    "event_record_of_destroyed_context": (400, "unconfirmed"),
+    "event_record_of_destroyed_context": (709, "H200"),
     "destroy_last_context": (0, "baseline"),
     "get_current_without_context": (0, "cuda.h, cuCtxGetCurrent"),
     "get_current_without_context_is_null": (0, "cuda.h, cuCtxGetCurrent: set to NULL"),
@@ -52,7 +52,7 @@ EXPECTED = {
     "memcpy_dtoh_after_destroy": (201, "unconfirmed"),
     "alloc_without_context": (201, "cuda.h, CUDA_ERROR_INVALID_CONTEXT: no context bound"),
     "synchronize_without_context": (201, "cuda.h, CUDA_ERROR_INVALID_CONTEXT: no context bound"),
-    "destroy_destroyed_context": (201, "unconfirmed"),
+    "destroy_destroyed_context": (709, "H200"),
     "push_destroyed_context": (201, "unconfirmed"),
     "set_current_destroyed_context": (201, "unconfirmed"),
     "destroy_context_current_to_another_thread": (0, "baseline"),
@@ -62,13 +62,22 @@ EXPECTED = {
 }
 
 
+#: where cuport answers otherwise than the H200, on purpose
+DEVIATES = {"push_destroyed_context": "the H200 pushes a destroyed context (0) and crashes on the "
+                                      "next call with it (set_current_destroyed_context); cuport "
+                                      "refuses it"}
+
+
 def parse(text: str) -> dict[str, int | str]:
     """`CASE CODE` lines (`begin CASE` and `# ...` ones left out); in a recording a case can
-    also be `crash SIGNAME` or `hang`, where NVIDIA's driver did not answer."""
+    also be `crash SIGNAME`, `hang` or `skipped`, where NVIDIA's driver did not answer, and
+    the recording can end with `# stopped: ...` where the driver crashed outside any call
+    (the cases after it are not recorded)."""
+    stopped = any(ln.startswith("# stopped") for ln in text.splitlines())
     lines = [ln for ln in text.splitlines() if not ln.startswith(("begin ", "#"))]
-    assert lines and lines[-1] == "done", text
+    assert lines and (lines[-1] == "done" or stopped), text
     out: dict[str, int | str] = {}
-    for ln in lines[:-1]:
+    for ln in lines[:-1] if lines[-1] == "done" else lines:
         name, answer = ln.split(" ", 1)
         out[name] = int(answer) if answer.lstrip("-").isdigit() else answer
     return out
@@ -120,9 +129,11 @@ def test_misuse_answers_the_h200_recording(misuse):
     """cuport's code is the H200's; where NVIDIA's driver crashed or hung, cuport answers
     the error code of EXPECTED (and goes on)."""
     recorded, got = parse(RECORDED.read_text()), cuport_answers(misuse)
-    assert set(got) == set(recorded)
+    assert set(recorded) <= set(got) and len(recorded) > len(got) // 2, (sorted(recorded), sorted(got))
     for case, answer in recorded.items():
-        if isinstance(answer, str):  # crash SIGNAME / hang
+        if case in DEVIATES:
+            assert got[case] == EXPECTED[case][0], (case, got[case], DEVIATES[case])
+        elif isinstance(answer, str):  # crash SIGNAME / hang / skipped
             assert got[case] == EXPECTED[case][0] != 0, (case, answer, got[case])
         else:
             assert got[case] == answer, (case, got[case], answer)
