@@ -14,7 +14,6 @@ cuport answers an error code instead (undefined behaviour: no crash of the host 
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -142,9 +141,11 @@ def test_misuse_answers_the_h200_recording(misuse):
 def test_the_recorder_goes_on_after_a_crashing_call(tmp_path):
     """record_gpu.py names the call a run died in, records it as a crash and reruns the
     program without it (a fake misuse program that segfaults in case b)."""
-    sys.path.insert(0, str(HERE))
-    import record_gpu
+    import importlib.util  # (by path: tests/capi and tests/ptx have a record_gpu.py too)
 
+    spec = importlib.util.spec_from_file_location("driver_record_gpu", HERE / "record_gpu.py")
+    record_gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record_gpu)
     fake = tmp_path / "fake"
     fake.write_text("#!/bin/sh\n"
                     "echo 'begin a'; echo 'a 0'\n"
