@@ -133,13 +133,18 @@ def _int_to_int(em, ins: ir.Instr, dt: str, st: str) -> None:
     dn, sn = TYPE_BITS[dt], TYPE_BITS[st]
     ss, ds = st[0] == "s", dt[0] == "s"
     if "sat" in ins.mods:
-        w = max(dn, sn) + 1
-        x = b.sext(v, _ity(em, w)) if ss else b.zext(v, _ity(em, w))
+        # clamp at the wider of the two widths (no odd widths: SPIR-V has only 8..64 bits),
+        # comparing by the source's signedness and only against bounds inside its range
+        w = max(dn, sn)
+        x = v if w == sn else (b.sext(v, _ity(em, w)) if ss else b.zext(v, _ity(em, w)))
         lo = -(1 << (dn - 1)) if ds else 0
         hi = (1 << (dn - 1)) - 1 if ds else (1 << dn) - 1
-        x = b.select(b.icmp_signed("<", x, em.const_int(w, lo)), em.const_int(w, lo), x)
-        x = b.select(b.icmp_signed(">", x, em.const_int(w, hi)), em.const_int(w, hi), x)
-        v = b.trunc(x, em.bty(dt))
+        if ss and lo > -(1 << (sn - 1)):
+            x = b.select(b.icmp_signed("<", x, em.const_int(w, lo)), em.const_int(w, lo), x)
+        if hi < ((1 << (sn - 1)) - 1 if ss else (1 << sn) - 1):
+            cmp = b.icmp_signed if ss else b.icmp_unsigned
+            x = b.select(cmp(">", x, em.const_int(w, hi)), em.const_int(w, hi), x)
+        v = x if w == dn else b.trunc(x, em.bty(dt))
     elif dn < sn:
         v = b.trunc(v, em.bty(dt))
     elif dn > sn:

@@ -12,7 +12,7 @@ source. A register with several definitions reaching the use (a value merged aft
 branch, a loop-carried value) counts as defined after every singly defined value, even one
 defined after the merge (d09ftz_k001 of tests/differential: `add.rz.f64 d, %fd44, %fd55`
 with %fd55 merged from two branches and %fd44 loaded after them keeps %fd44 first), and so
-does the result of an f64 div, rcp or sqrt, which ptxas expands with a slow-path branch.
+does the result of an f64 div.rn, rcp.rn or sqrt.rn, which ptxas expands with a slow path.
 
 This is a model of what ptxas does in straight-line code and simple branches; in loops
 that ptxas unrolls, the slots change from one unrolled iteration to the next, which no
@@ -26,8 +26,9 @@ from . import ir, opcodes
 #: f64 opcodes whose first two sources ptxas may exchange (min/max: DSETP.MIN/MAX pairs)
 COMMUTED = ("add", "sub", "mul", "fma", "mad", "min", "max")
 _FOLDED = ("neg", "abs")
-#: f64 instructions ptxas expands into a sequence with a slow-path branch: their result is a
-#: merged value (d03_k046: `min.f64 d, %rcp, %ld` is DSETP.MIN %ld, %rcp)
+#: f64 instructions whose .rn form ptxas expands with a slow path that merges into the
+#: result (d03_k046: `min.f64 d, %rcp, %ld` after rcp.rn.f64 is DSETP.MIN %ld, %rcp); the
+#: .rz/.rm/.rp forms are not (ptxas 13: `add.f64 d, %rcp, %ld` after rcp.rz.f64 keeps %rcp first)
 _EXPANDED = ("div", "rcp", "sqrt")  # f64: DADD -RZ, -a: a source modifier where the result feeds a DADD/DMUL/DFMA
 
 _cache: dict[int, tuple[ir.Function, int, frozenset[int]]] = {}
@@ -89,7 +90,7 @@ def _swaps(body: list) -> list[int]:
         else:  # merged (a phi, an if-converted select): ptxas makes it after every other value
             return len(instrs) + block_start[at]
         src = instrs[d]
-        if src.op in _EXPANDED and "f64" in src.mods and "approx" not in src.mods:
+        if src.op in _EXPANDED and "f64" in src.mods and "rn" in src.mods:
             return len(instrs) + d  # its value comes out of a slow path: merged
         if depth < 8 and not src.guard and len(src.args) == 2 and isinstance(src.args[1], ir.Reg) and (
                 src.op == "mov" or (src.op in _FOLDED and "f64" in src.mods)):

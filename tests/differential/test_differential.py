@@ -89,7 +89,9 @@ def cuport_runs(recordings, request):
         g = GENERATED[spec.name]
         exe = harness.build(g, cache, nvcc)
         names = [k.name for k in g.kernels]
-        run = harness.run(exe, harness.cuport_prefix(), harness.clean_env(), len(names), names)
+        device = os.environ.get("DIFFTEST_DEVICE")  # e.g. vulkan: another cuport device than the default CPU
+        env = harness.clean_env(**({"CUPORT_DEVICE": device} if device else {}))
+        run = harness.run(exe, harness.cuport_prefix(), env, len(names), names)
         run.ptx = harness.ptx_digests(exe)
         return spec.name, run
 
