@@ -35,9 +35,7 @@ RECORD_CMD = "OUT=<dir> python3 tests/differential/record_gpu.py on the H200 (RE
 _UNROLLED = ("the NaN of an f64 operation with two NaN operands: in a loop ptxas unrolls, which operand goes "
              "to which SASS slot (and so which NaN the H200 returns) changes from one unrolled iteration to the "
              "next; cuport's model of ptxas's slots (cuport/ptx/ptxas_order.py) follows straight-line code")
-_OPEN = "cuport's result differs from the H200's (found 2026-12-02 after the merges; cause not yet found)"
-KNOWN: dict[str, str] = {"d01_k019": _UNROLLED,  # fma.rp.f64 %fd53, %fd47, %fd54, %fd7 in a loop of 5 trips
-                         "d05_k048": _OPEN, "d06_k003": _OPEN}
+KNOWN: dict[str, str] = {"d01_k019": _UNROLLED}  # fma.rp.f64 %fd53, %fd47, %fd54, %fd7 in a loop of 5 trips
 
 #: The files checked by default: a third of the recording keeps CI within its time (the whole
 #: recording takes ~6 CPU minutes); CUPORT_DIFFTEST_ALL=1 checks every file.
