@@ -288,11 +288,11 @@ def bench_overhead(_b: dict) -> list[dict]:
         _, out = cuport_run(exe, ["3000"], cache)
     rows = []
     for line in out.splitlines():
-        m = re.match(r"(.*) ([0-9.]+) us$", line)
+        m = re.match(r"(.*) ([0-9.]+) us \(cpu ([0-9.]+) us\)$", line)
         if m:
             what, us = m.group(1), float(m.group(2))
-            rows.append({"name": what, "us": us, "native": NATIVE_OVERHEAD_US.get(what),
-                         "target": TARGET_OVERHEAD_US.get(what)})
+            rows.append({"name": what, "us": us, "cpu": float(m.group(3)),
+                         "native": NATIVE_OVERHEAD_US.get(what), "target": TARGET_OVERHEAD_US.get(what)})
     return rows
 
 
@@ -332,11 +332,12 @@ def main(argv: list[str]) -> int:
         if ratios:
             print(f"{'geomean cuport/OpenMP':<48}{geomean(ratios):>7.2f}   (worst {max(ratios):.2f})")
         if "overhead" in names:
-            print(f"\n{'per operation (overhead.cu)':<30}{'cuport':>10}{'H200':>9}{'ratio':>7}{'target':>9}")
+            print(f"\n{'per operation (overhead.cu)':<30}{'cuport':>10}{'(cpu)':>10}{'H200':>9}{'ratio':>7}"
+                  f"{'target':>9}")
             for r in bench_overhead(built):
                 native = f"{r['native']:>7.1f}us{r['us'] / r['native']:>7.1f}" if r["native"] else " " * 16
                 target = f"{r['target']:>7.1f}us" if r["target"] else ""
-                print(f"{r['name']:<30}{r['us']:>8.1f}us{native}{target}", flush=True)
+                print(f"{r['name']:<30}{r['us']:>8.1f}us{r['cpu']:>8.1f}us{native}{target}", flush=True)
         if "thrust" in names:
             r = bench_thrust(built)
             print(f"\nThrust/CUB program (thrust_cub.cu): first run {r['first']:.1f} s (empty cache), "

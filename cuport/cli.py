@@ -50,6 +50,7 @@ def program_env(trace: bool | str = False, ptx_dir: str | None = None) -> dict[s
     preload = libs_build.preload(libs_build.ensure(native))
     env["LD_PRELOAD"] = " ".join(preload + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else []))
     env["CUPORT_PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["CUPORT_PYTHON"] = sys.executable  # for compile workers (backends/cpu/compile_pool.py)
     # nvcc run by the program itself (PyCUDA) makes PTX where it would make a cubin
     shims = Path(__file__).resolve().parent / "shims"
     nvcc = shims / "nvcc"
@@ -279,8 +280,13 @@ def cmd_ptx(args: argparse.Namespace) -> int:
         print(f"cuport ptx: {args.file}: {e}", file=sys.stderr)
         return 1
     kernels = [f for f in module.functions.values() if f.is_entry and f.is_definition]
-    if args.kernel:
-        kernels = [f for f in kernels if f.name == args.kernel]
+    if args.kernel:  # the name, or a part of it that only one kernel's name has
+        exact = [f for f in kernels if f.name == args.kernel]
+        kernels = exact or [f for f in kernels if args.kernel in f.name]
+        if len(kernels) > 1:
+            print(f"cuport ptx: several kernels match {args.kernel}:\n  "
+                  + "\n  ".join(f.name for f in kernels), file=sys.stderr)
+            return 2
     elif len(kernels) > 1:
         print("cuport ptx: the module has several kernels; choose one with --kernel:\n  "
               + "\n  ".join(f.name for f in kernels), file=sys.stderr)
@@ -338,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     ptx.add_argument("--dump-after", metavar="STEP", help="the step after which to print")
     ptx.add_argument("--device", choices=("cpu", "vulkan"), default="cpu",
                      help="whose pipeline (default cpu)")
-    ptx.add_argument("--kernel", help="the kernel (default: the module's only one)")
+    ptx.add_argument("--kernel", help="the kernel, or a unique part of its name (default: the "
+                     "module's only one)")
     ptx.add_argument("--block", help="block shape X[,Y[,Z]] (default: .reqntid, .maxntid or 256)")
     ptx.add_argument("--list-steps", action="store_true", help="name the steps, in order")
     ptx.add_argument("file", nargs="?", help="PTX text, or a fat binary / ELF / CUDA program")

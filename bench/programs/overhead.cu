@@ -2,8 +2,11 @@
 // an empty launch, a launch with 4 arguments, a pair of 1 KiB copies (host to device and
 // back), a 1 KiB memset, an event record + synchronise. Each is timed over many repetitions
 // after a warm-up; the launches are followed by one synchronise, as a program queueing
-// work would. Prints one line per operation: name, microseconds per operation.
+// work would. Prints one line per operation: name, microseconds per operation (wall
+// clock), and the process's CPU time per operation (all its threads; on a loaded machine
+// the steadier figure).
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,6 +17,18 @@ __global__ void four(float* a, const float* b, int n, float s) {
 
 static double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static double cpu() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static double t0, c0;
+static void start() { t0 = now(); c0 = cpu(); }
+static void report(const char* what, int reps) {
+  printf("%s %.2f us (cpu %.2f us)\n", what, (now() - t0) / reps * 1e6, (cpu() - c0) / reps * 1e6);
 }
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -29,39 +44,39 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 20; i++) { empty<<<1, 32>>>(); four<<<1, 32>>>(d, d, 1, 2.0f); }
   CHECK(cudaDeviceSynchronize());
 
-  double t = now();
+  start();
   for (int i = 0; i < reps; i++) empty<<<1, 32>>>();
   CHECK(cudaDeviceSynchronize());
-  printf("empty launch %.2f us\n", (now() - t) / reps * 1e6);
+  report("empty launch", reps);
 
-  t = now();
+  start();
   for (int i = 0; i < reps; i++) four<<<1, 32>>>(d, d, i, 2.0f);
   CHECK(cudaDeviceSynchronize());
-  printf("4-argument launch %.2f us\n", (now() - t) / reps * 1e6);
+  report("4-argument launch", reps);
 
-  t = now();
+  start();
   for (int i = 0; i < reps; i++) {
     CHECK(cudaMemcpy(d, h, 1024, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(h, d, 1024, cudaMemcpyDeviceToHost));
   }
-  printf("1 KiB copy pair %.2f us\n", (now() - t) / reps * 1e6);
+  report("1 KiB copy pair", reps);
 
-  t = now();
+  start();
   for (int i = 0; i < reps; i++) CHECK(cudaMemset(d, i & 255, 1024));
-  printf("1 KiB memset %.2f us\n", (now() - t) / reps * 1e6);
+  report("1 KiB memset", reps);
 
-  t = now();
+  start();
   for (int i = 0; i < reps; i++) {
     CHECK(cudaEventRecord(ev, 0));
     CHECK(cudaEventSynchronize(ev));
   }
-  printf("event record + synchronise %.2f us\n", (now() - t) / reps * 1e6);
+  report("event record + synchronise", reps);
 
-  t = now();
+  start();
   for (int i = 0; i < reps; i++) {
     empty<<<1, 32>>>();
     CHECK(cudaDeviceSynchronize());
   }
-  printf("launch + synchronise %.2f us\n", (now() - t) / reps * 1e6);
+  report("launch + synchronise", reps);
   return 0;
 }

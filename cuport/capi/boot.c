@@ -19,8 +19,9 @@
  *   gone, every entry answers CUDA_ERROR_DEINITIALIZED without touching Python, as
  *   NVIDIA's driver does while it is being torn down.
  * - In a child forked after cuInit, NVIDIA's driver answers CUDA_ERROR_NOT_INITIALIZED
- *   to every call (numba-cuda's fork detection keys on it). The child's Python may not
- *   even be usable (a C fork() while a worker held the GIL), so that too is decided here.
+ *   to every call but cuDriverGetVersion (numba-cuda's fork detection keys on it). The
+ *   child's Python may not even be usable (a C fork() while a worker held the GIL), so
+ *   that too is decided here.
  *
  * Build-time values come as macros: CUPORT_LIBPYTHON (soname), CUPORT_PYTHON_HOME,
  * CUPORT_SITE_DIRS (newline-separated site directories of the build environment).
@@ -55,6 +56,9 @@ static int cuport_loaded_into_python = 0;
 static int cuport_initialized = 0;
 /* This process is a child forked after cuInit. */
 static volatile int cuport_forked = 0;
+/* What cuDriverGetVersion answers (set by runtime.attach): a child forked after cuInit
+ * still gets it, as from NVIDIA's driver, whose version query needs no initialisation. */
+static int cuport_driver_version = 0;
 
 #define CUPORT_NOT_STARTED 3    /* CUDA_ERROR_NOT_INITIALIZED */
 #define CUPORT_DEINITIALIZED 4  /* CUDA_ERROR_DEINITIALIZED */

@@ -78,6 +78,7 @@ def cdef_text() -> str:
     lines = [table.types_cdef()]
     lines.append("extern int cuport_attached;")
     lines.append("extern int cuport_interrupted;")
+    lines.append("extern int cuport_driver_version;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
@@ -154,6 +155,11 @@ def _teardown(f: table.Function) -> str:
     """C statements answering a call that cuport_enter() refused (`refused` is its code)."""
     name = _c_string(f.symbol)
     ok = f"return cuport_refused({name}, refused, 0);"
+    if f.symbol == "cuDriverGetVersion":  # answered in a child forked after cuInit too
+        return (f"        if (cuport_forked && cuport_driver_version) {{\n"
+                f"            if (!driverVersion) return cuport_refused({name}, refused, 1);\n"
+                f"            *driverVersion = cuport_driver_version; {ok}\n        }}\n"
+                f"        return cuport_refused({name}, refused, refused);\n")
     stack = _TEARDOWN_STACK.get(f.symbol.removesuffix("_v2"))
     if stack:
         return f"        {stack.replace('{ok}', ok)}\n        return cuport_refused({name}, refused, refused);\n"

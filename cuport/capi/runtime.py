@@ -12,7 +12,7 @@ import traceback
 
 from cuport.capi import export_tables, proc_address, table, types
 from cuport.capi.dispatch import UNKNOWN, Dispatcher, load_implementations
-from cuport.driver import stream
+from cuport.driver import device, stream
 
 
 def _onerror(exception, value, tb) -> None:
@@ -34,4 +34,5 @@ def attach(ffi, lib) -> None:
                                                                                  entry.fn))
     export_tables.install(ffi, lib)
     stream.rearm_interrupt = lambda: setattr(lib, "cuport_interrupted", 1)
+    lib.cuport_driver_version = device.driver_version()  # (boot.c: a forked child's answer)
     lib.cuport_attached = 1

@@ -64,6 +64,8 @@ def destroy(handle: int) -> None:
 
 
 def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
+    if handle in _of_destroyed_contexts:  # as the H200 answers (tests/driver/recorded)
+        raise CudaError(E.CONTEXT_IS_DESTROYED, f"event {hex(handle)}: its context was destroyed")
     e = lookup(handle)
     s = stream.resolve(stream_handle)
     if e.context is not s.context:  # cuda.h, cuEventRecord: "must be from the same context"
@@ -148,6 +150,11 @@ def _release(ctx: context.Context) -> None:
     # Events hold no resources beyond their handle; NVIDIA invalidates them too.
     for handle in list(handles.owned_by(ctx, Event)):
         handles.drop(handle)
+        _of_destroyed_contexts.add(handle)
+
+
+#: events that died with their context: recording one answers CONTEXT_IS_DESTROYED
+_of_destroyed_contexts: set[int] = set()
 
 
 context.RESOURCE_HOOKS.append(_release)

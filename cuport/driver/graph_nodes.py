@@ -452,7 +452,7 @@ def mem_alloc_params(p, ctx: context.Context, deps: list | None = None) -> MemAl
         # during a stream capture.
         a = memory.Allocation(memory.map_pages(p.bytesize, ctx), p.bytesize, "device", ctx,
                               graph_memory=True)
-        memory.TABLE.add(a)
+        memory.track(a)
         GRAPH_MEMORY.append(a)
         _graph_memory_high[0] = max(_graph_memory_high[0], graph_memory_in_use())
     p.dptr = a.base

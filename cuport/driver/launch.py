@@ -14,7 +14,7 @@ import ctypes
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
-from cuport.driver import context, device, event, module, stream
+from cuport.driver import device, event, module, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -114,8 +114,12 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,
             params: bytes, what: str, cooperative: bool = False) -> stream.Op | None:
     try:
-        context.check_current(f.context, f"the function {f.name}")
         s = stream.resolve_for_work(stream_handle)
+        if f.context is not s.context:  # (the current one's need not be either's: H200)
+            raise CudaError(E.INVALID_HANDLE, f"the function {f.name} belongs to context "
+                                              f"{hex(f.context.handle)}, the stream to context "
+                                              f"{hex(s.context.handle)}: launch it on a stream of "
+                                              "its own context")
     except CudaError as e:
         e.subject = f.name
         raise

@@ -133,6 +133,14 @@ def _allocator(ctx: context.Context | None):
     return b
 
 
+def device_allocates(ctx: context.Context | None) -> bool:
+    """Whether the context's device memory is its backend's (a GPU's under Vulkan), not
+    host pages mapped by the driver (the CPU backend's)."""
+    from cuport.backends import host_pages
+
+    return _allocator(ctx) is not host_pages
+
+
 def _unmap(a: Allocation) -> None:
     for hook in UNMAP_HOOKS:
         hook(a)
@@ -164,6 +172,15 @@ def map_shared(fd: int, size: int, ctx: context.Context) -> int:
 
 # -- memory the host cannot touch: copies and fills through the device's backend ---------
 _opaque = [0]  # live allocations with host_ok False: none means every copy is a memmove
+
+
+def track(a: Allocation) -> Allocation:
+    """Enter a new allocation in the table, noting whether the host can touch its memory
+    (every allocation of device memory must come through here, or host copies would
+    memmove to a discrete GPU's addresses)."""
+    _note_host_access(a)
+    TABLE.add(a)
+    return a
 
 
 def _note_host_access(a: Allocation) -> Allocation:
@@ -396,9 +413,8 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
 
 @implements("cuMemFree_v2")
 def mem_free(dptr: int) -> None:
-    if dptr == 0:  # cudaFree(0), the usual way to create the runtime's context: success
-        context.current()
-        return
+    if dptr == 0:  # cudaFree(0), the usual way to create the runtime's context: success,
+        return     # with or without a current context (as on an H200, tests/capi/gpu_answers.json)
     _free(dptr, ("device", "managed"), "cuMemFreeHost (host) / cuMemHostUnregister (registered)")
 
 

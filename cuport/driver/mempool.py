@@ -47,7 +47,7 @@ class Pool:
     def take(self, size: int, ctx: context.Context) -> memory.Allocation:
         a = memory.Allocation(memory.map_pages(size, ctx), size, "device", ctx)
         a.pool = self
-        memory.TABLE.add(a)
+        memory.track(a)
         with _lock:
             self.live[a.base] = a
             self.used_high = max(self.used_high, self.used())

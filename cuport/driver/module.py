@@ -353,12 +353,15 @@ def _write_log(count: int, options: int, values: int, buffer_kind: int, size_kin
 
 def _with_jit_log(load, count: int, options: int, values: int):
     """Run a load; fill the CU_JIT_ERROR_LOG_BUFFER option with what went wrong (ptxas'
-    log for invalid PTX), or leave both logs empty when it worked."""
+    log for invalid PTX) and empty the info log, or leave both logs empty when it worked."""
     try:
         result = load()
     except (CudaError, loader.LoaderError, BackendError) as e:
+        log = getattr(e, "log", None)  # the JIT's log ("" where the H200 writes none)
         _write_log(count, options, values, K.CU_JIT_ERROR_LOG_BUFFER,
-                   K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, getattr(e, "log", None) or e.message)
+                   K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, e.message if log is None else log)
+        _write_log(count, options, values, K.CU_JIT_INFO_LOG_BUFFER,
+                   K.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "")  # emptied too, as on the H200
         raise
     for buffer_kind, size_kind in ((K.CU_JIT_ERROR_LOG_BUFFER, K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
                                    (K.CU_JIT_INFO_LOG_BUFFER, K.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):

@@ -1,7 +1,9 @@
 """Texture and surface objects: cuTexObject*, cuSurfObject*.
 
-A texture or surface object handle is the host address of a descriptor laid out as
-cuport/isa/texture_layout.py says; kernels receive it as a 64-bit parameter
+A texture or surface object handle is the address of a descriptor laid out as
+cuport/isa/texture_layout.py says (host memory where kernels run on the host; on a
+device whose backend allocates the memory, a copy in device memory, which a discrete
+GPU's kernels can read where they could not read the host's); kernels receive it as a 64-bit parameter
 and the code generated for `tex`, `suld`, `sust`... reads the descriptor directly. This
 module checks the program's resource, texture and view descriptors the way NVIDIA's
 driver does (CUDA_ERROR_INVALID_VALUE, with a message naming the field), and resolves
@@ -269,6 +271,7 @@ class _Object:
         self.res_desc = res_desc
         self.desc = T.Descriptor()
         self.handle = ctypes.addressof(self.desc)
+        self.storage: memory.Allocation | None = None  # the descriptor in device memory
 
     def fill_levels(self) -> None:
         d, res = self.desc, self.resource
@@ -283,6 +286,13 @@ class _Object:
             d.levels[i] = lv
 
     def register(self) -> int:
+        if memory.device_allocates(self.context):
+            size = ctypes.sizeof(self.desc)
+            # mapped directly, not through memory.allocate: no unsafe call under capture
+            self.storage = memory.track(memory.Allocation(memory.map_pages(size, self.context), size,
+                                                          "device", self.context))
+            memory.move(self.storage.base, ctypes.addressof(self.desc), size)
+            self.handle = self.storage.base
         with _lock:
             _objects[self.handle] = self
         return self.handle
@@ -310,6 +320,8 @@ def _destroy(handle: int, kind: type[_Object]) -> None:
     stream.synchronize_context(obj.context)
     with _lock:
         _objects.pop(handle, None)
+    if obj.storage is not None:
+        memory.release_now(obj.storage)  # after the synchronisation above
 
 
 _FLAGS = (K.CU_TRSF_READ_AS_INTEGER | K.CU_TRSF_NORMALIZED_COORDINATES | K.CU_TRSF_SRGB

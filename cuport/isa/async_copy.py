@@ -18,8 +18,9 @@ calls it opaque): bits 0-20 the pending arrivals of the current phase, 21-41 the
 expected arrivals, 42-62 the transaction count (21-bit two's complement), 63 the phase
 parity. A phase completes when both the pending arrivals and the transaction count are
 0: the parity flips, the pending count starts again from the expected count. The
-state an arrive returns is the word after the arrive, before a completion it causes
-(so it holds the phase the thread arrived on, and pending_count reads it); test_wait
+state an arrive returns holds the phase the thread arrived on and the pending count
+before the arrivals of its warp's instruction (what pending_count reads: an H200 answers
+the same count for every lane of a warp that arrives together, measured); test_wait
 is true once the barrier's parity differs from that phase's, test_wait.parity once it
 differs from the parity given. try_wait tests and returns at once (allowed: its time
 limit is the system's): the loops that call it get yield points (passes/yields.py), so
@@ -201,21 +202,32 @@ def _arrive(em, ins: ir.Instr, index: int, count: ll.Value | None, tx: ll.Value 
         a, c, t = vals
 
         def change(w: _Word):
+            state = w.pack()
             w.tx = b.add(w.tx, b.zext(t, I64))
             c64 = b.zext(c, I64)
             w.pending = b.sub(w.pending, c64)
             if drop:
                 w.expected = b.sub(w.expected, c64)
-            state = w.pack()
             if complete:
                 w.complete_if_done()
             return state
 
         return [_update(em, a, change)]
 
+    want_state = dest is not None and not isinstance(dest, ir.Sink)
+    if want_state:  # the word before the warp's arrivals (read before any lane arrives)
+
+        def read(vals):
+            ld = b.load(_ptr(em, vals[0]), typ=I64, align=8)
+            ld.volatile = True
+            return [ld]
+
+        before = em.per_lane([address], read, 1, I64)[0]
     states = em.per_lane([address, count, tx], body, 1, I64)
-    if dest is not None and not isinstance(dest, ir.Sink):
-        em.write(dest, "b64", states[0])
+    if want_state:
+        # the phase from the thread's own arrive, the pending count from before the warp's
+        mask = em.const_int(64, _MASK21)
+        em.write(dest, "b64", b.or_(b.and_(states[0], b.not_(mask)), b.and_(before, mask)))
 
 
 def _test(em, ins: ir.Instr, parity: bool) -> None:

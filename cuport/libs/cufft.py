@@ -294,14 +294,14 @@ def get_property(kind: int) -> int:
 
 # -- execution --------------------------------------------------------------------------
 
-def execute(plan: int, idata: int, odata: int, direction: int | None, expect: tuple,
-            what: str) -> None:
+def execute(plan: int, idata: int, odata: int, direction: int, what: str) -> None:
+    """Run the plan's transform. As NVIDIA's cuFFT does (the H200 answers CUFFT_SUCCESS to
+    cufftExecR2C on a Z2Z plan), the Exec function does not have to match the plan's type:
+    the plan decides, the call only gives the direction (R2C and D2Z forward, C2R and Z2D
+    inverse)."""
     p = get(plan)
     if not p.made:
         raise Status("CUFFT_INVALID_PLAN", "the plan has not been made (cufftMakePlan*)")
-    if p.kind not in expect:
-        raise Status("CUFFT_INVALID_TYPE" if len(expect) == 1 else "CUFFT_INVALID_VALUE",
-                     f"the plan is for cufftType {p.kind:#x}, not this call's")
     if p.op == "c2c" and direction not in (FORWARD, INVERSE):
         raise Status("CUFFT_INVALID_VALUE", f"direction {direction}")
     if idata == 0 or odata == 0:
@@ -334,34 +334,34 @@ def execute(plan: int, idata: int, odata: int, direction: int | None, expect: tu
 
 @implements("cufftExecC2C")
 def exec_c2c(plan, idata, odata, direction):
-    execute(plan, idata, odata, direction, (C2C,), "cufftExecC2C")
+    execute(plan, idata, odata, direction, "cufftExecC2C")
 
 
 @implements("cufftExecZ2Z")
 def exec_z2z(plan, idata, odata, direction):
-    execute(plan, idata, odata, direction, (Z2Z,), "cufftExecZ2Z")
+    execute(plan, idata, odata, direction, "cufftExecZ2Z")
 
 
 @implements("cufftExecR2C")
 def exec_r2c(plan, idata, odata):
-    execute(plan, idata, odata, None, (R2C,), "cufftExecR2C")
+    execute(plan, idata, odata, FORWARD, "cufftExecR2C")
 
 
 @implements("cufftExecD2Z")
 def exec_d2z(plan, idata, odata):
-    execute(plan, idata, odata, None, (D2Z,), "cufftExecD2Z")
+    execute(plan, idata, odata, FORWARD, "cufftExecD2Z")
 
 
 @implements("cufftExecC2R")
 def exec_c2r(plan, idata, odata):
-    execute(plan, idata, odata, None, (C2R,), "cufftExecC2R")
+    execute(plan, idata, odata, INVERSE, "cufftExecC2R")
 
 
 @implements("cufftExecZ2D")
 def exec_z2d(plan, idata, odata):
-    execute(plan, idata, odata, None, (Z2D,), "cufftExecZ2D")
+    execute(plan, idata, odata, INVERSE, "cufftExecZ2D")
 
 
 @implements("cufftXtExec")
 def xt_exec(plan, idata, odata, direction):
-    execute(plan, idata, odata, direction, tuple(TYPES), "cufftXtExec")
+    execute(plan, idata, odata, direction, "cufftXtExec")

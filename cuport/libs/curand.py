@@ -1,39 +1,44 @@
-"""cuRAND's host API (libcurand.so.10): NVIDIA's generators (curand_engines.py) and the
-transforms curand_uniform.h / curand_normal.h / curand_lognormal.h / curand_poisson.h
-define, vectorised.
+"""cuRAND's host API (libcurand.so.10): NVIDIA's generators (curand_engines.py), laid over
+their states as NVIDIA's host library lays them (curand_order.py), with the transforms
+curand_uniform.h / curand_normal.h / curand_lognormal.h define, vectorised, and the
+Poisson methods of curand_poisson.py.
 
-How the host library spreads a request over its generator states is cuport's model,
-checked against the H200 by tests/libs/record_gpu.sh (tests/libs/test_curand.py reads
-the recording; until it exists the exact host-order tests are skipped):
-- XORWOW, MRG32k3a, Philox4x32-10: 4096 lanes, lane l = subsequence l of the seed. A
-  request is a run of units (an output, or a pair of normals), each made from k
-  consecutive draws of one lane; unit U (counted over the generator's life from the
-  offset, offset / k) is made by lane U mod 4096 from its draws k*(U div 4096) onwards.
-  For raw and uniform outputs (k = 1) that is "output g is step g div 4096 of
-  subsequence g mod 4096".
-- MTGP32: 64 blocks, block b with NVIDIA's parameter set b, seeded as
-  curandMakeMTGP32KernelState; output g comes from block (g div 256) mod 64, position
-  256 (g div 16384) + g mod 256 of its sequence.
-- Sobol (quasi): a request of n values for D dimensions is n/D points of dimension 0,
-  then of dimension 1, ...; the offset counts points.
-- Poisson: one draw per output (curand_poisson.h's _curand_poisson: Fishman's inversion
-  below lambda 1000, the normal approximation above).
-MT19937 and the SEEDED and DYNAMIC orderings answer CURAND_STATUS_INTERNAL_ERROR (cuRAND
-has no NOT_SUPPORTED) naming what is missing.
+All of it was read off the H200 (tests/libs/recorded/curand_host.txt, tests/libs/
+curand_record.cu's output there) and NVIDIA's host generators, which give the same bits
+on the CPU; tests/libs/test_curand.py holds cuport to both:
+- the orderings: curand_order.py; PSEUDO_BEST and PSEUDO_DEFAULT are one order,
+  PSEUDO_LEGACY has 4096 MRG32k3a lanes and 64 MTGP32 blocks; Philox's DYNAMIC is its
+  default. Sobol (quasi): n values for D dimensions are n/D points of dimension 0, then
+  of dimension 1, ...; the offset counts points.
+- normals: Box-Muller in pairs (XORWOW and MRG32k3a answer an odd count
+  CURAND_STATUS_LENGTH_NOT_MULTIPLE; Philox takes any), the inverse normal CDF for MTGP32
+  and Sobol, rising with the draw (the device header's form falls).
+- the offset NVIDIA keeps, where states made anew (a new seed, an ordering) start, moves
+  by a call's units (XORWOW, MRG32k3a), n div 4 (Philox), not at all (MTGP32).
+Not modelled, answering CURAND_STATUS_INTERNAL_ERROR (cuRAND has no NOT_SUPPORTED) with
+the reason: MT19937 (NVIDIA's host library deals its outputs 8 at a time from 8192
+states, state 0 the seed's MT19937 sequence in a blocked order, the others not found
+within its first 2^22 steps: how they are made is not known), XORWOW's SEEDED ordering and DYNAMIC for XORWOW, MRG32k3a and MTGP32 (their
+order depends on the request's size and the GPU).
 
-Exactness: raw bits, uniforms and Poisson values are NVIDIA's arithmetic (IEEE operations
-in the same order); normals and log-normals use logf/sinf/cosf/erfcinvf, which the GPU
-computes with its own approximations, so they agree to a few ulp, not bit for bit.
+Exactness: raw bits, uniforms and Poisson values below the normal approximation are
+NVIDIA's arithmetic (IEEE operations in the same order); normals and log-normals use
+logf/sinf/cosf/erfcinvf, which the GPU computes with its own approximations, so they
+agree to a few ulp, not bit for bit.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 from functools import cache
 
 import numpy as np
 
 from cuport.driver import handles
 from cuport.libs import curand_engines as eng
+from cuport.libs import curand_order as order
+from cuport.libs import curand_poisson as poisson_methods
 from cuport.libs import device, table
 from cuport.libs.device import Range
 from cuport.libs.registry import Status, Unsupported, implements
@@ -50,16 +55,17 @@ SCRAMBLED_SOBOL32 = K["CURAND_RNG_QUASI_SCRAMBLED_SOBOL32"]
 SOBOL64 = K["CURAND_RNG_QUASI_SOBOL64"]
 SCRAMBLED_SOBOL64 = K["CURAND_RNG_QUASI_SCRAMBLED_SOBOL64"]
 QUASI_DEFAULT = K["CURAND_RNG_QUASI_DEFAULT"]
-LANED = {XORWOW: eng.Xorwow, MRG32K3A: eng.Mrg32k3a, PHILOX: eng.Philox}
+LANED = {XORWOW: eng.Xorwow, MRG32K3A: eng.Mrg32k3a}  # curand_order.Lanes
 QUASI = {SOBOL32: (32, False), SCRAMBLED_SOBOL32: (32, True), SOBOL64: (64, False),
          SCRAMBLED_SOBOL64: (64, True)}
 SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, DEFAULT, QUASI_DEFAULT, *QUASI}
 NAMES = {v: k for k, v in K.items() if k.startswith("CURAND_RNG_")}
 ORDERINGS = {v: k for k, v in K.items() if k.startswith("CURAND_ORDERING_")}
+SEEDED, DYNAMIC = K["CURAND_ORDERING_PSEUDO_SEEDED"], K["CURAND_ORDERING_PSEUDO_DYNAMIC"]
 MODELLED_ORDERINGS = {K["CURAND_ORDERING_PSEUDO_DEFAULT"], K["CURAND_ORDERING_PSEUDO_BEST"],
                       K["CURAND_ORDERING_PSEUDO_LEGACY"]}
-HOST_LANES = 4096  # lanes of XORWOW / MRG32k3a / Philox (cuport's model)
-MTGP_BLOCKS = 64  # MTGP32 blocks (cuport's model)
+HOST_LANES = {XORWOW: 4096, MRG32K3A: 81920}  # lanes of the host generators (the H200's)
+MTGP_BLOCKS = 192  # MTGP32's blocks (the H200's; 64 under PSEUDO_LEGACY)
 F32 = np.float32
 TWO_POW32_INV = F32(2.3283064e-10)
 TWO_POW32_INV_2PI = F32(2.3283064e-10 * 6.2831855)
@@ -145,145 +151,98 @@ def box_muller_mrg_double(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
 
 
 def normal_icdf(x: np.ndarray) -> np.ndarray:
-    """_curand_normal_icdf of 32-bit draws (64-bit ones use their high word)."""
+    """The host library's normal of a 32-bit draw by the inverse normal CDF (64-bit draws
+    use their high word): curand_normal_static.h's _curand_normal_icdf with the sign
+    turned, as the H200 gives it (the value rises with the draw)."""
     from scipy.special import erfcinv
 
     if x.dtype == U64:
         x = (x >> U64(32)).astype(U32)
-    s = np.where(x > U32(0x80000000), -SQRT2, SQRT2).astype(F32)
+    s = np.where(x > U32(0x80000000), SQRT2, -SQRT2).astype(F32)
     x = np.where(x > U32(0x80000000), U32(0xFFFFFFFF) - x, x)
     p = x.astype(F32) * TWO_POW32_INV + TWO_POW32_INV / F32(2)
     return s * erfcinv((F32(2.0) * p).astype(np.float64)).astype(F32)
 
 
 def normal_icdf_double(x: np.ndarray) -> np.ndarray:
+    """normal_icdf in double (53 bits of a 64-bit draw)."""
     from scipy.special import erfcinv
 
     if x.dtype == U64:
         x = x >> U64(11)
         big, top = U64(0x10000000000000), U64(0x1FFFFFFFFFFFFF)
-        s = np.where(x > big, -SQRT2_DOUBLE, SQRT2_DOUBLE)
+        s = np.where(x > big, SQRT2_DOUBLE, -SQRT2_DOUBLE)
         x = np.where(x > big, top - x, x)
         p = x.astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 2.0
     else:
-        s = np.where(x > U32(0x80000000), -SQRT2_DOUBLE, SQRT2_DOUBLE)
+        s = np.where(x > U32(0x80000000), SQRT2_DOUBLE, -SQRT2_DOUBLE)
         x = np.where(x > U32(0x80000000), U32(0xFFFFFFFF) - x, x)
         p = x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
     return s * erfcinv(2.0 * p)
 
 
-def poisson(x: np.ndarray, lam: float) -> np.ndarray:
-    """_curand_poisson of one draw per output: Fishman's ITR (in chunks of exp(-500))
-    below lambda 1000, round(sqrt(lambda) icdf + lambda) above."""
-    if lam >= 1000:
-        return (np.sqrt(lam) * normal_icdf_double(x) + lam + 0.5).astype(U32)
-    if x.dtype == U64:
-        u = (x >> U64(11)).astype(np.float64) * TWO_POW53_INV + TWO_POW53_INV / 4.0
-    else:
-        u = x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
-    n = len(u)
-    k = np.zeros(n, U32)
-    p = np.ones(n)
-    q = np.ones(n)
-    power = 0
-    while True:
-        chunk = np.exp(-500.0) if lam > power + 500.0 else np.exp(float(power) - lam)
-        p *= chunk
-        q *= chunk
-        power += 500
-        active = u > q
-        while active.any():
-            k[active] += U32(1)
-            p[active] *= lam / k[active].astype(np.float64)
-            q[active] += p[active]
-            active = u > q
-        if not float(power) < lam:
-            return k
-
-
 # -- the host generator ------------------------------------------------------------------
 
 class Generator:
-    def __init__(self, rng_type: int) -> None:
-        self.context = device.ensure_context()
+    """A generator's settings and, made when it first generates, its ordering's state
+    (curand_order.py): lanes, Philox's position or MTGP32's blocks. A host generator
+    (curandCreateGeneratorHost) fills host memory at the call, as NVIDIA's does on the CPU;
+    its values are the device generator's."""
+
+    def __init__(self, rng_type: int, host: bool = False) -> None:
+        self.host = host
+        self.context = None if host else device.ensure_context()
         self.rng_type = {DEFAULT: XORWOW, QUASI_DEFAULT: SOBOL32}.get(rng_type, rng_type)
         self.seed = 0
-        self.offset = 0
+        self.offset = 0  # quasirandom: the next point; pseudorandom: as set (the order counts)
         self.quasi = self.rng_type in QUASI
         self.ordering = K["CURAND_ORDERING_QUASI_DEFAULT" if self.quasi else
                           "CURAND_ORDERING_PSEUDO_DEFAULT"]
         self.dimensions = 1
         self.stream = 0
-        self._lanes = None  # (next lane step, engine, the last rows drawn)
-        self._mtgp = None  # (next round, engine, the current round's outputs)
+        self._order = None
         self.handle = handles.new(self)
 
     def reset(self) -> None:
-        self._lanes = self._mtgp = None
+        self._order = None
 
-    # lanes of XORWOW / MRG32k3a / Philox
-    def _lane_draws(self, first_step: int, steps: int) -> np.ndarray:
-        """Draws first_step .. first_step + steps - 1 of every lane: (steps, HOST_LANES).
-        The lanes stay where the request left them, with their last rows kept, so a run
-        of requests continues without a new skip-ahead."""
-        cached = self._lanes
-        parts = []
-        if cached is not None and cached[0] - len(cached[2]) <= first_step <= cached[0]:
-            next_step, engine, kept = cached
-            parts.append(kept[len(kept) - (next_step - first_step):][:steps])
-        else:
-            engine = LANED[self.rng_type](self.seed, np.arange(HOST_LANES), first_step)
-            next_step = first_step
-        have = sum(p.shape[0] for p in parts)
-        if steps > have:
-            fresh = engine.draw(steps - have)
-            parts.append(fresh)
-            kept = np.concatenate([parts[0], fresh]) if have else fresh
-            self._lanes = (next_step + steps - have, engine, kept[-4:])
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    def count(self, units: int) -> None:
+        """Where states made anew (a new seed or ordering) start: NVIDIA's offset moves by a
+        call's units (XORWOW, MRG32k3a), by n div 4 (Philox, n below 4 itself), not at all
+        for MTGP32; a quasirandom generator's by its points (quasi_draws)."""
+        if self.quasi or self.rng_type == MTGP32:
+            return
+        if self.rng_type == PHILOX:
+            units = units if units < 4 else units // 4
+        self.offset += units
+
+    def order(self):
+        if self._order is None:
+            legacy = self.ordering == K["CURAND_ORDERING_PSEUDO_LEGACY"]
+            if self.rng_type in LANED:
+                lanes = 4096 if legacy else HOST_LANES[self.rng_type]
+                self._order = order.Lanes(LANED[self.rng_type], self.seed, lanes, self.offset)
+            elif self.rng_type == PHILOX:
+                self._order = order.PhiloxOrder(self.seed, self.offset)
+            elif self.rng_type == MTGP32:
+                self._order = order.MtgpOrder(self.seed, 64 if legacy else MTGP_BLOCKS,
+                                              self.offset)
+            else:
+                raise Unsupported(f"the {NAMES[self.rng_type]} generator is not implemented")
+        return self._order
 
     def units(self, count: int, k: int) -> list[np.ndarray]:
-        """The next `count` units of k draws each: k arrays (draw j of each unit)."""
-        if self.offset % k:
-            raise Unsupported(f"{k}-draw outputs after an offset of {self.offset} draws, which "
-                              f"is not a multiple of {k} (cuport's model has no such order)")
-        start = self.offset // k
-        row0, row1 = start // HOST_LANES, (start + count - 1) // HOST_LANES
-        draws = self._lane_draws(k * row0, k * (row1 - row0 + 1))  # (k rows per unit row, L)
-        draws = draws.reshape(row1 - row0 + 1, k, HOST_LANES)
-        begin = start - row0 * HOST_LANES
-        parts = [draws[:, j, :].reshape(-1)[begin:begin + count] for j in range(k)]
-        self.offset += count * k
-        return parts
-
-    def mtgp_draws(self, count: int) -> np.ndarray:
-        per_round = eng.MTGP_THREADS * MTGP_BLOCKS
-        first, last = self.offset // per_round, (self.offset + count - 1) // per_round
-        cached = self._mtgp  # (next round, engine, that round's predecessor's outputs)
-        if cached is not None and cached[0] == first + 1:
-            rows, engine, done = [cached[2]], cached[1], first + 1
-        elif cached is not None and cached[0] == first:
-            rows, engine, done = [], cached[1], first
-        else:
-            engine = eng.Mtgp32(self.seed, MTGP_BLOCKS)
-            if first:
-                engine.draw_rounds(first)
-            rows, done = [], first
-        if last >= done:
-            # (blocks, rounds*256) -> round-major, then block, then thread
-            new = engine.draw_rounds(last - done + 1)
-            new = new.reshape(MTGP_BLOCKS, -1, eng.MTGP_THREADS).transpose(1, 0, 2)
-            rows.extend(new.reshape(-1, per_round))
-        flat = np.concatenate(rows)[self.offset - first * per_round:][:count]
-        self._mtgp = (last + 1, engine, rows[-1])
-        self.offset += count
-        return flat
+        """XORWOW / MRG32k3a: the next `count` units of k draws (k arrays)."""
+        return self.order().units(count, k)
 
     def draws(self, count: int) -> np.ndarray:
-        """The next `count` native draws in the host order (one draw per output)."""
+        """XORWOW / MRG32k3a / MTGP32: the next `count` draws, one per output."""
         if self.rng_type == MTGP32:
-            return self.mtgp_draws(count)
-        return self.units(count, 1)[0]
+            return self.order().draws(count)
+        return self.order().units(count, 1)[0]
+
+    def philox(self, count: int, blocks: int, make) -> np.ndarray:
+        return self.order().take(count, blocks, make)
 
     def quasi_draws(self, count: int) -> np.ndarray:
         bits, scrambled = QUASI[self.rng_type]
@@ -309,7 +268,6 @@ def _nvidia_tables(bits: int) -> tuple[np.ndarray, np.ndarray]:
     libcurand.so.10 (random numbers, not derivable): read from a copy of it in a
     site-packages nvidia wheel or the CUDA toolkit, in a child process."""
     import subprocess
-    import sys
 
     path = _nvidia_libcurand()
     if path is None:
@@ -324,7 +282,7 @@ def _nvidia_tables(bits: int) -> tuple[np.ndarray, np.ndarray]:
         "sys.stdout.buffer.write(ctypes.string_at(p.value, n*b*w))\n"
         f"assert lib.curandGetScrambleConstants{bits}(ctypes.byref(p)) == 0\n"
         "sys.stdout.buffer.write(ctypes.string_at(p.value, n*w))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    r = subprocess.run([_python(), "-c", code], capture_output=True, timeout=120)
     dtype = U32 if bits == 32 else U64
     n = eng.SOBOL_DIMENSIONS
     if r.returncode != 0 or len(r.stdout) != n * (bits + 1) * (bits // 8):
@@ -334,12 +292,25 @@ def _nvidia_tables(bits: int) -> tuple[np.ndarray, np.ndarray]:
     return data[:n * bits].reshape(n, bits).copy(), data[n * bits:].copy()
 
 
+def _python() -> str:
+    """An interpreter for the child: under `cuport run` sys.executable names whatever
+    `python3` the PATH gives (the embedded interpreter has no program of its own)."""
+    import os
+    import sys
+
+    base = os.path.join(sys.base_exec_prefix, "bin", "python3")
+    return base if os.path.exists(base) else sys.executable
+
+
 def _nvidia_libcurand():
     import os
     import site
+    import sys
     from pathlib import Path
 
-    roots = [*site.getsitepackages(), site.getusersitepackages()]
+    # sys.path too: under `cuport run` the embedded interpreter's site knows only the base
+    roots = [*site.getsitepackages(), site.getusersitepackages(),
+             *(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))]
     candidates = [Path(r) / "nvidia" / sub / "lib" / "libcurand.so.10"
                   for r in roots for sub in ("cu13", "curand", "cu12")]
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
@@ -410,23 +381,23 @@ def get(generator: int) -> Generator:
     return g
 
 
-def _create(rng_type: int) -> int:
+def _create(rng_type: int, host: bool) -> int:
     if rng_type not in NAMES:
         raise Status("CURAND_STATUS_TYPE_ERROR", f"curandRngType_t {rng_type}")
     if rng_type not in SUPPORTED:
         raise Unsupported(f"the {NAMES[rng_type]} generator is not implemented (cuport has "
                           "XORWOW, MRG32K3A, MTGP32, PHILOX4_32_10 and the Sobol generators)")
-    return Generator(rng_type).handle
+    return Generator(rng_type, host).handle
 
 
 @implements("curandCreateGenerator")
 def create_generator(rng_type: int) -> int:
-    return _create(rng_type)
+    return _create(rng_type, False)
 
 
 @implements("curandCreateGeneratorHost")
 def create_generator_host(rng_type: int) -> int:
-    return _create(rng_type)
+    return _create(rng_type, True)
 
 
 @implements("curandDestroyGenerator")
@@ -440,14 +411,15 @@ def set_seed(generator: int, seed: int) -> None:
     g = get(generator)
     if g.quasi:
         raise Status("CURAND_STATUS_TYPE_ERROR", "a quasirandom generator has no seed")
-    g.seed = seed
-    g.offset = 0
+    g.seed = seed  # the offset stays: the states are made anew where the generator is
     g.reset()
 
 
 @implements("curandSetGeneratorOffset")
 def set_offset(generator: int, offset: int) -> None:
     g = get(generator)
+    if g.rng_type in (MTGP32, MT19937):
+        raise Status("CURAND_STATUS_TYPE_ERROR", f"{NAMES[g.rng_type]} has no offset")
     g.offset = offset
     g.reset()
 
@@ -460,7 +432,6 @@ def set_dimensions(generator: int, dims: int) -> None:
     if not 1 <= dims <= eng.SOBOL_DIMENSIONS:
         raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{dims} dimensions (1 to 20000)")
     g.dimensions = dims
-    g.offset = 0
 
 
 @implements("curandSetGeneratorOrdering")
@@ -470,11 +441,14 @@ def set_ordering(generator: int, order: int) -> None:
     if g.quasi:
         if order != K["CURAND_ORDERING_QUASI_DEFAULT"]:
             raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for a quasirandom generator")
-    elif order not in ORDERINGS or order == K["CURAND_ORDERING_QUASI_DEFAULT"]:
-        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for a pseudorandom generator")
-    elif order not in MODELLED_ORDERINGS:
-        raise Unsupported(f"{name} is not implemented (cuport has PSEUDO_DEFAULT, BEST and "
-                          "LEGACY, one order)")
+    elif (order not in ORDERINGS or order == K["CURAND_ORDERING_QUASI_DEFAULT"]
+          or (order == SEEDED and g.rng_type != XORWOW)
+          or (order == DYNAMIC and g.rng_type == MT19937)):
+        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for {NAMES[g.rng_type]}")
+    elif order not in MODELLED_ORDERINGS and not (order == DYNAMIC and g.rng_type == PHILOX):
+        raise Unsupported(f"{name} for {NAMES[g.rng_type]} is not implemented (its order "
+                          "depends on the request's size and the GPU; cuport has "
+                          "PSEUDO_DEFAULT, BEST and LEGACY)")
     g.ordering = order
     g.reset()
 
@@ -482,7 +456,8 @@ def set_ordering(generator: int, order: int) -> None:
 @implements("curandSetStream")
 def set_stream(generator: int, stream: int) -> None:
     g = get(generator)
-    device.resolve_stream(stream)
+    if not g.host:  # a host generator works at the call
+        device.resolve_stream(stream)
     g.stream = stream
 
 
@@ -506,14 +481,20 @@ def get_property(kind: int) -> int:
     return values[kind]
 
 
-def _fill(g: Generator, what: str, out: int, count: int, dtype, make) -> None:
-    """Draw now (the generator's state is the call's), write when the stream gets there."""
+def _fill(g: Generator, what: str, out: int, count: int, dtype, make, pairs: bool = False) -> None:
+    """Draw now (the generator's state is the call's), write when the stream gets there.
+    `pairs`: the values come in pairs (normals), which XORWOW and MRG32k3a count once."""
     if out == 0:
         raise Status("CURAND_STATUS_NOT_INITIALIZED", "outputPtr is NULL")
     if count == 0:
         return
     values = make()
+    g.count(count // 2 if pairs and g.rng_type in LANED else count)
     dt = np.dtype(dtype)
+    if g.host:
+        _check_host(out, count * dt.itemsize)
+        device.view(out, dt, count)[:] = values
+        return
 
     def run(o):
         device.view(o, dt, count)[:] = values
@@ -521,9 +502,32 @@ def _fill(g: Generator, what: str, out: int, count: int, dtype, make) -> None:
                   "CURAND_STATUS_LAUNCH_FAILURE")
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+
+
+def _check_host(address: int, size: int) -> None:
+    """A host generator's output must be mapped memory (mincore fails on a hole): a bad
+    pointer answers LAUNCH_FAILURE rather than crashing the program."""
+    page = mmap.PAGESIZE
+    base = address & ~(page - 1)
+    length = (address + size - base + page - 1) & ~(page - 1)
+    vec = (ctypes.c_ubyte * (length // page))()
+    if _libc.mincore(base, length, vec) != 0:
+        raise Status("CURAND_STATUS_LAUNCH_FAILURE",
+                     f"outputPtr {address:#x} (+{size} bytes) is not mapped host memory")
+
+
 def _even(g: Generator, n: int, what: str) -> None:
-    if n % 2 and not g.quasi:
+    """XORWOW and MRG32k3a make normals in pairs and answer an odd count so (the H200);
+    Philox, MTGP32 and the quasirandom generators take any count."""
+    if n % 2 and g.rng_type in LANED:
         raise Status("CURAND_STATUS_LENGTH_NOT_MULTIPLE", f"{what}: n = {n} is odd")
+
+
+def _quads(*parts: np.ndarray) -> np.ndarray:
+    """Philox: per thread, pairs of values side by side -> (threads, 4)."""
+    return np.concatenate([p.reshape(-1, 2) for p in parts], axis=1)
 
 
 def raw32(g: Generator, n: int) -> np.ndarray:
@@ -532,6 +536,8 @@ def raw32(g: Generator, n: int) -> np.ndarray:
             raise Status("CURAND_STATUS_TYPE_ERROR", "a 64-bit Sobol generator's values are "
                                                      "64-bit: curandGenerateLongLong")
         return g.quasi_draws(n)
+    if g.rng_type == PHILOX:
+        return g.philox(n, 1, lambda w: w)
     d = g.draws(n)
     return eng.mrg_bits(d) if g.rng_type == MRG32K3A else d
 
@@ -540,6 +546,8 @@ def uniform(g: Generator, n: int) -> np.ndarray:
     if g.quasi:
         d = g.quasi_draws(n)
         return uniform_float((d >> U64(32)).astype(U32) if d.dtype == U64 else d)
+    if g.rng_type == PHILOX:
+        return g.philox(n, 1, uniform_float)
     d = g.draws(n)
     return (d * eng.MRG_NORM).astype(F32) if g.rng_type == MRG32K3A else uniform_float(d)
 
@@ -552,7 +560,14 @@ def uniform_double(g: Generator, n: int) -> np.ndarray:
         return g.draws(n) * eng.MRG_NORM
     if g.rng_type == MTGP32:
         return uniform_double_32(g.draws(n))
+    if g.rng_type == PHILOX:
+        return g.philox(n, 2, lambda w: np.stack(
+            [uniform_double_hq(w[:, i], w[:, i + 1]) for i in range(0, 8, 2)], axis=1))
     return uniform_double_hq(*g.units(n, 2))
+
+
+def _philox_normals(w: np.ndarray) -> np.ndarray:
+    return _quads(box_muller(w[:, 0], w[:, 1]), box_muller(w[:, 2], w[:, 3]))
 
 
 def normal(g: Generator, n: int) -> np.ndarray:
@@ -560,6 +575,8 @@ def normal(g: Generator, n: int) -> np.ndarray:
         return normal_icdf(g.quasi_draws(n))
     if g.rng_type == MTGP32:
         return normal_icdf(g.draws(n))
+    if g.rng_type == PHILOX:
+        return g.philox(n, 1, _philox_normals)
     x, y = g.units(n // 2, 2)
     return box_muller_mrg(x, y) if g.rng_type == MRG32K3A else box_muller(x, y)
 
@@ -569,9 +586,39 @@ def normal_double(g: Generator, n: int) -> np.ndarray:
         return normal_icdf_double(g.quasi_draws(n))
     if g.rng_type == MTGP32:
         return normal_icdf_double(g.draws(n))
+    if g.rng_type == PHILOX:
+        return g.philox(n, 2, lambda w: _quads(box_muller_double(*(w[:, i] for i in range(4))),
+                                               box_muller_double(*(w[:, i] for i in range(4, 8)))))
     if g.rng_type == MRG32K3A:
         return box_muller_mrg_double(*g.units(n // 2, 2))
     return box_muller_double(*g.units(n // 2, 4))
+
+
+def poisson(g: Generator, n: int, lam: float) -> np.ndarray:
+    """curandGeneratePoisson's values; curand_poisson.py says which method serves which
+    lambda for which generator."""
+    pm = poisson_methods
+    if not 0 < lam <= pm.MAX_LAMBDA:
+        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"lambda = {lam} (0 < lambda <= 400000)")
+    if g.quasi:
+        d = g.quasi_draws(n)
+        if lam < 2000 if d.dtype == U64 else lam <= 8000:
+            return pm.inversion(d, lam)
+        high = (d >> U64(32)).astype(U32) if d.dtype == U64 else d
+        return pm.normal_approximation(normal_icdf_double(high), lam)
+    if g.rng_type == MTGP32:
+        d = g.draws(n)
+        if lam < 32:
+            return pm.square_histogram(d, lam)
+        if lam <= 8000:
+            return pm.inversion(d, lam)
+        return pm.normal_approximation(normal_icdf_double(d), lam)
+    if lam < 2000:
+        return pm.square_histogram(raw32(g, n), lam)
+    if g.rng_type == PHILOX:
+        return pm.normal_approximation(g.philox(n, 1, _philox_normals), lam)
+    z = g.order().single_normals(n, box_muller_mrg if g.rng_type == MRG32K3A else box_muller)
+    return pm.normal_approximation(z, lam)
 
 
 @implements("curandGenerate")
@@ -606,7 +653,7 @@ def generate_normal(generator: int, out: int, n: int, mean: float, stddev: float
     g = get(generator)
     _even(g, n, "curandGenerateNormal")
     _fill(g, "curandGenerateNormal", out, n, F32,
-          lambda: F32(mean) + F32(stddev) * normal(g, n))
+          lambda: F32(mean) + F32(stddev) * normal(g, n), pairs=True)
 
 
 @implements("curandGenerateNormalDouble")
@@ -614,7 +661,7 @@ def generate_normal_double(generator: int, out: int, n: int, mean: float, stddev
     g = get(generator)
     _even(g, n, "curandGenerateNormalDouble")
     _fill(g, "curandGenerateNormalDouble", out, n, np.float64,
-          lambda: mean + stddev * normal_double(g, n))
+          lambda: mean + stddev * normal_double(g, n), pairs=True)
 
 
 @implements("curandGenerateLogNormal")
@@ -622,7 +669,7 @@ def generate_log_normal(generator: int, out: int, n: int, mean: float, stddev: f
     g = get(generator)
     _even(g, n, "curandGenerateLogNormal")
     _fill(g, "curandGenerateLogNormal", out, n, F32,
-          lambda: np.exp(F32(mean) + F32(stddev) * normal(g, n)))
+          lambda: np.exp(F32(mean) + F32(stddev) * normal(g, n)), pairs=True)
 
 
 @implements("curandGenerateLogNormalDouble")
@@ -631,22 +678,13 @@ def generate_log_normal_double(generator: int, out: int, n: int, mean: float,
     g = get(generator)
     _even(g, n, "curandGenerateLogNormalDouble")
     _fill(g, "curandGenerateLogNormalDouble", out, n, np.float64,
-          lambda: np.exp(mean + stddev * normal_double(g, n)))
-
-
-def _poisson_values(g: Generator, n: int, lam: float) -> np.ndarray:
-    if not lam > 0:
-        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"lambda = {lam}")
-    d = g.quasi_draws(n) if g.quasi else g.draws(n)
-    if g.rng_type == MRG32K3A:
-        d = eng.mrg_bits(d)
-    return poisson(d, lam)
+          lambda: np.exp(mean + stddev * normal_double(g, n)), pairs=True)
 
 
 @implements("curandGeneratePoisson")
 def generate_poisson(generator: int, out: int, n: int, lam: float) -> None:
     g = get(generator)
-    _fill(g, "curandGeneratePoisson", out, n, U32, lambda: _poisson_values(g, n, lam))
+    _fill(g, "curandGeneratePoisson", out, n, U32, lambda: poisson(g, n, lam))
 
 
 @implements("curandGeneratePoissonMethod")

@@ -40,6 +40,9 @@ def ptx_entry(raw: bytes, arch: int | None, where: str) -> PtxEntry:
         raise LoaderError(CUDA_ERROR_INVALID_PTX, f"{where}: PTX text has no .version directive")
     target = _TARGET.search(text)
     if target is None:
+        if arch is None:  # the PTX front end says what ptxas says, naming the line
+            return PtxEntry(text=text, arch=0, version=(int(version.group(1)),
+                                                        int(version.group(2))), target="")
         raise LoaderError(CUDA_ERROR_INVALID_PTX, f"{where}: PTX text has no .target directive")
     sm = _SM.fullmatch(target.group(1))
     if arch is None:

@@ -256,6 +256,7 @@ class Module:
     functions: dict[str, Function] = field(default_factory=dict)
     files: dict[int, str] = field(default_factory=dict)
     has_debug_sections: bool = False  # `.section .debug_*` blocks (which the lexer skips)
+    lines: dict[str, int] = field(default_factory=dict)  # `.version` etc. -> its PTX line
 
     @property
     def sm(self) -> int:

@@ -13,13 +13,15 @@ import re
 
 
 class PtxSyntaxError(Exception):
-    """A parse error: the PTX line, and what was expected."""
+    """A parse error: the PTX line, and what was expected. `severity` is the word ptxas'
+    log gives it: "fatal" where its parser stops, "error" where it goes on."""
 
-    def __init__(self, message: str, line: int, text: str = "") -> None:
+    def __init__(self, message: str, line: int, text: str = "", severity: str = "fatal") -> None:
         where = f"PTX line {line}" if line else "PTX"
         super().__init__(f"{where}: {message}" + (f": {text.strip()}" if text else ""))
         self.line = line
         self.message = message
+        self.severity = severity
 
 
 _TOKEN = re.compile(
@@ -122,21 +124,24 @@ class Tokens:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-#: Integer literals are 64-bit in PTX; a longer one is a "Constant overflow" (cuport.ptx.validate).
-#: Literals past this many characters are not converted at all (Python refuses decimal strings
-#: of thousands of digits), only marked as too large.
-_MAX_LITERAL_CHARS = 80
-OVERFLOW = 1 << 80  # stands for any literal too long to convert
+#: Integer literals are 64-bit in PTX, read as ptxas 13.0 reads them (measured): digit by
+#: digit modulo 2^64, a "Constant overflow" (cuport.ptx.validate) when a digit comes after
+#: the value has reached 2^63. So 18446744073709551617 is 1, 10^20 overflows.
+OVERFLOW = 1 << 80  # stands for a literal that overflows
+_RADIX = {"0x": 16, "0X": 16, "0b": 2, "0B": 2}
+#: Digits that cannot reach 2^63 in each radix (those literals take the plain conversion).
+_SAFE_DIGITS = {16: 15, 2: 63, 8: 21, 10: 18}
 
 
 def parse_int(text: str) -> int:
     t = text.rstrip("U")
-    if len(t) > _MAX_LITERAL_CHARS:
-        return OVERFLOW
-    if t[:2] in ("0x", "0X"):
-        return int(t[2:], 16)
-    if t[:2] in ("0b", "0B"):
-        return int(t[2:], 2)
-    if len(t) > 1 and t[0] == "0":
-        return int(t, 8)
-    return int(t)
+    radix = _RADIX.get(t[:2], 8 if len(t) > 1 and t[0] == "0" else 10)
+    digits = t[2:] if radix in (2, 16) else t
+    if len(digits) <= _SAFE_DIGITS[radix]:
+        return int(digits, radix)
+    v = 0
+    for ch in digits:
+        if v >= 1 << 63:
+            return OVERFLOW
+        v = (v * radix + int(ch, radix)) & ((1 << 64) - 1)
+    return v

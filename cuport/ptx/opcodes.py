@@ -40,7 +40,8 @@ TABLE: dict[str, Opcode] = {
     "applypriority": Opcode(dest=False), "discard": Opcode(dest=False),
     "cp": _STORE, "cp.async": _STORE, "multimem": _STORE, "stmatrix": _STORE,
     "sust": _STORE, "sured": _STORE, "tensormap": _STORE,
-    "mbarrier": Opcode(waits=True, memory=True),  # destination: see has_dest
+    # per lane: arrive tokens differ per thread, and each thread sees the phase when it looks
+    "mbarrier": Opcode(per_lane=True, waits=True, memory=True),  # destination: see has_dest
     "membar": Opcode(dest=False, waits=True), "fence": Opcode(dest=False, waits=True),
     # threads of a warp together
     "shfl": _COLLECTIVE, "vote": _COLLECTIVE, "match": _COLLECTIVE, "redux": _COLLECTIVE,

@@ -143,8 +143,12 @@ class _Parser:
     def literal(self, i: int) -> int:
         try:
             return parse_int(self.texts[i])
-        except ValueError:  # `09`: a leading 0 makes it octal
-            raise self.error("a well-formed integer", i) from None
+        except ValueError:  # `09`: a leading 0 makes it octal; ptxas reads `0`, then `9`
+            t = self.texts[i]
+            rest = t[1 + len(t[1:]) - len(t[1:].lstrip("01234567")):]
+            line = self.tk.line_of(i)
+            raise PtxSyntaxError(f"Parsing error near '{rest}': syntax error", line,
+                                 self.tk.line_text(line)) from None
 
     def nested(self):
         """Count one level of operand or initialiser nesting, refusing absurd depths."""
@@ -167,7 +171,9 @@ class _Parser:
                         t.startswith(".address_size") and seen_address_size):
                     raise self.error("a declaration (.version, .target and .address_size come "
                                      "first, once)")
-                seen_address_size = seen_address_size or t.startswith(".address_size")
+                if t.startswith(".address_size"):
+                    seen_address_size = True
+                    self.require_version_and_target()  # (where ptxas checks them)
                 self.line_directive(t)
                 self.i += 1
             elif t == ".pragma":
@@ -181,14 +187,19 @@ class _Parser:
                 if target in self.mod.functions:
                     self.mod.functions[alias] = self.mod.functions[target]
             else:
-                if self.mod.version == (0, 0) or not self.mod.target:
-                    what = ".version" if self.mod.version == (0, 0) else ".target"
-                    line = self.line()
-                    raise PtxSyntaxError(f"Missing {what} directive at start of file", line,
-                                         self.tk.line_text(line))
+                self.require_version_and_target()
                 declared = True
                 self.declaration()
         return self.mod
+
+    def require_version_and_target(self) -> None:
+        """At `.address_size` or the first declaration: ptxas' check that both came first
+        (the JIT's name for its input is 'application ptx input')."""
+        if self.mod.version == (0, 0) or not self.mod.target:
+            what = ".version" if self.mod.version == (0, 0) else ".target"
+            line = self.line()
+            raise PtxSyntaxError(f"Missing {what} directive at start of file 'application ptx "
+                                 "input'", line, self.tk.line_text(line))
 
     def pragma(self) -> None:
         """`.pragma "nounroll";`: one or more strings (what they say is ignored)."""
@@ -206,13 +217,16 @@ class _Parser:
             t = t.split("//", 1)[0].split("/*", 1)[0]
         parts = t.replace(",", " ").split()
         d = parts[0]
+        if d in (".version", ".target", ".address_size"):
+            self.mod.lines.setdefault(d, self.line())
         try:
             if d == ".version":
                 if len(parts) != 2 or not _VERSION.fullmatch(parts[1]):
                     raise ValueError
                 if self.mod.version != (0, 0) and not self.mod.target:
                     line = self.line()
-                    raise PtxSyntaxError("Missing .target directive at start of file", line,
+                    raise PtxSyntaxError("Missing .target directive at start of file 'application "
+                                         "ptx input'", line,
                                          self.tk.line_text(line))
                 major, minor = parts[1].split(".")
                 self.mod.version = (int(major), int(minor))
@@ -268,7 +282,7 @@ class _Parser:
                 if align <= 0 or align & (align - 1):
                     line = self.tk.line_of(at)
                     raise PtxSyntaxError("Alignment must be a power of two", line,
-                                         self.tk.line_text(line))
+                                         self.tk.line_text(line), "error")
             elif t in (".v2", ".v4", ".v8"):
                 vector = int(t[2:])
                 self.i += 1
@@ -490,8 +504,10 @@ class _Parser:
                     _rename_scope(body, fn.locals, inner.b0, inner.l0, inner.declared, inner.tag)
                 continue
             if t == "{":
-                if len(scopes) > MAX_NESTING:
-                    raise self.error(f"at most {MAX_NESTING} nested {{ }} scopes")
+                if len(scopes) > MAX_NESTING:  # (ptxas' words when its parser's stack is full)
+                    line = self.line()
+                    raise PtxSyntaxError("Parsing error near '{': memory exhausted", line,
+                                         f"more than {MAX_NESTING} nested {{ }} scopes")
                 self.i += 1
                 self.scope_counter += 1
                 scopes.append(_Scope(f"${self.scope_counter}", len(body), len(fn.locals)))
@@ -555,7 +571,7 @@ class _Parser:
                 n = self.literal(self.i)
                 if n >= 1 << 32:
                     raise PtxSyntaxError("Constant overflow", self.line(),
-                                         self.tk.line_text(self.line()))
+                                         self.tk.line_text(self.line()), "error")
                 self.i += 1
                 self.expect(">")
                 if name in scope.ranges or any(_in_range(nm, name, n) for nm in scope.names):
@@ -578,7 +594,8 @@ class _Parser:
 
     def redefined(self, what: str, i: int) -> PtxSyntaxError:
         line = self.tk.line_of(i)
-        return PtxSyntaxError(f"Duplicate definition of variable '{what}'", line, self.tk.line_text(line))
+        return PtxSyntaxError(f"Duplicate definition of variable '{what}'", line,
+                              self.tk.line_text(line), "error")
 
     @staticmethod
     def _range_of(scope: _Scope, name: str):
@@ -686,7 +703,7 @@ class _Parser:
             v = float(t)
             if v == float("inf"):
                 raise PtxSyntaxError("Constant overflow", self.tk.line_of(self.i - 1),
-                                     self.tk.line_text(self.tk.line_of(self.i - 1)))
+                                     self.tk.line_text(self.tk.line_of(self.i - 1)), "error")
             return ir.FImm(v, 64, struct.unpack("<Q", struct.pack("<d", v))[0])
         if t == "+" and kinds[self.i + 1] in (INT, FLOAT, FHEX):  # `+4`, as ptxas reads it
             self.i += 1

@@ -33,18 +33,30 @@ from .lexer import OVERFLOW, PtxSyntaxError
 
 CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_INVALID_PTX = 218
+CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
+
+#: How each kind of problem reads in the JIT's log: its severity word, and whether it is an
+#: assembler's error (the log then ends "Ptx assembly aborted due to errors"). Recorded on an
+#: H200 (tests/ptx/gpu/h200_ptx_errors.json): resource limits are checked after assembly and
+#: reported with no line and no closing line, only when nothing else was wrong; an
+#: unsupported .version is one line on its own.
+KINDS = {"error": ("error", True), "fatal": ("fatal", True), "resource": ("error", False),
+         "version": ("fatal", False)}
 
 #: Problems reported at most (ptxas goes on too, then gives up).
 MAX_PROBLEMS = 20
 
 
 class PtxError(PtxSyntaxError):
-    """Invalid PTX: the first problem as the message, all of them in `log` (ptxas' format)."""
+    """Invalid PTX: the first problem as the message, all of them in `log` (ptxas' format);
+    `kinds` says how each reads there (KINDS; "error" for all when not given)."""
 
-    def __init__(self, problems: list[tuple[int, str, str]], code: int = CUDA_ERROR_INVALID_PTX):
+    def __init__(self, problems: list[tuple[int, str, str]], code: int = CUDA_ERROR_INVALID_PTX,
+                 kinds: list[str] | None = None):
         line, message, text = problems[0]
         super().__init__(message, line, text)
         self.problems = problems
+        self.kinds = kinds or ["error"] * len(problems)
         self.code = code
         more = len(problems) - 1
         self.summary = str(self) + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
@@ -52,17 +64,23 @@ class PtxError(PtxSyntaxError):
     @property
     def log(self) -> str:
         """What NVIDIA's JIT writes into CU_JIT_ERROR_LOG_BUFFER."""
-        if self.code != CUDA_ERROR_INVALID_PTX:  # out of memory: not an assembler's message
+        if self.code == CUDA_ERROR_OUT_OF_MEMORY:  # nothing: the H200's log stays empty
+            return ""
+        if self.code not in (CUDA_ERROR_INVALID_PTX, CUDA_ERROR_UNSUPPORTED_PTX_VERSION):
             return "\n".join(f"error   : {msg}" for _, msg, _ in self.problems)
-        out = [f"ptxas application ptx input, line {line}; error   : {msg}" if line else
-               f"ptxas error   : {msg}" for line, msg, _ in self.problems]
-        out.append("ptxas fatal   : Ptx assembly aborted due to errors")
+        out = []
+        for (line, msg, _), kind in zip(self.problems, self.kinds, strict=True):
+            word = KINDS[kind][0]
+            out.append(f"ptxas application ptx input, line {line}; {word}   : {msg}" if line
+                       else f"ptxas {word}   : {msg}")
+        if any(KINDS[k][1] for k in self.kinds):
+            out.append("ptxas fatal   : Ptx assembly aborted due to errors")
         return "\n".join(out)
 
 
 def syntax_log(e: PtxSyntaxError) -> str:
     """The JIT log of a parse error, in ptxas' words."""
-    return (f"ptxas application ptx input, line {e.line}; fatal   : {e.message}\n"
+    return (f"ptxas application ptx input, line {e.line}; {e.severity}   : {e.message}\n"
             "ptxas fatal   : Ptx assembly aborted due to errors")
 
 
@@ -72,7 +90,9 @@ class Limits:
 
     global_bytes: int = 0  # 0: the machine's physical memory
     const_bytes: int = 64 * 1024  # per module (ptxas: "File uses too much global constant data")
-    static_shared_bytes: int = 48 * 1024  # per kernel (ptxas: "uses too much shared data")
+    #: per kernel ("uses too much shared data"): ptxas allows 48 KiB, but the H200's JIT loads
+    #: and launches a kernel with 60000 bytes (recorded); a block can have 227 KiB in all
+    static_shared_bytes: int = 227 * 1024
 
     def global_limit(self) -> int:
         if self.global_bytes:
@@ -125,7 +145,6 @@ FLT = frozenset({"f32", "f64"})
 HALF = frozenset({"f16", "f16x2", "bf16", "bf16x2"})
 PAIRS = frozenset({"u16x2", "s16x2"})  # min/max on two 16-bit halves (sm_90)
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
-PAIRS = frozenset({"u16x2", "s16x2"})
 B32 = frozenset({"b32"})
 B3264 = frozenset({"b32", "b64"})
 MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16",
@@ -141,6 +160,8 @@ def _kind(t: str) -> str:
 
 def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     """May a register declared `.rtype` be an operand of a `.itype` instruction?"""
+    if itype in PAIRS:  # (not in _BITS: two 16-bit halves of a 32-bit register)
+        return rtype == "b32" or (relaxed and _kind(rtype) == "b" and _BITS.get(rtype, 0) >= 32)
     if not itype or itype not in _BITS:
         return True  # no instruction type to hold the register to
     if itype == "pred" or rtype == "pred":
@@ -150,8 +171,6 @@ def reg_fits(rtype: str, itype: str, relaxed: bool = False) -> bool:
     k = itype[0]
     if itype in ("f16x2", "bf16x2"):
         return rtype in ("b32", "f16x2") or (relaxed and rk == "b" and rs >= 32)
-    if itype in PAIRS:
-        return rtype == "b32" or (relaxed and rk == "b" and rs >= 32)
     if itype == "bf16":
         return rtype in ("b16", "f16") or (relaxed and rk == "b" and rs >= 16)
     if not relaxed:
@@ -362,13 +381,28 @@ def _known_mod(m: str) -> bool:
 @dataclass
 class _State:
     problems: list[tuple[int, str, str]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
     code: int = CUDA_ERROR_INVALID_PTX
 
-    def add(self, line: int, message: str, text: str = "", code: int = CUDA_ERROR_INVALID_PTX):
+    def add(self, line: int, message: str, text: str = "", code: int = CUDA_ERROR_INVALID_PTX,
+            kind: str = "error"):
         if len(self.problems) < MAX_PROBLEMS:
             if not self.problems:
                 self.code = code
             self.problems.append((line, message, text))
+            self.kinds.append(kind)
+
+    def error(self) -> PtxError:
+        """The problems as the JIT reports them: resource limits only when nothing else is
+        wrong, after the rest."""
+        order = sorted(range(len(self.problems)), key=lambda i: self.kinds[i] == "resource")
+        if any(self.kinds[i] != "resource" for i in order):
+            order = [i for i in order if self.kinds[i] != "resource"]
+        first = order[0]
+        code = self.code if first == 0 else CUDA_ERROR_INVALID_PTX
+        if self.kinds[first] == "version":
+            code = CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+        return PtxError([self.problems[i] for i in order], code, [self.kinds[i] for i in order])
 
 
 def validate(module: ir.Module, limits: Limits | None = None) -> None:
@@ -380,7 +414,7 @@ def validate(module: ir.Module, limits: Limits | None = None) -> None:
     for fn in _functions(module):
         _check_function(module, fn, symbols, st, limits)
     if st.problems:
-        raise PtxError(st.problems, st.code)
+        raise st.error()
 
 
 def _functions(module: ir.Module) -> list[ir.Function]:
@@ -396,7 +430,8 @@ def _functions(module: ir.Module) -> list[ir.Function]:
 def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
     v = module.version
     if v not in KNOWN_VERSIONS and not (v[0] == NEWEST_MAJOR and v[1] > 0):
-        st.add(1, f"Unsupported .version {v[0]}.{v[1]}; current version is '9.0'")
+        st.add(module.lines.get(".version", 1),
+               f"Unsupported .version {v[0]}.{v[1]}; current version is '9.0'", kind="version")
     targets = [t for t in module.target if t not in TARGET_OPTIONS]
     for t in module.target:
         if t in TARGET_OPTIONS:
@@ -405,18 +440,21 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
             t = "sm_" + t[len("compute_"):]
         need = TARGET_VERSION.get(t)
         if need is None:
-            st.add(2, f"Unsupported .target '{t}'")
+            st.add(module.lines.get(".target", 2), f"Unsupported .target '{t}'")
         elif v in KNOWN_VERSIONS and v < need:
-            st.add(2, f"PTX .version {v[0]}.{v[1]} does not support .target {t}")
+            st.add(module.lines.get(".target", 2),
+                   f"PTX .version {v[0]}.{v[1]} does not support .target {t}")
     if len(targets) > 1:
-        st.add(2, "Only one SM target is allowed in a .target directive")
+        st.add(module.lines.get(".target", 2), "Only one SM target is allowed in a .target directive")
     if "debug" in module.target and not module.has_debug_sections:
         st.add(0, "Debug information not found in presence of .target debug")
     if module.address_size != 64:
         if module.address_size == 32:
-            st.add(3, "32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported by cuport")
+            st.add(module.lines.get(".address_size", 3),
+                   "32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported by cuport")
         else:
-            st.add(3, "Illegal value for .address_size directive (must be 32 or 64)")
+            st.add(module.lines.get(".address_size", 3),
+                   "Illegal value for .address_size directive (must be 32 or 64)")
     names: dict[str, str] = {}
     const_total = 0
     for var in module.variables:
@@ -433,7 +471,7 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
                    code=CUDA_ERROR_OUT_OF_MEMORY)
     if const_total > limits.const_bytes:
         st.add(0, f"File uses too much global constant data (0x{const_total:x} bytes, "
-               f"0x{limits.const_bytes:x} max)")
+               f"0x{limits.const_bytes:x} max)", kind="resource")
     for name, f in module.functions.items():
         if name in names and f.name == name:
             st.add(f.line, f"Inconsistent redefinition of symbol '{name}'")
@@ -461,6 +499,10 @@ def _check_variable(var: ir.Var, st: _State, module_scope: bool) -> int:
         if d is None:
             if i != len(var.dims) - 1 or (var.linkage != "extern" and var.init is None):
                 st.add(var.line, f"Non-external variable '{var.name}' has incomplete type")
+            n = 0
+            continue
+        if d == OVERFLOW:
+            st.add(var.line, "Constant overflow")
             n = 0
             continue
         if d <= 0 or d >= 1 << 64:
@@ -569,8 +611,8 @@ def _check_shared(module: ir.Module, fn: ir.Function, st: _State, limits: Limits
         if v.space == "shared" and v.name in used and v.linkage != "extern" and v.dims[-1:] != (None,):
             total += _size(v)
     if total > limits.static_shared_bytes:
-        st.add(fn.line, f"Entry function '{fn.name}' uses too much shared data (0x{total:x} bytes, "
-               f"0x{limits.static_shared_bytes:x} max)")
+        st.add(0, f"Entry function '{fn.name}' uses too much shared data (0x{total:x} bytes, "
+               f"0x{limits.static_shared_bytes:x} max)", kind="resource")
 
 
 def _size(v: ir.Var) -> int:

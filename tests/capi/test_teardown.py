@@ -8,9 +8,9 @@ crash the program (before the fix every numba-cuda, cuda.core and CuPy program e
 with SIGSEGV after printing its results), and releases then succeed, as they would on
 NVIDIA's driver, which is still there at that point.
 
-A child forked after cuInit gets CUDA_ERROR_NOT_INITIALIZED from every call, as from
-NVIDIA's driver (numba-cuda's fork detection keys on it); a child forked before cuInit
-can use CUDA as usual.
+A child forked after cuInit gets CUDA_ERROR_NOT_INITIALIZED from every call but
+cuDriverGetVersion, as from NVIDIA's driver (numba-cuda's fork detection keys on it;
+tests/capi/gpu_answers.json); a child forked before cuInit can use CUDA as usual.
 """
 
 from __future__ import annotations
@@ -240,17 +240,22 @@ FORK_C = r"""
 typedef int (*fn_init)(unsigned);
 typedef int (*fn_alloc)(uint64_t *, size_t);
 typedef int (*fn_count)(int *);
+typedef int (*fn_version)(int *);
 int main(int argc, char **argv) {
     void *lib = dlopen(argv[1], RTLD_NOW);
     fn_init init = (fn_init)dlsym(lib, "cuInit");
     fn_count count = (fn_count)dlsym(lib, "cuDeviceGetCount");
     fn_alloc alloc = (fn_alloc)dlsym(lib, "cuMemAlloc_v2");
-    int n = 0;
+    fn_version version = (fn_version)dlsym(lib, "cuDriverGetVersion");
+    int n = 0, v = 0, parent_v = 0;
+    version(&parent_v);
     if (init(0) != 0 || count(&n) != 0 || n != 1) { printf("FAIL: init\n"); return 1; }
     pid_t pid = fork();
     if (pid == 0) {
         uint64_t d = 0;
         printf("child %d %d %d\n", init(0), count(&n), alloc(&d, 64));
+        int got = version(&v), null = version(NULL);
+        printf("child version %d %s %d\n", got, v == parent_v && v > 0 ? "same" : "differs", null);
         fflush(stdout);
         _exit(0);
     }
@@ -269,4 +274,5 @@ def test_fork_in_a_c_program(tmp_path):
     exe = compile_c([src], tmp_path / "fork")
     r = run([str(exe), str(library())], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines() == ["child 3 3 3", "parent 0", "PASS"], r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["child 3 3 3", "child version 0 same 1",
+                                    "parent 0", "PASS"], r.stdout + r.stderr

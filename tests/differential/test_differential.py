@@ -37,9 +37,15 @@ _UNROLLED = ("the NaN of an f64 operation with two NaN operands: in a loop ptxas
              "next; cuport's model of ptxas's slots (cuport/ptx/ptxas_order.py) follows straight-line code")
 KNOWN: dict[str, str] = {"d01_k019": _UNROLLED}  # fma.rp.f64 %fd53, %fd47, %fd54, %fd7 in a loop of 5 trips
 
+#: The files checked by default: a third of the recording keeps CI within its time (the whole
+#: recording takes ~6 CPU minutes); CUPORT_DIFFTEST_ALL=1 checks every file.
+DEFAULT_FILES = {"d00", "d05", "d06", "d09ftz", "d10rdc", "d11mgd"}
+if os.environ.get("CUPORT_DIFFTEST_ALL", "") not in ("", "0"):
+    DEFAULT_FILES = {spec.name for spec in gen.FILES}
+
 CASES = [pytest.param(spec.name, k.name, id=f"{spec.name}-{k.name.split('_')[-1]}",
                       marks=[pytest.mark.xfail(strict=True, reason=KNOWN[k.name])] if k.name in KNOWN else [])
-         for spec in gen.FILES for k in GENERATED[spec.name].kernels]
+         for spec in gen.FILES if spec.name in DEFAULT_FILES for k in GENERATED[spec.name].kernels]
 
 
 def _recording_state() -> str:
@@ -96,7 +102,7 @@ def cuport_runs(recordings, request):
     return runs
 
 
-@pytest.mark.parametrize("fname", [s.name for s in gen.FILES])
+@pytest.mark.parametrize("fname", [s.name for s in gen.FILES if s.name in DEFAULT_FILES])
 def test_inputs_and_init_match_the_recording(recordings, cuport_runs, fname):
     """The recorded inputs are the generator's, and cudaFree(0) answers as on the GPU."""
     g = GENERATED[fname]
@@ -107,7 +113,7 @@ def test_inputs_and_init_match_the_recording(recordings, cuport_runs, fname):
         f"{fname}: cudaFree(0) returned {cuport_runs[fname].init_status} under cuport, {st} on the GPU")
 
 
-@pytest.mark.parametrize("fname", [s.name for s in gen.FILES])
+@pytest.mark.parametrize("fname", [s.name for s in gen.FILES if s.name in DEFAULT_FILES])
 def test_function_attributes_match_the_gpu(recordings, cuport_runs, fname):
     """cudaFuncGetAttributes: static shared memory, constant memory and threads per block."""
     bad = []

@@ -224,3 +224,10 @@ extern "C" __global__ void hillis_steele(const int* in, int* out) {
   }
   out[i] = buf[p][t];
 }
+
+// Lane indices that wrap around 2^32 inside a warp (unsigned arithmetic is modular): only
+// the lanes whose index wrapped to a small value store, each to its own element
+extern "C" __global__ void index_wraps(unsigned* out, unsigned off, unsigned n) {
+  unsigned i = threadIdx.x + off;
+  if (i < n) out[i] = threadIdx.x;
+}

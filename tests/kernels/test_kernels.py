@@ -248,6 +248,18 @@ H200_SHFL = {
 }
 
 
+@pytest.mark.parametrize("off", [0xFFFFFFF0, 0xFFFFFFE8])
+def test_lane_indices_that_wrap_around(mod, off):
+    out = np.zeros(64, dtype=np.uint32)
+    mod.kernel("index_wraps")(1, 64, (out, np.uint32(off), np.uint32(16)))
+    t = np.arange(64, dtype=np.uint64)
+    i = (t + off) % 2**32
+    ref = np.zeros(64, dtype=np.uint32)
+    ref[i[i < 16]] = t[i < 16]
+    assert (out == ref).all()
+    assert (ref != 0).sum() == 16
+
+
 @pytest.mark.parametrize("mode", sorted(H200_SHFL))
 def test_shuffle_from_lanes_that_do_not_take_part(mod, mode):
     n = 20 if mode == 4 else 32

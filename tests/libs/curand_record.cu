@@ -148,6 +148,22 @@ int main() {
                     curandDestroyGenerator(gen);
                 }
             }
+            {   // past one round of every order's states (Philox's 65536 threads, MRG32k3a's
+                // 81920 lanes, MTGP32's 192 blocks), calls ending part-way, then a new seed
+                Setup s{&g, none, 11, 0, 1, false};
+                int st; curandGenerator_t gen = make(s, &st);
+                if (!st) {
+                    generate(gen, s, RAW, 300001, 0, " big1");
+                    generate(gen, s, UNIFORM_DOUBLE, 262150, 0, " big2");
+                    generate(gen, s, NORMAL, 200002, 0, " big3");
+                    generate(gen, s, POISSON, 100001, 3000, " big4");
+                    generate(gen, s, NORMAL_DOUBLE, 70002, 0, " big5");
+                    generate(gen, s, POISSON, 90001, 20, " big6");
+                    int rs = curandSetPseudoRandomGeneratorSeed(gen, 12);
+                    generate(gen, s, RAW, 5000, 0, rs ? " big7-reseed-failed" : " big7");
+                    curandDestroyGenerator(gen);
+                }
+            }
             one(Setup{&g, none, 1234, 0, 1, false}, RAW, 4097 * 3 + 1);
             one(Setup{&g, none, 777, 0, 1, true}, RAW, N / 4);
             one(Setup{&g, none, 777, 0, 1, true}, NORMAL, N / 4);

@@ -132,9 +132,18 @@ def test_ptx_text_takes_its_arch_from_target(built):
 
 
 def test_ptx_text_without_target_is_invalid_ptx():
-    with pytest.raises(LoaderError) as caught:
-        parse_image(b".version 8.0\n.address_size 64\n")
-    assert caught.value.code == CUDA_ERROR_INVALID_PTX
+    """The loader passes it on; the PTX front end refuses it as the H200's JIT does, naming
+    the line where ptxas looks for the .target (tests/ptx/gpu/h200_ptx_errors.json)."""
+    from cuport import ptx
+
+    [entry] = parse_image(b".version 8.0\n.address_size 64\n").ptx
+    assert (entry.arch, entry.target) == (0, "")
+    with pytest.raises(ptx.PtxSyntaxError) as caught:
+        ptx.load([entry.text])
+    assert ptx.log_of(caught.value).splitlines()[0] == (
+        "ptxas application ptx input, line 2; fatal   : Missing .target directive at start of "
+        "file 'application ptx input'")
+    assert getattr(caught.value, "code", CUDA_ERROR_INVALID_PTX) == CUDA_ERROR_INVALID_PTX
 
 
 def test_executable_carries_the_ptx_of_its_translation_unit(built):

@@ -5,10 +5,10 @@
 Needs nvcc and NVIDIA's libcuda.so.1 (no cuport, no pytest): the kernel of
 tests/ptx/bad_ptx_cases.py is compiled with `nvcc -ptx -arch=sm_90`, each case is loaded
 with cuModuleLoadDataEx with both JIT logs, and the code, the logs and the log sizes the
-driver writes back are recorded; for the cases about resources (a 1 TiB .global, 4 GiB of
-.local per thread, 2^31 declared registers) what a launch answers too. Takes well under a
-minute. Commit the file as tests/ptx/gpu/h200_ptx_errors.json: test_validate.py then checks
-cuport's codes against it.
+driver writes back are recorded; where the load works, what cuModuleGetFunction, a launch
+(1 block of 64 threads) and cuCtxSynchronize answer too. Takes well under a minute. Commit
+the file as tests/ptx/gpu/h200_ptx_errors.json: test_validate.py then runs the same script
+against cuport's libcuda.so.1 (`--library PATH --out FILE`) and compares the two records.
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 3, 4
 CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 5, 6
 
 
-def main() -> int:
-    out = Path(os.environ.get("OUT", "."))
-    out.mkdir(parents=True, exist_ok=True)
+def record(library: str) -> dict:
+    """Every case through `library`'s cuModuleLoadDataEx (and a launch where it loads)."""
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "k.cu").write_text(SOURCE)
         subprocess.run(["nvcc", "-ptx", "-O2", "-arch=sm_90", "-o", f"{d}/k.ptx", f"{d}/k.cu"],
                        check=True)
         base = (Path(d) / "k.ptx").read_text()
-    cu = ctypes.CDLL("libcuda.so.1")
+    cu = ctypes.CDLL(library)
     ctx = ctypes.c_void_p()
     assert cu.cuInit(0) == 0
     dev = ctypes.c_int()
@@ -80,11 +79,23 @@ def main() -> int:
             cu.cuModuleUnload(mod)
         results[case] = rec
         print(case, rec["load"], rec.get("launch"), rec["error_log"][:120].replace("\n", " | "),
-              flush=True)
-    record = {"device": name.value.decode(), "driver": version.value, "cases": results}
-    (out / "h200_ptx_errors.json").write_text(json.dumps(record, indent=1) + "\n")
+              file=sys.stderr, flush=True)
+    return {"device": name.value.decode(), "driver": version.value, "cases": results}
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--library", default="libcuda.so.1", help="the libcuda.so.1 to ask")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="the file to write (default $OUT/h200_ptx_errors.json)")
+    a = ap.parse_args(argv)
+    out = a.out or Path(os.environ.get("OUT", ".")) / "h200_ptx_errors.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record(a.library), indent=1) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

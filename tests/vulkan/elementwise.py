@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir as ll
-from spvrun import Ptr, run
+from spvrun import Ptr, on_device, run
 from spvtools import F16, F32, F64, I8, I16, I32, I64, Kernel, translate_valid
 
 LOCAL = 64
@@ -21,7 +21,7 @@ def lltype(dtype) -> ll.Type:
     return _LL[np.dtype(dtype)]
 
 
-def apply(build, inputs: list[np.ndarray], out_dtype, **translate_kw) -> np.ndarray:
+def apply(build, inputs: list[np.ndarray], out_dtype, device_modes: bool = True, **translate_kw) -> np.ndarray:
     n = len(inputs[0])
     k = Kernel("ew")
     b = k.b
@@ -43,6 +43,8 @@ def apply(build, inputs: list[np.ndarray], out_dtype, **translate_kw) -> np.ndar
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
+    if device_modes:  # the device's subnormal handling, as the backend would translate for it
+        translate_kw["float_modes"] = on_device(translate_kw.get("float_modes"))
     sh = translate_valid(k, (LOCAL, 1, 1), **translate_kw)
     out = np.zeros(n, dtype=out_dtype)
     res = run(sh, ((n + LOCAL - 1) // LOCAL, 1, 1), [Ptr(a) for a in inputs] + [Ptr(out), ("I", n)])

@@ -7,8 +7,9 @@
 # Run from the repository root on the device machine with the same carried folders as
 # tests/vulkan/gpu_check.sh (.gl/ the Vulkan loader and glvnd, .vk/ glslang-tools, .whl/ the
 # vulkan, cffi and pycparser wheels); where .vk/ also holds Debian's spirv-tools .deb, every
-# module is validated too. Writes $OUT/spirv_pytest.txt and $OUT/spirv_fma_probe.txt.
-# Takes about three minutes.
+# module is validated too. Writes $OUT/spirv_pytest.txt, $OUT/spirv_fma_probe.txt and
+# $OUT/denormal_probe.txt (what the device does with subnormals, per operation, bare and as
+# cuport translates it: every "cuport" line must say ok). Takes about three minutes.
 set -u
 OUT=${OUT:-/tmp/spirv-out}
 mkdir -p "$OUT"
@@ -31,7 +32,10 @@ sys.path.insert(0, "tests/vulkan")
 import test_spirv_fpmath as t
 print("fma fused (f32, f64):", t._probe())
 PY
+timeout 60 python3 tests/vulkan/denormal_probe.py > "$OUT/denormal_probe.txt" 2>&1
 timeout 600 python3 -m pytest -q -p no:cacheprovider -rs tests/vulkan/test_spirv_cfg.py \
     tests/vulkan/test_spirv_ops.py tests/vulkan/test_spirv_escapes.py \
-    tests/vulkan/test_spirv_fpmath.py tests/vulkan/test_spirv_translate.py 2>&1 \
+    tests/vulkan/test_spirv_fpmath.py tests/vulkan/test_spirv_translate.py \
+    tests/vulkan/test_spirv_flush32.py tests/vulkan/test_memory_model.py \
+    tests/vulkan/test_runtime_exit.py tests/vulkan/test_discrete_memory.py 2>&1 \
     | tee "$OUT/spirv_pytest.txt" | tail -40

@@ -27,6 +27,56 @@ class Ptr:
         self.array = np.ascontiguousarray(array)
 
 
+_modes: dict | None = None
+
+
+def device_float_modes() -> dict:
+    """The FloatModes fields that describe the device's subnormals, as the backend sets them
+    (VulkanBackend._subnormal_modes: DenormPreserve where it has the mode, f32 emulated where
+    the probe sees it flush; CUPORT_VK_FLUSH32=1 / simulate as there)."""
+    global _modes
+    if _modes is None:
+        import os
+
+        dev = device()
+        fc = dev.info.float_controls
+        preserve = tuple(w for w in (16, 32, 64) if fc.get(f"shaderDenormPreserveFloat{w}"))
+        env = os.environ.get("CUPORT_VK_FLUSH32", "")
+        flush = 32 not in preserve and (env in ("1", "simulate") or _probe_subnormals(dev))
+        _modes = {"denorm_preserve": preserve, "flush32": flush, "simulate_flush32": env == "simulate"}
+    return _modes
+
+
+def on_device(float_modes=None):
+    """`float_modes` (default FloatModes()) with the device's subnormal handling."""
+    import dataclasses
+
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    return dataclasses.replace(float_modes or FloatModes(), **device_float_modes())
+
+
+def _probe_subnormals(dev) -> bool:
+    from cuport.backends.vulkan.spirv import (
+        subnormal_probe_flushes,
+        subnormal_probe_push,
+        subnormal_probe_shader,
+    )
+
+    sh = subnormal_probe_shader()
+    buf = dev.alloc(64)
+    try:
+        s = dev.stream()
+        s.dispatch(dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size), (1, 1, 1),
+                   subnormal_probe_push(buf.address))
+        out = np.zeros(40, np.uint8)
+        s.copy_to_host(out, buf.address)
+        s.synchronize()
+        return subnormal_probe_flushes(out.tobytes())
+    finally:
+        dev.free(buf)
+
+
 def run(shader, groups: tuple[int, int, int], args: list) -> list:
     """Dispatch `shader` over `groups` workgroups. `args` are laid out in the push block in
     order, each at its natural alignment: Ptr (an 8-byte device address), or (fmt, value)

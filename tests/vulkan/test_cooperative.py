@@ -150,6 +150,9 @@ for g in map(int, sys.argv[1:]):
     c = be.allocate(4)
     try:
         k.launch((g, 1, 1), (64, 1, 1), 0, struct.pack("<QI", c, g))
+        failed = be.drain()  # launches are asynchronous: their failure comes with the wait
+        if failed is not None:
+            raise failed[1]
         print(g, "together")
     except BackendError as e:
         print(g, "apart" if "loops ran longer" in e.message else e.message)
@@ -228,6 +231,12 @@ LOOP:
 """
 
 
+def _wait(be) -> None:
+    failed = be.drain()
+    if failed is not None:
+        raise failed[1]
+
+
 def test_probe_finds_lavapipes_quirks():
     be = _backend()
     _lavapipe(be)
@@ -245,6 +254,7 @@ def test_a_loop_longer_than_the_drivers_budget_fails_the_launch():
     assert _from_device(be, out, np.zeros(1, np.uint32))[0] == 60000
     with pytest.raises(BackendError) as e:
         k.launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<QI", out, 100000))
+        _wait(be)  # launches are asynchronous: the failure comes with the wait
     assert e.value.code == 719 and "loops ran longer" in e.value.message  # CUDA_ERROR_LAUNCH_FAILED
     assert "PTX line 16" in e.value.message
 

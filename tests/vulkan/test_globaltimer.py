@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from cuport.backends.base import BackendError
 from cuport.backends.vulkan.compiler import compile_kernel
 from cuport.backends.vulkan.lower import DeviceCaps
 from cuport.ptx.errors import UnsupportedError
@@ -51,11 +52,17 @@ def test_globaltimer_reads_host_nanoseconds():
     k = be.load_module([PTX]).kernel("gt")
     out = be.allocate(16)
     params = struct.pack("<Q", out)
-    k.launch((1, 1, 1), (1, 1, 1), 0, params)  # compiled (and the clock calibrated)
+    try:
+        k.launch((1, 1, 1), (1, 1, 1), 0, params)  # compiled (and the clock calibrated)
+    except BackendError as e:
+        if "wraps at 32 bits" in e.message:  # lavapipe's (test_a_wrapping_clock_is_refused)
+            pytest.skip(e.message)
+        raise
     reads = []
     for _ in range(3):
         h0 = time.time_ns()
         k.launch((1, 1, 1), (1, 1, 1), 0, params)
+        assert be.drain() is None  # launches are asynchronous: the kernel ran by now
         h1 = time.time_ns()
         r = np.zeros(2, np.uint64)
         be.copy_dtoh(r.ctypes.data, out, 16)
@@ -65,8 +72,22 @@ def test_globaltimer_reads_host_nanoseconds():
     for h0, g, h1, lohi in reads:
         assert h0 - slack <= g <= h1 + slack
         assert 0 <= lohi - g < slack  # _lo and _hi read later, in the same nanoseconds
-    for (a0, ga, _, _), (b0, gb, _, _) in zip(reads, reads[1:], strict=False):
-        assert abs((gb - ga) / (b0 - a0) - 1) < 0.01  # the rate: nanoseconds
+    for (a0, ga, a1, _), (b0, gb, b1, _) in zip(reads, reads[1:], strict=False):
+        # the rate: nanoseconds (each read lies in its launch's host window, which a busy
+        # machine widens: the interval between two reads lies between the windows' spans)
+        assert (b0 - a1) - slack <= gb - ga <= (b1 - a0) + slack
+
+
+def test_a_wrapping_clock_is_refused():
+    """lavapipe's device clock is the host's monotonic nanoseconds modulo 2^32: a kernel
+    reading %globaltimer is refused (CUDA_ERROR_NOT_SUPPORTED) rather than jumping back."""
+    be = _backend()
+    if be.info.driver_id != "MESA_LLVMPIPE":
+        pytest.skip(f"{be.info.name}: not lavapipe")
+    k = be.load_module([PTX]).kernel("gt")
+    with pytest.raises(BackendError) as e:
+        k.launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", be.allocate(16)))
+    assert e.value.code == 801 and "wraps at 32 bits" in e.value.message
 
 
 def test_globaltimer_needs_the_device_clock():

@@ -372,3 +372,21 @@ def test_constant_table_global() -> None:
     sh = translate_valid(k, (64, 1, 1))
     (got,) = run(sh, (1, 1, 1), [Ptr(np.zeros(64, np.float32))])
     assert np.array_equal(got, (np.arange(64) % 16 * 0.5).astype(np.float32))
+
+
+def test_types_of_temporary_llvmlite_types() -> None:
+    """The type cache must not mistake a new llvmlite type for a dead one whose id() it
+    reuses (on the H200 host an i64 load was bitcast to a uvec3 that way)."""
+    import importlib
+
+    tr_mod = importlib.import_module("cuport.backends.vulkan.spirv.translate")
+
+    k = Kernel()
+    k.b.ret_void()
+    tr = tr_mod._Translator(k.module, k.fn, (1, 1, 1), tr_mod.FloatModes())
+    m = tr.m  # the module's own type table, deduplicated by structure
+    v3, v4, arr = m.t_vector(tr.ty(I32), 3), m.t_vector(tr.ty(F32), 4), m.t_array(tr.ty(I64), 8)
+    for _ in range(50):  # llvmlite makes a new object for each vector or array type
+        assert tr.ty(ll.VectorType(I32, 3)) == v3
+        assert tr.ty(ll.VectorType(F32, 4)) == v4
+        assert tr.ty(ll.ArrayType(I64, 8)) == arr

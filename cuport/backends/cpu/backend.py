@@ -30,7 +30,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, device_launch, faultaddr, guard, jit
+from . import cache, compile_pool, device_launch, faultaddr, guard, hostcalls, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -105,11 +105,13 @@ class CpuModule:
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
+        self.texts = list(ptx_texts)
         self.text_key = cache.make_key(*ptx_texts)
         self._buffers: list[HostBuffer] = []
         self.globals: dict[str, tuple[int, int]] = {}
         self._allocate_globals()
         self._kernels: dict[str, CpuKernel] = {}
+        backend.compile_ahead(self)
 
     def _allocate_globals(self) -> None:
         vars_ = [v for v in self.ptx.variables if v.space in ("global", "const")]
@@ -159,7 +161,16 @@ class CpuBackend:
         self.pool = get_pool()
         self._scratch: list[HostBuffer | None] = [None] * self.pool.n
         self._scratch_ptrs = (ctypes.c_void_p * self.pool.n)()
+        self._scratch_ptrs_addr = ctypes.addressof(self._scratch_ptrs)
+        self._scratch_size = 0
         self._launch_lock = threading.Lock()
+        # what run() fills for every launch (under the lock)
+        self._ctx = L.LaunchCtx()
+        self._ctx_addr = ctypes.addressof(self._ctx)
+        self._params_len = 4096
+        self._params = ctypes.create_string_buffer(self._params_len)
+        self._params_addr = ctypes.addressof(self._params)
+        self._faults = (faultaddr.WorkerFault * self.pool.n)()  # runtime.c fills them
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
@@ -194,13 +205,53 @@ class CpuBackend:
             slots *= 2
         return slots
 
+    def _key(self, module: CpuModule, kernel: str, block: tuple[int, int, int], resident: int) -> str:
+        return cache.make_key(module.text_key, kernel, repr(block), str(resident), __version__,
+                              cache.code_fingerprint(), jit.host_description(), str(self.pool.n),
+                              *(os.environ.get(k, "") for k in compile_pool.CODE_ENV))
+
+    def compile_ahead(self, module: CpuModule) -> None:
+        """Queue the module's kernels whose block shape the PTX declares for the compile
+        workers (compile_pool.py), unless cached already."""
+        ahead = [f for f in module.ptx.kernels() if f.is_definition and (f.reqntid or f.maxntid)]
+        if not ahead or compile_pool.worker_count() == 0:
+            return
+        pool = compile_pool.get_compile_pool()
+        pool.on_result = self._store_ahead
+        for f in ahead:
+            block = tuple((list(f.reqntid or f.maxntid) + [1, 1])[:3])
+            if block[0] * block[1] * block[2] > 1024:
+                continue
+            key = self._key(module, f.name, block, RESIDENT_SLOTS)
+            if cache.load(key) is not None:
+                continue
+            pool.submit(key, module.text_key, module.texts, f.name, block, RESIDENT_SLOTS,
+                        self.pool.n, len(f.body or ()))
+
+    def _store_ahead(self, job, reply) -> bool:
+        """A compile worker's result into the disk cache; True when it went there."""
+        if reply[0] != "done":
+            return False
+        _, _, obj, info, seconds = reply
+        self.stats["compiles"] += 1
+        self.stats["compile_seconds"] += seconds
+        if not cache.enabled():
+            return False
+        cache.store(job.key, obj, {"info": info, "seconds": seconds})
+        return True
+
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int],
                 resident: int = RESIDENT_SLOTS):
-        key = cache.make_key(module.text_key, kernel, repr(block), str(resident), __version__, cache.code_fingerprint(),
-                             jit.host_description(), str(self.pool.n),
-                             os.environ.get("CUPORT_CHECK_CONVERGENCE", ""),
-                             os.environ.get("CUPORT_NO_YIELDS", ""))
+        key = self._key(module, kernel, block, resident)
         hit = cache.load(key)
+        if hit is None:
+            # compiled ahead by a worker, or under way there: take its result
+            ahead = compile_pool.get_compile_pool().claim(key)
+            reply = ahead.result() if ahead is not None else None
+            if reply is not None and reply[0] == "done":
+                hit = reply[2], {"info": reply[3]}
+            else:
+                hit = cache.load(key)  # (a worker may have stored it meanwhile)
         if hit is not None:
             obj, meta = hit
             info = CompiledKernelInfo(**meta["info"])
@@ -221,8 +272,6 @@ class CpuBackend:
             if var not in module.globals:
                 raise BackendError(CUDA_ERROR_NOT_FOUND, f"kernel {kernel}: the variable {var} is declared but never defined")
             symbols[sym] = module.globals[var][0]
-        from . import hostcalls
-
         for sym in info.host_symbols:
             symbols[sym] = hostcalls.address_of(sym)
         return jit.link(obj, symbols), info
@@ -275,44 +324,69 @@ class CpuBackend:
              params: bytes, name: str, cooperative: bool = False,
              module: CpuModule | None = None, depth: int = 0) -> list:
         nblocks = grid[0] * grid[1] * grid[2]
-        pbuf = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
         with self._launch_lock:
             workers = min(self.pool.n, nblocks)
             slot = (ck.scratch_bytes(dyn_smem) + 4095) & ~4095
-            for i in range(workers):
-                self._scratch_ptrs[i] = self._scratch_for(i, slot * ck.resident_slots)
-            ctx = L.LaunchCtx()
-            ctx.params = ctypes.addressof(pbuf)
+            need = slot * ck.resident_slots
+            if need > self._scratch_size:
+                for i in range(self.pool.n):
+                    self._scratch_ptrs[i] = self._scratch_for(i, need)
+                self._scratch_size = need
+            if len(params) > self._params_len:
+                self._params_len = max(len(params), 2 * self._params_len)
+                self._params = ctypes.create_string_buffer(self._params_len)
+                self._params_addr = ctypes.addressof(self._params)
+            ctypes.memmove(self._params_addr, params, len(params))
+            ctx = self._ctx  # one launch at a time: the same record serves every launch
+            ctypes.memset(self._ctx_addr, 0, ctypes.sizeof(ctx))
+            ctx.params = self._params_addr
             ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
             ctx.dyn_smem = dyn_smem
             ctx.nblocks = nblocks
-            ctx.next_block = 0
-            ctx.scratch = ctypes.addressof(self._scratch_ptrs)
-            ctx.chunk = max(1, min(64, nblocks // (workers * 8) if workers else 1))
+            ctx.scratch = self._scratch_ptrs_addr
+            ctx.chunk = max(1, min(64, nblocks // (workers * 8)))
             workspace = None
             if cooperative:  # one block per grab, so that the workers share the grid
                 ctx.chunk = 1
                 workspace = (ctypes.c_uint32 * 2)(8, 0)  # {wsSize, barrier}
                 ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot
-            ctx_addr = ctypes.addressof(ctx)
             faults: dict[int, int | None] = {}
-            call = self._guarded(linked, ctx_addr, faults)
+            native = self.pool.native
             device_launch.begin(module, depth)
             try:
-                if workers == 1:
-                    call(0)
+                if native is not None:
+                    native.cuport_guard_install()
+                    native.cuport_pool_run(linked.worker_addr, self._ctx_addr, workers, 1,
+                                           self._ctx_addr + L.LaunchCtx.error.offset,
+                                           L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,
+                                           self._faults)
+                    if ctx.error:
+                        self._native_faults(native, workers, faults)
                 else:
-                    self.pool.run(call, workers)
+                    call = self._guarded(linked, self._ctx_addr, faults)
+                    if workers == 1:
+                        call(0)
+                    else:
+                        self.pool.run(call, workers)
             finally:
                 launches = device_launch.end()
-            from . import hostcalls
-
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
                 self._raise(ctx, ck, name, grid, faults)
         return launches
+
+    def _native_faults(self, lib, workers: int, faults: dict[int, int | None]) -> None:
+        """The faults the pool's workers recorded (runtime.c), as _guarded's call does."""
+        for i in range(workers):
+            f = self._faults[i]
+            if f.sig in (signal.SIGSEGV, signal.SIGBUS):
+                if f.sig == signal.SIGSEGV and f.code == faultaddr.SI_KERNEL:
+                    faults[i] = faultaddr.decode(lib, list(f.regs), bytes(f.fp[:f.fp_size]))
+                else:
+                    faults[i] = f.where or 0
+            f.sig = 0
 
     @staticmethod
     def _guarded(linked: jit.Linked, ctx_addr: int, faults: dict[int, int | None]):

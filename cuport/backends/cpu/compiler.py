@@ -649,7 +649,10 @@ class ModuleCompiler:
         cur = b.alloca(I32, name="current")
         nxt = b.alloca(I64, name="next_block")
         end = b.alloca(I64, name="chunk_end")
-        for slot, v in ((occ, i32c(0)), (cur, i32c(0)), (nxt, i64c(0)), (end, i64c(0))):
+        # the next block's (x, y, z): divided out once per chunk, then counted up
+        cxyz = [b.alloca(I32, name=f"c{a}") for a in "xyz"]
+        for slot, v in ((occ, i32c(0)), (cur, i32c(0)), (nxt, i64c(0)), (end, i64c(0)),
+                        *((c, i32c(0)) for c in cxyz)):
             b.store(v, slot)
         main = wf.append_basic_block("main")
         quit_bb = wf.append_basic_block("quit")
@@ -681,6 +684,9 @@ class ModuleCompiler:
         e = b.add(start, chunk)
         b.store(b.select(b.icmp_unsigned(">", e, nblocks), nblocks, e), end)
         b.store(start, nxt)
+        for c, v in zip(cxyz, (b.urem(start, gx64), b.udiv(b.urem(start, gxy), gx64),
+                               b.udiv(start, gxy)), strict=True):
+            b.store(b.trunc(v, I32), c)
         b.branch(have)
         b.position_at_end(have)
         lin = b.load(nxt)
@@ -688,11 +694,17 @@ class ModuleCompiler:
         o = b.load(occ)
         free = b.cttz(b.and_(b.not_(o), i32c((1 << R) - 1)), ll.Constant(ll.IntType(1), 1))
         blk = slot_blk(free)
-        bx = b.urem(lin, gx64)
-        by = b.udiv(b.urem(lin, gxy), gx64)
-        bz = b.udiv(lin, gxy)
+        bx, by, bz = (b.load(c) for c in cxyz)
         for k, v in enumerate((bx, by, bz)):
-            b.store(b.trunc(v, I32), b.gep(blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8))
+            b.store(v, b.gep(blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8))
+        # the one after: x + 1, carrying into y and z
+        x1 = b.add(bx, i32c(1))
+        wrap_x = b.icmp_unsigned("==", x1, ctx_field("grid_x", I32))
+        y1 = b.select(wrap_x, b.add(by, i32c(1)), by)
+        wrap_y = b.icmp_unsigned("==", y1, ctx_field("grid_y", I32))
+        b.store(b.select(wrap_x, i32c(0), x1), cxyz[0])
+        b.store(b.select(wrap_y, i32c(0), y1), cxyz[1])
+        b.store(b.select(wrap_y, b.add(bz, i32c(1)), bz), cxyz[2])
         b.store(lin, b.gep(blk, [i64c(L.BS_LINEAR)], source_etype=I8))
         b.call(self.block_init_fn, [blk, b.gep(blk, [i64c(L.BLOCK_STATE_BYTES)], source_etype=I8)])
         b.store(b.or_(o, b.shl(i32c(1), free)), occ)

@@ -53,6 +53,7 @@ from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from . import atomic_ops, memory_ops, rounding
 from . import layout as L
+from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
 from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
 from .warp_ops import WarpOps
@@ -95,7 +96,7 @@ def i64c(v: int) -> ll.Constant:
     return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
 
 
-class FunctionEmitter(Values, WarpOps, LaneOps):
+class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
     """Lowers one PTX function (kernel entry or device function) for one block shape."""
 
     def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
@@ -220,18 +221,39 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
                 self.barriers[0].term.line,
             )
         if self.is_kernel:
-            # pending masks, bitmap, barrier waits live in the WarpState (they survive suspension)
+            # which suspension points use which protocol (see _emit_barrier): with simple
+            # barriers, yield points in split code still wait the general way
+            self.general_points = [
+                i for i, blk in enumerate(self.barriers)
+                if not self.simple_barriers or blk.index in self.div.split_blocks
+            ]
+            # Barrier waits live in the WarpState. So do the pending masks and their bitmap
+            # where a warp may suspend with lanes pending elsewhere (the general protocol);
+            # where every suspension is a converged barrier nothing is pending when the warp
+            # returns, and stack slots that LLVM keeps in registers serve.
+            self.pending_in_ws = bool(self.general_points)
+            # Lane forms (lane_forms.py) keep leaves, not lanes: not where the general
+            # protocol blends a register's lanes saved at different times
+            self._setup_forms(not self.general_points)
             off = L.WS_HEADER
-            self.ws_bits = off
-            off += 8 * self.nwords
-            self.ws_pend = off
-            off += 4 * nt
+            if self.pending_in_ws:
+                self.ws_bits = off
+                off += 8 * self.nwords
+                self.ws_pend = off
+                off += 4 * nt
+                self.pend_ptr = b.gep(self.ws, [i64c(self.ws_pend)], source_etype=I8)
+                self.bits_ptr = b.gep(self.ws, [i64c(self.ws_bits)], source_etype=I8)
+            else:
+                self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
+                self.bits_ptr = opaque_alloca(b, ll.ArrayType(I64, self.nwords), "bits")
+                for w in range(self.nwords):
+                    b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+                for r in range(nt):
+                    b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
             self.ws_wait = off
             off += 4 * len(self.barriers)
             self.ws_wgen = off
             off += 4 * len(self.barriers)
-            self.pend_ptr = b.gep(self.ws, [i64c(self.ws_pend)], source_etype=I8)
-            self.bits_ptr = b.gep(self.ws, [i64c(self.ws_bits)], source_etype=I8)
             self.wait_ptr = b.gep(self.ws, [i64c(self.ws_wait)], source_etype=I8)
             self.wgen_ptr = b.gep(self.ws, [i64c(self.ws_wgen)], source_etype=I8)
             # Each barrier has its own save area for the registers live at its continuation:
@@ -242,12 +264,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             # to the entry and spill them.
             self.saved_regs: list[list[tuple[str, int]]] = []
             off = (off + 63) & ~63
-            # which suspension points use which protocol (see _emit_barrier): with simple
-            # barriers, yield points in split code still wait the general way
-            self.general_points = [
-                i for i, blk in enumerate(self.barriers)
-                if not self.simple_barriers or blk.index in self.div.split_blocks
-            ]
             if self.simple_barriers:
                 from ...passes.barrier_state import plan
 
@@ -258,6 +274,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
                 for name in self.bstate.slots:
                     slot, t, varying = self.regs[name]
                     size = max(t.width // 8, 1) * (W if varying else 1)
+                    if name in self.forms:
+                        size = 32  # the leaves, 8 bytes apart (lane_forms.form_leaf_slots)
                     align = min(64, max(size, 1))
                     off = (off + align - 1) & ~(align - 1)
                     self.slot_off[name] = off
@@ -299,6 +317,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
                     off += size
             self.mc.note_warp_state(off)
         else:
+            self._setup_forms(True)
             self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
             self.bits_ptr = opaque_alloca(b, ll.ArrayType(I64, self.nwords), "bits")
             for w in range(self.nwords):
@@ -345,10 +364,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         restore = self.llfn.append_basic_block("restore")
         b.cbranch(b.icmp_unsigned("==", resume, i32c(0)), start, restore)
         b.position_at_end(start)
-        for w in range(self.nwords):
-            b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
-        for r in range(max(len(self.targets), 1)):
-            b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
+        if self.pending_in_ws:
+            for w in range(self.nwords):
+                b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+            for r in range(max(len(self.targets), 1)):
+                b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
         for i in range(len(self.barriers)):
             b.store(i32c(0), b.gep(self.wait_ptr, [i64c(4 * i)], source_etype=I8))
         b.store(i32c(0), b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8))
@@ -453,6 +473,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
                 space = self.space_of(ins)
                 if (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg)
                         and mem.base.name in self.div.varying and mem.base.name not in written
+                        and mem.base.name not in self.forms
                         and space in ("global", "shared", "const", "generic")):
                     try:
                         t = type_suffix(ins)
@@ -482,6 +503,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
         self.vec = self._needs_vector(ins)
         self._mask_cache = {k: v for k, v in self._mask_cache.items() if k == "active"}
+        if self.forms:
+            ds = defs(ins)
+            if ds and ds[0].name in self.forms:
+                self.emit_form_def(ins)
+                return
         lower(self, ins)
 
     def _needs_vector(self, ins: ir.Instr) -> bool:
@@ -616,23 +642,30 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             b.store(mask, self.active_slot)
             b.branch(self.llblocks[target])
             return
-        # lanes pending at the target itself or at any earlier block: let dispatch pick, so
-        # the target runs once with all its lanes (this is where warps reconverge). While a
-        # block runs, every pending block comes after it (it was the lowest), so only the
-        # targets between this block and the target can hold lanes: none for a back edge.
+        # Lanes pending at an earlier block: let dispatch pick (the lowest runs first). Else
+        # the target runs now, with the lanes pending there joining these (this is where
+        # warps reconverge; the same as dispatch would pick, without going through it).
+        # While a block runs, every pending block comes after it (it was the lowest), so
+        # only the targets between this block and the target can hold lanes: none for a
+        # back edge.
         lo = bisect.bisect_right(self.targets, self.block.index) if self.block is not None else 0
-        below = self._any_pending_in(lo, self.rank[target] + 1)
-        if below is None:
-            b.store(mask, self.active_slot)
-            b.branch(self.llblocks[target])
-            return
-        direct = self.llfn.append_basic_block()
-        defer = self.llfn.append_basic_block()
-        b.cbranch(below, defer, direct)
-        b.position_at_end(defer)
-        self._defer(target, mask)
-        b.branch(self.dispatch_bb)
-        b.position_at_end(direct)
+        r = self.rank[target]
+        below = self._any_pending_in(lo, r)
+        if below is not None:
+            direct = self.llfn.append_basic_block()
+            defer = self.llfn.append_basic_block()
+            b.cbranch(below, defer, direct)
+            b.position_at_end(defer)
+            self._defer(target, mask)
+            b.branch(self.dispatch_bb)
+            b.position_at_end(direct)
+        if r >= lo:  # lanes may wait at the target itself: they come along
+            pp = b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8)
+            mask = b.or_(mask, b.load(pp, typ=I32))
+            b.store(i32c(0), pp)
+            w, bit = divmod(r, 64)
+            bp = b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8)
+            b.store(b.and_(b.load(bp, typ=I64), i64c(~(1 << bit))), bp)
         b.store(mask, self.active_slot)
         b.branch(self.llblocks[target])
 
@@ -689,9 +722,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         cnt = b.ctpop(mask)
         xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
         b.store(b.add(b.load(xp, typ=I32), cnt), xp)
-        self.mc.bump_events(b, self.blk)
-        if self.mc.uses_barriers:
-            b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
+        if not self.mc.simple_barriers:
+            # (the simple protocol's rounds need neither: see compiler._emit_runner)
+            self.mc.bump_events(b, self.blk)
+            if self.mc.uses_barriers:
+                b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
 
     # ---------------------------------------------------------------- barriers
     def _yield_now(self, blk: cfgmod.Block) -> None:
@@ -814,17 +849,19 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             rp = b.gep(self.blk, [i64c(L.BS_RED)], source_etype=I8)
             b.store(b.add(b.load(rp, typ=I32), contrib), rp)
         for name in self.bstate.save[self.bstate_index[idx]]:
-            slot, rt, varying = self.regs[name]
-            b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8))
+            for k, (slot, _rt) in enumerate(self._saved_slots(name)):
+                if slot is not None:
+                    b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8))
         b.store(i32c(L.WS_SIMPLE_BASE + idx), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
         b.ret(i32c(YIELDED if t.op == "yield" else SUSPENDED))
         # the resume side
         saved_block = self.block
         b.position_at_end(self._simple_resume[idx])
         for name in self.bstate.load[self.bstate_index[idx]]:
-            slot, rt, varying = self.regs[name]
-            p = b.gep(self.ws, [i64c(self.slot_off[name])], source_etype=I8)
-            b.store(b.load(p, typ=vec(rt) if varying else rt), slot)
+            for k, (slot, rt) in enumerate(self._saved_slots(name)):
+                if slot is not None:
+                    p = b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8)
+                    b.store(b.load(p, typ=rt), slot)
         ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
         active = b.and_(self.live_mask, b.not_(ex))
         b.store(active, self.active_slot)
@@ -852,6 +889,13 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         b.branch(self.llblocks[blk.succs[0]])
         self.block = saved_block
 
+    def _saved_slots(self, name: str) -> list[tuple[ll.Value, ll.Type]]:
+        """The stack slots of a register that a converged barrier saves, with their types."""
+        if name in self.forms:
+            return self.form_leaf_slots(name)
+        slot, rt, varying = self.regs[name]
+        return [(slot, vec(rt) if varying else rt)]
+
     def _uniform_int(self, op) -> ll.Value:
         """An integer operand that must be the same for the warp (barrier ids and counts)."""
         b = self.b
@@ -859,7 +903,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             return i32c(op.value)
         if isinstance(op, ir.Reg):
             slot, t, varying = self.regs[op.name]
-            v = b.load(slot)
+            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
             if varying:
                 first = b.cttz(self.active, ll.Constant(I1, 0))
                 v = b.extract_element(v, first)
@@ -896,14 +940,22 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
                 bit = b.cttz(v, ll.Constant(I1, 1))
                 b.store(b.and_(v, b.sub(v, i64c(1))), bp)
                 idx = b.add(b.trunc(bit, I32), i32c(64 * w))
-                pp = b.gep(self.pend_ptr, [b.mul(b.zext(idx, I64), i64c(4))], source_etype=I8)
-                m = b.load(pp, typ=I32)
-                b.store(i32c(0), pp)
-                b.store(m, self.active_slot)
-                sw = b.switch(idx, self.llblocks[self.targets[0]])
-                for r, t in enumerate(self.targets):
-                    if r > 0 and 64 * w <= r < 64 * (w + 1):
-                        sw.add_case(i32c(r), self.llblocks[t])
+                # one case per target, each taking its own pending mask at a constant offset
+                # (so that stack-slot masks stay in registers)
+                ranks = [r for r in range(len(self.targets)) if 64 * w <= r < 64 * (w + 1)]
+                cases = []
+                for r in ranks:
+                    bb = self.llfn.append_basic_block(f"take{r}")
+                    cases.append((r, bb))
+                sw = b.switch(idx, cases[0][1])
+                for r, bb in cases[1:]:
+                    sw.add_case(i32c(r), bb)
+                for r, bb in cases:
+                    b.position_at_end(bb)
+                    pp = b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8)
+                    b.store(b.load(pp, typ=I32), self.active_slot)
+                    b.store(i32c(0), pp)
+                    b.branch(self.llblocks[self.targets[r]])
                 if nxt is not none_bb:
                     b.position_at_end(nxt)
         if self.is_kernel:
@@ -1059,9 +1111,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             if op.name not in self.regs:
                 raise self.error(f"the register {op.name} is not declared")
             slot, t, varying = self.regs[op.name]
-            v = b.load(slot)
             if varying and not self.vec:
                 raise self.error(f"internal: varying register {op.name} read in uniform mode")
+            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
             if self.vec and not varying:
                 v = self.splat(v)
             return self._resize(v, want, ptype[0] == "s")
@@ -1088,6 +1140,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         if not isinstance(op, ir.Reg):
             raise self.error(f"a destination that is not a register ({ir.format_operand(op)})")
         b = self.b
+        if op.name in self.forms:
+            raise self.error(f"internal: {op.name} has a lane form but is written as lanes")
         slot, t, varying = self.regs[op.name]
         v = self.to_bits(value, ptype)
         if signed is None:
@@ -1295,10 +1349,16 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             raise self.error(f"taking the address of the call parameter {name}")
         raise self.error(f"the symbol {name} is not declared")
 
-    def address(self, mem: ir.Mem, space: str) -> ll.Value:
-        """Host address(es) of a memory operand: a scalar ptr in uniform mode, <32 x ptr> otherwise."""
+    def address(self, mem: ir.Mem, space: str, elem_size: int = 0) -> ll.Value:
+        """Host address(es) of a memory operand: a scalar ptr in uniform mode, <32 x ptr>
+        otherwise. With `elem_size` (plain loads and stores of that size) the result may be
+        FormPtrs (lane_forms.py), which em.load/em.store and offset_ptrs take."""
         b = self.b
         base = mem.base
+        if elem_size and self.vec and self.forms:
+            fp = self.form_address(mem, space, elem_size)
+            if fp is not None:
+                return fp
         if space == "param":
             if isinstance(base, ir.Sym) and base.name in self.param_slots:
                 return self._param_address(self.param_slots[base.name], mem.offset)
@@ -1372,6 +1432,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         """`ptrs + offset` bytes, keeping the lane pattern of the address (vector ld/st elements)."""
         if offset == 0:
             return ptrs
+        if isinstance(ptrs, FormPtrs):
+            return self.form_offset(ptrs, offset)
         if isinstance(ptrs, SegPtrs):
             return SegPtrs(ptrs.kind, ptrs.seg, [self.b.gep(p, [i64c(offset)], source_etype=I8) for p in ptrs.ptrs],
                            ptrs.base, ptrs.shape)
@@ -1426,6 +1488,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         b = self.b
         if isinstance(ptrs, SegPtrs):
             return self._segment_load(ptrs.ptrs, t, align, ptrs.kind, ptrs.seg)
+        if isinstance(ptrs, FormPtrs):
+            return self._form_load(ptrs, t, align)
         scalar = getattr(ptrs, "cuport_scalar", None)
         if scalar is not None:
             ptrs = scalar
@@ -1475,6 +1539,69 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
         return phi
+
+    def _form_load(self, p: FormPtrs, t: ll.Type, align: int) -> ll.Value:
+        """A load through FormPtrs: per run when the form allows, else a gather."""
+        b = self.b
+        vt = vec(t)
+
+        def gather() -> ll.Value:
+            return self.intrinsic("llvm.masked.gather",
+                                  [self.form_lane_ptrs(p), i32c(align), self.exec_mask_vec(),
+                                   ll.Constant(vt, None)], overload=[vt, vec(PTR)], ret=vt)
+
+        if p.kind is None:
+            return gather()
+        if p.ok is None:
+            return self._segment_load(p.leaders, t, align, p.kind, p.seg)
+        fast = self.llfn.append_basic_block("ldf_fast")
+        slow = self.llfn.append_basic_block("ldf_gather")
+        join = self.llfn.append_basic_block("ldf_join")
+        b.cbranch(p.ok, fast, slow)
+        b.position_at_end(fast)
+        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg)
+        fast_end = b.block
+        b.branch(join)
+        b.position_at_end(slow)
+        v_slow = gather()
+        slow_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        phi = b.phi(vt)
+        phi.add_incoming(v_fast, fast_end)
+        phi.add_incoming(v_slow, slow_end)
+        return phi
+
+    def _form_store(self, p: FormPtrs, value: ll.Value, align: int) -> None:
+        b = self.b
+        if not isinstance(value.type, ll.VectorType):
+            value = self.splat(value)
+
+        def scatter() -> None:
+            self.intrinsic("llvm.masked.scatter",
+                           [value, self.form_lane_ptrs(p), i32c(align), self.exec_mask_vec()],
+                           overload=[value.type, vec(PTR)], ret=ll.VoidType())
+
+        if p.kind == "uniform":
+            self._run_store(p.leaders, value, align, p.seg)
+            return
+        if p.kind != "contiguous":
+            scatter()
+            return
+        if p.ok is None:
+            self._segment_store(p.leaders, value, align, p.seg)
+            return
+        fast = self.llfn.append_basic_block("stf_fast")
+        slow = self.llfn.append_basic_block("stf_scatter")
+        join = self.llfn.append_basic_block("stf_join")
+        b.cbranch(p.ok, fast, slow)
+        b.position_at_end(fast)
+        self._segment_store(p.leaders, value, align, p.seg)
+        b.branch(join)
+        b.position_at_end(slow)
+        scatter()
+        b.branch(join)
+        b.position_at_end(join)
 
     @staticmethod
     def _size(t: ll.Type) -> int:
@@ -1554,6 +1681,19 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             self.intrinsic("llvm.masked.store", [part, p, i32c(align), m], overload=[part.type, PTR],
                            ret=ll.VoidType())
 
+    def _run_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
+        """Every lane of a run stores to one address: the highest executing lane's value
+        lands there (as a scatter orders them); a run with no executing lane stores into a
+        dummy slot instead (no branch)."""
+        b = self.b
+        for j in range(W // seg):
+            m = b.and_(self.exec_mask(), i32c(((1 << seg) - 1) << (j * seg)))
+            last = b.sub(i32c(W - 1), b.ctlz(m, ll.Constant(I1, 0)))
+            any_ = b.icmp_unsigned("!=", m, i32c(0))
+            lane = b.select(any_, last, i32c(j * seg))
+            p = b.select(any_, leaders[j], self.dummy_slot())
+            b.store(b.extract_element(value, lane), p, align=align)
+
     def _version_mode(self, ptrs: ll.Value, kind: str, seg: int, t: ll.Type) -> str | None:
         """"fast"/"slow" when the block was versioned on this access's pattern, else None."""
         if self.version is None:
@@ -1592,6 +1732,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps):
             if not isinstance(value.type, ll.VectorType):
                 value = self.splat(value)
             self._segment_store(ptrs.ptrs, value, align, ptrs.seg)
+            return
+        if isinstance(ptrs, FormPtrs):
+            self._form_store(ptrs, value, align)
             return
         scalar = getattr(ptrs, "cuport_scalar", None)
         if scalar is not None:

@@ -70,18 +70,33 @@ def reported(lib) -> bool:
 
 def address(lib) -> int | None:
     """The address the last fault of this thread used, decoded; None where unknown."""
+    regs = (ctypes.c_uint64 * NGREG)()
+    fp = (ctypes.c_ubyte * FP_CAP)()
+    size = ctypes.c_uint32()
+    if lib.cuport_fault_state(regs, NGREG, fp, FP_CAP, ctypes.byref(size)) != SI_KERNEL:
+        return None
+    return decode(lib, list(regs), bytes(fp[:size.value]))
+
+
+class WorkerFault(ctypes.Structure):
+    """What a pool worker (runtime.c's struct fault) keeps of its share's fault: the
+    signal (0: none), guard.c's si_code, address and machine state."""
+
+    _fields_ = [("sig", ctypes.c_int32), ("code", ctypes.c_int32), ("fp_size", ctypes.c_uint32),
+                ("pad", ctypes.c_uint32), ("where", ctypes.c_void_p),
+                ("regs", ctypes.c_uint64 * NGREG), ("fp", ctypes.c_ubyte * FP_CAP)]
+
+
+def decode(lib, regs: list[int], fp: bytes) -> int | None:
+    """The address a fault with this machine state (gregs, XSAVE image) used; None where
+    unknown."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
     try:
         import iced_x86 as ix
     except ImportError:
         return None
-    regs = (ctypes.c_uint64 * NGREG)()
-    fp = (ctypes.c_ubyte * FP_CAP)()
-    size = ctypes.c_uint32()
-    if lib.cuport_fault_state(regs, NGREG, fp, FP_CAP, ctypes.byref(size)) != SI_KERNEL:
-        return None
-    state = _State(lib, list(regs), bytes(fp[:size.value]))
+    state = _State(lib, regs, fp)
     rip = state.gpr["rip"]
     try:
         code = ctypes.string_at(rip, 15)

@@ -1,7 +1,8 @@
 """Kernels that fault stop their launch with CUDA_ERROR_ILLEGAL_ADDRESS instead of
 killing the program (guard.c says how).
 
-guard.c is compiled when cuport is installed (setup.py, as libcuda.so.1 is) into the
+guard.c, with runtime.c (the worker pool, whose threads run their shares as guarded calls),
+is compiled when cuport is installed (setup.py, as libcuda.so.1 is) into the
 package's _native/ folder, under a name that carries a hash of its source and compile
 command. An editable install whose guard.c changed rebuilds it there on first use, or,
 where the package folder cannot be written, in a private temporary folder of the process.
@@ -28,6 +29,8 @@ import threading
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("guard.c")
+#: compiled into the same library: the worker pool (runtime.c runs each share as a guarded call)
+SOURCES = [SOURCE, Path(__file__).with_name("runtime.c")]
 NATIVE = Path(__file__).resolve().parents[2] / "_native"
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -38,14 +41,14 @@ class Untrusted(Exception):
     """A library file that someone else could have written."""
 
 
-def _command(source: Path, target: Path) -> list[str]:
+def _command(sources: list[Path], target: Path) -> list[str]:
     cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    return [*cc, "-O2", "-shared", "-fPIC", "-o", str(target), str(source), "-lpthread"]
+    return [*cc, "-O2", "-shared", "-fPIC", "-o", str(target), *map(str, sources), "-lpthread"]
 
 
 def library_name() -> str:
-    h = hashlib.sha256(SOURCE.read_bytes())
-    h.update(repr(_command(Path("guard.c"), Path("guard.so"))).encode())
+    h = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES))
+    h.update(repr(_command([Path(p.name) for p in SOURCES], Path("guard.so"))).encode())
     return f"libcuport_guard-{h.hexdigest()[:16]}.so"
 
 
@@ -58,7 +61,7 @@ def build(out_dir: Path) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=out_dir)
     os.close(fd)
     try:
-        subprocess.run(_command(SOURCE, Path(tmp)), check=True, capture_output=True, text=True)
+        subprocess.run(_command(SOURCES, Path(tmp)), check=True, capture_output=True, text=True)
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
     finally:
@@ -137,6 +140,12 @@ def library() -> ctypes.CDLL | None:
         lib.cuport_guarded_call.argtypes = [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
             ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]
+        lib.cuport_pool_start.restype = ctypes.c_int
+        lib.cuport_pool_start.argtypes = [ctypes.c_int]
+        lib.cuport_pool_run.restype = None
+        lib.cuport_pool_run.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p]
         lib.cuport_fault_state.restype = ctypes.c_int
         lib.cuport_fault_state.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
                                            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]

@@ -144,7 +144,7 @@ def load_elements(em, acc: Access) -> list[ll.Value]:
     b = em.b
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
-        ptrs = em.address(mem, space)
+        ptrs = em.address(mem, space, size)
         return [em.load(em.offset_ptrs(ptrs, i * size), et, size) for i in range(n)]
     ptrs = lane_pointers(em, mem, space)
     if not isinstance(ptrs.type, ll.VectorType):
@@ -172,7 +172,7 @@ def store_elements(em, acc: Access, vals: list[ll.Value]) -> None:
     b = em.b
     del t
     if order is None and (not volatile or space in BLOCK_PRIVATE):
-        ptrs = em.address(mem, space)
+        ptrs = em.address(mem, space, size)
         for i, v in enumerate(vals):
             em.store(em.offset_ptrs(ptrs, i * size), v, size)
         return

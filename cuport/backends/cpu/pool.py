@@ -1,9 +1,10 @@
 """One worker per core: the threads that run a launch's blocks.
 
 A launch calls the compiled `worker(ctx, id)` entry on every worker at once; each worker
-takes blocks from the launch's shared counter until the grid is done. The calls go
-through ctypes, which releases the GIL, so the workers run compiled code in parallel
-while Python waits. The calling thread serves as worker 0.
+takes blocks from the launch's shared counter until the grid is done. The calling thread
+serves as worker 0. The workers are C threads (runtime.c, in guard.py's library) woken by
+a futex, so a launch costs one call from Python (`Pool.native.cuport_pool_run`); without a
+C compiler they are Python threads that call the worker through ctypes (`Pool.run`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ class Pool:
         self._done = threading.Semaphore(0)
         self._errors: list[BaseException] = []
         self._threads = []
+        self.native = None
+        from . import guard
+
+        lib = guard.library()
+        if lib is not None and lib.cuport_pool_start(self.n) >= self.n:
+            self.native = lib
+            return
         for i in range(1, self.n):
             t = threading.Thread(target=self._loop, args=(i,), name=f"cuport-worker-{i}", daemon=True)
             t.start()

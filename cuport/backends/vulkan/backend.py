@@ -173,8 +173,12 @@ class VulkanModule:
         def resolve(name: str) -> int:
             if name in self.globals:
                 return self.globals[name][0]
-            raise UnsupportedError(f"an initialiser refers to {name}, which is not a global variable "
-                                   "(function pointers are not supported on the Vulkan backend)")
+            if name in self.ptx.functions:
+                # a function's address (libcudadevrt's tables): SPIR-V has none, and a call
+                # through it is refused where a kernel makes one (an indirect call)
+                return 0
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"an initialiser refers to {name}, which is "
+                                                         "neither a global variable nor a function")
 
         for v in vars_:
             if v.name in self.globals:
@@ -238,9 +242,37 @@ class VulkanBackend:
 
         self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
         self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
-        self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address, **quirks.probe(self))
+        self.sink_page = self.allocate_buffer(ZERO_PAGE_BYTES)  # stores to wild addresses land here
+        self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address,
+                                        sink_page=self.sink_page.address, **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
+        self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
+
+    def _subnormal_modes(self) -> dict:
+        """DeviceCaps' subnormal fields: DenormPreserve where the device has the mode; for
+        f32 without it, emulation if the probe sees the device flush (NVIDIA's driver).
+        CUPORT_VK_FLUSH32=1 emulates anyway, =simulate also makes the device's f32
+        instructions flush (tests: lavapipe behaving as NVIDIA's driver), =0 never emulates
+        (faster; f32 subnormals are then the device's, not CUDA's)."""
+        fc = self.dev.info.float_controls
+        preserve = tuple(w for w in (16, 32, 64) if fc.get(f"shaderDenormPreserveFloat{w}"))
+        env = os.environ.get("CUPORT_VK_FLUSH32", "")
+        flush = 32 not in preserve and env != "0" and (env in ("1", "simulate") or self._probe_subnormals())
+        return {"denorm_preserve": preserve, "flush32": flush, "simulate_flush32": env == "simulate"}
+
+    def _probe_subnormals(self) -> bool:
+        from .spirv import subnormal_probe_flushes, subnormal_probe_push, subnormal_probe_shader
+
+        sh = subnormal_probe_shader()
+        buf = self.allocate_buffer(64, "host")
+        try:
+            pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
+            self.stream.dispatch(pipe, (1, 1, 1), subnormal_probe_push(buf.address))
+            self.stream.synchronize()
+            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 40))
+        finally:
+            self.dev.free(buf)
 
     def _probe_fma(self) -> bool:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
@@ -408,7 +440,8 @@ class VulkanBackend:
                 ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
             push = V.Push(params=dev + V.STATUS_BYTES, status=dev, globals=k.module.table.address,
                           printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
-                          grid_workspace=workspace).pack()
+                          grid_workspace=workspace,
+                          heap=(self.dev.memory.lowest, self.dev.memory.highest)).pack()
             self.stream.dispatch(pipe, grid, push)
             self._inflight.append((k.fn.name, host, slot))
             if slot is None or self.sync_launches:
@@ -484,6 +517,8 @@ class VulkanBackend:
                              f"{f['tid_z']}] Assertion `{s(f['arg'])}` failed.\n")
             sys.stderr.flush()
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
+        if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
+            what += f" 0x{f['arg']:x}"
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 

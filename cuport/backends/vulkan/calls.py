@@ -53,6 +53,9 @@ def lower_call(em, ins: ir.Instr) -> None:
         return
     if name in ("malloc", "free"):
         raise em.error(f"device-side {name} is not supported on the Vulkan backend")
+    if "cnpv2" in name or name.startswith(("cudaLaunchDevice", "cudaGetParameterBuffer")):
+        raise em.error(f"device-side kernel launches (dynamic parallelism: {name}) are not "
+                       "supported on the Vulkan backend")
     raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")
 
 

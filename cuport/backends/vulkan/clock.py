@@ -50,6 +50,12 @@ def uses_globaltimer(fn) -> bool:
                for s in fn.body or () if isinstance(s, ir.Instr) for a in s.args)
 
 
+def _wait(backend) -> None:
+    failed = backend.drain()
+    if failed is not None:
+        raise failed[1]
+
+
 def calibrate(backend) -> tuple[int, int, float]:
     """(ticks0, host ns at ticks0, ns per tick) for caps.globaltimer."""
     import dataclasses
@@ -66,12 +72,14 @@ def calibrate(backend) -> tuple[int, int, float]:
         k._specs[((1, 1, 1), 0)] = backend.dev.pipeline(c.shader.spirv, "main", (1, 1, 1), V.PUSH_BYTES, None)
         params = struct.pack("<Q", buf.address)
         k.launch((1, 1, 1), (1, 1, 1), 0, params)  # the device warm
+        _wait(backend)
 
         def sample() -> tuple[int, float]:
             best = None
             for _ in range(SAMPLES):  # the read in the narrowest host window
                 t0 = time.time_ns()
                 k.launch((1, 1, 1), (1, 1, 1), 0, params)
+                _wait(backend)  # launches are asynchronous: the read is done once it ran
                 t1 = time.time_ns()
                 if best is None or t1 - t0 < best[0]:
                     best = (t1 - t0, ctypes.c_uint64.from_address(buf.host_ptr).value, (t0 + t1) / 2)
@@ -82,9 +90,16 @@ def calibrate(backend) -> tuple[int, int, float]:
         c1, h1 = sample()
     finally:
         backend.dev.free(buf)
-    if c1 <= c0:
-        raise RuntimeError(f"the device clock did not advance ({c0} -> {c1})")
-    return c0, int(h0), (h1 - h0) / (c1 - c0)
+    scale = (h1 - h0) / ((c1 - c0) % (1 << 64) or 1)
+    if c1 <= c0 or (c1 < 1 << 32 and scale < 1000.0):
+        # lavapipe's device clock is the host's monotonic nanoseconds modulo 2^32 (measured):
+        # a %globaltimer from it would jump back every 4.3 s
+        from ...ptx.errors import UnsupportedError
+
+        raise UnsupportedError(f"%globaltimer: this driver's device clock wraps at 32 bits "
+                               f"({c0} -> {c1} in {(h1 - h0) / 1e9:.2f} s), so Vulkan shaders "
+                               "have no nanosecond clock on it")
+    return c0, int(h0), scale
 
 
 def clock_ns(em):

@@ -28,9 +28,11 @@ PUSH_FIELDS = (
     ("dyn_smem", 56, "u32"),
     ("pad", 60, "u32"),
     ("grid_workspace", 64, "u64"),  # cooperative launches: grid.sync()'s workspace
+    ("heap_lo", 72, "u64"),  # device addresses of memory: [heap_lo, heap_lo + heap_span)
+    ("heap_span", 80, "u64"),
 )
 PUSH = {name: (off, t) for name, off, t in PUSH_FIELDS}
-PUSH_BYTES = 72
+PUSH_BYTES = 88
 
 #: status record: the first failing thread writes kind (compare-and-swap from 0), then the rest
 STATUS_FIELDS = (
@@ -83,10 +85,13 @@ class Push:
     base: tuple[int, int, int]
     dyn_smem: int
     grid_workspace: int = 0
+    heap: tuple[int, int] = (0, (1 << 64) - 1)  # (lowest device address, highest + 1)
 
     def pack(self) -> bytes:
-        return struct.pack("<4Q7IIQ", self.params, self.status, self.globals, self.printf,
-                           *self.grid, *self.base, self.dyn_smem, 0, self.grid_workspace)
+        lo, hi = self.heap
+        return struct.pack("<4Q7IIQQQ", self.params, self.status, self.globals, self.printf,
+                           *self.grid, *self.base, self.dyn_smem, 0, self.grid_workspace,
+                           lo, max(hi - lo, 0) & ((1 << 64) - 1))
 
 
-assert struct.calcsize("<4Q7IIQ") == PUSH_BYTES
+assert struct.calcsize("<4Q7IIQQQ") == PUSH_BYTES

@@ -40,7 +40,7 @@ from . import layout as V
 from .clock import clock_ns
 from .families import VULKAN_LOWERINGS
 from .lower_async import needs_64bit_shared_words
-from .lower_sync import SyncOps
+from .lower_sync import SyncOps, with_visibility
 from .lower_texture import TextureOps
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
@@ -75,14 +75,20 @@ class DeviceCaps:
     device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
     globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
     zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
+    sink_page: int = 0  # where a store to a wild address goes instead (0: no address checks)
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
+    denorm_preserve: tuple[int, ...] = ()  # float widths with the DenormPreserve mode
+    flush32: bool = False  # f32 subnormals flushed by the device: emulated (spirv/subnormal.py)
+    simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
 
     def float_modes(self):
         from .spirv.translate import FloatModes
 
         return FloatModes(fused_fma=self.fused_fma, float64=self.float64,
-                          signed_zero_inf_nan=self.signed_zero_inf_nan)
+                          signed_zero_inf_nan=self.signed_zero_inf_nan,
+                          denorm_preserve=self.denorm_preserve, flush32=self.flush32,
+                          simulate_flush32=self.simulate_flush32)
 
 
 @dataclass
@@ -605,8 +611,21 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         size = self.plan.shared_bytes if space == "shared" else self.plan.local_bytes
         return b.icmp_unsigned("<", b.sub(a, ll.Constant(I64, _WINDOW[space])), ll.Constant(I64, size))
 
-    def _global_ptr(self, a: ll.Value) -> ll.Value:
-        return self.b.inttoptr(a, PTR)
+    def _global_ptr(self, a: ll.Value, write: bool = False) -> ll.Value:
+        """The global address `a` as a pointer: checked against the device's memory where the
+        backend gives a sink page. A wild address (outside every allocation's range: NULL,
+        a host pointer) fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU,
+        instead of hanging a GPU's queue on the fault; the access itself goes to the zero
+        page (loads) or the sink page (stores, atomics), and the thread goes on."""
+        caps = self.plan.caps
+        b = self.b
+        if caps.sink_page and caps.zero_page:
+            bad = b.icmp_unsigned(">=", b.sub(a, self.push("heap_lo")), self.push("heap_span"))
+            with b.if_then(bad):
+                self.record_failure(V.ERR_ILLEGAL_ADDRESS, arg=a)
+            safe = ll.Constant(I64, caps.sink_page if write else caps.zero_page)
+            a = b.select(bad, safe, a)
+        return b.inttoptr(a, PTR)
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
@@ -617,7 +636,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             out = []
             for i in range(n):
                 p = self._global_ptr(self._offset("global", a, i * size))
-                out.append(self.spv("OpAtomicLoad", et, [p, _c32(DEVICE), _c32(sem | (SEM_UNIFORM if sem else 0))], "g"))
+                out.append(self.spv("OpAtomicLoad", et, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g"))
             return out
         if n in (2, 4) and et.width in (32, 64) and acc.order is None and not acc.volatile:
             vt = ll.VectorType(et, n)
@@ -640,18 +659,18 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["release" if acc.order in ("release", "acq_rel") else "monotonic"]
             for i, v in enumerate(vals):
-                p = self._global_ptr(self._offset("global", a, i * size))
-                self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(sem | (SEM_UNIFORM if sem else 0)), v], "g")
+                p = self._global_ptr(self._offset("global", a, i * size), write=True)
+                self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), v], "g")
             return
         if n in (2, 4) and et.width in (32, 64) and not acc.volatile:
             vt = ll.VectorType(et, n)
             v = ll.Constant(vt, ll.Undefined)
             for i, x in enumerate(vals):
                 v = b.insert_element(v, x, ll.Constant(I32, i))
-            b.store(v, self._global_ptr(a), align=size * n)
+            b.store(v, self._global_ptr(a, write=True), align=size * n)
             return
         for i, v in enumerate(vals):
-            st = b.store(v, self._global_ptr(self._offset("global", a, i * size)), align=size)
+            st = b.store(v, self._global_ptr(self._offset("global", a, i * size), write=True), align=size)
             if acc.volatile or acc.order is not None:
                 st.volatile = True
 
@@ -753,7 +772,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         return ld
 
     def store(self, ptrs: ll.Value, value: ll.Value, align: int, volatile: bool = False) -> None:
-        st = self.b.store(value, self._global_ptr(ptrs), align=align)
+        st = self.b.store(value, self._global_ptr(ptrs, write=True), align=align)
         if volatile:
             st.volatile = True
 

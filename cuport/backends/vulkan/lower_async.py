@@ -24,7 +24,14 @@ from llvmlite import ir as ll
 from ...isa.async_copy import _EXPECTED, _MASK21, _PHASE, _Word
 from ...isa.memory import space_of
 from ...ptx import ir
-from .lower_sync import SEM_ACQ_REL, SEM_ACQUIRE, SEM_UNIFORM, SEM_WORKGROUP, WORKGROUP
+from .lower_sync import (
+    SEM_ACQ_REL,
+    SEM_ACQUIRE,
+    SEM_UNIFORM,
+    SEM_WORKGROUP,
+    WORKGROUP,
+    with_visibility,
+)
 
 I1, I32, I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
 
@@ -46,7 +53,7 @@ def _load(em, space: str, a: ll.Value, t: ll.IntType) -> ll.Value:
 
 def _store(em, space: str, a: ll.Value, v: ll.Value) -> None:
     if space == "global":
-        em.b.store(v, em._global_ptr(a), align=v.type.width // 8)
+        em.b.store(v, em._global_ptr(a, write=True), align=v.type.width // 8)
     else:
         em._word_store(space, a, v)
 
@@ -126,7 +133,7 @@ def _word_pointer(em, space: str, a: ll.Value) -> tuple[ll.Value, str]:
             raise em.error("an mbarrier in a kernel whose shared memory has 32-bit words (internal)")
         return em._word_ptr("shared", em._split("shared", a)[0]), "s"
     if space == "global":
-        return em._global_ptr(a), "g"
+        return em._global_ptr(a, write=True), "g"
     raise em.error(f"an mbarrier in {space} memory")
 
 
@@ -136,7 +143,7 @@ def _semantics(em, acquire_only: bool = False) -> int:
 
     if relaxed_here(em):
         return 0
-    return (SEM_ACQUIRE if acquire_only else SEM_ACQ_REL) | SEM_WORKGROUP | SEM_UNIFORM
+    return with_visibility((SEM_ACQUIRE if acquire_only else SEM_ACQ_REL) | SEM_WORKGROUP | SEM_UNIFORM)
 
 
 def _update(em, ins: ir.Instr, index: int, change, nres: int = 0) -> list[ll.Value]:
@@ -174,20 +181,21 @@ def _apply(b, w: _Word, count: ll.Value | None, tx: ll.Value | None, drop: bool)
 def _arrive(em, ins: ir.Instr, index: int, count: ll.Value | None, tx: ll.Value | None,
             drop: bool, complete: bool, dest=None) -> None:
     """tx-count += tx, then an arrive of `count` (dropping as many expected arrivals for
-    arrive_drop); the state after it (before a completion it causes) into `dest`.
+    arrive_drop); the word before it into `dest` (its phase, and the pending count that
+    pending_count reads).
 
     Where a warp is a subgroup, the warp's threads that arrive at one barrier together do
-    so in lane order, as NVIDIA's hardware does (the first lane updates the word once for
-    all, each thread's state counts the lanes up to its own); elsewhere each thread arrives
-    for itself."""
+    so at once, as NVIDIA's hardware does (the first lane updates the word once for all;
+    every thread's state is the word before the warp's arrivals: an H200 answers one
+    pending count for all of them, measured); elsewhere each thread arrives for itself."""
     b = em.b
     a, where = _mbar_space(em, ins, index)
     want = dest is not None and not isinstance(dest, ir.Sink)
 
     def alone() -> ll.Value:
         def change(w: _Word) -> list[ll.Value]:
-            _apply(b, w, count, tx, drop)
             state = w.pack()
+            _apply(b, w, count, tx, drop)
             if complete:
                 w.complete_if_done()
             return [state]
@@ -213,15 +221,10 @@ def _arrive_in_lane_order(em, ins, index, a, where, count, tx, drop, complete, a
     slot = em.entry_alloca(I64, "mbar_state")
     with b.if_else(same) as (together, apart):
         with together:
-            def sums(v: ll.Value | None) -> tuple[ll.Value | None, ll.Value | None]:
-                if v is None:
-                    return None, None
-                total = em.spv("OpGroupNonUniformIAdd", I32, [sg, _c(I32, 0), v], "reduce")
-                upto = em.spv("OpGroupNonUniformIAdd", I32, [sg, _c(I32, 1), v], "inclusive")
-                return total, upto
+            def total(v: ll.Value | None) -> ll.Value | None:
+                return None if v is None else em.spv("OpGroupNonUniformIAdd", I32, [sg, _c(I32, 0), v], "reduce")
 
-            c_total, c_upto = sums(count)
-            t_total, t_upto = sums(tx)
+            c_total, t_total = total(count), total(tx)
             old_slot = em.entry_alloca(I64, "mbar_old")
             with b.if_then(em.spv("OpGroupNonUniformElect", I1, [sg])):
                 def change(w: _Word) -> list[ll.Value]:
@@ -235,9 +238,7 @@ def _arrive_in_lane_order(em, ins, index, a, where, count, tx, drop, complete, a
             old = b.load(old_slot, typ=I64)
             olo = em.spv("OpGroupNonUniformBroadcastFirst", I32, [sg, b.trunc(old, I32)])
             ohi = em.spv("OpGroupNonUniformBroadcastFirst", I32, [sg, b.trunc(b.lshr(old, _c(I64, 32)), I32)])
-            w = _Word(b, b.or_(b.zext(olo, I64), b.shl(b.zext(ohi, I64), _c(I64, 32))))
-            _apply(b, w, c_upto, t_upto, drop)
-            b.store(w.pack(), slot)
+            b.store(b.or_(b.zext(olo, I64), b.shl(b.zext(ohi, I64), _c(I64, 32))), slot)
         with apart:
             b.store(alone(), slot)
     return b.load(slot, typ=I64)

@@ -86,16 +86,26 @@ def around_loop(em, sem: int, loop):
     (nothing in code part of the block skips). The value of loop()."""
     from llvmlite import ir as ll
 
-    from .lower_sync import DEVICE, SEM_ACQ_REL, SEM_ACQUIRE, SEM_RELEASE
+    from .lower_sync import (
+        DEVICE,
+        SEM_ACQ_REL,
+        SEM_ACQUIRE,
+        SEM_RELEASE,
+        SEM_UNIFORM,
+        SEM_WORKGROUP,
+        with_visibility,
+    )
 
     i32 = ll.IntType(32)
     order = sem & (SEM_ACQUIRE | SEM_RELEASE | SEM_ACQ_REL)
-    storage = sem & ~(SEM_ACQUIRE | SEM_RELEASE | SEM_ACQ_REL)
+    storage = sem & (SEM_UNIFORM | SEM_WORKGROUP)
     fence = not relaxed_here(em) and order
     if fence and order & (SEM_RELEASE | SEM_ACQ_REL):
-        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE), ll.Constant(i32, SEM_RELEASE | storage)])
+        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE),
+                                                   ll.Constant(i32, with_visibility(SEM_RELEASE | storage))])
     out = loop()
     if fence and order & (SEM_ACQUIRE | SEM_ACQ_REL):
-        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE), ll.Constant(i32, SEM_ACQUIRE | storage)])
+        em.spv("OpMemoryBarrier", ll.VoidType(), [ll.Constant(i32, DEVICE),
+                                                   ll.Constant(i32, with_visibility(SEM_ACQUIRE | storage))])
     return out
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ...isa.atomics import Atomic, combine
-from ...isa.types import F32, F64, I1, I32, I64, PTR
+from ...isa.types import F32, F64, I1, I32, I64
 from ...passes.cfg import is_barrier
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
@@ -31,6 +31,27 @@ SUBGROUP, WORKGROUP, DEVICE = 3, 2, 1
 SEM_ACQUIRE, SEM_RELEASE, SEM_ACQ_REL = 0x2, 0x4, 0x8
 SEM_UNIFORM, SEM_WORKGROUP = 0x40, 0x100
 SEM_AVAILABLE, SEM_VISIBLE = 0x2000, 0x4000
+
+
+def with_visibility(sem: int) -> int:
+    """An acquire also makes the writes others made available visible to this invocation's
+    later accesses, a release makes its earlier writes available (the Vulkan memory
+    model's MakeVisible and MakeAvailable: without them an acquire orders nothing for plain
+    loads, and NVIDIA's driver kept stale L1 lines: grid.sync() read block sums of the
+    previous round on the H200)."""
+    if sem & (SEM_ACQUIRE | SEM_ACQ_REL):
+        sem |= SEM_VISIBLE
+    if sem & (SEM_RELEASE | SEM_ACQ_REL):
+        sem |= SEM_AVAILABLE
+    return sem
+
+
+def fail_semantics(sem: int) -> int:
+    """OpAtomicCompareExchange's semantics when it fails: the acquire part of `sem` only."""
+    storage = sem & (SEM_UNIFORM | SEM_WORKGROUP)
+    if sem & (SEM_ACQUIRE | SEM_ACQ_REL):
+        return SEM_ACQUIRE | SEM_VISIBLE | storage
+    return storage
 _ORDER_SEM = {"monotonic": 0, "acquire": SEM_ACQUIRE, "release": SEM_RELEASE, "acq_rel": SEM_ACQ_REL}
 _SCOPE = {"cta": WORKGROUP, "cluster": DEVICE, "gpu": DEVICE, "sys": DEVICE}
 #: (op, kind) → the SPIR-V atomic that does it exactly; kind s/u/b
@@ -75,17 +96,17 @@ class SyncOps:
         scope = WORKGROUP if shared else _SCOPE[a.scope]
         sem = _ORDER_SEM[lower_order.order_of(self, a.order)]
         if sem:
-            sem |= SEM_WORKGROUP if shared else SEM_UNIFORM
+            sem = with_visibility(sem | (SEM_WORKGROUP if shared else SEM_UNIFORM))
         kind = "f" if a.t in ("f32", "f64") else ("h" if a.t[0] in "fb" and "16" in a.t else a.t[0])
         word = self.shared_word.width if shared else et.width
         native = _NATIVE.get((a.op, kind))
         if et.width in (32, 64) and word == et.width:
-            p = self._word_ptr(space, self._split(space, ad)[0]) if shared else b.inttoptr(ad, PTR)
+            p = self._word_ptr(space, self._split(space, ad)[0]) if shared else self._global_ptr(ad, write=True)
             tag = "s" if shared else "g"
             if native is not None:
                 return self.spv(native, et, [p, _c32(scope), _c32(sem), a.v], tag)
             if a.op == "cas":
-                fail = sem & ~(SEM_RELEASE | SEM_ACQ_REL) | (SEM_ACQUIRE if sem & SEM_ACQ_REL else 0)
+                fail = fail_semantics(sem)
                 return self.spv("OpAtomicCompareExchange", et, [p, _c32(scope), _c32(sem), _c32(fail), a.c, a.v], tag)
             caps = self.plan.caps
             if a.op == "add" and kind == "f":
@@ -106,7 +127,7 @@ class SyncOps:
             wt = self.shared_word
             tag = "s"
         else:
-            p = b.inttoptr(b.and_(ad, ll.Constant(I64, ~3)), PTR)
+            p = self._global_ptr(b.and_(ad, ll.Constant(I64, ~3)), write=True)
             bit = b.shl(b.trunc(b.and_(ad, ll.Constant(I64, 3)), I32), _c32(3))
             wt = I32
             tag = "g"
@@ -136,7 +157,7 @@ class SyncOps:
         old = b.phi(t)
         old.add_incoming(first, pre)
         new = new_of(old)
-        fail = sem & ~(SEM_RELEASE | SEM_ACQ_REL)
+        fail = fail_semantics(sem)
         got = self.spv("OpAtomicCompareExchange", t, [p, _c32(scope), _c32(sem), _c32(fail), new, old], tag)
         old.add_incoming(got, b.block)
         b.cbranch(b.icmp_unsigned("==", got, old), done, loop)

@@ -3,7 +3,8 @@
 // algorithm, then cublasLtMatmul. Cases: f32 with transposes, f16 in/out with f32
 // compute, bf16 in with f32 out, TF32, int8 in with int32 compute and out, row-major
 // layouts, strided batches, the BIAS/RELU_BIAS/GELU epilogues, device pointer mode.
-// Each result is checked against a double-precision reference; prints PASS at the end.
+// Each result is checked against a double-precision reference; prints PASS at the end. A case
+// the heuristic answers NOT_SUPPORTED for is reported as skipped.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -17,7 +18,7 @@
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error %s at line %d\n", cudaGetErrorString(e), __LINE__); exit(2); } } while (0)
 #define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { printf("cuBLASLt status %d at line %d\n", (int)s_, __LINE__); exit(2); } } while (0)
 
-static int failures = 0;
+static int failures = 0, skipped = 0;
 static cublasLtHandle_t lt;
 
 static double lcg(unsigned* s) { *s = *s * 1664525u + 1013904223u; return ((*s >> 8) & 0xFFFF) / 32768.0 - 1.0; }
@@ -135,7 +136,20 @@ static void run(const Case& t) {
     CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t heur[4] = {};
     int found = 0;
-    CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ldl, pref, 4, heur, &found));
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ldl, pref, 4, heur, &found);
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED) {
+        // NVIDIA's cuBLASLt has no algorithm for some combinations (on the H200: bf16
+        // row-major with the RELU_BIAS epilogue), as applications must expect: they fall
+        // back. Reported, not a failure; cuport runs every case (test_lib_programs.py).
+        printf("%-28s skipped: the heuristic answers CUBLAS_STATUS_NOT_SUPPORTED\n", t.name);
+        skipped++;
+        CB(cublasLtMatmulPreferenceDestroy(pref));
+        for (int i = 0; i < 4; i++) CB(cublasLtMatrixLayoutDestroy(ls[i]));
+        CB(cublasLtMatmulDescDestroy(op));
+        CK(cudaFree(da)); CK(cudaFree(db)); CK(cudaFree(dc)); CK(cudaFree(dd)); CK(cudaFree(dbias)); CK(cudaFree(dscal)); CK(cudaFree(work));
+        return;
+    }
+    CB(hs);
     if (found < 1 || heur[0].state != CUBLAS_STATUS_SUCCESS || heur[0].workspaceSize > ws) {
         printf("%s: heuristic found %d algorithms\n", t.name, found); failures++; return;
     }
@@ -192,6 +206,7 @@ int main() {
     for (const Case& c : cases) run(c);
     CB(cublasLtDestroy(lt));
     if (failures) { printf("FAIL (%d)\n", failures); return 1; }
+    if (skipped) printf("%d of %d cases skipped\n", skipped, (int)(sizeof cases / sizeof cases[0]));
     printf("PASS\n");
     return 0;
 }

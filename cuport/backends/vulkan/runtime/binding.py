@@ -114,6 +114,17 @@ class Binding:
         return None if ptr == self.ffi.NULL else self.ffi.cast("PFN_" + name, ptr)
 
 
+# Once the driver may have shut down (the process is exiting), commands that release or
+# wait do nothing and answer VK_SUCCESS; the others raise.
+_QUIET_AFTER_SHUTDOWN = ("vkDestroy", "vkFree", "vkUnmap", "vkDeviceWaitIdle", "vkQueueWaitIdle",
+                         "vkWaitSemaphores", "vkGetSemaphoreCounterValue", "vkResetCommand",
+                         "vkWaitForFences", "vkGetFenceStatus")
+
+
+def _quiet(*args: Any) -> int:
+    return 0
+
+
 class DeviceCommands:
     """Device-level commands fetched once each, on first use, through vkGetDeviceProcAddr."""
 
@@ -121,7 +132,17 @@ class DeviceCommands:
         self._vk = vk
         self._device = device
 
+    def shut_down(self) -> None:
+        """No command reaches the driver from now on (see _QUIET_AFTER_SHUTDOWN)."""
+        for name in [n for n in vars(self) if n.startswith("vk")]:
+            delattr(self, name)
+        self.__dict__["_shut_down"] = True
+
     def __getattr__(self, name: str) -> Any:
+        if self.__dict__.get("_shut_down"):
+            if name.startswith(_QUIET_AFTER_SHUTDOWN):
+                return _quiet
+            raise VulkanUnavailable(f"{name} after the Vulkan driver shut down (the process is exiting)")
         fn = self._vk.device_proc(self._device, name)
         if fn is None:
             raise Unsupported(f"the driver does not provide {name}", name)

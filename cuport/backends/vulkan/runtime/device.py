@@ -136,6 +136,7 @@ class Device:
             self.cmd.vkDestroyDevice(self.handle, ffi.NULL)
             raise
         _open_devices.add(self)
+        exit_hook("device")
 
     # -- what the backend reports as device attributes ---------------------------------------------
     @property
@@ -300,6 +301,8 @@ class Device:
     def _check(self) -> None:
         if self.closed:
             raise VulkanUnavailable("the device was closed")
+        if _shut_down:
+            raise VulkanUnavailable("the Vulkan driver shut down (the process is exiting)")
         if self.lost:
             raise DeviceLost("the device was lost; no more work can run on it")
 
@@ -359,6 +362,52 @@ def open(index: int = 0) -> Device:  # noqa: A001 (the contract's name)
         dev = Device(found[index])
         _opened[index] = dev
         return dev
+
+
+# -- the end of a C program ---------------------------------------------------------------------
+# In a C program (cuport's libcuda embeds Python, which is never finalised) the CUDA runtime's
+# exit handler releases its context from libc's exit(), and NVIDIA's Vulkan driver shuts
+# itself down from an exit handler of its own that may run first: a Vulkan call after that
+# crashed the process at exit (SIGSEGV in vkFreeMemory, vkGetSemaphoreCounterValue; H200).
+# So cuport registers an exit handler of its own after the driver had its chances to
+# register one (the device opened, its first pipeline, its first submission: handlers run
+# in the reverse order of registration); it stops every Vulkan call (binding.DeviceCommands
+# .shut_down): releases and waits then do nothing, anything else fails. Python programs
+# finalise their interpreter first and close the devices (_close_all), so nothing is
+# registered there.
+_exit_points: set[str] = set()
+_exit_hooks: list[Any] = []  # the ctypes callbacks, kept alive
+_shut_down = False
+
+
+def _on_exit() -> None:
+    global _shut_down
+    _shut_down = True
+    for dev in list(_open_devices):
+        dev.cmd.shut_down()
+
+
+def exit_hook(point: str) -> None:
+    """Register the exit handler (once per `point`) when running inside a C program."""
+    if point in _exit_points or not _in_c_program():
+        return
+    _exit_points.add(point)
+    import ctypes
+
+    hook = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _arg: _on_exit())
+    try:  # atexit() itself is a static wrapper of this
+        if ctypes.CDLL(None).__cxa_atexit(hook, None, None) == 0:
+            _exit_hooks.append(hook)
+    except (AttributeError, OSError):  # not glibc: no handler, as before
+        pass
+
+
+def _in_c_program() -> bool:
+    """Whether this interpreter is the one cuport's libcuda started for a C program (it has
+    no command line of its own; a Python program, the REPL included, has one)."""
+    import sys
+
+    return not getattr(sys, "orig_argv", [""])
 
 
 @atexit.register

@@ -129,6 +129,9 @@ class Memory:
         self._uma = dev.info.device_type in ("cpu", "integrated")
         self.strategy = "none"  # how host and kinds "host"/"managed" share an address
         self.unified = True  # no host object can have a device allocation's address
+        # the lowest and highest device address any block ever had: kernels check that
+        # their global addresses lie inside (a wild pointer hangs a GPU's queue)
+        self.lowest, self.highest = 1 << 64, 0
         self._probe()
 
     # -- public ---------------------------------------------------------------------------------
@@ -425,8 +428,9 @@ class Memory:
             cmd.vkDestroyBuffer(dev.handle, buffer, vk.ffi.NULL)
             raise
         info = vk.new("VkBufferDeviceAddressInfo", buffer=buffer)
-        address = cmd.vkGetBufferDeviceAddress(dev.handle, info)
-        return Block(memory=memory, buffer=buffer, size=size, address=int(address), kind=kind,
+        address = int(cmd.vkGetBufferDeviceAddress(dev.handle, info))
+        self.lowest, self.highest = min(self.lowest, address), max(self.highest, address + size)
+        return Block(memory=memory, buffer=buffer, size=size, address=address, kind=kind,
                      type_index=ti)
 
     def _destroy_block(self, blk: Block) -> None:

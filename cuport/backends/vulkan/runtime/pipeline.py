@@ -82,6 +82,9 @@ class Pipelines:
                                  full_subgroups, key)
                 self._by_key[key] = p
                 self._dirty = True
+                from .device import exit_hook
+
+                exit_hook("pipeline")  # after the driver's first compile (device.py)
             return p
 
     def _check(self, local_size: tuple[int, int, int], push: int, rss: int | None,

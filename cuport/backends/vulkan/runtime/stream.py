@@ -46,6 +46,7 @@ UPDATE_MAX = 65536  # vkCmdUpdateBuffer's limit
 CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this size
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
+_submitted = [False]  # a first submission was made in this process
 
 
 @dataclass(eq=False)
@@ -328,6 +329,11 @@ class Stream:
                 si.pCommandBuffers = ffi.NULL
             with self.queue.lock:
                 r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
+            if not _submitted[0]:
+                _submitted[0] = True
+                from .device import exit_hook
+
+                exit_hook("submit")  # after the driver's first submission (device.py)
             keep = list(self._keep)
             self._keep.clear()
             self._cb = None

@@ -45,6 +45,9 @@ class _F:
         self.llt = ll.FloatType() if width == 32 else ll.DoubleType()
         tr.float_widths.add(width)
         self.b = tr.t_bool
+        # the device flushes f32 subnormals (FloatModes.flush32): operands are split and
+        # tested on their bits, never through an f32 instruction that would flush them
+        self.ftz = width == 32 and tr.float_modes.flush32
 
     # -- constants
     def f(self, x: float) -> int:
@@ -196,14 +199,47 @@ class _F:
         """2^k as a float, for an integer id k in [emin, emax]."""
         return self.from_bits(self.shl(self.iadd(k, self.i(self.bias)), self.i(self.mant)))
 
+    # -- tests on the bits (what a flushing device cannot get wrong)
+    def mag(self, a):
+        return self.iand(self.bits(a), self.i(self.sign_mask - 1))
+
+    def is_zero(self, a):
+        return self.ieq(self.mag(a), self.i(0)) if self.ftz else self.feq(a, self.f(0.0))
+
+    def is_neg(self, a):
+        """a < 0 (a not NaN)."""
+        if not self.ftz:
+            return self.lt(a, self.f(0.0))
+        return self.land(self.ine(self.iand(self.bits(a), self.i(self.sign_mask)), self.i(0)),
+                         self.ine(self.mag(a), self.i(0)))
+
+    def is_sub(self, a):
+        """a is subnormal (nonzero)."""
+        return self.tr.op(OP.OpULessThan, self.b, self.isub(self.mag(a), self.i(1)),
+                          self.i((1 << self.mant) - 1))
+
+    def stand_in(self, a):
+        """a, or for a subnormal 1.0 of its sign: for the special cases (zeros, infinities,
+        NaNs), where only a subnormal's sign and being nonzero matter."""
+        if not self.ftz:
+            return a
+        one = self.ior(self.i(self.bias << self.mant), self.iand(self.bits(a), self.i(self.sign_mask)))
+        return self.sel(self.is_sub(a), self.from_bits(one), a)
+
     def split(self, a):
         """(m, e) with |a| = m * 2^e, m in [1, 2), for a finite nonzero (subnormals too)."""
         x = self.abs(a)
-        sub = self.lt(x, self.pow2(self.emin))
-        x = self.sel(sub, self.mul(x, self.pow2(self.p)), x)
+        if self.ftz:  # a subnormal's significand as an integer, converted exactly
+            sub = self.ieq(self.iand(self.bits(x), self.i(self.inf_bits)), self.i(0))
+            x = self.sel(sub, self.tr.op(OP.OpConvertUToF, self.ft, self.bits(x)), x)
+            shift = self.mant - self.emin  # 149: the integer M stands for M * 2^-149
+        else:
+            sub = self.lt(x, self.pow2(self.emin))
+            x = self.sel(sub, self.mul(x, self.pow2(self.p)), x)
+            shift = self.p
         xb = self.bits(x)
         e = self.isub(self.shr(xb, self.i(self.mant)), self.i(self.bias))
-        e = self.isel(sub, self.isub(e, self.i(self.p)), e)
+        e = self.isel(sub, self.isub(e, self.i(shift)), e)
         m = self.from_bits(self.ior(self.iand(xb, self.i((1 << self.mant) - 1)), self.i(self.bias << self.mant)))
         return m, e
 
@@ -266,10 +302,31 @@ def _fma32_via_f64(tr, a, b, c):
     (exact two_sum), then once to f32 (53 >= 24 + 2 bits: no double rounding). Infinities
     and NaNs come out of the f64 sum as they should; the product cannot overflow."""
     d = _F(tr, 64)
-    A, B, C = (tr.op(OP.OpFConvert, d.ft, x) for x in (a, b, c))
+    A, B, C = (_fpext(tr, x, d.ft) for x in (a, b, c))
     p = d.mul(A, B)
     s, err = d.two_sum(p, C)
     return tr.op(OP.OpFConvert, tr.m.t_float(32), d.round_odd(s, err))
+
+
+def _fpext(tr, x, f64: int):
+    if tr.float_modes.flush32:
+        from . import subnormal
+
+        return subnormal.fpext(tr, x, f64)
+    return tr.op(OP.OpFConvert, f64, x)
+
+
+def fma_exact32(tr, a, b, c):
+    """The f32 fma rounded once, subnormals and all, on a device that flushes them (the
+    slow path of subnormal.fma)."""
+    if tr.float_modes.float64:
+        return _fma32_via_f64(tr, a, b, c)
+    return _fma_emulated(_F(tr, 32), a, b, c)
+
+
+def mul_exact32(tr, a, b):
+    """The f32 product rounded once, subnormals and all (the slow path of subnormal.fmul)."""
+    return _mul_scalar(tr, ll.FloatType(), a, b, mode="rn")
 
 
 def _fma_emulated(F: _F, a, b, c, mode: str = "rn"):
@@ -280,9 +337,9 @@ def _fma_emulated(F: _F, a, b, c, mode: str = "rn"):
     # zero products, give what the unfused expression gives; a zero c leaves the product
     finite_ab = F.lnot(F.lor(F.isnan(a), F.isinf(a), F.isnan(b), F.isinf(b)))
     c_special = F.lor(F.isnan(c), F.isinf(c))
-    unfused = F.add(F.mul(a, b), c)
-    ab_zero = F.lor(F.feq(a, zero), F.feq(b, zero))
-    c_zero = F.feq(c, zero)
+    unfused = F.add(F.mul(F.stand_in(a), F.stand_in(b)), F.stand_in(c))
+    ab_zero = F.lor(F.is_zero(a), F.is_zero(b))
+    c_zero = F.is_zero(c)
     ma, ea = F.split(a)
     mb, eb = F.split(b)
     mc, ec = F.split(c)
@@ -320,11 +377,12 @@ def _fma_emulated(F: _F, a, b, c, mode: str = "rn"):
         step = F.isel(away, F.isel(same, F.i(1), F.i(0)), F.isel(same, F.i(0), F.i(-1)))
         far = F.from_bits(F.iadd(F.bits(c), step))
     r = F.sel(F.sgt(d, F.i(lim)), far, r)
-    r = F.sel(c_zero, F.mul(a, b) if mode == "rn" else _mul_core(F, a, b, mode), r)
+    r = F.sel(c_zero, F.mul(a, b) if mode == "rn" and not F.ftz else _mul_core(F, a, b, mode), r)
     if mode == "rm":  # an exact zero sum rounds to -0 unless both addends are +0
         pos = F.land(F.ieq(sign_ab, F.i(0)), F.ieq(F.bits(c), F.i(0)))
         unfused = F.sel(F.land(F.feq(unfused, zero), F.lnot(pos)), F.from_bits(F.i(F.sign_mask)), unfused)
-    r = F.sel(ab_zero, unfused, r)
+    # a zero product: c, or a zero of the sign the rules give (stand-ins kept c's sign)
+    r = F.sel(ab_zero, F.sel(c_zero, unfused, c) if F.ftz else unfused, r)
     r = F.sel(F.lor(F.lnot(finite_ab), c_special), unfused, r)
     return F.sel(F.land(finite_ab, F.isinf(c)), c, r)
 
@@ -346,6 +404,10 @@ def sqrt(tr, t: ll.Type, a: int, mode: str = "rn") -> int:
 def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn") -> int:
     """Fused multiply-add (llvm.fma)."""
     if mode == "rn" and tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
+        from . import subnormal
+
+        if subnormal.active(tr, t):
+            return subnormal.fma(tr, t, a, b, c)
         return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
     return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar, mode))
 
@@ -353,6 +415,10 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn") -> int:
 def add(tr, t: ll.Type, a: int, b: int, mode: str) -> int:
     """a + b rounded in `mode` (rn is the plain OpFAdd)."""
     if mode == "rn":
+        from . import subnormal
+
+        if subnormal.active(tr, t):
+            return subnormal.fadd(tr, t, a, b)
         return tr.no_contract(tr.op(OP.OpFAdd, tr.ty(t), a, b))
     return _elementwise(tr, t, (a, b), _helper("fadd", _add_scalar, mode))
 
@@ -360,6 +426,10 @@ def add(tr, t: ll.Type, a: int, b: int, mode: str) -> int:
 def mul(tr, t: ll.Type, a: int, b: int, mode: str) -> int:
     """a * b rounded in `mode`."""
     if mode == "rn":
+        from . import subnormal
+
+        if subnormal.active(tr, t):
+            return subnormal.fmul(tr, t, a, b)
         return tr.no_contract(tr.op(OP.OpFMul, tr.ty(t), a, b))
     return _elementwise(tr, t, (a, b), _helper("fmul", _mul_scalar, mode))
 
@@ -416,7 +486,7 @@ def _div_scalar(tr, t, a, b, mode: str = "rn"):
     if isinstance(t, ll.HalfType):
         return _via_f32(tr, _div_scalar, a, b, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
-    zero, one = F.f(0.0), F.f(1.0)
+    one = F.f(1.0)
     sign = F.iand(F.ixor(F.bits(a), F.bits(b)), F.i(F.sign_mask))
     ma, ea = F.split(a)
     mb, eb = F.split(b)
@@ -434,10 +504,10 @@ def _div_scalar(tr, t, a, b, mode: str = "rn"):
     rem = F.fma_near_one(F.neg(q), mb, ma)  # exact: its sign says where the true quotient lies
     res = _assemble(F, q, F.isub(ea, eb), rem, sign, mode)
     # special cases
-    nan = F.lor(F.isnan(a), F.isnan(b), F.land(F.feq(a, zero), F.feq(b, zero)),
-                F.land(F.isinf(a), F.isinf(b)))
-    inf = F.lor(F.feq(b, zero), F.isinf(a))
-    zer = F.lor(F.feq(a, zero), F.isinf(b))
+    a0, b0 = F.is_zero(a), F.is_zero(b)
+    nan = F.lor(F.isnan(a), F.isnan(b), F.land(a0, b0), F.land(F.isinf(a), F.isinf(b)))
+    inf = F.lor(b0, F.isinf(a))
+    zer = F.lor(a0, F.isinf(b))
     res = F.sel(zer, F.from_bits(sign), res)
     res = F.sel(inf, F.from_bits(F.ior(sign, F.i(F.inf_bits))), res)
     return F.sel(nan, F.add(F.add(a, b), F.f(float("nan"))), res)
@@ -494,12 +564,33 @@ def _assemble(F: _F, q, e, rem, sign, mode: str = "rn"):
 
 # ---------------------------------------------------------------------- add, mul (directed)
 def _add_scalar(tr, t, a, b, mode: str):
-    """a + b in a directed mode: TwoSum's exact error says which neighbour of the rounded
-    sum is wanted; an overflow from finite operands is the largest float unless rounding
-    away; an exact zero sum is -0 rounding down (unless both operands are +0), +0 else."""
     if isinstance(t, ll.HalfType):
         return _via_f32(tr, _add_scalar, a, b, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
+    if not F.ftz:
+        return _add_directed(F, a, b, mode)
+    # a flushing device: operands below 2^60 are added scaled by 2^64 (subnormal.small_add);
+    # larger ones as they are, a subnormal among them standing in as 2^-126 of its sign (it
+    # is below a quarter of the other's ulp: only its sign and being nonzero matter)
+    from . import subnormal
+
+    big = F.tr.op(OP.OpUGreaterThanEqual, F.b, F.tr.ext(F.it, GLSL.UMax, F.mag(a), F.mag(b)),
+                  F.i(0x5D800000))  # 2^60
+    tiny = [F.sel(F.is_sub(x), F.from_bits(F.ior(F.i(1 << F.mant), F.iand(F.bits(x), F.i(F.sign_mask)))), x)
+            for x in (a, b)]
+    return F.sel(big, _add_directed(F, *tiny, mode), subnormal.small_add(tr, a, b, mode))
+
+
+def add_core(tr, a, b, mode: str):
+    """f32 a + b rounded in `mode`, for operands and a result that are not subnormal."""
+    F = _F(tr, 32)
+    return F.add(a, b) if mode == "rn" else _add_directed(F, a, b, mode)
+
+
+def _add_directed(F: _F, a, b, mode: str):
+    """a + b in a directed mode: TwoSum's exact error says which neighbour of the rounded
+    sum is wanted; an overflow from finite operands is the largest float unless rounding
+    away; an exact zero sum is -0 rounding down (unless both operands are +0), +0 else."""
     zero = F.f(0.0)
     s, err = F.two_sum(a, b)
     sign = F.iand(F.bits(s), F.i(F.sign_mask))
@@ -523,9 +614,8 @@ def _mul_scalar(tr, t, a, b, mode: str):
     if isinstance(t, ll.HalfType):
         return _via_f32(tr, _mul_scalar, a, b, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
-    zero = F.f(0.0)
-    plain = F.mul(a, b)  # exact for zeros, infinities and NaNs
-    special = F.lor(F.feq(a, zero), F.feq(b, zero), F.isnan(a), F.isnan(b), F.isinf(a), F.isinf(b))
+    plain = F.mul(F.stand_in(a), F.stand_in(b))  # exact for zeros, infinities and NaNs
+    special = F.lor(F.is_zero(a), F.is_zero(b), F.isnan(a), F.isnan(b), F.isinf(a), F.isinf(b))
     return F.sel(special, plain, _mul_core(F, a, b, mode))
 
 
@@ -542,7 +632,7 @@ def _sqrt_scalar(tr, t, a, mode: str = "rn"):
     if isinstance(t, ll.HalfType):
         return _via_f32(tr, _sqrt_scalar, a, mode=mode)
     F = _F(tr, 32 if isinstance(t, ll.FloatType) else 64)
-    zero, half = F.f(0.0), F.f(0.5)
+    half = F.f(0.5)
     m, e = F.split(a)
     odd = F.ieq(F.iand(e, F.i(1)), F.i(1))
     m = F.sel(odd, F.mul(m, F.f(2.0)), m)  # m in [1, 4), e even
@@ -568,5 +658,5 @@ def _sqrt_scalar(tr, t, a, mode: str = "rn"):
     else:  # directed: the side of g the root lies on, from the exact residual m - g^2
         res = _assemble(F, g, e, F.fma_near_one(F.neg(g), g, m), F.i(0), mode)
     # special cases: -x and NaN give NaN, +-0 and +inf themselves
-    res = F.sel(F.lor(F.feq(a, zero), F.isinf(a)), a, res)
-    return F.sel(F.lor(F.isnan(a), F.lt(a, zero)), F.add(F.add(a, a), F.f(float("nan"))), res)
+    res = F.sel(F.lor(F.is_zero(a), F.isinf(a)), a, res)
+    return F.sel(F.lor(F.isnan(a), F.is_neg(a)), F.add(F.add(a, a), F.f(float("nan"))), res)

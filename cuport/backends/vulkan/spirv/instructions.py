@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from . import escapes, fpmath, intrinsics
+from . import escapes, fpmath, intrinsics, subnormal
 from .memory import _mem_type, _same_type, access_pointer, local_load, local_store, memory_operands
 from .module import OP, enum
 from .translate import LocalPtr, alloc_size, bool_type, is_bool, is_float, splat
@@ -72,7 +72,13 @@ def _signed_divide(tr, opname: str, t, a: int, b: int) -> int:
 @handles(*_FLOAT)
 def _float_binop(tr, ins) -> None:
     a, b = ins.operands
-    r = tr.op(_FLOAT[ins.opname], tr.ty(ins.type), tr.val(a), tr.val(b))
+    t = ins.type
+    if subnormal.active(tr, t):
+        x, y = tr.val(a), tr.val(b)
+        tr.define(ins, subnormal.fmul(tr, t, x, y) if ins.opname == "fmul"
+                  else subnormal.fadd(tr, t, x, y, sub=ins.opname == "fsub"))
+        return
+    r = tr.op(_FLOAT[ins.opname], tr.ty(t), tr.val(a), tr.val(b))
     tr.define(ins, tr.no_contract(r))
 
 
@@ -91,6 +97,9 @@ def _fdiv(tr, ins) -> None:
 @handles("fneg")
 def _fneg(tr, ins) -> None:
     (a,) = ins.operands
+    if subnormal.active(tr, ins.type):
+        tr.define(ins, subnormal.fneg(tr, ins.type, tr.val(a)))
+        return
     tr.define(ins, tr.no_contract(tr.op(OP.OpFNegate, tr.ty(ins.type), tr.val(a))))
 
 
@@ -143,6 +152,9 @@ def _fcmp(tr, ins) -> None:
         nan = tr.op(OP.OpLogicalOr, rt, tr.op(OP.OpIsNan, rt, x), tr.op(OP.OpIsNan, rt, y))
         tr.define(ins, nan if p == "uno" else tr.op(OP.OpLogicalNot, rt, nan))
         return
+    if subnormal.active(tr, a.type):
+        tr.define(ins, subnormal.fcmp(tr, p, a.type, a, b))
+        return
     tr.define(ins, tr.op(_FCMP[p], rt, x, y))
 
 
@@ -190,7 +202,12 @@ def _ext(tr, ins) -> None:
 
 @handles("fptrunc", "fpext")
 def _fconv(tr, ins) -> None:
-    tr.define(ins, tr.op(OP.OpFConvert, tr.ty(ins.type), tr.val(ins.operands[0])))
+    (a,) = ins.operands
+    t = ins.type
+    if ins.opname == "fpext" and subnormal.active(tr, a.type) and isinstance(t, ll.DoubleType):
+        tr.define(ins, subnormal.fpext(tr, tr.val(a), tr.ty(t)))
+        return
+    tr.define(ins, tr.op(OP.OpFConvert, tr.ty(t), tr.val(a)))
 
 
 @handles("fptoui", "fptosi")

@@ -9,7 +9,7 @@ import re
 
 from llvmlite import ir as ll
 
-from . import fpmath
+from . import fpmath, subnormal
 from .module import GLSL, OP
 from .translate import bool_type, is_float, scalar_width, splat
 
@@ -74,11 +74,32 @@ def _glsl(number: int, float_only: bool = False, f64: bool = True):
     return f
 
 
-for _name, _num in (("llvm.fabs", GLSL.FAbs), ("llvm.floor", GLSL.Floor), ("llvm.ceil", GLSL.Ceil),
+for _name, _num in (("llvm.floor", GLSL.Floor), ("llvm.ceil", GLSL.Ceil),
                     ("llvm.trunc", GLSL.Trunc), ("llvm.rint", GLSL.RoundEven),
                     ("llvm.nearbyint", GLSL.RoundEven), ("llvm.roundeven", GLSL.RoundEven),
-                    ("llvm.round", GLSL.Round), ("llvm.fmuladd", GLSL.Fma)):
+                    ("llvm.round", GLSL.Round)):
     INTRINSICS[_name] = _glsl(_num)
+
+
+@intrinsic("llvm.fabs")
+def _fabs(tr, ins, args):
+    if subnormal.active(tr, ins.type):
+        return subnormal.fabs(tr, ins.type, tr.val(args[0]))
+    return tr.ext(tr.ty(ins.type), GLSL.FAbs, tr.val(args[0]))
+
+
+@intrinsic("llvm.fmuladd")
+def _fmuladd(tr, ins, args):
+    """a * b + c, fused or not (LLVM leaves it open): the device's Fma."""
+    t = ins.type
+    a, b, c = (tr.val(x) for x in args)
+    if subnormal.active(tr, t):
+        if tr.float_modes.fused_fma:
+            return subnormal.fma(tr, t, a, b, c)
+        return subnormal.fadd(tr, t, subnormal.fmul(tr, t, a, b), c)
+    return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
+
+
 for _name, _num in (("llvm.exp2", GLSL.Exp2), ("llvm.log2", GLSL.Log2), ("llvm.sin", GLSL.Sin),
                     ("llvm.cos", GLSL.Cos)):
     INTRINSICS[_name] = _glsl(_num, f64=False)
@@ -112,7 +133,8 @@ def _constrained(op: str):
         t = ins.type
         x = [tr.val(v) for v in vals]
         if op == "fsub":
-            x[1] = tr.no_contract(tr.op(OP.OpFNegate, tr.ty(t), x[1]))
+            x[1] = (subnormal.fneg(tr, t, x[1]) if subnormal.active(tr, t)
+                    else tr.no_contract(tr.op(OP.OpFNegate, tr.ty(t), x[1])))
         if op in ("fadd", "fsub"):
             return fpmath.add(tr, t, x[0], x[1], mode)
         if op == "fmul":
@@ -160,8 +182,11 @@ def _num_pick(tr, t, a, b, lower: bool) -> int:
     (the bits of equal values ORed for the minimum, ANDed for the maximum)."""
     it = int_type_like(t)
     ti = tr.ty(it)
-    m = tr.ext(tr.ty(t), GLSL.FMin if lower else GLSL.FMax, a, b)
-    eq = tr.op(OP.OpFOrdEqual, bool_type(tr, t), a, b)
+    if subnormal.active(tr, t):
+        m, eq = subnormal.pick(tr, t, a, b, lower)
+    else:
+        m = tr.ext(tr.ty(t), GLSL.FMin if lower else GLSL.FMax, a, b)
+        eq = tr.op(OP.OpFOrdEqual, bool_type(tr, t), a, b)
     ab = tr.op(OP.OpBitwiseOr if lower else OP.OpBitwiseAnd, ti, tr.op(OP.OpBitcast, ti, a), tr.op(OP.OpBitcast, ti, b))
     return select(tr, t, eq, tr.op(OP.OpBitcast, tr.ty(t), ab), m)
 
@@ -175,6 +200,8 @@ def _minmax(lower: bool, nan_wins: bool, zero_order: bool):
         na, nb = isnan(tr, t, a), isnan(tr, t, b)
         if zero_order:
             r = _num_pick(tr, t, a, b, lower)
+        elif subnormal.active(tr, t):
+            r = subnormal.pick(tr, t, a, b, lower)[0]
         else:
             r = tr.ext(tr.ty(t), GLSL.FMin if lower else GLSL.FMax, a, b)
         if nan_wins:

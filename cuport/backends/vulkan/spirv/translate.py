@@ -34,6 +34,16 @@ MA_ALIGNED = enum("MemoryAccess", "Aligned")
 MA_VOLATILE = enum("MemoryAccess", "Volatile")
 MA_NONPRIVATE = enum("MemoryAccess", "NonPrivatePointer")
 SC_FUNCTION = enum("StorageClass", "Function")
+# what NVIDIA's driver flushes f32 subnormals in (tests/vulkan/denormal_probe.py on an H200):
+# FloatModes.simulate_flush32 makes a device that keeps them do the same
+_SIM_OPS = frozenset(getattr(OP, n) for n in (
+    "OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFRem", "OpFMod", "OpFNegate", "OpFConvert",
+    "OpFOrdEqual", "OpFOrdNotEqual", "OpFOrdLessThan", "OpFOrdGreaterThan", "OpFOrdLessThanEqual",
+    "OpFOrdGreaterThanEqual", "OpFUnordEqual", "OpFUnordNotEqual", "OpFUnordLessThan",
+    "OpFUnordGreaterThan", "OpFUnordLessThanEqual", "OpFUnordGreaterThanEqual"))
+_SIM_GLSL = frozenset(getattr(GLSL, n) for n in (
+    "FAbs", "Fma", "FMin", "FMax", "NMin", "NMax", "FClamp", "Sqrt", "InverseSqrt", "Exp2", "Log2",
+    "Sin", "Cos"))
 
 
 class TranslateError(Exception):
@@ -67,13 +77,22 @@ class FloatModes:
     applied to the widths the kernel uses; the device must support each
     (VkPhysicalDeviceFloatControlsProperties). `fused_fma`: the device's GLSL Fma rounds
     once (probe it with `fma_probe`; lavapipe's does not), else fma is emulated exactly;
-    `float64`: the emulations may compute in f64 (the device has shaderFloat64)."""
+    `float64`: the emulations may compute in f64 (the device has shaderFloat64).
+    `flush32`: the device may flush f32 subnormals (it has no DenormPreserve mode for f32
+    and the subnormal probe saw it flush: NVIDIA's driver flushes the operands and results
+    of every f32 arithmetic instruction, comparisons and f32->f64 conversions included);
+    the f32 operations whose results would then differ are emulated (subnormal.py).
+    `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
+    on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
+    results explicitly."""
     fused_fma: bool = False
     float64: bool = True
     signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
     denorm_preserve: tuple[int, ...] = ()
     denorm_flush: tuple[int, ...] = ()
     rounding_rte: tuple[int, ...] = ()
+    flush32: bool = False
+    simulate_flush32: bool = False
 
 
 def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
@@ -196,7 +215,7 @@ class _Translator:
         self.interface: dict[int, None] = {}
         self.builtins: dict[tuple[str, int], int] = {}
         self.float_widths: set[int] = set()
-        self._tcache: dict[int, int] = {}
+        self._tcache: dict[int, tuple[ll.Type, int]] = {}  # id(type) -> (type, SPIR-V id)
         self._ptrs: dict[tuple[str, int], int] = {}
         self.globals_: dict[str, LocalPtr] = {}
         self.shared_bytes = 0
@@ -213,6 +232,8 @@ class _Translator:
         self.t_i32 = m.t_int(32)
         self.t_i64 = m.t_int(64)
         self.t_bool = m.t_bool()
+        self._sim = float_modes.simulate_flush32
+        self._sim_raw: dict[int, int] = {}  # flushed result -> the instruction's own (simulation)
 
     # ------------------------------------------------------------------ errors
     def error(self, message: str, ins=None) -> TranslateError:
@@ -224,8 +245,8 @@ class _Translator:
     # ------------------------------------------------------------------ types
     def ty(self, t: ll.Type) -> int:
         c = self._tcache.get(id(t))
-        if c is not None:
-            return c
+        if c is not None and c[0] is t:
+            return c[1]
         m = self.m
         if isinstance(t, ll.IntType):
             r = self.t_bool if t.width == 1 else m.t_int(t.width)
@@ -252,7 +273,7 @@ class _Translator:
             r = m.t_void()
         else:
             raise self.error(f"no SPIR-V type for {t}")
-        self._tcache[id(t)] = r
+        self._tcache[id(t)] = (t, r)  # t kept alive: a dead type's id may be reused
         return r
 
     def ptr_type(self, storage: str, pointee: int) -> int:
@@ -292,6 +313,11 @@ class _Translator:
     # ------------------------------------------------------------------ emission
     def op(self, opcode: int, rtype: int, *operands: int) -> int:
         """Emit a value-producing instruction into the current block; returns its id."""
+        if self._sim and (opcode in _SIM_OPS or (opcode == OP.OpExtInst and operands[1] in _SIM_GLSL)):
+            return self._simulated(opcode, rtype, operands)
+        return self._op(opcode, rtype, *operands)
+
+    def _op(self, opcode: int, rtype: int, *operands: int) -> int:
         r = self.m.id()
         blk = self.cur
         w = blk.words
@@ -309,8 +335,72 @@ class _Translator:
         return self.op(OP.OpExtInst, rtype, self.m.ext_import(), number, *operands)
 
     def no_contract(self, r: int) -> int:
-        self.m.decorate(r, "NoContraction")
+        self.m.decorate(self._sim_raw.get(r, r), "NoContraction")
         return r
+
+    # ------------------------------------------------------------------ flushing, simulated
+    def _simulated(self, opcode: int, rtype: int, operands: tuple[int, ...]) -> int:
+        """The instruction as a device that flushes f32 subnormals runs it: its f32 operands
+        flushed, and its f32 result unless it converts from a wider float (NVIDIA's f64->f32
+        conversion keeps subnormals)."""
+        skip = 2 if opcode == OP.OpExtInst else 0
+        ops = tuple(x if i < skip else self._flush_sim(x) for i, x in enumerate(operands))
+        r = self._op(opcode, rtype, *ops)
+        if opcode == OP.OpFConvert or self._f32_kind(rtype) is None:
+            return r
+        out = self._flush_sim(r)
+        self._sim_raw[out] = r
+        return out
+
+    def _f32_kind(self, type_id: int | None) -> tuple[int, int] | None:
+        """(u32 type, bool type) of the same shape when type_id is f32 or a vector of f32."""
+        m = self.m
+        f32 = m.t_float(32)
+        if type_id == f32:
+            return self.t_i32, self.t_bool
+        for n in (2, 3, 4):
+            if type_id == m.t_vector(f32, n):
+                return m.t_vector(self.t_i32, n), m.t_vector(self.t_bool, n)
+        return None
+
+    def _flush_sim(self, x: int) -> int:
+        s = self.site.get(x)
+        t = s[2] if s is not None else (self.param_types.get(x) or self.m.type_of(x))
+        kind = self._f32_kind(t)
+        if kind is None:
+            return x
+        ut, bt = kind
+        n = None if ut == self.t_i32 else next(k for k in (2, 3, 4) if ut == self.m.t_vector(self.t_i32, k))
+
+        def c(v: int) -> int:
+            e = self.cint(v)
+            return e if n is None else self.m.const_composite(ut, [e] * n)
+        bits = self._op(OP.OpBitcast, ut, x)
+        sub = self._op(OP.OpIEqual, bt, self._op(OP.OpBitwiseAnd, ut, bits, c(0x7F800000)), c(0))
+        sign = self._op(OP.OpBitwiseAnd, ut, bits, c(0x80000000))
+        return self._op(OP.OpBitcast, t, self._op(OP.OpSelect, ut, sub, sign, bits))
+
+    # ------------------------------------------------------------------ slow paths
+    def slow_path(self, cond: int, fast: int, rtype: int, key: str, args: list[int], build,
+                  prepare=None) -> int:
+        """`fast`, or where `cond` holds, helper function `key` (made by `build`, see
+        call_helper) called on `args` (first passed through `prepare(args)` in the branch):
+        a selection construct around the call, so that the rare case costs only a branch."""
+        then, after = self.new_block(), self.new_block()
+        self.stmt(OP.OpSelectionMerge, after.label, 0)
+        self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
+        head = self.cur
+        then.preds.append(head)
+        after.preds.append(head)
+        self.cur = None
+        self.start(then)
+        if prepare is not None:
+            args = prepare(args)
+        slow = self.call_helper(key, rtype, args, build)
+        end = self.cur
+        self.branch(after)
+        self.start(after)
+        return self.op(OP.OpPhi, rtype, fast, head.label, slow, end.label)
 
     # ------------------------------------------------------------------ values
     def val(self, v) -> int:

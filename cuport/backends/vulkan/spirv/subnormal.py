@@ -1,0 +1,264 @@
+"""f32 arithmetic with subnormals kept, on a device that flushes them (FloatModes.flush32).
+
+NVIDIA's Vulkan driver (580, H200) has no DenormPreserve mode for f32, and without it every
+f32 arithmetic instruction flushes subnormal operands and results to zero: add, sub, mul,
+fma, div, sqrt, negate, abs, min/max, the comparisons and the f32->f64 conversion
+(measured by tests/vulkan/denormal_probe.py; f64 and f16 keep them, and so do loads, stores,
+selects, floor/ceil/trunc/rint, f64->f32 and integer conversions). CUDA keeps them unless
+an instruction says .ftz. The emulation, per operation, where its result would differ:
+
+- add/sub: the hardware's sum is right unless both operands are below 2^-100 in
+  magnitude (then a sum can be subnormal; otherwise a subnormal operand is below half an
+  ulp of the other, and flushing it changes nothing). That rare case is a branch to a
+  helper that adds the operands scaled by 2^64 (exactly: subnormals through the integer
+  conversion of their significand) and scales the sum back (a subnormal sum is exact).
+- mul and fma: the hardware's result is right unless an operand is subnormal or the
+  result is at most 2^-126 in magnitude with nonzero factors (a flushed tiny result);
+  then a branch to an exact helper (fpmath's, whose significands never go subnormal).
+- negate, abs: bit operations (as LLVM defines them).
+- comparisons: on the integers that order floats (sign and magnitude made two's
+  complement, so that -0 == +0), NaN tested from the bits (always: NVIDIA's compiler
+  turns a comparison and a select of its operands into a flushing min/max).
+- min/max: the same order, selecting an operand's bits.
+- f32 -> f64: a subnormal converted from its significand.
+div and sqrt (fpmath) split their operands with the integer conversion and test zeros on
+the bits (fpmath._F.ftz).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from .module import GLSL, OP
+
+_MAG = 0x7FFFFFFF
+_SIGN = 0x80000000
+_MIN_NORMAL = 0x00800000
+_SMALL_SUM = 0x0D800000  # 2^-100
+_INF = 0x7F800000
+
+
+def active(tr, t: ll.Type) -> bool:
+    """Whether f32 (or a vector of f32) type t needs the emulation on this device."""
+    e = t.element if isinstance(t, ll.VectorType) else t
+    return tr.float_modes.flush32 and isinstance(e, ll.FloatType)
+
+
+class _U:
+    """u32 operations on ids (scalar, or vectors of n)."""
+
+    def __init__(self, tr, n: int | None = None):
+        self.tr = tr
+        m = tr.m
+        self.n = n
+        self.ut = tr.t_i32 if n is None else m.t_vector(tr.t_i32, n)
+        self.bt = tr.t_bool if n is None else m.t_vector(tr.t_bool, n)
+        self.ft = m.t_float(32) if n is None else m.t_vector(m.t_float(32), n)
+
+    def c(self, v: int) -> int:
+        e = self.tr.cint(v & 0xFFFFFFFF)
+        return e if self.n is None else self.tr.m.const_composite(self.ut, [e] * self.n)
+
+    def op(self, code, *args):
+        return self.tr.op(code, self.ut, *args)
+
+    def cmp(self, code, *args):
+        return self.tr.op(code, self.bt, *args)
+
+    def bits(self, x):
+        return self.tr.op(OP.OpBitcast, self.ut, x)
+
+    def flt(self, x):
+        return self.tr.op(OP.OpBitcast, self.ft, x)
+
+    def mag(self, x):
+        return self.op(OP.OpBitwiseAnd, self.bits(x), self.c(_MAG))
+
+    def lor(self, a, b):
+        return self.cmp(OP.OpLogicalOr, a, b)
+
+    def land(self, a, b):
+        return self.cmp(OP.OpLogicalAnd, a, b)
+
+    def below(self, x, limit: int):
+        """x - 1 < limit, unsigned: 0 < x <= limit."""
+        return self.cmp(OP.OpULessThan, self.op(OP.OpISub, x, self.c(1)), self.c(limit))
+
+    def umin(self, a, b):
+        return self.tr.ext(self.ut, GLSL.UMin, a, b)
+
+    def umax(self, a, b):
+        return self.tr.ext(self.ut, GLSL.UMax, a, b)
+
+
+# ---------------------------------------------------------------------- negate, abs
+def fneg(tr, t: ll.Type, a: int) -> int:
+    u = _U(tr, _count(t))
+    return u.flt(u.op(OP.OpBitwiseXor, u.bits(a), u.c(_SIGN)))
+
+
+def fabs(tr, t: ll.Type, a: int) -> int:
+    u = _U(tr, _count(t))
+    return u.flt(u.mag(a))
+
+
+def _count(t: ll.Type) -> int | None:
+    return t.count if isinstance(t, ll.VectorType) else None
+
+
+# ---------------------------------------------------------------------- comparisons
+def order_key(u: _U, x: int) -> int:
+    """A signed integer that orders finite floats and infinities as the floats do, with
+    -0 == +0: the magnitude, negated for a negative sign."""
+    b = u.bits(x)
+    s = u.op(OP.OpShiftRightArithmetic, b, u.c(31))
+    return u.op(OP.OpISub, u.op(OP.OpBitwiseXor, u.op(OP.OpBitwiseAnd, b, u.c(_MAG)), s), s)
+
+
+def is_nan(u: _U, x: int) -> int:
+    return u.cmp(OP.OpUGreaterThan, u.mag(x), u.c(_INF))
+
+
+_ICMP = {"eq": OP.OpIEqual, "ne": OP.OpINotEqual, "lt": OP.OpSLessThan, "le": OP.OpSLessThanEqual,
+         "gt": OP.OpSGreaterThan, "ge": OP.OpSGreaterThanEqual}
+
+
+def fcmp(tr, pred: str, ta: ll.Type, a_ll, b_ll) -> int:
+    """An ordered (o..) or unordered (u..) comparison of f32 values. Even against a normal
+    constant the device's own comparison is not used: NVIDIA's compiler fuses a comparison
+    and a select of the compared values into a min/max, which flushes (__saturatef of a
+    subnormal gave 0 on the H200)."""
+    u = _U(tr, _count(ta))
+    a, b = tr.val(a_ll), tr.val(b_ll)
+    rel = u.cmp(_ICMP[pred[1:]], order_key(u, a), order_key(u, b))
+    nan = u.lor(is_nan(u, a), is_nan(u, b))
+    if pred[0] == "o":
+        return u.land(u.cmp(OP.OpLogicalNot, nan), rel)
+    return u.lor(nan, rel)
+
+
+def pick(tr, t: ll.Type, a: int, b: int, lower: bool) -> tuple[int, int]:
+    """(the smaller (larger) of a and b by value, neither NaN; whether they are equal) in
+    the integer order (GLSL's FMin/FMax flush)."""
+    u = _U(tr, _count(t))
+    ka, kb = order_key(u, a), order_key(u, b)
+    first = u.cmp(OP.OpSLessThan if lower else OP.OpSGreaterThan, ka, kb)
+    return tr.op(OP.OpSelect, tr.ty(t), first, a, b), u.cmp(OP.OpIEqual, ka, kb)
+
+
+# ---------------------------------------------------------------------- conversion
+def fpext(tr, a: int, dst: int) -> int:
+    """f32 -> f64 (dst: the f64 type id) with subnormals converted exactly."""
+    u = _U(tr)
+    m = u.mag(a)
+    native = tr.op(OP.OpFConvert, dst, a)
+    f64 = tr.m.t_float(64)
+    scale = tr.op(OP.OpSelect, f64, u.cmp(OP.OpINotEqual, u.op(OP.OpBitwiseAnd, u.bits(a), u.c(_SIGN)), u.c(0)),
+                  tr.const(ll.Constant(ll.DoubleType(), -(2.0 ** -149))), tr.const(ll.Constant(ll.DoubleType(), 2.0 ** -149)))
+    sub = tr.no_contract(tr.op(OP.OpFMul, f64, tr.op(OP.OpConvertUToF, f64, m), scale))
+    return tr.op(OP.OpSelect, f64, u.below(m, _MIN_NORMAL - 1), sub, native)
+
+
+# ---------------------------------------------------------------------- add, mul, fma
+def _scalarised(tr, t: ll.Type, args: tuple[int, ...], scalar) -> int:
+    if not isinstance(t, ll.VectorType):
+        return scalar(*args)
+    et = tr.ty(t.element)
+    parts = [scalar(*(tr.op(OP.OpCompositeExtract, et, x, i) for x in args)) for i in range(t.count)]
+    return tr.op(OP.OpCompositeConstruct, tr.ty(t), *parts)
+
+
+def fadd(tr, t: ll.Type, a: int, b: int, sub: bool = False) -> int:
+    """a + b (a - b) with subnormals kept (see the module docstring)."""
+    def one(x, y):
+        u = _U(tr)
+        fast = tr.no_contract(tr.op(OP.OpFSub if sub else OP.OpFAdd, u.ft, x, y))
+        small = u.below(u.umax(u.mag(x), u.mag(y)), _SMALL_SUM - 1)
+
+        def prepare(args):
+            p, q = args
+            return [p, fneg(tr, ll.FloatType(), q)] if sub else [p, q]
+        return tr.slow_path(small, fast, u.ft, "cuport.subnormal.fadd", [x, y],
+                            lambda p, q: small_add(tr, p, q, "rn"), prepare)
+    return _scalarised(tr, t, (a, b), one)
+
+
+def fmul(tr, t: ll.Type, a: int, b: int) -> int:
+    """a * b with subnormals kept."""
+    from . import fpmath
+
+    def one(x, y):
+        u = _U(tr)
+        fast = tr.no_contract(tr.op(OP.OpFMul, u.ft, x, y))
+        mx, my = u.mag(x), u.mag(y)
+        sub = _any_subnormal(u, mx, my)
+        tiny = u.land(u.cmp(OP.OpULessThanEqual, u.mag(fast), u.c(_MIN_NORMAL)),
+                      u.cmp(OP.OpINotEqual, u.umin(mx, my), u.c(0)))
+        return tr.slow_path(u.lor(sub, tiny), fast, u.ft, "cuport.subnormal.fmul", [x, y],
+                            lambda p, q: fpmath.mul_exact32(tr, p, q))
+    return _scalarised(tr, t, (a, b), one)
+
+
+def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
+    """a * b + c rounded once, with subnormals kept, from the device's fused Fma."""
+    from . import fpmath
+
+    def one(x, y, z):
+        u = _U(tr)
+        fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
+        # (testing exponent fields alone is cheaper but sends zero operands down the slow
+        # path: on the H200 that made bench/gpu's sgemm, whose matrices hold zeros, 2.7x slower)
+        mx, my, mz = u.mag(x), u.mag(y), u.mag(z)
+        sub = _any_subnormal(u, mx, my, mz)
+        nonzero = u.cmp(OP.OpINotEqual, u.op(OP.OpBitwiseOr, u.umin(mx, my), mz), u.c(0))
+        tiny = u.land(u.cmp(OP.OpULessThanEqual, u.mag(fast), u.c(_MIN_NORMAL)), nonzero)
+        return tr.slow_path(u.lor(sub, tiny), fast, u.ft, "cuport.subnormal.fma", [x, y, z],
+                            lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
+    return _scalarised(tr, t, (a, b, c), one)
+
+
+def _any_subnormal(u: _U, *mags: int) -> int:
+    """Whether some magnitude is a subnormal's: 0 < m < 2^-126, i.e. m - 1 < 0x7FFFFF."""
+    low = None
+    for m in mags:
+        d = u.op(OP.OpISub, m, u.c(1))
+        low = d if low is None else u.umin(low, d)
+    return u.cmp(OP.OpULessThan, low, u.c(_MIN_NORMAL - 1))
+
+
+# ---------------------------------------------------------------------- the scaled sum
+_UP = 2.0 ** 64
+
+
+def scale_up(tr, x: int) -> int:
+    """x * 2^64 exactly for |x| < 2^60 (a subnormal from its significand: M * 2^-85)."""
+    u = _U(tr)
+    m = u.mag(x)
+    f32 = ll.FloatType()
+    sub = tr.no_contract(tr.op(OP.OpFMul, u.ft, tr.op(OP.OpConvertUToF, u.ft, m), tr.const(ll.Constant(f32, 2.0 ** -85))))
+    sub = u.flt(u.op(OP.OpBitwiseOr, u.bits(sub), u.op(OP.OpBitwiseAnd, u.bits(x), u.c(_SIGN))))
+    big = tr.no_contract(tr.op(OP.OpFMul, u.ft, x, tr.const(ll.Constant(f32, _UP))))
+    return tr.op(OP.OpSelect, u.ft, u.below(m, _MIN_NORMAL - 1), sub, big)
+
+
+def scale_down(tr, x: int) -> int:
+    """x * 2^-64 for an x that is a multiple of 2^-85: exactly (a subnormal result from its
+    significand, which is then an integer)."""
+    u = _U(tr)
+    m = u.mag(x)
+    f32 = ll.FloatType()
+    normal = tr.no_contract(tr.op(OP.OpFMul, u.ft, x, tr.const(ll.Constant(f32, 1 / _UP))))
+    absx = u.flt(m)
+    k = tr.op(OP.OpConvertFToU, u.ut, tr.no_contract(tr.op(OP.OpFMul, u.ft, absx, tr.const(ll.Constant(f32, 2.0 ** 85)))))
+    sub = u.flt(u.op(OP.OpBitwiseOr, k, u.op(OP.OpBitwiseAnd, u.bits(x), u.c(_SIGN))))
+    return tr.op(OP.OpSelect, u.ft, u.cmp(OP.OpULessThan, m, u.c(0x20800000)), sub, normal)  # 2^-62
+
+
+def small_add(tr, a: int, b: int, mode: str) -> int:
+    """a + b rounded in `mode` for |a|, |b| < 2^60: on operands scaled by 2^64, where no
+    value of the exact two-sum goes subnormal; a sum that is subnormal is exact, so
+    scaling it back rounds nothing."""
+    from . import fpmath
+
+    s = fpmath.add_core(tr, scale_up(tr, a), scale_up(tr, b), mode)
+    return scale_down(tr, s)

@@ -1,0 +1,53 @@
+"""The end of a C program: once cuport's exit handler has run (runtime/device.py), no Vulkan
+call reaches the driver, whose own exit handler may already have shut it down (on the H200
+host the CUDA runtime's exit handler then freed memory through a dead driver: SIGSEGV
+after PASS). Releases and waits do nothing; work is refused with VulkanUnavailable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import vkrt_support
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, "tests/vulkan")
+    import numpy as np
+    import vkrt_support
+    from cuport.backends.vulkan import runtime
+    from cuport.backends.vulkan.runtime import device as vkdev
+    dev = vkrt_support.device()
+    buf = dev.alloc(4096)
+    s = dev.stream()
+    s.fill(buf.address, 7, 1024, 4)
+    vkdev._on_exit()                      # what libc's exit() runs
+    dev.free(buf)                         # the CUDA runtime's exit handler, after it
+    s.synchronize()
+    s.close()
+    dev.synchronize()
+    try:
+        dev.alloc(64)
+    except runtime.VulkanUnavailable as e:
+        print("refused:", e)
+    print("done")
+""")
+
+
+def test_after_the_exit_handler_releases_are_quiet_and_work_is_refused() -> None:
+    vkrt_support.device()  # skips without a device
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[-1] == "done", r.stdout + r.stderr
+    assert any(ln.startswith("refused:") and "shut down" in ln for ln in lines), r.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["python3", "prog.py"]])
+def test_the_handler_is_registered_only_in_c_programs(monkeypatch, argv) -> None:
+    from cuport.backends.vulkan.runtime import device as vkdev
+
+    monkeypatch.setattr(sys, "orig_argv", argv)
+    assert vkdev._in_c_program() is (not argv)

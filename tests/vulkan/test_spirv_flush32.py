@@ -1,0 +1,121 @@
+"""f32 with subnormals kept on a device that flushes them (FloatModes.flush32, spirv/subnormal.py),
+checked on any device: FloatModes.simulate_flush32 makes the device's own f32 instructions
+flush their operands and results as NVIDIA's driver does (measured on the H200 with
+tests/vulkan/denormal_probe.py), and the same exact references as the other tests must hold.
+The simulation is itself checked: without the emulation, the results are those the H200
+gave (subnormal operands and results lost)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import spvrun
+import test_spirv_fpmath as fpm
+import test_spirv_ops as ops
+from elementwise import apply, pairs, same_floats, special_f32
+
+NVIDIA = {"denorm_preserve": (), "flush32": True, "simulate_flush32": True}
+
+
+@pytest.fixture
+def flushing_device(monkeypatch):
+    spvrun.device()  # skips without a device
+    monkeypatch.setattr(spvrun, "_modes", dict(NVIDIA))
+
+
+def test_the_simulation_flushes_as_the_h200_did(monkeypatch) -> None:
+    """Without the emulation, fadd on simulated flushing loses what the H200 lost."""
+    spvrun.device()
+    monkeypatch.setattr(spvrun, "_modes", dict(NVIDIA, flush32=False))
+    a, b = pairs(special_f32(), np.random.default_rng(3), 0)
+    got = apply(lambda k, v: k.b.fadd(*v), [a, b], np.float32)
+    with np.errstate(all="ignore"):
+        want = a + b
+    lost = ~same_floats(got, want)
+    tiny = np.finfo(np.float32).tiny
+    sub = lambda x: (x != 0) & (np.abs(x) < tiny)  # noqa: E731
+    assert lost.any()
+    assert (sub(a) | sub(b) | sub(want))[lost].all()  # only where a subnormal is involved
+
+
+@pytest.mark.parametrize("pred", ops.FCMP)
+def test_fcmp(flushing_device, pred) -> None:
+    for ordered in (True, False):
+        ops.test_fcmp(pred, ordered)
+
+
+@pytest.mark.parametrize("name", sorted(ops.FLOAT_BINOPS))
+def test_add_sub_mul_with_subnormals(flushing_device, name) -> None:
+    vals = special_f32()
+    rng = np.random.default_rng(11)
+    a, c = pairs(vals, rng, 3000)
+    tiny = np.finfo(np.float32).tiny
+    # operands and results near and below 2^-126, and sums of small normals that go subnormal
+    s = (rng.standard_normal(3000) * tiny * rng.choice([1, 2.0 ** -10, 2.0 ** 10, 2.0 ** 30], 3000)).astype(np.float32)
+    t = (-s * rng.choice([1.0, 1.5, 2.0 ** -20, 2.0 ** 20], 3000) + rng.standard_normal(3000) * tiny).astype(np.float32)
+    a, c = np.concatenate([a, s, s]), np.concatenate([c, t, np.roll(s, 1)])
+    build, ref = ops.FLOAT_BINOPS[name]
+    got = apply(lambda k, v: build(k.b, *v), [a, c], np.float32)
+    with np.errstate(all="ignore"):
+        want = ref(a, c)
+    ok = same_floats(got, want)
+    assert ok.all(), list(zip(a[~ok][:5], c[~ok][:5], got[~ok][:5], want[~ok][:5], strict=True))
+
+
+@pytest.mark.parametrize("name", ["minnum", "maxnum", "minimum", "maximum"])
+def test_min_max_with_subnormals(flushing_device, name) -> None:
+    a, c = pairs(special_f32(), np.random.default_rng(5), 300)
+    got = apply(lambda k, v: k.intrinsic(f"llvm.{name}.f32", v[0].type, v), [a, c], np.float32)
+    want = ops.MINMAX[name](a, c)
+    zeros = (a == 0) & (c == 0)  # the sign of an equal pair of zeros is unspecified for minnum
+    if name in ("minnum", "maxnum"):
+        got, want = np.where(zeros, 0, got).astype(np.float32), np.where(zeros, 0, want).astype(np.float32)
+    assert same_floats(got, want).all()
+
+
+def test_negate_abs_and_widen(flushing_device) -> None:
+    a = special_f32()
+    assert same_floats(apply(lambda k, v: k.b.fneg(v[0]), [a], np.float32), -a).all()
+    assert same_floats(apply(lambda k, v: k.intrinsic("llvm.fabs.f32", v[0].type, v), [a], np.float32), np.abs(a)).all()
+    from spvtools import F64
+
+    assert same_floats(apply(lambda k, v: k.b.fpext(v[0], F64), [a], np.float64), a.astype(np.float64)).all()
+
+
+@pytest.mark.parametrize("mode", sorted(fpm.EMULATED))
+@pytest.mark.parametrize("op", ["fdiv", "sqrt", "fma"])
+def test_division_root_fma(flushing_device, op, mode) -> None:
+    {"fdiv": fpm.test_fdiv_is_correctly_rounded, "sqrt": fpm.test_sqrt_is_correctly_rounded,
+     "fma": fpm.test_fma_is_exact}[op](np.float32, mode)
+
+
+def test_fma_over_the_devices_fma(flushing_device) -> None:
+    """The guarded path over the device's own Fma (NVIDIA's is fused). lavapipe's rounds the
+    product first, so the factors here have exact products (short significands, products
+    of at least 2^-120): then its Fma is a fused one, and whatever the guard lets through
+    must already be right; c, cancellations and subnormal factors bring in the rest."""
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    rng = np.random.default_rng(21)
+    n = 6000
+    ka = rng.integers(1, 1 << 11, n) * rng.choice([-1, 1], n)
+    kb = rng.integers(1, 1 << 11, n) * rng.choice([-1, 1], n)
+    ea = rng.integers(-149, 40, n)
+    eb = np.maximum(rng.integers(-60, 60, n), -120 - ea + 22)
+    a = (ka * np.exp2(ea.astype(np.float64))).astype(np.float32)
+    b = (kb * np.exp2(eb.astype(np.float64))).astype(np.float32)
+    p = a.astype(np.float64) * b
+    tiny = np.finfo(np.float32).tiny
+    c = np.where(rng.random(n) < 0.4, -p * (1 + rng.choice([0, 2.0 ** -23, -(2.0 ** -22)], n)),
+                 rng.standard_normal(n) * tiny * rng.choice([2.0 ** -20, 1, 2.0 ** 30], n)).astype(np.float32)
+    got = apply(lambda k, v: k.intrinsic("llvm.fma.f32", v[0].type, v), [a, b, c], np.float32,
+                float_modes=FloatModes(fused_fma=True))
+    want = fpm._fma_ref(a, b, c, np.float32)
+    ok = same_floats(got, want)
+    assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+@pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "fdiv", "sqrt", "fma"])
+def test_directed_rounding(flushing_device, op, mode) -> None:
+    fpm.test_directed_rounding_of_constrained_intrinsics(op, np.float32, mode)
