@@ -91,3 +91,41 @@ def test_no_workers_when_turned_off(ahead, monkeypatch):
     assert be.stats["compiles"] == c0
     launch(module, 17)
     assert be.stats["compiles"] == c0 + 1  # only the kernel launched
+
+
+def test_a_worker_ends_when_its_launching_process_is_gone(tmp_path):
+    """A worker busy with a long compile reads no EOF; it must still end with its launcher
+    (it holds the launcher's stderr open: `subprocess.run` on the program would wait)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    # the launcher starts a worker, hands the write end of the worker's stdin to a process
+    # that outlives it (so no EOF comes, as while a compile runs) and exits
+    launcher = (
+        "import subprocess, sys\n"
+        "from cuport.backends.cpu.compile_pool import _Worker\n"
+        "w = _Worker(sys.executable).proc\n"
+        "fd = w.stdin.fileno()\n"
+        "subprocess.Popen(['sleep', '60'], pass_fds=[fd], stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n"
+        "print(w.pid, flush=True)\n"
+        "import os; os._exit(0)\n")
+    r = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True,
+                       timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                           os.path.abspath(__file__)))))
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[0])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{pid}/stat") as f:  # a zombie (reaped by init soon) is gone too
+            if f.read().split(") ", 1)[1].startswith("Z"):
+                return
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    pytest.fail("the compile worker outlived its launching process by 20 s")

@@ -58,7 +58,7 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
-            [python, "-m", "cuport.backends.cpu.compile_worker"], stdin=subprocess.PIPE,
+            [python, "-m", "cuport.backends.cpu.compile_worker", str(os.getpid())], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, cwd=str(Path(__file__).resolve().parents[3]),
             close_fds=True)
         self.modules: set[str] = set()

@@ -1,6 +1,6 @@
 """A compile worker process: PTX kernels in, object files out (compile_pool.py starts them).
 
-    python -m cuport.backends.cpu.compile_worker
+    python -m cuport.backends.cpu.compile_worker [LAUNCHER-PID]
 
 llvmlite serialises every call into LLVM behind one lock, so the kernels of a module are
 compiled in parallel by processes, not threads. Requests and replies are pickles, each
@@ -17,6 +17,7 @@ import pickle
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -38,8 +39,19 @@ def write_message(f, obj) -> None:
     f.flush()
 
 
+def _exit_with(parent: int) -> None:
+    """End this worker as soon as the launching process is gone: stdin's EOF is only read
+    between jobs, and one kernel can take minutes, while this worker holds the launching
+    process's stderr open (a caller reading it to its end would wait) and a core."""
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(0)
+
+
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides
+    parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     from ...ptx import load
     from .compiler import compile_object
 

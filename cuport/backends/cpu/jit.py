@@ -16,6 +16,11 @@ from llvmlite.binding import orcjit
 
 _lock = threading.Lock()
 _state: dict = {}
+#: every JIT library ever linked, never disposed: disposing one (ORC's resource-tracker
+#: removal, llvmlite 0.50) was seen to spin forever now and then, at a module's unload at
+#: exit (tests/programs/dynamic_parallelism, 1 run in 3 from the disk cache). The code of
+#: an unloaded module stays mapped until the process exits; its globals are freed as before.
+_linked: list = []
 
 
 def _init() -> dict:
@@ -121,4 +126,6 @@ def link(obj: bytes, symbols: dict[str, int]) -> Linked:
         builder.import_symbol(sym, addr)
     builder.export_symbol("worker")
     lib = builder.link(s["jit"], name)
+    with _lock:
+        _linked.append(lib)
     return Linked(lib, lib["worker"])
