@@ -104,11 +104,12 @@ def check_geometry(f: module.Function, grid: tuple[int, int, int],
                         "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) raised it",
                         subject=f.name)
     total = info.static_shared_bytes + dynamic_shared
-    if total > device.OPTIN_SHARED_PER_BLOCK:
+    optin = f.shared_limit("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    if total > optin:
         raise CudaError(E.INVALID_VALUE, f"{_kib(total)} of shared memory per block "
                                          f"(static {_kib(info.static_shared_bytes)} + dynamic "
-                                         f"{_kib(dynamic_shared)}), at most "
-                                         f"{_kib(device.OPTIN_SHARED_PER_BLOCK)}", subject=f.name)
+                                         f"{_kib(dynamic_shared)}), at most {_kib(optin)} on "
+                                         "this device", subject=f.name)
 
 
 def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle: int,

@@ -204,7 +204,7 @@ class Function:
         self.name = name
         self.kernel = kernel
         self.info = kernel.info
-        self.max_dynamic_shared = max(0, device.STATIC_SHARED_PER_BLOCK
+        self.max_dynamic_shared = max(0, self.shared_limit("MAX_SHARED_MEMORY_PER_BLOCK")
                                       - self.info.static_shared_bytes)
         self.carveout = -1
         self.cache_config = K.CU_FUNC_CACHE_PREFER_NONE
@@ -215,6 +215,11 @@ class Function:
     @property
     def context(self) -> context.Context:
         return self.module.context
+
+    def shared_limit(self, key: str) -> int:
+        """The shared-memory attribute `key` of the device this function runs on (a Vulkan
+        device has its own: NVIDIA's Vulkan 48 KiB of workgroup memory, lavapipe's 32)."""
+        return self.module.context.device.value(key)
 
 
 class Library:
@@ -552,13 +557,14 @@ def function_attribute(f: Function, attrib: int) -> int:
 
 def set_function_attribute(f: Function, attrib: int, value: int) -> None:
     if attrib == K.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        limit = device.OPTIN_SHARED_PER_BLOCK - f.info.static_shared_bytes
+        optin = f.shared_limit("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        limit = optin - f.info.static_shared_bytes
         if not 0 <= value <= limit:
             raise CudaError(E.INVALID_VALUE,
                             f"{value} bytes of dynamic shared memory asked for; with "
                             f"{f.info.static_shared_bytes} bytes of static shared memory at most "
-                            f"{limit} are possible ({device.OPTIN_SHARED_PER_BLOCK // 1024} KiB "
-                            "per block in all)", subject=f.name)
+                            f"{limit} are possible on this device ({optin} bytes per block "
+                            "in all)", subject=f.name)
         f.max_dynamic_shared = value
     elif attrib == K.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         if not -1 <= value <= 100:

@@ -269,11 +269,14 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     if idle:
         drain(s.context)
         fn()
-        return
-    op = submit(s, fn, what)
-    op.done.wait()
-    if op.error is not None:
-        raise CudaError(op.error.code, op.error.message, subject=op.error.subject, quiet=True)
+    else:
+        op = submit(s, fn, what)
+        op.done.wait()
+        if op.error is not None:
+            raise CudaError(op.error.code, op.error.message, subject=op.error.subject, quiet=True)
+    # "may also return error codes from previous, asynchronous launches" (cuMemcpy*): an
+    # asynchronous failure the program has not been told of yet is returned here
+    check_sticky(s.context)
 
 
 def check_sticky(ctx: context.Context) -> None:

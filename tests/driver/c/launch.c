@@ -318,6 +318,13 @@ static void test_async_failure(void)
            CUDA_ERROR_UNKNOWN);
     /* cuport's own failures leave the device usable; a trap, as on a GPU, does not */
     OK(p_cuMemsetD8(d, 0, 16));
+    /* a synchronous copy returns an asynchronous failure not yet returned, once, as
+       cuMemcpy* "may also return error codes from previous, asynchronous launches" */
+    OK(p_cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
+    unsigned char back[16];
+    EXPECT(p_cuMemcpyDtoH(back, d, sizeof back), CUDA_ERROR_UNKNOWN);
+    OK(p_cuMemcpyDtoH(back, d, sizeof back));
+    OK(p_cuCtxSynchronize());
     OK(p_cuLaunchKernel(trap, 1, 1, 1, 1, 1, 1, 0, 0, args, NULL));
     /* let the kernel fail before the call that returns the failure: the same message as
        when that call waits for it (this used to race) */
