@@ -343,7 +343,13 @@ def analyze(cfg: Cfg, div: Divergence, block: tuple[int, int, int], regs: dict[s
                 return None
             if o.name not in div.varying:
                 return Value(Lanes(w))
-            return forms.get(o.name)
+            v = forms.get(o.name)
+            if isinstance(v, Value) and v.lanes.uniform:
+                # equal in every running lane (a counter of a loop with a divergent exit):
+                # uniform forms are not kept, the emitter holds it as 32 lanes, so a form
+                # derived from it would have no leaves (differential d07_k030)
+                return None
+            return v
         if isinstance(o, ir.Imm):
             return Value(Lanes(w))
         if isinstance(o, (ir.Sym, ir.SymAddr)):

@@ -16,6 +16,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
 - vector_load_dests: `ld.shared.v2 {%a, %b}` with %b varying and %a not was refused
   (cuda-samples segmentationTreeThrust, behind its shared-memory failure).
+- divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
+  per-thread break, widened inside the loop: an internal error of the CPU lane forms
+  (differential kernel d07_k030).
 """
 
 from __future__ import annotations
@@ -135,5 +138,11 @@ def test_const_size_bytes_counts_the_kernels_constant_memory(tmp_path):
 
 def test_destinations_of_a_vector_load_share_their_kind(tmp_path):
     exe = build(tmp_path, "vector_load_dests", ["vector_load_dests.cu"], "-O3")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+def test_a_loop_counter_widened_in_a_loop_with_a_divergent_exit(tmp_path):
+    exe = build(tmp_path, "divergent_loop_counter", ["divergent_loop_counter.cu"], "-O3")
     r = cuport_run(exe)
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
