@@ -83,6 +83,18 @@ def test_a_launch_does_not_wait_for_kernels_it_does_not_use(ahead):
     assert be.stats["compiles"] == c0 + 3
 
 
+def test_a_module_of_many_kernels_is_left_to_its_launches(ahead, monkeypatch):
+    """A library module of hundreds of instantiations (CuPy's CUB) is not compiled ahead."""
+    monkeypatch.setattr(compile_pool, "AHEAD_MAX_KERNELS", 2)
+    be = get_cpu_backend()
+    c0 = be.stats["compiles"]
+    module = cuport.Module(module_ptx(19, 21, 23))
+    assert ahead.wait(300)
+    assert be.stats["compiles"] == c0
+    launch(module, 21)
+    assert be.stats["compiles"] == c0 + 1  # only the kernel launched
+
+
 def test_no_workers_when_turned_off(ahead, monkeypatch):
     monkeypatch.setenv("CUPORT_COMPILE_WORKERS", "0")
     be = get_cpu_backend()

@@ -214,7 +214,7 @@ class CpuBackend:
         """Queue the module's kernels whose block shape the PTX declares for the compile
         workers (compile_pool.py), unless cached already."""
         ahead = [f for f in module.ptx.kernels() if f.is_definition and (f.reqntid or f.maxntid)]
-        if not ahead or compile_pool.worker_count() == 0:
+        if not ahead or len(ahead) > compile_pool.AHEAD_MAX_KERNELS or compile_pool.worker_count() == 0:
             return
         pool = compile_pool.get_compile_pool()
         pool.on_result = self._store_ahead

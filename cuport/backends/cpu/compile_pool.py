@@ -6,12 +6,14 @@ worker processes (compile_worker.py; processes because llvmlite serialises LLVM 
 lock). A launch never waits for a kernel it does not use: the kernel it needs is compiled
 right away on the launching thread, as without this pool, unless a worker has it under
 way already, in which case the launch takes the worker's result. Results go to the disk
-cache like any compile.
+cache like any compile. A module that declares more than AHEAD_MAX_KERNELS kernels is
+left to its launches.
 
 Workers: CUPORT_COMPILE_WORKERS (default one per core but one, at least one; 0 turns ahead
 compiling off), started when first needed, each a Python running this cuport (the
-interpreter named by CUPORT_PYTHON, which `cuport run` sets, else this process's). They
-exit when the launching process closes their pipes, so they never outlive it.
+interpreter named by CUPORT_PYTHON, which `cuport run` sets, else this process's), at a
+lower priority (nice 10). They exit when the launching process closes their pipes or
+exits, even in the middle of a compile, so they never outlive it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from . import compile_worker
+
+#: a module declaring more kernels than this is not compiled ahead: a library's module of
+#: template instantiations (CuPy's CUB: 336, some taking minutes each) would keep a core
+#: busy for hours with kernels a program mostly never launches; a Thrust program has ~40
+AHEAD_MAX_KERNELS = 64
 
 #: environment variables that change the code a compile makes (sent with each job)
 CODE_ENV = ("CUPORT_CHECK_CONVERGENCE", "CUPORT_NO_YIELDS", "CUPORT_NO_OPT", "CUPORT_NO_FORMS")

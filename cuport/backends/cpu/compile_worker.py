@@ -50,6 +50,10 @@ def _exit_with(parent: int) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides
+    try:
+        os.nice(10)  # ahead compiles take idle cores, not the launching process's
+    except OSError:
+        pass
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     from ...ptx import load
