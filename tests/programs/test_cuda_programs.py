@@ -99,6 +99,8 @@ VULKAN_LIMITS = (
 )
 #: programs that a CPU Vulkan driver (lavapipe) cannot run at all, and why
 IN_PROCESS_SKIPS: dict[str, str] = {}  # (kernels check their global addresses: faults runs)
+#: programs that do not check their launches' errors: a refused launch is followed by FAIL
+UNCHECKED_LAUNCHES = {"wmma"}
 #: programs that need what only the CPU backend offers
 VULKAN_SKIPS: dict[str, str] = {}
 VULKAN_JOBS = [(p, "vulkan") for p in PROGRAMS] if _vulkan_available() else []
@@ -154,7 +156,8 @@ def test_program_passes_on_vulkan(built, name, extra_env=None):
     if r.returncode == 0 and lines and lines[-1] == "PASS":
         return
     # a refusal must reach the program before any result does: a FAIL line is a wrong answer
-    wrong = [ln for ln in lines if ln.startswith("FAIL")]
+    # (but from a program that never looks at its launches' errors)
+    wrong = [ln for ln in lines if ln.startswith("FAIL")] if name not in UNCHECKED_LAUNCHES else []
     refused = [] if wrong else [ln for ln in r.stderr.splitlines() if "CUDA_ERROR_NOT_SUPPORTED" in ln
                                 or "CUDA_ERROR_INVALID_VALUE" in ln]
     for ln in refused:
