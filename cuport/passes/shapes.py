@@ -100,6 +100,8 @@ def predict(cfg: Cfg, div: Divergence, block: tuple[int, int, int]) -> dict[str,
             k = const(args[2])
             if k is None:
                 return UNIFORM if srcs[0] == UNIFORM and srcs[1] == UNIFORM else None
+            if not 0 <= k < 64:  # shifted out (PTX clamps the amount); 1 << 2**40 is no shape
+                return None
             return scale(srcs[0], 1 << k)
         if op in ("mul", "mad") and ("lo" in ins.mods or "wide" in ins.mods):
             a, c = srcs[0], srcs[1]

@@ -463,8 +463,9 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
             st.add(var.line, f"Duplicate definition of variable '{var.name}'")
         names[var.name] = "decl" if var.linkage == "extern" else "def"
         size = _check_variable(var, st, module_scope=True)
-        if var.space == "const" and var.linkage != "extern":
-            const_total += size
+        if var.space == "const" and var.linkage != "extern":  # laid out as ptxas does, aligned
+            align = var.alignment if isinstance(var.alignment, int) and var.alignment > 0 else 1
+            const_total = -(-const_total // align) * align + size
         if var.space == "global" and size > limits.global_limit():
             st.add(var.line, f"the .global variable '{var.name}' needs {size} bytes, more than "
                    f"this machine's {limits.global_limit()} bytes of memory",
@@ -799,6 +800,9 @@ class _Context:
 
     def label(self, o) -> bool:
         if not isinstance(o, ir.Sym):
+            self.bad(f"Label expected for argument 0 of instruction '{self.ins.op}'")
+            return False
+        if o.name in self.module.functions:  # a function's name (ptxas: even beside a label)
             self.bad(f"Label expected for argument 0 of instruction '{self.ins.op}'")
             return False
         if o.name not in self.labels:
@@ -1189,7 +1193,7 @@ class _Context:
                 return True, None
             return isinstance(r, ir.Reg) and self.rtype(r.name) == "pred", None
         if code == "l":
-            if not isinstance(a, ir.Sym):
+            if not isinstance(a, ir.Sym) or a.name in self.module.functions:  # (a function's name)
                 return False, f"Label expected for argument 0 of instruction '{op}'"
             return a.name in self.labels, f"Unknown symbol '{a.name}'"
         if code == "m":
@@ -1229,7 +1233,9 @@ class _Context:
         if isinstance(a, ir.FImm):  # ptxas takes a hex literal of the width as bits too
             return t in FLT or t in ("f16", "bf16") or t == f"b{a.width}", None
         if isinstance(a, ir.Special):
-            if not form.specials:
+            # ptxas: only mov and cvt read special registers, and only as integers
+            if not form.specials or t[:1] not in "bus" or \
+                    (op == "cvt" and any(m[:1] == "f" or m[:2] == "bf" for m in _types_of(self.ins.mods))):
                 return False, f"Special register argument not allowed for instruction '{op}'"
             width = 64 if a.name in ("%clock64", "%globaltimer", "%gridid") or \
                 a.name.endswith("_64") else 32
@@ -1237,6 +1243,8 @@ class _Context:
                                   "%smid", "%nsmid", "%nwarpid")):
                 width = 32
             n = _BITS.get(t, 0)
+            if n == 16 and not a.name.startswith(("%tid", "%ntid", "%ctaid", "%nctaid")):
+                return False, None  # (16-bit reads: the block and grid coordinates only)
             return (16 <= n <= 32) if width == 32 else n == 64, None
         if isinstance(a, (ir.Sym, ir.SymAddr)):
             if not form.symbols:

@@ -236,6 +236,22 @@ CASES = [
     ("add.s32 %r32, %r32, 100000000000000000000;", BAD),
     ("add.s32 %r32, %r32, 4294967296;", OK),
     ("add.s32 %r32, %zz, 1;", BAD),
+    # special registers: read by mov and cvt only, as integers (fuzzing found these accepted)
+    ("mov.u32 %r32, %tid.x;", OK),
+    ("mov.u16 %r16, %ctaid.x;", OK),
+    ("mov.u16 %r16, %laneid;", BAD),
+    ("mov.f32 %f32, %tid.x;", BAD),
+    ("mov.u64 %rd, %clock64;", OK),
+    ("mov.u32 %r32, %clock64;", BAD),
+    ("cvt.u64.u32 %rd, %laneid;", OK),
+    ("cvt.rn.f32.s32 %f32, %laneid;", BAD),
+    ("cvt.rn.f32.u32 %f32, %tid.x;", BAD),
+    ("setp.eq.u32 %p, %tid.x, 0;", BAD),
+    ("selp.u32 %r32, %tid.x, 0, %p;", BAD),
+    # a branch to a function's name, even one that is a label's too
+    ("bra L;", OK),
+    ("bra f;", BAD),
+    ("bra k0;", BAD),
 ]
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
@@ -275,3 +291,14 @@ def test_the_table_is_what_ptxas_says(tmp_path):
     wrong = [(line, "ptxas refuses" if bad else "ptxas accepts")
              for (line, expected), bad in zip(CASES, verdicts, strict=True) if bad == expected]
     assert not wrong, wrong
+
+
+def test_constant_data_is_counted_with_its_alignment():
+    """ptxas lays .const variables out aligned: 32 bytes, then 36 at 64 KiB, then 4 is 0x10028
+    bytes, over the 64 KiB of a module (a fuzzed `.align 65536` was accepted)."""
+    text = (".version 8.0\n.target sm_80\n.address_size 64\n.const .align 4 .b8 a[32];\n"
+            ".const .align 65536 .b8 b[36];\n.const .align 4 .u32 c = 3;\n"
+            ".visible .entry k() { ret; }\n")
+    with pytest.raises(ptx.PtxSyntaxError, match=r"too much global constant data \(0x10028 bytes"):
+        ptx.load([text])
+    ptx.load([text.replace(".align 65536", ".align 16")])
