@@ -470,6 +470,12 @@ def _check_module(module: ir.Module, st: _State, limits: Limits) -> None:
             st.add(var.line, f"the .global variable '{var.name}' needs {size} bytes, more than "
                    f"this machine's {limits.global_limit()} bytes of memory",
                    code=CUDA_ERROR_OUT_OF_MEMORY)
+    known = {v.name for v in module.variables} | set(module.functions)
+    for var in module.variables:
+        for x in var.init or ():
+            if isinstance(x, ir.SymAddr) and x.name not in known:
+                st.add(var.line, f"Invalid initial value symbol '{x.name}'")
+                break
     if const_total > limits.const_bytes:
         st.add(0, f"File uses too much global constant data (0x{const_total:x} bytes, "
                f"0x{limits.const_bytes:x} max)", kind="resource")
@@ -720,6 +726,12 @@ class _Context:
                 if not _known_mod(m):
                     self.bad(f"Unknown modifier '.{m}'")
                     return
+        seen: set[str] = set()
+        for m in ins.mods:  # a modifier twice (types may repeat: cvt.f32.f32)
+            if m in seen and m not in ALL_TYPES:
+                self.bad(f"Unknown modifier '.{m}'")
+                return
+            seen.add(m)
         if not self.operands_declared(ins.args):
             return
         if self.module.sm and self.module.sm < 90:
@@ -904,6 +916,10 @@ class _Context:
                     return False
             if op == "cvta" and not spaces:
                 self.bad("State space qualifier required for instruction 'cvta'")
+                return False
+            if op == "cvta" and "to" in ins.mods and len(ins.args) > 1 and \
+                    isinstance(ins.args[1], (ir.Sym, ir.SymAddr)):
+                self.bad("Argument 1 of instruction 'cvta.to': must be register")
                 return False
             if op == "cvta" and "u32" in ins.mods and not any(m.startswith("shared") for m in spaces):
                 self.bad("32-Bit ABI (--machine 32 or 32-Bit addressing) is not supported on "

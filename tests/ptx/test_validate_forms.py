@@ -252,6 +252,11 @@ CASES = [
     ("bra L;", OK),
     ("bra f;", BAD),
     ("bra k0;", BAD),
+    # a modifier twice (types may repeat), cvta.to of a symbol
+    ("cvta.to.global.to.u64 %rd, %rd;", BAD),
+    ("cvt.f32.f32 %f32, %f32;", OK),
+    ("cvta.to.global.u64 %rd, g;", BAD),
+    ("cvta.global.u64 %rd, g;", OK),
 ]
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
@@ -302,3 +307,12 @@ def test_constant_data_is_counted_with_its_alignment():
     with pytest.raises(ptx.PtxSyntaxError, match=r"too much global constant data \(0x10028 bytes"):
         ptx.load([text])
     ptx.load([text.replace(".align 65536", ".align 16")])
+
+
+def test_an_initialiser_names_only_variables_and_functions():
+    """ptxas: "Invalid initial value symbol" (a fuzzed `%f8` in a .global table was an
+    internal error at load)."""
+    text = (".version 8.0\n.target sm_80\n.address_size 64\n"
+            ".global .align 4 .b8 t[4] = {0, 0, %f8, 62};\n.visible .entry k() { ret; }\n")
+    with pytest.raises(ptx.PtxSyntaxError, match="Invalid initial value symbol '%f8'"):
+        ptx.load([text])
