@@ -562,6 +562,14 @@ def _check_function(module: ir.Module, fn: ir.Function, symbols: dict[str, ir.Va
                 st.add(fn.line, f"at most 3 dimensions for .{what}")
             if any(d <= 0 for d in dims):
                 st.add(fn.line, f"Positive non-zero value expected for {what}")
+    if fn.is_entry:  # laid out aligned; every ptxas refuses more than 32764 bytes
+        off = 0
+        for p in fn.params:
+            a = max(p.alignment, 1)
+            off = -(-off // a) * a + _size(p)
+        if off > 0x7FFC:
+            st.add(fn.line, f"Entry function '{fn.name}' uses too much parameter space "
+                   f"(0x{off:x} bytes, 0x7ffc max).", kind="resource")
     if fn.minnctapersm is not None and fn.minnctapersm <= 0:
         st.add(fn.line, "Positive non-zero value expected for minnctapersm")
     if fn.body is None:
@@ -941,6 +949,9 @@ class _Context:
             if m in CMP - {"lo", "hi"} or m in RND_F | RND_I or m in ("sat", "cc", "ftz", "wide"):
                 self.bad(f"Illegal modifier '.{m}' for instruction '{op}'")
                 return False
+        if "volatile" in others and spaces and spaces[0] in ("param", "local", "const"):
+            self.bad(f"Modifier '.volatile' cannot be applied to '.{spaces[0]}' space")
+            return False
         orders = [m for m in others if m in ORDERS]
         scopes = [m for m in others if m in SCOPES]
         if len(orders) > 1 or len(scopes) > 1:
@@ -1318,6 +1329,8 @@ class _Context:
             return False, "Constant overflow"
         base = a.base
         space = next((m.split("::")[0] for m in self.ins.mods if m in SPACES), "")
+        if base is None and space != "local":
+            return False, "Immediate addresses allowed only for .local state space"
         if isinstance(base, ir.Reg):
             rt = self.rtype(base.name)
             if _kind(rt) in "fp":

@@ -257,6 +257,13 @@ CASES = [
     ("cvt.f32.f32 %f32, %f32;", OK),
     ("cvta.to.global.u64 %rd, g;", BAD),
     ("cvta.global.u64 %rd, g;", OK),
+    # volatile is for global and shared memory; immediate addresses for local memory only
+    ("ld.volatile.param.u64 %rd, [p];", BAD),
+    ("ld.volatile.const.f32 %f32, [c];", BAD),
+    ("ld.volatile.global.u32 %r32, [%rd];", OK),
+    ("st.global.u32 [72], %r32;", BAD),
+    ("ld.u32 %r32, [72];", BAD),
+    ("ld.local.u32 %r32, [72];", OK),
 ]
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
@@ -316,3 +323,12 @@ def test_an_initialiser_names_only_variables_and_functions():
             ".global .align 4 .b8 t[4] = {0, 0, %f8, 62};\n.visible .entry k() { ret; }\n")
     with pytest.raises(ptx.PtxSyntaxError, match="Invalid initial value symbol '%f8'"):
         ptx.load([text])
+
+
+def test_an_entry_function_has_at_most_32764_bytes_of_parameters():
+    """Laid out with their alignment (a fuzzed `.align 2147483648` parameter was accepted)."""
+    text = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(.param .u64 a, "
+            ".param .align 2147483648 .b8 b[16]) { ret; }\n")
+    with pytest.raises(ptx.PtxSyntaxError, match=r"uses too much parameter space \(0x80000010 bytes"):
+        ptx.load([text])
+    ptx.load([text.replace("2147483648", "16")])
