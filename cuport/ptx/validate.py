@@ -371,6 +371,11 @@ UNCHECKED_MODS = frozenset({
 })
 
 
+#: instructions none of whose modifiers but types may be given twice (ptxas: cvta.to.global.to
+#: is "Unknown modifier '.to'"); not the matrix families, whose layouts repeat
+_NO_REPEATS = frozenset({"cvta", "isspacep", "ld", "ldu", "st", "mov", "cvt"})
+
+
 def _known_mod(m: str) -> bool:
     return m in _KNOWN_MODS or "::" in m
 
@@ -735,8 +740,8 @@ class _Context:
                     self.bad(f"Unknown modifier '.{m}'")
                     return
         seen: set[str] = set()
-        for m in ins.mods:  # a modifier twice (types may repeat: cvt.f32.f32)
-            if m in seen and m not in ALL_TYPES:
+        for m in ins.mods if op in _NO_REPEATS else ():  # (types repeat: cvt.f32.f32,
+            if m in seen and m not in ALL_TYPES:            # and wmma's layouts: .row.row)
                 self.bad(f"Unknown modifier '.{m}'")
                 return
             seen.add(m)

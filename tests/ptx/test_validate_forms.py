@@ -255,6 +255,9 @@ CASES = [
     # a modifier twice (types may repeat), cvta.to of a symbol
     ("cvta.to.global.to.u64 %rd, %rd;", BAD),
     ("cvt.f32.f32 %f32, %f32;", OK),
+    ("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%f32, %f32, %f32, %f32, %f32, %f32, "
+     "%f32, %f32}, {%r32, %r32, %r32, %r32, %r32, %r32, %r32, %r32}, {%r32, %r32, %r32, %r32, "
+     "%r32, %r32, %r32, %r32}, {%f32, %f32, %f32, %f32, %f32, %f32, %f32, %f32};", OK),
     ("cvta.to.global.u64 %rd, g;", BAD),
     ("cvta.global.u64 %rd, g;", OK),
     # volatile is for global and shared memory; immediate addresses for local memory only
