@@ -763,6 +763,8 @@ class _Context:
             self.check_atom(ins)
         elif op == "vote":
             self.check_vote(ins)
+        elif op == "set" and len(_types_of(ins.mods)) != 2:  # set.CmpOp.dtype.stype
+            self.bad("Unexpected instruction types specified for 'set'")
 
     def check_vote(self, ins: ir.Instr) -> None:
         mods = set(ins.mods)

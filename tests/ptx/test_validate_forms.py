@@ -267,6 +267,10 @@ CASES = [
     ("st.global.u32 [72], %r32;", BAD),
     ("ld.u32 %r32, [72];", BAD),
     ("ld.local.u32 %r32, [72];", OK),
+    # set names its destination's type and its sources'
+    ("set.lt.u32 %r32, %r32, 16;", BAD),
+    ("set.lt.u32.u32 %r32, %r32, 16;", OK),
+    ("set.lt.and.f32.s32 %f32, %r32, 16, %p;", OK),
 ]
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
