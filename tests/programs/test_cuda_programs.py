@@ -38,7 +38,7 @@ NEEDS_NEWER_PTX = {"dynamic_parallelism"}
 
 #: What each program printed on an H200 (driver 580.159, CUDA 13.0, nvcc -O3): cuport's
 #: output must be the same, line for line, but for the lines below, which differ for a
-#: reason (async_copy is not here: on the H200 it fails its inline-PTX part, to be looked at).
+#: reason.
 H200_OUTPUT = HERE / "h200"
 VARIES = {
     "pipeline": [(r"stream \d: [\d.]+ ms", "timing")],
