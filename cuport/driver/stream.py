@@ -62,6 +62,36 @@ def device_busy(ctx: context.Context) -> bool:
     return bool(pending and pending())
 
 
+class Done:
+    """A one-shot flag that threads wait for: threading.Event's set/is_set/wait for a tenth of
+    its cost (an Event builds a Condition; every launch makes one of these)."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            with contextlib.suppress(RuntimeError):  # (set twice at once: released already)
+                self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        with contextlib.suppress(RuntimeError):
+            self._lock.release()  # (for the next waiter)
+        return True
+
+
 class Op:
     """One queued operation and the operations it must wait for. Device work (launches)
     may finish after the op returns; every other op first drains the device (drain)."""
@@ -72,7 +102,7 @@ class Op:
                  device_work: bool = False) -> None:
         self.fn = fn
         self.deps = deps
-        self.done = threading.Event()
+        self.done = Done()
         self.error: CudaError | None = None
         self.what = what
         self.device_work = device_work

@@ -167,6 +167,8 @@ class CpuBackend:
         # what run() fills for every launch (under the lock)
         self._ctx = L.LaunchCtx()
         self._ctx_addr = ctypes.addressof(self._ctx)
+        self._ctx_bytes = memoryview(self._ctx).cast("B")
+        self._ctx_zero = bytes(len(self._ctx_bytes))
         self._params_len = 4096
         self._params = ctypes.create_string_buffer(self._params_len)
         self._params_addr = ctypes.addressof(self._params)
@@ -299,11 +301,11 @@ class CpuBackend:
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler
         if not interruptible:
             return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
-        lib.cuport_interruptible(L.ERR_INTERRUPTED)
+        lib.quick_interruptible(L.ERR_INTERRUPTED)
         try:
             return self._run(linked, ck, grid, dyn_smem, params, name, cooperative, module, depth)
         finally:
-            lib.cuport_interruptible(0)
+            lib.quick_interruptible(0)
 
     def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
         """Stop every launch in flight: each fails with `kind`. True when all stopped."""
@@ -336,9 +338,11 @@ class CpuBackend:
                 self._params_len = max(len(params), 2 * self._params_len)
                 self._params = ctypes.create_string_buffer(self._params_len)
                 self._params_addr = ctypes.addressof(self._params)
-            ctypes.memmove(self._params_addr, params, len(params))
+            # (slice assignments, not ctypes.memmove/memset: those release the GIL, and each
+            # release can hand it to the launching thread for a switch interval)
+            self._params[:len(params)] = params
             ctx = self._ctx  # one launch at a time: the same record serves every launch
-            ctypes.memset(self._ctx_addr, 0, ctypes.sizeof(ctx))
+            self._ctx_bytes[:] = self._ctx_zero
             ctx.params = self._params_addr
             ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
             ctx.dyn_smem = dyn_smem
@@ -356,7 +360,7 @@ class CpuBackend:
             device_launch.begin(module, depth)
             try:
                 if native is not None:
-                    native.cuport_guard_install()
+                    native.quick_guard_install()
                     native.cuport_pool_run(linked.worker_addr, self._ctx_addr, workers, 1,
                                            self._ctx_addr + L.LaunchCtx.error.offset,
                                            L.ERR_ILLEGAL_ADDRESS, L.ERR_MISALIGNED,

@@ -155,6 +155,12 @@ def library() -> ctypes.CDLL | None:
         lib.cuport_cancel.argtypes = [ctypes.c_uint32]
         lib.cuport_interruptible.restype = None
         lib.cuport_interruptible.argtypes = [ctypes.c_uint32]
+        # the short calls a launch makes, called without releasing the GIL: each release
+        # lets the launching thread take the GIL back for up to a switch interval
+        lib.quick_guard_install = ctypes.PYFUNCTYPE(None)(
+            ctypes.cast(lib.cuport_guard_install, ctypes.c_void_p).value)
+        lib.quick_interruptible = ctypes.PYFUNCTYPE(None, ctypes.c_uint32)(
+            ctypes.cast(lib.cuport_interruptible, ctypes.c_void_p).value)
         for name in ("cuport_host_enter", "cuport_host_leave"):
             getattr(lib, name).restype = None
             getattr(lib, name).argtypes = []
