@@ -174,7 +174,7 @@ class _Parser:
                 if t.startswith(".address_size"):
                     seen_address_size = True
                     self.require_version_and_target()  # (where ptxas checks them)
-                self.line_directive(t)
+                self.line_directive(t, module_level=True)
                 self.i += 1
             elif t == ".pragma":
                 self.pragma()
@@ -212,11 +212,19 @@ class _Parser:
                 break
         self.expect(";")
 
-    def line_directive(self, t: str) -> None:
+    def line_directive(self, t: str, module_level: bool = False) -> None:
+        """.version/.target/.address_size (module level only, as ptxas' grammar has them),
+        .file and .loc."""
         if t.startswith((".version", ".target", ".address_size")):
             t = t.split("//", 1)[0].split("/*", 1)[0]
         parts = t.replace(",", " ").split()
         d = parts[0]
+        word = re.match(r"\.[A-Za-z_]+", d)
+        header = d.startswith((".version", ".target", ".address_size"))
+        if (header and not module_level) or (word and word.group() != d and header):
+            line = self.line()
+            raise PtxSyntaxError(f"Parsing error near '{word.group() if word else d}': syntax error",
+                                 line, self.tk.line_text(line))
         if d in (".version", ".target", ".address_size"):
             self.mod.lines.setdefault(d, self.line())
         try:
@@ -279,6 +287,9 @@ class _Parser:
                 self.i += 1
                 at = self.i
                 align = self.int_()
+                if align >= 1 << 32:
+                    line = self.tk.line_of(at)
+                    raise PtxSyntaxError("Constant overflow", line, self.tk.line_text(line), "error")
                 if align <= 0 or align & (align - 1):
                     line = self.tk.line_of(at)
                     raise PtxSyntaxError("Alignment must be a power of two", line,

@@ -147,8 +147,10 @@ PAIRS = frozenset({"u16x2", "s16x2"})  # min/max on two 16-bit halves (sm_90)
 INT32 = frozenset({"u32", "s32", "u64", "s64"})
 B32 = frozenset({"b32"})
 B3264 = frozenset({"b32", "b64"})
+# ld/ldu/st: no half types (a half is moved as .b16, a pair as .b32; ptxas: "Unexpected
+# instruction types specified for 'ld'")
 MEM_TYPES = frozenset({"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16",
-                       "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
+                       "s32", "s64", "f32", "f64"})
 ALL_TYPES = frozenset(ir.TYPE_BITS) | {"s4", "u4", "s2", "u2", "u16x2", "s16x2", "e2m1x2", "e3m2x2", "e2m3x2",
                                        "ue8m0x2", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3",
                                        "ue8m0", "b1", "f8f6f4", "e4m3x4", "e5m2x4", "e2m1x4"} | PAIRS
@@ -1073,6 +1075,14 @@ class _Context:
             if mods & {"ftz", "NaN", "xorsign", "abs"} and not flt:
                 self.bad(f"Illegal modifier '.{sorted(mods)[0]}' for instruction '{op}'")
                 return False
+            if len(ins.args) == 4:  # three sources: f32 only, from sm_100
+                if t != "f32":
+                    self.bad(f"Arguments mismatch for instruction '{op}'")
+                    return False
+                if self.module.sm < 100:
+                    self.bad(f"Feature '{op}.f32 with 3 input operands' requires .target sm_100 "
+                             "or higher")
+                    return False
         elif op == "setp":
             if not mods & CMP:
                 self.bad("Comparison operator required for instruction 'setp'")
@@ -1124,6 +1134,13 @@ class _Context:
             return True  # packing conversions (f16x2 <- two f32, e4m3x2 ...): not checked
         rnd_f, rnd_i = mods & RND_F, mods & RND_I
         df, sf = dst in FLT | HALF | {"tf32"}, src in FLT | HALF | {"tf32"}
+        if "ftz" in mods and "f32" not in (dst, src):  # (flushing is of f32 values only)
+            self.bad("Illegal modifier '.ftz' for instruction 'cvt'" if not (df or sf) else
+                     "Modifier '.ftz' does not apply to this type of convert operation")
+            return False
+        if "sat" in mods and not (df or sf) and _holds(dst, src):
+            self.bad("Illegal modifier '.sat' for instruction 'cvt'")  # nothing to saturate
+            return False
         if dst == "tf32":
             if not rnd_f:
                 self.bad("Rounding modifier required for instruction 'cvt'")
@@ -1583,6 +1600,13 @@ def _needs_target(ins: ir.Instr) -> tuple[int, str] | None:
     if any(isinstance(a, ir.Special) and a.name.startswith("%globaltimer") for a in ins.args):
         return 30, "Feature '%globaltimer'"
     return None
+
+
+def _holds(dst: str, src: str) -> bool:
+    """Every value of integer type src fits in integer type dst."""
+    if src[0] == "s" and dst[0] != "s":
+        return False
+    return _BITS[dst] > _BITS[src] or (_BITS[dst] == _BITS[src] and dst[0] == src[0])
 
 
 def _wide(t: str) -> str:

@@ -271,6 +271,30 @@ CASES = [
     ("set.lt.u32 %r32, %r32, 16;", BAD),
     ("set.lt.u32.u32 %r32, %r32, 16;", OK),
     ("set.lt.and.f32.s32 %f32, %r32, 16, %p;", OK),
+    # ld/ldu/st move halves as .b16 (fuzzing: ld.shared.bf16 was accepted)
+    ("ld.global.f16 %f16, [%rd];", BAD),
+    ("ld.global.b16 %f16, [%rd];", OK),
+    ("ld.global.f16x2 %r32, [%rd];", BAD),
+    ("st.global.bf16 [%rd], %r16;", BAD),
+    ("ldu.global.f16 %f16, [%rd];", BAD),
+    # cvt.sat between integers only where the value can be out of range
+    ("cvt.sat.u64.u32 %rd, %r32;", BAD),
+    ("cvt.sat.s64.u32 %rd, %r32;", BAD),
+    ("cvt.sat.s32.s32 %r32, %s32;", BAD),
+    ("cvt.sat.u64.s32 %rd, %r32;", OK),
+    ("cvt.sat.s32.u32 %r32, %u32;", OK),
+    ("cvt.sat.u16.u32 %r16, %r32;", OK),
+    ("cvt.sat.u32.s16 %r32, %r16;", OK),
+    # cvt.ftz where a type is f32
+    ("cvt.ftz.s64.s32 %rd, %r32;", BAD),
+    ("cvt.rzi.ftz.s64.f64 %rd, %f64;", BAD),
+    ("cvt.rzi.ftz.s16.f16 %r16, %f16;", BAD),
+    ("cvt.rzi.ftz.s64.f32 %rd, %f32;", OK),
+    ("cvt.ftz.f64.f32 %f64, %f32;", OK),
+    ("cvt.ftz.f32.bf16 %f32, %r16;", OK),
+    # min/max of three: f32, sm_100 (this table is sm_90)
+    ("max.f32 %f32, %f32, %f32, %f32;", BAD),
+    ("min.s32 %r32, %r32, %r32, %r32;", BAD),
 ]
 
 REGS = {"r32": "b32", "u32": "u32", "s32": "s32", "f32": "f32", "rd": "b64", "f64": "f64",
@@ -339,3 +363,22 @@ def test_an_entry_function_has_at_most_32764_bytes_of_parameters():
     with pytest.raises(ptx.PtxSyntaxError, match=r"uses too much parameter space \(0x80000010 bytes"):
         ptx.load([text])
     ptx.load([text.replace("2147483648", "16")])
+
+
+@pytest.mark.parametrize("text", [
+    ".version 9.0\n.target sm_90\n.address_size.address_size 64\n",  # fuzzed
+    ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k() {\n.address_size 64\nret;\n}\n",
+    ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k() {\n.version%p5 ret;\n}\n",
+])
+def test_version_target_and_address_size_are_module_directives(text):
+    """ptxas: "Parsing error near '.address_size': syntax error" (each was accepted)."""
+    with pytest.raises(ptx.PtxSyntaxError, match=r"Parsing error near '\.(address_size|version)'"):
+        ptx.load([text])
+
+
+def test_an_alignment_fits_32_bits():
+    text = (".version 9.0\n.target sm_90\n.address_size 64\n"
+            ".global .align 4294967296 .u32 g;\n.visible .entry k() { ret; }\n")
+    with pytest.raises(ptx.PtxSyntaxError, match="Constant overflow"):
+        ptx.load([text])
+    ptx.load([text.replace("4294967296", "2147483648")])
