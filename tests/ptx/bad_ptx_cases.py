@@ -18,7 +18,7 @@ extern "C" __global__ void scale(float *out, const float *in, int n) {
   if (i < n) out[i] = tile[threadIdx.x] * table[i & 3];
 }
 """
-INVALID_PTX, OUT_OF_MEMORY = 218, 2
+INVALID_PTX, OUT_OF_MEMORY, INVALID_VALUE = 218, 2, 1
 
 
 def edit(text: str, pattern: str, replacement: str) -> str:

@@ -24,7 +24,7 @@ from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
 from ...ptx.callgraph import reachable_shared
-from ..base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
@@ -337,7 +337,8 @@ class ModuleCompiler:
         self._alignments(funcs)
         self.local_window = self._local_window(funcs)
         if self.local_window > MAX_LOCAL_BYTES:  # before anything that large is allocated
-            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY,
+            # (the H200 answers CUDA_ERROR_INVALID_VALUE at the launch: tests/ptx/gpu)
+            raise BackendError(CUDA_ERROR_INVALID_VALUE,
                                f"kernel {self.kernel.name} needs {self.local_window} bytes of "
                                f"local memory per thread, more than the {MAX_LOCAL_BYTES // 1024} "
                                "KiB a thread can have")
