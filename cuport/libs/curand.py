@@ -195,6 +195,7 @@ class Generator:
         self.rng_type = {DEFAULT: XORWOW, QUASI_DEFAULT: SOBOL32}.get(rng_type, rng_type)
         self.seed = 0
         self.offset = 0  # quasirandom: the next point; pseudorandom: as set (the order counts)
+        self.carry = 0  # Philox: values generated that the offset has not counted yet (< 4)
         self.quasi = self.rng_type in QUASI
         self.ordering = K["CURAND_ORDERING_QUASI_DEFAULT" if self.quasi else
                           "CURAND_ORDERING_PSEUDO_DEFAULT"]
@@ -208,12 +209,18 @@ class Generator:
 
     def count(self, units: int) -> None:
         """Where states made anew (a new seed or ordering) start: NVIDIA's offset moves by a
-        call's units (XORWOW, MRG32k3a), by n div 4 (Philox, n below 4 itself), not at all
-        for MTGP32; a quasirandom generator's by its points (quasi_draws)."""
+        call's units (XORWOW, MRG32k3a), by the values generated so far div 4 (Philox; a call
+        of fewer than 4 by its count), not at all for MTGP32; a quasirandom generator's by
+        its points (quasi_draws)."""
         if self.quasi or self.rng_type == MTGP32:
             return
-        if self.rng_type == PHILOX:
-            units = units if units < 4 else units // 4
+        if self.rng_type == PHILOX and units >= 4:
+            # the values generated are summed, the offset is their total div 4 (the H200:
+            # calls of 300001 and 262150 values move it by 140038, one more than 75000+65537)
+            total = self.carry + units
+            self.offset += total // 4
+            self.carry = total % 4
+            return
         self.offset += units
 
     def order(self):
@@ -411,6 +418,12 @@ def set_seed(generator: int, seed: int) -> None:
     g = get(generator)
     if g.quasi:
         raise Status("CURAND_STATUS_TYPE_ERROR", "a quasirandom generator has no seed")
+    if g.rng_type == MTGP32 and not g.host and g._order is not None:
+        # the H200 keeps an MTGP32 device generator's states once it has generated: the
+        # outputs after a new seed are those without it (measured; NVIDIA's host generator
+        # starts anew, as cuport's host generators do)
+        g.seed = seed
+        return
     g.seed = seed  # the offset stays: the states are made anew where the generator is
     g.reset()
 
@@ -421,6 +434,7 @@ def set_offset(generator: int, offset: int) -> None:
     if g.rng_type in (MTGP32, MT19937):
         raise Status("CURAND_STATUS_TYPE_ERROR", f"{NAMES[g.rng_type]} has no offset")
     g.offset = offset
+    g.carry = 0
     g.reset()
 
 
