@@ -420,8 +420,9 @@ def set_seed(generator: int, seed: int) -> None:
         raise Status("CURAND_STATUS_TYPE_ERROR", "a quasirandom generator has no seed")
     if g.rng_type == MTGP32 and not g.host and g._order is not None:
         # the H200 keeps an MTGP32 device generator's states once it has generated: the
-        # outputs after a new seed are those without it (measured; NVIDIA's host generator
-        # starts anew, as cuport's host generators do)
+        # outputs after a new seed are those without it, for a while (measured: the first
+        # 6 to 384+ rounds of 256 words, by the calls before; then other values, not
+        # modelled). NVIDIA's host generator starts anew, as cuport's host generators do.
         g.seed = seed
         return
     g.seed = seed  # the offset stays: the states are made anew where the generator is
