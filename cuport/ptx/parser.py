@@ -828,7 +828,12 @@ class _Parser:
     def _resolve_in(self, scope: _Scope, name: str) -> str | None:
         r = self._range_of(scope, name)
         if r is None:
-            return None
+            # ptxas reads `%r015` as `%r15` of `%r<16>` (a fuzzed name it accepts)
+            canonical = _unpadded(name)
+            if canonical is None or self._range_of(scope, canonical) is None:
+                return None
+            u = scope.names[name] = self._resolve_in(scope, canonical)
+            return u
         u = name + scope.tag
         scope.names[name] = u  # resolved once per scope
         fn = self.fn
@@ -867,6 +872,17 @@ def _rename_scope(body: list, locals_: list, b0: int, l0: int, names: set[str], 
     for j in range(l0, len(locals_)):
         if locals_[j].name in names:
             locals_[j].name += tag
+
+
+def _unpadded(name: str) -> str | None:
+    """`%r015` -> `%r15`, `%r00` -> `%r0`; None for a name without zeros to drop."""
+    j = len(name)
+    while j > 0 and name[j - 1].isdigit():
+        j -= 1
+    digits = name[j:]
+    if len(digits) < 2 or digits[0] != "0" or j == 0:
+        return None
+    return name[:j] + str(int(digits))
 
 
 def _in_range(name: str, prefix: str, count: int) -> bool:

@@ -382,3 +382,30 @@ def test_an_alignment_fits_32_bits():
     with pytest.raises(ptx.PtxSyntaxError, match="Constant overflow"):
         ptx.load([text])
     ptx.load([text.replace("4294967296", "2147483648")])
+
+
+PADDED = (".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n"
+          "  .reg .b32 %r<16>;\n  .reg .b64 %rd<2>;\n  ld.param.u64 %rd1, [p];\n"
+          "  mov.u32 %r15, 7;\n  st.global.u32 [%rd1], %r015;\n  ret;\n}\n")
+
+
+def test_a_register_number_with_leading_zeros_names_the_ranges_register(tmp_path):
+    """ptxas reads %r015 as %r15 of %r<16> (a fuzzed mutant cuport refused), and refuses it
+    where the range stops below 15."""
+    import numpy as np
+
+    import cuport
+
+    out = np.zeros(1, np.uint32)
+    cuport.Module(PADDED).kernel("k")(grid=1, block=1, args=(out,))
+    assert out[0] == 7
+    short = PADDED.replace("%r<16>", "%r<10>").replace("%r15, 7", "%r9, 7")
+    with pytest.raises(ptx.PtxSyntaxError, match="Unknown symbol '%r015'"):
+        ptx.load([short])
+    if shutil.which("ptxas"):
+        for text, ok in ((PADDED, True), (short, False)):
+            f = tmp_path / "k.ptx"
+            f.write_text(text)
+            r = subprocess.run(["ptxas", "-arch=sm_90", str(f), "-o", "/dev/null"],
+                               capture_output=True, text=True, timeout=120)
+            assert (r.returncode == 0) == ok, r.stderr
