@@ -27,6 +27,14 @@ ROOT = HERE.parents[1]
 SPIN = HERE / "c" / "spin.cu"
 
 
+def default_dispositions() -> None:
+    """What a user's shell gives a foreground job: the test runner may have been started
+    with SIGINT ignored (a background job of a non-interactive shell, nohup), and a program
+    keeps what it inherits, under cuport too."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class Terminal:
     """A command run as the foreground job of its own pseudo-terminal."""
 
@@ -35,6 +43,7 @@ class Terminal:
 
         def controlling_tty() -> None:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            default_dispositions()
 
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
                                      start_new_session=True, preexec_fn=controlling_tty,
@@ -110,7 +119,7 @@ def test_ctrl_c_stops_a_spinning_kernel(spin_program, kernel):
 def test_signals_sent_to_cuport_reach_the_program(tmp_path, sig):
     pidfile = tmp_path / "pid"
     p = subprocess.Popen([*cuport_command(), "run", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
-                         env=clean_env())
+                         env=clean_env(), preexec_fn=default_dispositions)
     deadline = time.monotonic() + 60
     while not (pidfile.exists() and pidfile.read_text().strip()):
         assert time.monotonic() < deadline and p.poll() is None
@@ -127,6 +136,7 @@ def test_signals_sent_to_cuport_reach_the_program(tmp_path, sig):
 
 def _ignored_signals(argv: list[str], ignore_sigint: bool) -> str:
     def setup() -> None:
+        default_dispositions()
         if ignore_sigint:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
