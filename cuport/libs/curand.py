@@ -418,15 +418,13 @@ def set_seed(generator: int, seed: int) -> None:
     g = get(generator)
     if g.quasi:
         raise Status("CURAND_STATUS_TYPE_ERROR", "a quasirandom generator has no seed")
-    if g.rng_type == MTGP32 and not g.host and g._order is not None:
-        # the H200 keeps an MTGP32 device generator's states once it has generated: the
-        # outputs after a new seed are those without it, for a while (measured: the first
-        # 6 to 384+ rounds of 256 words, by the calls before; then other values, not
-        # modelled). NVIDIA's host generator starts anew, as cuport's host generators do.
-        g.seed = seed
-        return
     g.seed = seed  # the offset stays: the states are made anew where the generator is
-    g.reset()
+    # but the H200 keeps an MTGP32 device generator's states once it has generated: the
+    # outputs after a new seed are those without it, for a while (measured: the first 6 to
+    # 384+ rounds of 256 words, by the calls before; then other values, not modelled).
+    # NVIDIA's host generator starts anew, as cuport's host generators do.
+    if not (g.rng_type == MTGP32 and not g.host and g._order is not None):
+        g.reset()
 
 
 @implements("curandSetGeneratorOffset")

@@ -167,7 +167,7 @@ class _Parser:
         while kinds[self.i] != EOF:
             t = texts[self.i]
             if kinds[self.i] == LINEDIR:
-                if (declared and t.startswith((".version", ".target", ".address_size"))) or (
+                if (declared and t.startswith(_HEADER_DIRECTIVES)) or (
                         t.startswith(".address_size") and seen_address_size):
                     raise self.error("a declaration (.version, .target and .address_size come "
                                      "first, once)")
@@ -215,17 +215,17 @@ class _Parser:
     def line_directive(self, t: str, module_level: bool = False) -> None:
         """.version/.target/.address_size (module level only, as ptxas' grammar has them),
         .file and .loc."""
-        if t.startswith((".version", ".target", ".address_size")):
+        header = t.startswith(_HEADER_DIRECTIVES)
+        if header:
             t = t.split("//", 1)[0].split("/*", 1)[0]
         parts = t.replace(",", " ").split()
         d = parts[0]
-        word = re.match(r"\.[A-Za-z_]+", d)
-        header = d.startswith((".version", ".target", ".address_size"))
-        if (header and not module_level) or (word and word.group() != d and header):
-            line = self.line()
-            raise PtxSyntaxError(f"Parsing error near '{word.group() if word else d}': syntax error",
-                                 line, self.tk.line_text(line))
-        if d in (".version", ".target", ".address_size"):
+        if header:
+            if not module_level or d not in _HEADER_DIRECTIVES:  # (`.version%p5`, `.address_size.x`)
+                line = self.line()
+                near = re.match(r"\.[A-Za-z_]+", d).group()
+                raise PtxSyntaxError(f"Parsing error near '{near}': syntax error", line,
+                                     self.tk.line_text(line))
             self.mod.lines.setdefault(d, self.line())
         try:
             if d == ".version":
@@ -830,10 +830,10 @@ class _Parser:
         if r is None:
             # ptxas reads `%r015` as `%r15` of `%r<16>` (a fuzzed name it accepts)
             canonical = _unpadded(name)
-            if canonical is None or self._range_of(scope, canonical) is None:
-                return None
-            u = scope.names[name] = self._resolve_in(scope, canonical)
-            return u
+            u = canonical and (scope.names.get(canonical) or self._resolve_in(scope, canonical))
+            if u:
+                scope.names[name] = u
+            return u or None
         u = name + scope.tag
         scope.names[name] = u  # resolved once per scope
         fn = self.fn
@@ -872,6 +872,9 @@ def _rename_scope(body: list, locals_: list, b0: int, l0: int, names: set[str], 
     for j in range(l0, len(locals_)):
         if locals_[j].name in names:
             locals_[j].name += tag
+
+
+_HEADER_DIRECTIVES = (".version", ".target", ".address_size")
 
 
 def _unpadded(name: str) -> str | None:
