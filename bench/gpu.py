@@ -48,6 +48,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--devices", default="native,vulkan",
                     help="comma-separated: native (NVIDIA's driver), vulkan, cpu")
+    ap.add_argument("--cuport-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a CUPORT_ setting for the cuport runs (repeatable), e.g. "
+                         "CUPORT_VK_FLUSH32=0 to see what the f32-subnormal emulation costs")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
     devices = args.devices.split(",")
@@ -55,6 +58,7 @@ def main() -> int:
         devices.remove("native")
     cuport = [sys.executable, "-m", "cuport.cli", "run"]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    extra = dict(kv.split("=", 1) for kv in args.cuport_env)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         cache = tmp / "cache"
@@ -66,7 +70,7 @@ def main() -> int:
                 if dev == "native":
                     row[dev] = run([str(exe)], base_env)
                     continue
-                env = dict(base_env, CUPORT_DEVICE=dev, CUPORT_CACHE_DIR=str(cache))
+                env = dict(base_env, **extra, CUPORT_DEVICE=dev, CUPORT_CACHE_DIR=str(cache))
                 row[dev] = run([*cuport, str(exe)], env)
                 row[dev + "_cached"] = run([*cuport, str(exe)], env)
             rows.append(row)

@@ -32,12 +32,43 @@ def _copy_rows(rows: Rows) -> Callable[[], None]:
     return run
 
 
+def _queued_copy(rows: Rows) -> Callable[[], None] | None:
+    """Device-to-device rows that the device's own queue can run (memory.queued_backend)."""
+    b = memory.queued_backend(*(a for d, s, _ in rows for a in (d, s))) if rows else None
+    if b is None:
+        return None
+
+    def run() -> None:
+        for dst, src, n in rows:
+            b.copy_queued(dst, src, n)
+    return run
+
+
+def _queue(s: stream.Stream | None, fn: Callable[[], None], what: str) -> None:
+    """Work the device's own queue orders (a fill or a device-to-device copy): handed to it
+    in s's order, or the default stream's (s None: a synchronous call, which for device
+    memory NVIDIA also returns from without waiting for the device)."""
+    if s is None:
+        from cuport.driver import capture
+
+        capture.check_unsafe(what)
+        s = stream.resolve(0)
+        stream.submit_device(s, fn, what)
+        stream.check_sticky(s.context)
+        return
+    stream.submit_device(s, fn, what)
+
+
 def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     """Run a checked copy plan: synchronously in default-stream order (handle None), or
     queued on a stream, where pageable host memory is read now / written before return.
     On a capturing stream it becomes a memcpy node (described by desc, the program's
     CUDA_MEMCPY2D/3D, if any) that copies whenever the graph runs."""
+    queued = _queued_copy(rows)
     if handle is None:
+        if queued is not None:
+            _queue(None, queued, what)
+            return
         _sync(_copy_rows(rows), what)
         return
     s = stream.resolve_for_work(handle)
@@ -47,6 +78,9 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
         capture.add(s, graph_nodes.captured_memcpy(rows, desc, s.context), what)
         return
     if not rows:
+        return
+    if queued is not None:
+        _queue(s, queued, what)
         return
     dst, src, _ = rows[0]
     if not memory.accessed_in_stream_order(src):
@@ -333,9 +367,32 @@ def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
     return run
 
 
+def _queued_fill(dst: int, pitch: int, value: int, width: int, height: int,
+                 size: int) -> Callable[[], None] | None:
+    """A checked fill of device memory that the device's own queue can run, else None."""
+    b = memory.queued_backend(dst) if width and height else None
+    if b is None:
+        return None
+
+    def run() -> None:
+        for r in range(height):
+            b.fill_queued(dst + r * pitch, value, width, size)
+    return run
+
+
+def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: int,
+               what: str) -> None:
+    fill = fill_plan(dst, pitch, value, width, height, size)
+    queued = _queued_fill(dst, pitch, value, width, height, size)
+    if queued is not None:
+        _queue(None, queued, what)
+    else:
+        _sync(fill, what)
+
+
 def _memset_sync(what: str, size: int):
     def set_1d(dst: int, value: int, n: int) -> None:
-        _sync(fill_plan(dst, 0, value, n, 1, size), what)
+        _fill_sync(dst, 0, value, n, 1, size, what)
     return set_1d
 
 
@@ -351,6 +408,10 @@ def _fill_async(handle: int, dst: int, pitch: int, value: int, width: int, heigh
         node = graph_nodes.Memset(dst, pitch, value, size, width, height, s.context, fill)
         capture.add(s, node, what)
         return
+    queued = _queued_fill(dst, pitch, value, width, height, size)
+    if queued is not None:
+        _queue(s, queued, what)
+        return
     stream.submit(s, fill, what)
 
 
@@ -362,7 +423,7 @@ def _memset_async(what: str, size: int):
 
 def _memset_2d_sync(what: str, size: int):
     def set_2d(dst: int, pitch: int, value: int, width: int, height: int) -> None:
-        _sync(fill_plan(dst, pitch, value, width, height, size), what)
+        _fill_sync(dst, pitch, value, width, height, size, what)
     return set_2d
 
 

@@ -154,6 +154,8 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
 
     m.launch_started()
     try:
+        if stream.queues_on_device(s.context):
+            return stream.submit_device(s, run, f"{what}({f.name})")
         return stream.submit(s, run, f"{what}({f.name})", device_work=True)
     except BaseException:
         m.launch_finished()

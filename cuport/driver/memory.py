@@ -217,6 +217,22 @@ def _settle(*addresses: int) -> None:
             stream.drain(a.context)
 
 
+def queued_backend(*addresses: int):
+    """The backend that can fill or copy this memory in its own queue (queues_launches: in
+    order with its launches, nothing waited for), or None: every address must be device
+    memory of one context whose backend does so."""
+    backend = None
+    for address in addresses:
+        a = TABLE.find(address)
+        if a is None or a.kind != "device" or a.context is None:
+            return None
+        b = a.context.device.backend()
+        if not getattr(b, "queues_launches", False) or backend not in (None, b):
+            return None
+        backend = b
+    return backend
+
+
 def move(dst: int, src: int, n: int) -> None:
     """memmove for the driver's copies: device memory the host cannot touch (a discrete
     GPU's) goes through its backend; everything else is host memory at its address."""

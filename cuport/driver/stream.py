@@ -287,6 +287,33 @@ def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None 
     return op
 
 
+def queues_on_device(ctx: context.Context) -> bool:
+    """Whether ctx's backend runs launches, fills and device copies in a queue of its own, in
+    the order they are handed to it (a Vulkan backend: one command stream on the GPU), so that
+    handing work over is all a stream must do in order (submit_device)."""
+    return getattr(ctx.device.backend(), "queues_launches", False)
+
+
+def submit_device(s: Stream, fn: Callable[[], None], what: str) -> Op:
+    """Device work for a backend that queues_on_device: fn only hands work to the device's
+    queue. When s and everything it must wait for are idle, fn runs at once on the calling
+    thread (the device's queue keeps the order), saving the hand-over to the stream's worker
+    thread that costs a launch most of its time; else it is queued like any other op."""
+    check_capture(s, what)
+    cs = streams_of(s.context)
+    with cs.lock:
+        deps = _dependencies(s)
+        op = Op(fn, deps, what, device_work=True)
+        if not deps and not s.pending():
+            s.last = op
+            op.run(s.context)  # (under the lock: nothing else is queued on s meanwhile)
+            return op
+        s.last = op
+        s._ensure_worker()
+        s._queue.put(op)
+    return op
+
+
 def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     """Run fn in stream order and return when it is done (synchronous API calls)."""
     from cuport.driver import capture

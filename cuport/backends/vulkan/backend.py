@@ -210,6 +210,10 @@ class VulkanModule:
 
 class VulkanBackend:
     name = "vulkan"
+    # Launches, fills and device-to-device copies are recorded on one GPU command stream in
+    # the order they are handed over, so the driver needs no thread of its own to order them
+    # (driver/stream.py submit_device, driver/memory.py queued_backend).
+    queues_launches = True
 
     def __init__(self, index: int = 0) -> None:
         from . import runtime
@@ -237,6 +241,9 @@ class VulkanBackend:
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
         self._inflight: list[tuple[str, int, int | None]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        from . import profile
+
+        self.profile = profile.Profile(self.stream) if profile.enabled() else None
         from . import quirks
         from .lower_texture import ZERO_PAGE_BYTES
 
@@ -381,6 +388,14 @@ class VulkanBackend:
         self.stream.fill(dst, value, n, width)
         self.stream.synchronize()
 
+    def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
+        """A fill of device memory after the work handed over before it, not waited for."""
+        self.stream.fill(dst, value, n, width)
+
+    def copy_queued(self, dst: int, src: int, n: int) -> None:
+        """A device-to-device copy after the work handed over before it, not waited for."""
+        self.stream.copy(dst, src, n)
+
     def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
         """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
         if self.host_accessible(address):
@@ -442,7 +457,12 @@ class VulkanBackend:
                           printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
                           grid_workspace=workspace,
                           heap=(self.dev.memory.lowest, self.dev.memory.highest)).pack()
-            self.stream.dispatch(pipe, grid, push)
+            if self.profile is None:
+                self.stream.dispatch(pipe, grid, push)
+            else:
+                start = self.profile.before()
+                self.stream.dispatch(pipe, grid, push)
+                self.profile.after(k.fn.name, start)
             self._inflight.append((k.fn.name, host, slot))
             if slot is None or self.sync_launches:
                 failed = failed or self._retire()

@@ -378,10 +378,25 @@ def open(index: int = 0) -> Device:  # noqa: A001 (the contract's name)
 _exit_points: set[str] = set()
 _exit_hooks: list[Any] = []  # the ctypes callbacks, kept alive
 _shut_down = False
+_before_exit: list[Callable[[], None]] = []  # last words that still use the device
+
+
+def before_exit(fn: Callable[[], None]) -> None:
+    """Call fn at exit while Vulkan calls still work (CUPORT_VK_PROFILE's report)."""
+    _before_exit.append(fn)
+
+
+def _last_words() -> None:
+    while _before_exit:
+        try:
+            _before_exit.pop()()
+        except Exception:  # (an exit handler must not take the others down)
+            pass
 
 
 def _on_exit() -> None:
     global _shut_down
+    _last_words()
     _shut_down = True
     for dev in list(_open_devices):
         dev.cmd.shut_down()
@@ -412,6 +427,7 @@ def _in_c_program() -> bool:
 
 @atexit.register
 def _close_all() -> None:
+    _last_words()
     for dev in list(_open_devices):
         try:
             dev.close()
