@@ -238,6 +238,11 @@ class VulkanBackend:
         struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
                          V.RING_BYTES - V.RING_DATA)
         self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
+        # Parameters in device memory: every invocation reads them, and from host memory
+        # each read crossed the bus (H200: a memory-bound kernel took ~100 us longer, its
+        # waves waiting on the parameter loads). Written from the host where the memory is
+        # mapped (resizable BAR, UMA), else by vkCmdUpdateBuffer before the dispatch.
+        self.param_slots = self.allocate_buffer(self.PARAMS * self.SLOTS)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
         self._inflight: list[tuple[str, int, int | None]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
@@ -250,8 +255,10 @@ class VulkanBackend:
         self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
         self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
         self.sink_page = self.allocate_buffer(ZERO_PAGE_BYTES)  # stores to wild addresses land here
+        checked = os.environ.get("CUPORT_VK_ADDRESS_CHECK", "1") != "0"  # (experiment)
         self.caps = dataclasses.replace(self.caps, zero_page=self.zero_page.address,
-                                        sink_page=self.sink_page.address, **quirks.probe(self))
+                                        sink_page=self.sink_page.address if checked else 0,
+                                        **quirks.probe(self))
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
         self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
@@ -432,6 +439,8 @@ class VulkanBackend:
     # (its head is atomic) and emptied when nothing is in flight.
     SLOT = V.STATUS_BYTES + 4096
     SLOTS = 256
+    PARAMS = 4096  # bytes of a launch's parameters in param_slots (CUDA allows 32764: bigger
+    #                ones go to launch_buf, in host memory)
 
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
             cooperative: bool = False) -> None:
@@ -442,18 +451,27 @@ class VulkanBackend:
         failed = None
         with self._lock:
             workspace = cooperative_.workspace(self) if cooperative else 0
-            if len(params) > self.SLOT - V.STATUS_BYTES or not self._free_slots:
+            big = len(params) > self.PARAMS
+            if big or not self._free_slots:
                 failed = self._retire()  # wait: the big buffer or a free slot is needed
-            if len(params) > self.SLOT - V.STATUS_BYTES:
+            if big:
                 dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+                pdev = dev + V.STATUS_BYTES
             else:
                 slot = self._free_slots.pop()
                 dev = self.slots.address + slot * self.SLOT
                 host = self.slots.host_ptr + slot * self.SLOT
+                pdev = self.param_slots.address + slot * self.PARAMS
             ctypes.memset(host, 0, V.STATUS_BYTES)
             if params:
-                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-            push = V.Push(params=dev + V.STATUS_BYTES, status=dev, globals=k.module.table.address,
+                if big:
+                    ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+                elif self.param_slots.host_ptr is not None and not self.copies_only:
+                    ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
+                                   len(params))
+                else:
+                    self.stream.update(pdev, params)
+            push = V.Push(params=pdev, status=dev, globals=k.module.table.address,
                           printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
                           grid_workspace=workspace,
                           heap=(self.dev.memory.lowest, self.dev.memory.highest)).pack()

@@ -205,10 +205,12 @@ class Device:
         self._check()
         if batch is None:
             batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
+        policy = os.environ.get("CUPORT_VK_SUBMIT", "eager")
         if eager is None:
-            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
+            eager = policy != "batch"
+        pace = float(os.environ.get("CUPORT_VK_PACE_US", "0") or 0) * 1e-6 if policy == "eager" else 0.0
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, pace_s=pace)
         self._streams.add(s)
         return s
 

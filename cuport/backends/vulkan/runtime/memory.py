@@ -28,6 +28,7 @@ that range on the host (PROT_NONE), so no host object ever has a device allocati
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -455,7 +456,8 @@ class Memory:
                 continue
             f = t.flags
             if kind == DEVICE:
-                big = heaps[t.heap].size * 2 >= self._device_heap_size
+                big = (heaps[t.heap].size * 2 >= self._device_heap_size
+                       and os.environ.get("CUPORT_VK_MAPPED_DEVICE_MEMORY", "1") != "0")
                 score = ("device_local" in f, "host_visible" in f and "host_coherent" in f and big,
                          not any(x.endswith("_amd") for x in f))
             else:

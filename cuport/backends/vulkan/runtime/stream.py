@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -121,7 +122,7 @@ class Stream:
     """One CUDA stream on a device queue."""
 
     def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
-                 host_paths: bool = True) -> None:
+                 host_paths: bool = True, pace_s: float = 0.0) -> None:
         self.dev = dev
         self.vk = dev.vk
         self.cmd = dev.cmd
@@ -129,6 +130,15 @@ class Stream:
         self.batch = batch  # commands recorded before a submission is forced
         self.eager = eager  # submit as soon as the GPU has nothing of ours left to run
         self.host_paths = host_paths  # idle stream + mapped memory: copy on the host
+        # pace_s > 0: an eager submission comes at most every pace_s; work recorded sooner
+        # waits for the next command or for the flusher thread, pace_s after the last one
+        # (a submission costs the host tens of microseconds: one per tiny launch was most of
+        # a launch's cost)
+        self.pace_s = pace_s
+        self._last_submit = 0.0
+        self._flush_at: float | None = None
+        self._flusher: threading.Thread | None = None
+        self._flush_wake = threading.Event()
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         h = dev.handle
         self._lock = threading.RLock()
@@ -351,6 +361,9 @@ class Stream:
                 vk.check(r, "vkQueueSubmit")
             self._inflight.append((value, cb, keep))
             self.submitted = self._h.submitted = value
+            self._flush_at = None
+            if self.pace_s:
+                self._last_submit = time.perf_counter()
             return value
 
     def _grow_waits(self, n: int) -> None:
@@ -407,9 +420,46 @@ class Stream:
     def _recorded(self) -> None:
         """After each command: submit when the GPU would otherwise idle, or the batch is full."""
         self._count += 1
-        if self._count >= self.batch or (self.eager and (
-                self._done >= self.submitted or self.completed() >= self.submitted)):
+        if self._count >= self.batch:
             self.submit()
+        elif self.eager and (self._done >= self.submitted or self.completed() >= self.submitted):
+            if self.pace_s:
+                due = self._last_submit + self.pace_s
+                if time.perf_counter() < due:
+                    self._flush_later(due)
+                    return
+            self.submit()
+
+    def _flush_later(self, due: float) -> None:
+        """Have the flusher thread submit at `due` what is still unsubmitted then."""
+        if self._flush_at is not None:
+            return
+        self._flush_at = due
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                             name="cuport-vulkan-flusher")
+            self._flusher.start()
+        self._flush_wake.set()
+
+    def _flush_loop(self) -> None:
+        while True:
+            self._flush_wake.wait()
+            self._flush_wake.clear()
+            while True:
+                with self._lock:
+                    if self.closed or self.dev.lost:
+                        return
+                    due = self._flush_at
+                    if due is None:
+                        break
+                    now = time.perf_counter()
+                    if now >= due:
+                        try:
+                            self.submit()  # (clears _flush_at)
+                        except VulkanError:
+                            self._flush_at = None  # the next call meets the error
+                        break
+                time.sleep(due - now)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -480,6 +530,23 @@ class Stream:
                 self._staged_to_device(d, doff, src_ptr, size)
                 return
             self._recorded()
+
+    def update(self, dst: int, data: bytes) -> None:
+        """Up to 64 KiB into device memory in stream order, the bytes taken now (inside the
+        command buffer: vkCmdUpdateBuffer); no submission of its own (a launch's parameters,
+        recorded just before its dispatch)."""
+        n = (len(data) + 3) & ~3
+        if n > UPDATE_MAX:
+            raise ValueError(f"{len(data)} bytes: vkCmdUpdateBuffer takes at most {UPDATE_MAX}")
+        padded = data if n == len(data) else data + bytes(n - len(data))
+        with self._lock:
+            d = self.dev.memory.find(dst, n)
+            doff = d.offset + (dst - d.address)
+            if doff % 4:
+                raise ValueError(f"{hex(dst)}: vkCmdUpdateBuffer needs a 4-byte aligned offset")
+            cb = self._begin()
+            self.cmd.vkCmdUpdateBuffer(cb, d.block.buffer, doff, n, padded)
+            self._count += 1
 
     def _staged_to_device(self, d: Buffer, doff: int, src_ptr: int, size: int) -> None:
         """A large copy from pageable memory in CHUNK pieces, at most two in flight (the host
@@ -680,6 +747,7 @@ class Stream:
             if not self.dev.lost:
                 self.submit()
             self.closed = True
+        self._flush_wake.set()  # (the flusher sees `closed` and ends)
         self.dev.defer(self._destroy)
 
     def _destroy(self) -> None:
