@@ -21,6 +21,8 @@ Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emi
 
 from __future__ import annotations
 
+import os
+
 import struct
 from dataclasses import dataclass
 
@@ -529,7 +531,8 @@ class _Translator:
         params = [m.id() for _ in ptypes]
         for p, t in zip(params, ptypes, strict=True):
             self.param_types[p] = t
-        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", "None"), m.t_function(rtype, tuple(ptypes)))
+        control = "DontInline" if os.environ.get("CUPORT_VK_HELPERS") == "call" else "None"  # (experiment)
+        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", control), m.t_function(rtype, tuple(ptypes)))
         for p, t in zip(params, ptypes, strict=True):
             head += inst(OP.OpFunctionParameter, t, p)
         self.start(self.new_block())
