@@ -22,7 +22,6 @@ Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emi
 from __future__ import annotations
 
 import os
-
 import struct
 from dataclasses import dataclass
 
