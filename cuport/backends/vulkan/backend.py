@@ -471,10 +471,9 @@ class VulkanBackend:
                                    len(params))
                 else:
                     self.stream.update(pdev, params)
-            push = V.Push(params=pdev, status=dev, globals=k.module.table.address,
-                          printf=self.ring.address, grid=grid, base=(0, 0, 0), dyn_smem=dyn_smem,
-                          grid_workspace=workspace,
-                          heap=(self.dev.memory.lowest, self.dev.memory.highest)).pack()
+            memory = self.dev.memory
+            push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
+                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest))
             if self.profile is None:
                 self.stream.dispatch(pipe, grid, push)
             else:

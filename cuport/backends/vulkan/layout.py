@@ -88,10 +88,18 @@ class Push:
     heap: tuple[int, int] = (0, (1 << 64) - 1)  # (lowest device address, highest + 1)
 
     def pack(self) -> bytes:
-        lo, hi = self.heap
-        return struct.pack("<4Q7IIQQQ", self.params, self.status, self.globals, self.printf,
-                           *self.grid, *self.base, self.dyn_smem, 0, self.grid_workspace,
-                           lo, max(hi - lo, 0) & ((1 << 64) - 1))
+        return pack_push(self.params, self.status, self.globals, self.printf, self.grid,
+                         self.base, self.dyn_smem, self.grid_workspace, self.heap)
 
 
-assert struct.calcsize("<4Q7IIQQQ") == PUSH_BYTES
+_PUSH = struct.Struct("<4Q7IIQQQ")
+assert _PUSH.size == PUSH_BYTES
+
+
+def pack_push(params: int, status: int, globals_: int, printf: int, grid: tuple[int, int, int],
+              base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
+              heap: tuple[int, int]) -> bytes:
+    """Push's bytes without building a Push (every launch packs one)."""
+    lo, hi = heap
+    return _PUSH.pack(params, status, globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
+                      lo, max(hi - lo, 0) & ((1 << 64) - 1))

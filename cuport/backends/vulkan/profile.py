@@ -36,7 +36,7 @@ class Profile:
         device.before_exit(self.report)
 
     def before(self) -> Timestamp:
-        return self.stream.timestamp()
+        return self.stream.timestamp(submit=False)
 
     def after(self, name: str, start: Timestamp) -> None:
         end = self.stream.timestamp()

@@ -201,16 +201,16 @@ class Device:
                host_paths: bool = True) -> Stream:
         """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths).
         Defaults: CUPORT_VK_BATCH (256) commands a submission at most; CUPORT_VK_SUBMIT=batch
-        turns off submitting as soon as the GPU has nothing left of the stream ("eager")."""
+        turns off submitting while the GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the
+        stream left to run ("eager")."""
         self._check()
         if batch is None:
             batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
-        policy = os.environ.get("CUPORT_VK_SUBMIT", "eager")
         if eager is None:
-            eager = policy != "batch"
-        pace = float(os.environ.get("CUPORT_VK_PACE_US", "0") or 0) * 1e-6 if policy == "eager" else 0.0
+            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
+        depth = int(os.environ.get("CUPORT_VK_DEPTH", "2") or 2)
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, pace_s=pace)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth)
         self._streams.add(s)
         return s
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
-import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -122,7 +121,7 @@ class Stream:
     """One CUDA stream on a device queue."""
 
     def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
-                 host_paths: bool = True, pace_s: float = 0.0) -> None:
+                 host_paths: bool = True, depth: int = 2) -> None:
         self.dev = dev
         self.vk = dev.vk
         self.cmd = dev.cmd
@@ -130,15 +129,11 @@ class Stream:
         self.batch = batch  # commands recorded before a submission is forced
         self.eager = eager  # submit as soon as the GPU has nothing of ours left to run
         self.host_paths = host_paths  # idle stream + mapped memory: copy on the host
-        # pace_s > 0: an eager submission comes at most every pace_s; work recorded sooner
-        # waits for the next command or for the flusher thread, pace_s after the last one
-        # (a submission costs the host tens of microseconds: one per tiny launch was most of
-        # a launch's cost)
-        self.pace_s = pace_s
-        self._last_submit = 0.0
-        self._flush_at: float | None = None
-        self._flusher: threading.Thread | None = None
-        self._flush_wake = threading.Event()
+        # eager: a command is submitted while fewer than `depth` submissions are unfinished,
+        # so the GPU has the next one queued when it finishes one (with depth 1 it idled from
+        # the end of a kernel to the host's next call: up to a launch's host time, ~100 us on
+        # the H200 host); else it is recorded, and goes with the next command after one ends
+        self.depth = max(1, depth)
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         h = dev.handle
         self._lock = threading.RLock()
@@ -361,9 +356,6 @@ class Stream:
                 vk.check(r, "vkQueueSubmit")
             self._inflight.append((value, cb, keep))
             self.submitted = self._h.submitted = value
-            self._flush_at = None
-            if self.pace_s:
-                self._last_submit = time.perf_counter()
             return value
 
     def _grow_waits(self, n: int) -> None:
@@ -418,48 +410,16 @@ class Stream:
             self.vk.ffi.NULL)
 
     def _recorded(self) -> None:
-        """After each command: submit when the GPU would otherwise idle, or the batch is full."""
+        """After each command: submit while the GPU has fewer than `depth` submissions left to
+        run (eager), or when the batch is full."""
         self._count += 1
-        if self._count >= self.batch:
-            self.submit()
-        elif self.eager and (self._done >= self.submitted or self.completed() >= self.submitted):
-            if self.pace_s:
-                due = self._last_submit + self.pace_s
-                if time.perf_counter() < due:
-                    self._flush_later(due)
-                    return
+        if self._count >= self.batch or (self.eager and self._room()):
             self.submit()
 
-    def _flush_later(self, due: float) -> None:
-        """Have the flusher thread submit at `due` what is still unsubmitted then."""
-        if self._flush_at is not None:
-            return
-        self._flush_at = due
-        if self._flusher is None:
-            self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
-                                             name="cuport-vulkan-flusher")
-            self._flusher.start()
-        self._flush_wake.set()
-
-    def _flush_loop(self) -> None:
-        while True:
-            self._flush_wake.wait()
-            self._flush_wake.clear()
-            while True:
-                with self._lock:
-                    if self.closed or self.dev.lost:
-                        return
-                    due = self._flush_at
-                    if due is None:
-                        break
-                    now = time.perf_counter()
-                    if now >= due:
-                        try:
-                            self.submit()  # (clears _flush_at)
-                        except VulkanError:
-                            self._flush_at = None  # the next call meets the error
-                        break
-                time.sleep(due - now)
+    def _room(self) -> bool:
+        """Whether fewer than `depth` submissions are unfinished."""
+        return (self.submitted - self._done < self.depth
+                or self.submitted - self.completed() < self.depth)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -687,8 +647,10 @@ class Stream:
         return int(self.vk.ffi.cast("uintptr_t", cbuf)), n, (mv, cbuf)
 
     # -- timestamps -----------------------------------------------------------------------------------
-    def timestamp(self) -> Timestamp:
-        """A timestamp written when all work recorded before it has finished."""
+    def timestamp(self, submit: bool = True) -> Timestamp:
+        """A timestamp written when all work recorded before it has finished; `submit` False:
+        recorded only (the next command submits it; CUPORT_VK_PROFILE's opening timestamp,
+        which a submission boundary before its dispatch would stretch by the host's time)."""
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         if self.dev.info.limits.timestamp_valid_bits == 0:
             raise Unsupported("the device's compute queue has no timestamps", "vkCmdWriteTimestamp")
@@ -713,7 +675,7 @@ class Stream:
             ts = Timestamp(self, self.submitted + 1, slot)
             weakref.finalize(ts, self._free_slots.append, slot)
             self._timestamps.add(ts)
-            if self.eager and self.completed() >= self.submitted:
+            if submit and self.eager and self._room():
                 self.submit()
             return ts
 
@@ -747,7 +709,6 @@ class Stream:
             if not self.dev.lost:
                 self.submit()
             self.closed = True
-        self._flush_wake.set()  # (the flusher sees `closed` and ends)
         self.dev.defer(self._destroy)
 
     def _destroy(self) -> None:

@@ -32,6 +32,11 @@ from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
+# The selection control of a branch to a rare path (a failure record, an exact slow path: the
+# lowering marks them unlikely): DontFlatten, so that a driver does not run the rare code
+# predicated off on every pass. CUPORT_VK_RARE=none|flatten compares (bench/gpu.py).
+RARE = enum("SelectionControl", {"none": "None", "flatten": "Flatten"}.get(
+    os.environ.get("CUPORT_VK_RARE", ""), "DontFlatten"))
 MA_VOLATILE = enum("MemoryAccess", "Volatile")
 MA_NONPRIVATE = enum("MemoryAccess", "NonPrivatePointer")
 SC_FUNCTION = enum("StorageClass", "Function")
@@ -388,7 +393,7 @@ class _Translator:
         call_helper) called on `args` (first passed through `prepare(args)` in the branch):
         a selection construct around the call, so that the rare case costs only a branch."""
         then, after = self.new_block(), self.new_block()
-        self.stmt(OP.OpSelectionMerge, after.label, 0)
+        self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
         head = self.cur
         then.preds.append(head)
@@ -814,7 +819,7 @@ class _Translator:
             return
         if isinstance(term, ll.ConditionalBranch):
             c = self.val(term.operands[0])
-            self.stmt(OP.OpSelectionMerge, merge.label, 0)
+            self.stmt(OP.OpSelectionMerge, merge.label, RARE if "prof" in term.metadata else 0)
             self.stmt(OP.OpBranchConditional, c, targets[0].label, targets[1].label)
         else:
             sel = self.val(term.value)
