@@ -32,6 +32,7 @@ from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
+_PROBE_CHECKS = os.environ.get("CUPORT_VK_PROBE_CHECKS") == "1"
 # The selection control of a branch to a rare path (a failure record, an exact slow path: the
 # lowering marks them unlikely): DontFlatten, so that a driver does not run the rare code
 # predicated off on every pass. CUPORT_VK_RARE=none|flatten compares (bench/gpu.py).
@@ -392,6 +393,10 @@ class _Translator:
         """`fast`, or where `cond` holds, helper function `key` (made by `build`, see
         call_helper) called on `args` (first passed through `prepare(args)` in the branch):
         a selection construct around the call, so that the rare case costs only a branch."""
+        if _PROBE_CHECKS:  # (experiment: the checks' cost without the branch; not exact)
+            other = self.op(OP.OpBitcast, rtype, self.op(OP.OpBitwiseXor, self.t_i32, self.op(
+                OP.OpBitcast, self.t_i32, fast), self.cint(1)))
+            return self.op(OP.OpSelect, rtype, cond, other, fast)
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
