@@ -28,7 +28,6 @@ that range on the host (PROT_NONE), so no host object ever has a device allocati
 from __future__ import annotations
 
 import bisect
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -456,8 +455,7 @@ class Memory:
                 continue
             f = t.flags
             if kind == DEVICE:
-                big = (heaps[t.heap].size * 2 >= self._device_heap_size
-                       and os.environ.get("CUPORT_VK_MAPPED_DEVICE_MEMORY", "1") != "0")
+                big = heaps[t.heap].size * 2 >= self._device_heap_size
                 score = ("device_local" in f, "host_visible" in f and "host_coherent" in f and big,
                          not any(x.endswith("_amd") for x in f))
             else:

@@ -21,7 +21,6 @@ Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emi
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 
@@ -32,12 +31,10 @@ from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
-_PROBE_CHECKS = os.environ.get("CUPORT_VK_PROBE_CHECKS") == "1"
 # The selection control of a branch to a rare path (a failure record, an exact slow path: the
 # lowering marks them unlikely): DontFlatten, so that a driver does not run the rare code
-# predicated off on every pass. CUPORT_VK_RARE=none|flatten compares (bench/gpu.py).
-RARE = enum("SelectionControl", {"none": "None", "flatten": "Flatten"}.get(
-    os.environ.get("CUPORT_VK_RARE", ""), "DontFlatten"))
+# predicated off on every pass (NVIDIA's made no difference either way: measured on the H200).
+RARE = enum("SelectionControl", "DontFlatten")
 MA_VOLATILE = enum("MemoryAccess", "Volatile")
 MA_NONPRIVATE = enum("MemoryAccess", "NonPrivatePointer")
 SC_FUNCTION = enum("StorageClass", "Function")
@@ -393,10 +390,6 @@ class _Translator:
         """`fast`, or where `cond` holds, helper function `key` (made by `build`, see
         call_helper) called on `args` (first passed through `prepare(args)` in the branch):
         a selection construct around the call, so that the rare case costs only a branch."""
-        if _PROBE_CHECKS:  # (experiment: the checks' cost without the branch; not exact)
-            other = self.op(OP.OpBitcast, rtype, self.op(OP.OpBitwiseXor, self.t_i32, self.op(
-                OP.OpBitcast, self.t_i32, fast), self.cint(1)))
-            return self.op(OP.OpSelect, rtype, cond, other, fast)
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
@@ -540,8 +533,7 @@ class _Translator:
         params = [m.id() for _ in ptypes]
         for p, t in zip(params, ptypes, strict=True):
             self.param_types[p] = t
-        control = "DontInline" if os.environ.get("CUPORT_VK_HELPERS") == "call" else "None"  # (experiment)
-        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", control), m.t_function(rtype, tuple(ptypes)))
+        head = inst(OP.OpFunction, rtype, fn, enum("FunctionControl", "None"), m.t_function(rtype, tuple(ptypes)))
         for p, t in zip(params, ptypes, strict=True):
             head += inst(OP.OpFunctionParameter, t, p)
         self.start(self.new_block())
