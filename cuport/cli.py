@@ -222,7 +222,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     except ImportError as e:
         lines.append(("LLVM", f"unavailable: {e}"))
     try:
-        from cuport.backends.cpu import cache
+        from cuport.backends import cache
 
         lines.append(("kernel cache", str(cache.cache_dir())))
     except ImportError:

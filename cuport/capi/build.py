@@ -298,7 +298,7 @@ def _is_current(directory: Path) -> bool:
 def _is_private(directory: Path) -> bool:
     """A fallback build outside the package is used only if nobody else could have put it
     there: the folder and the library this user's and writable by nobody else."""
-    from cuport.backends.cpu.cache import untrusted_because
+    from cuport.backends.cache import untrusted_because
 
     try:
         return not any(untrusted_because(os.lstat(p)) for p in (directory, directory / SONAME))
@@ -344,7 +344,7 @@ def library_dir(rebuild: bool = True) -> Path:
         build(own)
         return own
     except PermissionError:
-        from cuport.backends.cpu.cache import make_private_dirs, untrusted_because
+        from cuport.backends.cache import make_private_dirs, untrusted_because
 
         make_private_dirs(cached)
         why = untrusted_because(os.lstat(cached))

@@ -110,7 +110,7 @@ def test_several_processes_fill_the_cache_at_once(cache_dir):
 
 
 def test_cache_keeps_to_its_size_limit_dropping_least_recently_used(tmp_path, monkeypatch):
-    from cuport.backends.cpu import cache
+    from cuport.backends import cache
 
     monkeypatch.setenv("CUPORT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CUPORT_CACHE", "1")

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import cuport
-from cuport.backends.cpu import cache, guard
+from cuport.backends import cache
+from cuport.backends.cpu import guard
 from cuport.backends.cpu.backend import get_cpu_backend
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import time
 
 from ... import __version__
 from ...ptx import ir
-from .. import facts, host_pages
+from .. import cache, facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
@@ -30,7 +30,7 @@ from ..base import (
     BackendError,
 )
 from ..facts import kernel_info, pack_init
-from . import cache, compile_pool, device_launch, faultaddr, guard, hostcalls, jit
+from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,

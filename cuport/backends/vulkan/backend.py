@@ -24,7 +24,7 @@ import threading
 
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from .. import facts
+from .. import cache, facts
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -37,7 +37,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
-from . import clock
+from . import clock, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
@@ -114,21 +114,55 @@ class VulkanKernel:
             if pipe is None:
                 be = self.module.backend
                 try:
-                    c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem,
-                                       be.caps_for(self.fn))
+                    caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
+                spirv, local_size, shared_bytes = self._spirv(block, dyn_smem, caps)
                 limit = be.info.limits.max_shared_memory
-                if c.plan.shared_bytes > limit:
+                if shared_bytes > limit:
                     raise BackendError(CUDA_ERROR_INVALID_VALUE,
-                                       f"kernel {self.fn.name} needs {c.plan.shared_bytes} bytes of "
+                                       f"kernel {self.fn.name} needs {shared_bytes} bytes of "
                                        f"workgroup memory (shared memory plus cuport's scratch); the "
                                        f"device has {limit}")
-                pipe = be.dev.pipeline(c.shader.spirv, "main", c.plan.local_size, V.PUSH_BYTES,
+                pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 self._specs[key] = pipe
             return pipe
+
+    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps
+               ) -> tuple[bytes, tuple[int, int, int], int]:
+        """(SPIR-V, local size, workgroup bytes) of the kernel for this launch shape: from the
+        kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
+        and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
+        push constants), so the key is the PTX, the kernel, the shape, cuport's code and the
+        device's capabilities; a kernel reading %globaltimer holds this run's clock
+        calibration, which the key then includes (it is compiled again in the next run).
+        CUPORT_SPIRV_VALIDATE=1 reads nothing from the cache, so that spirv-val sees all."""
+        key = None
+        if cache.enabled() and not validate.enabled():  # (validating: every module is made anew)
+            flags = dataclasses.replace(caps, zero_page=int(bool(caps.zero_page)),
+                                        sink_page=int(bool(caps.sink_page)))
+            key = cache.make_key("vulkan-spirv", cache.code_fingerprint(), self.module.source_hash,
+                                 self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags))
+            hit = cache.load(key)
+            if hit is not None:
+                spirv, meta = hit
+                try:
+                    local = tuple(int(x) for x in meta["local_size"])
+                    if len(local) == 3 and len(spirv) % 4 == 0:
+                        return spirv, local, int(meta["shared_bytes"])
+                except (KeyError, TypeError, ValueError):
+                    pass  # (an authentic entry of another layout: compiled anew)
+        try:
+            c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps)
+        except UnsupportedError as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
+        local_size = tuple(c.plan.local_size)
+        if key is not None:
+            cache.store(key, bytes(c.shader.spirv), {"local_size": list(local_size),
+                                                      "shared_bytes": c.plan.shared_bytes})
+        return c.shader.spirv, local_size, c.plan.shared_bytes
 
     def prepare(self, block: tuple[int, int, int]) -> None:
         self.specialization(tuple(int(x) for x in block), 0)
@@ -153,6 +187,7 @@ class VulkanModule:
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
+        self.source_hash = cache.make_key(*ptx_texts)  # (the kernel cache's key)
         self.globals: dict[str, tuple[int, int]] = {}
         self._buffers: list = []
         self._allocate_globals()
@@ -255,6 +290,7 @@ class VulkanBackend:
         self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
         self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
         self.sink_page = self.allocate_buffer(ZERO_PAGE_BYTES)  # stores to wild addresses land here
+        self.pages = (self.zero_page.address, self.sink_page.address)  # (push constants)
         # CUPORT_VK_ADDRESS_CHECK=0: no range check of global addresses (README: faster; a
         # wild pointer then faults the GPU instead of failing the launch by name)
         checked = os.environ.get("CUPORT_VK_ADDRESS_CHECK", "1") != "0"
@@ -475,7 +511,8 @@ class VulkanBackend:
                     self.stream.update(pdev, params)
             memory = self.dev.memory
             push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest))
+                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
+                               self.pages)
             if self.profile is None:
                 self.stream.dispatch(pipe, grid, push)
             else:

@@ -30,9 +30,11 @@ PUSH_FIELDS = (
     ("grid_workspace", 64, "u64"),  # cooperative launches: grid.sync()'s workspace
     ("heap_lo", 72, "u64"),  # device addresses of memory: [heap_lo, heap_lo + heap_span)
     ("heap_span", 80, "u64"),
+    ("zero_page", 88, "u64"),  # zeroed memory: loads from wild addresses, NULL texture objects
+    ("sink_page", 96, "u64"),  # stores to wild addresses land here
 )
 PUSH = {name: (off, t) for name, off, t in PUSH_FIELDS}
-PUSH_BYTES = 88
+PUSH_BYTES = 104  # (no address is a constant in the SPIR-V: the SPIR-V cache may reuse it)
 
 #: status record: the first failing thread writes kind (compare-and-swap from 0), then the rest
 STATUS_FIELDS = (
@@ -86,20 +88,21 @@ class Push:
     dyn_smem: int
     grid_workspace: int = 0
     heap: tuple[int, int] = (0, (1 << 64) - 1)  # (lowest device address, highest + 1)
+    pages: tuple[int, int] = (0, 0)  # (zero page, sink page)
 
     def pack(self) -> bytes:
         return pack_push(self.params, self.status, self.globals, self.printf, self.grid,
-                         self.base, self.dyn_smem, self.grid_workspace, self.heap)
+                         self.base, self.dyn_smem, self.grid_workspace, self.heap, self.pages)
 
 
-_PUSH = struct.Struct("<4Q7IIQQQ")
+_PUSH = struct.Struct("<4Q7IIQQQQQ")
 assert _PUSH.size == PUSH_BYTES
 
 
 def pack_push(params: int, status: int, globals_: int, printf: int, grid: tuple[int, int, int],
               base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
-              heap: tuple[int, int]) -> bytes:
+              heap: tuple[int, int], pages: tuple[int, int]) -> bytes:
     """Push's bytes without building a Push (every launch packs one)."""
     lo, hi = heap
     return _PUSH.pack(params, status, globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
-                      lo, max(hi - lo, 0) & ((1 << 64) - 1))
+                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages)

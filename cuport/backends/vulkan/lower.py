@@ -630,7 +630,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             bad = b.icmp_unsigned(">=", b.sub(a, self.push("heap_lo")), self.push("heap_span"))
             with b.if_then(bad, likely=False):  # (translate: a rare path, not flattened)
                 self.record_failure(V.ERR_ILLEGAL_ADDRESS, arg=a)
-            safe = ll.Constant(I64, caps.sink_page if write else caps.zero_page)
+            safe = self.push("sink_page" if write else "zero_page")
             a = b.select(bad, safe, a)
         return b.inttoptr(a, PTR)
 

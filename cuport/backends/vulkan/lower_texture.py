@@ -6,8 +6,8 @@ through buffer device addresses (a texture or surface object is the device addre
 descriptor, which the driver writes into device memory: driver/texture.py), per invocation
 (`per_lane` is the thread itself). A query of a NULL object reads a zeroed descriptor and a
 surface read that `.zero` drops reads zeros: on Vulkan both read the backend's zero page,
-ZERO_PAGE_BYTES of device memory zeroed when the device opens, whose address each kernel
-holds as a constant (caps.zero_page).
+ZERO_PAGE_BYTES of device memory zeroed when the device opens, whose address each launch
+passes in its push constants (caps.zero_page only says there is one).
 """
 
 from __future__ import annotations
@@ -25,4 +25,4 @@ class TextureOps:
         if size > ZERO_PAGE_BYTES or not caps.zero_page:
             raise self.error(f"{size} bytes of zeros (the backend's zero page has "
                              f"{ZERO_PAGE_BYTES if caps.zero_page else 0})")
-        return ll.Constant(ll.IntType(64), caps.zero_page)
+        return self.push("zero_page")

@@ -258,7 +258,7 @@ class Pipelines:
 
 
 def cache_root() -> Path | None:
-    """cuport's cache directory, as backends/cpu/cache.py reads the same variables (kept apart
+    """cuport's cache directory, as backends/cache.py reads the same variables (kept apart
     so that this backend does not import the CPU one); None when CUPORT_CACHE turns it off."""
     if os.environ.get("CUPORT_CACHE", "1") in ("0", "off", "no"):
         return None

@@ -1,9 +1,11 @@
-"""The on-disk kernel cache: native code that only its owner can put there.
+"""The on-disk kernel cache: compiled kernels that only their owner can put there (the CPU
+backend's native code, the Vulkan backend's SPIR-V).
 
-Key: a hash of the PTX text, the kernel, its block shape, cuport's version, the host CPU's
-name and features, and the compile options (backend.py makes it).
+Key: a hash of the PTX text, the kernel, its block shape, cuport's version, and what the
+code was compiled for (the host CPU's name and features and the compile options: cpu/
+backend.py; the device's capabilities: vulkan/backend.py).
 
-Trust. Object code from the cache is executed, so the cache is used only when nobody else
+Trust. Code from the cache is executed, so the cache is used only when nobody else
 could have written it:
 - the directory must be owned by this user and writable by nobody else; cuport creates it
   (and every missing parent) 0700 whatever the umask. A directory that fails the test is
@@ -73,7 +75,7 @@ def code_fingerprint() -> str:
     """A hash of the compiler's own source: a changed cuport never reuses stale objects."""
     global _fingerprint
     if _fingerprint is None:
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]
         h = hashlib.sha256()
         for sub in ("ptx", "passes", "isa", "backends"):
             for p in sorted((root / sub).rglob("*.py")):
