@@ -221,6 +221,8 @@ def queued_backend(*addresses: int):
     """The backend that can fill or copy this memory in its own queue (queues_launches: in
     order with its launches, nothing waited for), or None: every address must be device
     memory of one context whose backend does so."""
+    if not _async_devices:  # (no such backend holds memory: the CPU backend's copies skip this)
+        return None
     backend = None
     for address in addresses:
         a = TABLE.find(address)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import os
 import struct
 import sys
@@ -187,7 +188,7 @@ class VulkanModule:
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
-        self.source_hash = cache.make_key(*ptx_texts)  # (the kernel cache's key)
+        self._texts = ptx_texts
         self.globals: dict[str, tuple[int, int]] = {}
         self._buffers: list = []
         self._allocate_globals()
@@ -222,6 +223,11 @@ class VulkanModule:
         self.table = be.allocate_buffer(len(table))
         self._buffers.append(self.table)
         be.write(self.table.address, bytes(table))
+
+    @functools.cached_property
+    def source_hash(self) -> str:
+        """The PTX texts' part of the kernel cache's key (hashed once, when first needed)."""
+        return cache.make_key(*self._texts)
 
     def kernel(self, name: str) -> VulkanKernel:
         k = self._kernels.get(name)
