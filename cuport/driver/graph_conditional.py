@@ -1,8 +1,10 @@
 """Conditional graph nodes: cuGraphConditionalHandleCreate, and IF / WHILE / SWITCH nodes.
 
 A conditional handle names a 32-bit condition variable. Its value is the address of
-that variable in host memory, so `cudaGraphSetConditional(handle, value)` in device
-code is one store (backends/cpu/devrt.py). A graph launch with the handle's
+that variable in memory kernels can write, so `cudaGraphSetConditional(handle, value)`
+in device code is one store (backends/cpu/devrt.py, backends/vulkan/calls.py): host
+memory under the CPU backend, device memory of the handle's context where the backend
+owns that (a GPU's under Vulkan; the host reads it once the kernels before have run). A graph launch with the handle's
 CU_GRAPH_COND_ASSIGN_DEFAULT flag sets the variable to its default first; a conditional
 node then reads it when its dependencies are done and runs
 - IF: its first body graph when the value is not 0, else its second one (if it has two);
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
 
 _SLOTS_PER_CHUNK = 512
 _chunks: list[ctypes.Array] = []
-_free: list[int] = []
+_free: list[int] = []  # host cells
+_device_free: dict[int, list[int]] = {}  # context handle -> cells in its device memory
 _vars: dict[int, ConditionVariable] = {}
 _lock = threading.Lock()
 
@@ -44,7 +47,7 @@ class ConditionVariable:
     default: int
     flags: int
     address: int = 0
-    _cell: Any = field(default=None, repr=False)
+    _cell: Any = field(default=None, repr=False)  # host memory: a ctypes view, else None
 
     @property
     def handle(self) -> int:
@@ -52,25 +55,44 @@ class ConditionVariable:
 
     @property
     def value(self) -> int:
-        return self._cell.value
+        if self._cell is not None:
+            return self._cell.value
+        from cuport.driver import memory
+
+        return int.from_bytes(memory.read(self.address, 4), "little")  # (after the kernels)
 
     @value.setter
     def value(self, v: int) -> None:
-        self._cell.value = v & 0xFFFFFFFF
+        if self._cell is not None:
+            self._cell.value = v & 0xFFFFFFFF
+            return
+        from cuport.driver import memory
+
+        memory.fill(self.address, v & 0xFFFFFFFF, 1, 4)
 
     def launch_starts(self) -> None:
         if self.flags & K.CU_GRAPH_COND_ASSIGN_DEFAULT:
             self.value = self.default
 
 
-def _new_slot() -> int:
-    """The address of a fresh 8-byte cell (the 32-bit variable and padding)."""
+def _new_slot(ctx: context.Context | None) -> tuple[int, Any]:
+    """A fresh 8-byte cell (the 32-bit variable and padding) kernels of `ctx` can write:
+    (its address, a ctypes view where it is host memory)."""
+    from cuport.driver import memory
+
+    if ctx is not None and memory.device_allocates(ctx):
+        free = _device_free.setdefault(ctx.handle, [])
+        if not free:
+            base = memory.allocate(8 * _SLOTS_PER_CHUNK, "device", ctx).base
+            free.extend(base + 8 * i for i in reversed(range(_SLOTS_PER_CHUNK)))
+        return free.pop(), None
     if not _free:
         chunk = (ctypes.c_uint64 * _SLOTS_PER_CHUNK)()
         _chunks.append(chunk)
         base = ctypes.addressof(chunk)
         _free.extend(base + 8 * i for i in reversed(range(_SLOTS_PER_CHUNK)))
-    return _free.pop()
+    address = _free.pop()
+    return address, ctypes.c_uint32.from_address(address)
 
 
 def lookup(handle: int) -> ConditionVariable:
@@ -86,13 +108,12 @@ def handle_create(graph_handle: int, ctx_handle: int, default: int, flags: int) 
     from cuport.driver import graph
 
     g = graph.lookup_graph(graph_handle)
-    if ctx_handle:
-        context.lookup(ctx_handle)
+    ctx = context.lookup(ctx_handle) if ctx_handle else context.current_or_none()
     if flags & ~K.CU_GRAPH_COND_ASSIGN_DEFAULT:
         raise CudaError(E.INVALID_VALUE, f"flags {flags:#x} are not CU_GRAPH_COND_* flags")
     with _lock:
-        address = _new_slot()
-        v = ConditionVariable(g, default, flags, address, ctypes.c_uint32.from_address(address))
+        address, cell = _new_slot(ctx)
+        v = ConditionVariable(g, default, flags, address, cell)
         v.value = default
         _vars[address] = v
     return v.handle

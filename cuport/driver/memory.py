@@ -272,8 +272,10 @@ def fill(dst: int, value: int, n: int, width: int = 1) -> None:
 
 
 def read(address: int, n: int) -> bytes:
-    """The bytes of any memory the driver knows (host or device)."""
+    """The bytes of any memory the driver knows (host or device), as the kernels queued
+    before left them."""
     if _opaque_at(address) is None:
+        _settle(address)
         return ctypes.string_at(address, n)
     buf = ctypes.create_string_buffer(n)
     move(ctypes.addressof(buf), address, n)

@@ -93,7 +93,6 @@ VULKAN_LIMITS = (
     "wmma (tensor-core fragments) on the Vulkan backend",
     "device functions must be inlined before translation",  # texture sampling: not yet
     "cannot be shared between processes by cuport",  # IPC: host pages only (ipc)
-    "device-runtime function cudaGraphSetConditional",  # conditional nodes (graph_conditional)
     "Vulkan shaders have no nanosecond clock",  # cuda::barrier's wait backoff (async_copy)
     "function pointers are not supported on the Vulkan backend",  # device-side launches
 )

@@ -1,4 +1,5 @@
-"""Calls from kernels to the CUDA device runtime on the Vulkan backend: printf and assert.
+"""Calls from kernels to the CUDA device runtime on the Vulkan backend: printf, assert and
+cudaGraphSetConditional.
 
 Device functions are inlined before lowering (passes/inline.py), so the only calls left are
 `.extern` ones. `vprintf(fmt, args)` appends a record to the launch's printf ring (layout.py):
@@ -7,6 +8,8 @@ local memory (bytes from the argument pointer to the end of the thread's local f
 MAX_ARGS); the host formats the records in order when the launch has completed, as a GPU
 prints at synchronisation. `__assertfail` records the failure with the message, file,
 function and line pointers and ends the thread; the host prints the GPU's text.
+`cudaGraphSetConditional(handle, value)` stores the value at the handle, the address of
+the condition variable in the context's device memory (driver/graph_conditional.py).
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ def lower_call(em, ins: ir.Instr) -> None:
         return
     if name == "__assertfail":
         _assertfail(em, param(0, I64), param(1, I64), param(2, I32), param(3, I64))
+        return
+    if name == "cudaGraphSetConditional":
+        if len(params) != 2:
+            raise em.error("cudaGraphSetConditional with other than (handle, value) parameters")
+        st = em.b.store(param(1, I32), em._global_ptr(param(0, I64), write=True), align=4)
+        st.volatile = True  # the host reads it after the kernel
         return
     if name in ("malloc", "free"):
         raise em.error(f"device-side {name} is not supported on the Vulkan backend")
