@@ -115,6 +115,28 @@ def test_fma_over_the_devices_fma(flushing_device) -> None:
     assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
 
 
+def test_mul_fma_with_zeros(flushing_device) -> None:
+    """Zeros of both signs against subnormals, the smallest normals and ordinary values:
+    the guard lets zeros through on the device's instruction (sgemm's matrices hold many),
+    so the sign of each zero result and every tiny product must still be CUDA's."""
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    tiny = float(np.finfo(np.float32).tiny)
+    vals = np.array([0.0, -0.0, 2.0 ** -149, -(2.0 ** -140), tiny, -tiny, 2.0 ** -63, 2.0 ** -70,
+                     -0.75 * 2.0 ** -60, 1.5, -3.0,
+                     2.0 ** 100], np.float32)
+    a, b, c = (x.ravel() for x in np.meshgrid(vals, vals, vals, indexing="ij"))
+    got = apply(lambda k, v: k.intrinsic("llvm.fma.f32", v[0].type, v), [a, b, c], np.float32,
+                float_modes=FloatModes(fused_fma=True))
+    want = fpm._fma_ref(a, b, c, np.float32)
+    ok = same_floats(got, want)
+    assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
+    got = apply(lambda k, v: k.b.fmul(*v), [a, b], np.float32)
+    want = a * b
+    ok = same_floats(got, want)
+    assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
+
+
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 @pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "fdiv", "sqrt", "fma"])
 def test_directed_rounding(flushing_device, op, mode) -> None:

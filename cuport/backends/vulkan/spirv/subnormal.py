@@ -190,11 +190,11 @@ def fmul(tr, t: ll.Type, a: int, b: int) -> int:
     def one(x, y):
         u = _U(tr)
         fast = tr.no_contract(tr.op(OP.OpFMul, u.ft, x, y))
-        mx, my = u.mag(x), u.mag(y)
-        sub = _any_subnormal(u, mx, my)
-        tiny = u.land(u.cmp(OP.OpULessThanEqual, u.mag(fast), u.c(_MIN_NORMAL)),
-                      u.cmp(OP.OpINotEqual, u.umin(mx, my), u.c(0)))
-        return tr.slow_path(u.lor(sub, tiny), fast, u.ft, "cuport.subnormal.fmul", [x, y],
+        kx, ky = _key(u, x), _key(u, y)
+        sub = u.cmp(OP.OpULessThan, u.umin(kx, ky), u.c(_SUB_KEY))
+        nonzero = u.cmp(OP.OpINotEqual, u.umax(kx, ky), u.c(_ZERO_KEY))
+        return tr.slow_path(u.lor(sub, u.land(_tiny(tr, u, fast), nonzero)), fast, u.ft,
+                            "cuport.subnormal.fmul", [x, y],
                             lambda p, q: fpmath.mul_exact32(tr, p, q))
     return _scalarised(tr, t, (a, b), one)
 
@@ -208,22 +208,34 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
         fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
         # (testing exponent fields alone is cheaper but sends zero operands down the slow
         # path: on the H200 that made bench/gpu's sgemm, whose matrices hold zeros, 2.7x slower)
-        mx, my, mz = u.mag(x), u.mag(y), u.mag(z)
-        sub = _any_subnormal(u, mx, my, mz)
-        nonzero = u.cmp(OP.OpINotEqual, u.op(OP.OpBitwiseOr, u.umin(mx, my), mz), u.c(0))
-        tiny = u.land(u.cmp(OP.OpULessThanEqual, u.mag(fast), u.c(_MIN_NORMAL)), nonzero)
-        return tr.slow_path(u.lor(sub, tiny), fast, u.ft, "cuport.subnormal.fma", [x, y, z],
+        kx, ky, kz = _key(u, x), _key(u, y), _key(u, z)
+        sub = u.cmp(OP.OpULessThan, u.umin(u.umin(kx, ky), kz), u.c(_SUB_KEY))
+        # (x and y nonzero) or z nonzero: a zero key is the largest
+        nonzero = u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
+        return tr.slow_path(u.lor(sub, u.land(_tiny(tr, u, fast), nonzero)), fast, u.ft,
+                            "cuport.subnormal.fma", [x, y, z],
                             lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
     return _scalarised(tr, t, (a, b, c), one)
 
 
-def _any_subnormal(u: _U, *mags: int) -> int:
-    """Whether some magnitude is a subnormal's: 0 < m < 2^-126, i.e. m - 1 < 0x7FFFFF."""
-    low = None
-    for m in mags:
-        d = u.op(OP.OpISub, m, u.c(1))
-        low = d if low is None else u.umin(low, d)
-    return u.cmp(OP.OpULessThan, low, u.c(_MIN_NORMAL - 1))
+# The tests of mul and fma are per operation in the hottest loops (sgemm's), so they are
+# written for few instructions: one key per operand (a shift and an add), minima and maxima
+# of keys, and the result tested as a float (it is the device's, so already flushed).
+_SUB_KEY = 2 * _MIN_NORMAL - 2  # key < this: a subnormal
+_ZERO_KEY = 0xFFFFFFFF  # the key of +-0
+
+
+def _key(u: _U, x: int) -> int:
+    """2|x| - 1 as u32: 0 < key < _SUB_KEY for a subnormal, _ZERO_KEY for a zero (wrapped),
+    larger than any subnormal's for anything else (the sign is shifted out)."""
+    return u.op(OP.OpIAdd, u.op(OP.OpShiftLeftLogical, u.bits(x), u.c(1)), u.c(-1))
+
+
+def _tiny(tr, u: _U, fast: int) -> int:
+    """|fast| <= 2^-126: the device's result is zero, flushed, or the smallest normal (which
+    a tiny exact value may have rounded up to)."""
+    limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
+    return u.cmp(OP.OpFOrdLessThanEqual, tr.ext(u.ft, GLSL.FAbs, fast), limit)
 
 
 # ---------------------------------------------------------------------- the scaled sum
