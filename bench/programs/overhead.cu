@@ -1,5 +1,6 @@
 // Per-operation overheads as a CUDA program sees them (runtime API, default stream):
-// an empty launch, a launch with 4 arguments, a pair of 1 KiB copies (host to device and
+// a stream query of an idle stream (one driver call that does next to nothing: the price of
+// a call into the driver itself), an empty launch, a launch with 4 arguments, a pair of 1 KiB copies (host to device and
 // back), a 1 KiB memset, an event record + synchronise. Each is timed over many repetitions
 // after a warm-up; the launches are followed by one synchronise, as a program queueing
 // work would. Prints one line per operation: name, microseconds per operation (wall
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&ev));
   for (int i = 0; i < 20; i++) { empty<<<1, 32>>>(); four<<<1, 32>>>(d, d, 1, 2.0f); }
   CHECK(cudaDeviceSynchronize());
+
+  start();
+  for (int i = 0; i < reps; i++) CHECK(cudaStreamQuery(0));
+  report("idle stream query", reps);
 
   start();
   for (int i = 0; i < reps; i++) empty<<<1, 32>>>();
