@@ -132,7 +132,8 @@ def test_mul_fma_with_zeros(flushing_device) -> None:
     ok = same_floats(got, want)
     assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
     got = apply(lambda k, v: k.b.fmul(*v), [a, b], np.float32)
-    want = a * b
+    with np.errstate(over="ignore"):  # (2^100 * 2^100 is inf on both sides)
+        want = a * b
     ok = same_floats(got, want)
     assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
 
