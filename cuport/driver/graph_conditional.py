@@ -4,8 +4,8 @@ A conditional handle names a 32-bit condition variable. Its value is the address
 that variable in memory kernels can write, so `cudaGraphSetConditional(handle, value)`
 in device code is one store (backends/cpu/devrt.py, backends/vulkan/calls.py): host
 memory under the CPU backend, device memory of the handle's context where the backend
-owns that (a GPU's under Vulkan; the host reads it once the kernels before have run). A graph launch with the handle's
-CU_GRAPH_COND_ASSIGN_DEFAULT flag sets the variable to its default first; a conditional
+owns that (a GPU's under Vulkan; the host reads it once the kernels before have run).
+A graph launch with the handle's CU_GRAPH_COND_ASSIGN_DEFAULT flag sets the variable to its default first; a conditional
 node then reads it when its dependencies are done and runs
 - IF: its first body graph when the value is not 0, else its second one (if it has two);
 - WHILE: its body graph again and again while the value is not 0 (checked before each
@@ -82,17 +82,23 @@ def _new_slot(ctx: context.Context | None) -> tuple[int, Any]:
 
     if ctx is not None and memory.device_allocates(ctx):
         free = _device_free.setdefault(ctx.handle, [])
-        if not free:
-            base = memory.allocate(8 * _SLOTS_PER_CHUNK, "device", ctx).base
-            free.extend(base + 8 * i for i in reversed(range(_SLOTS_PER_CHUNK)))
+        if not free:  # cuport's own memory, as a pool's: no capture forbids making a handle
+            size = 8 * _SLOTS_PER_CHUNK
+            base = memory.track(memory.Allocation(memory.map_pages(size, ctx), size, "device",
+                                                  ctx)).base
+            free.extend(_cells(base))
         return free.pop(), None
     if not _free:
         chunk = (ctypes.c_uint64 * _SLOTS_PER_CHUNK)()
         _chunks.append(chunk)
-        base = ctypes.addressof(chunk)
-        _free.extend(base + 8 * i for i in reversed(range(_SLOTS_PER_CHUNK)))
+        _free.extend(_cells(ctypes.addressof(chunk)))
     address = _free.pop()
     return address, ctypes.c_uint32.from_address(address)
+
+
+def _cells(base: int) -> list[int]:
+    """A chunk's cells, the first last (free lists pop from the end)."""
+    return [base + 8 * i for i in reversed(range(_SLOTS_PER_CHUNK))]
 
 
 def lookup(handle: int) -> ConditionVariable:
