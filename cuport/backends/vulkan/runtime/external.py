@@ -2,7 +2,8 @@
 
 cudaIpcGetMemHandle works on memory from an ordinary cudaMalloc, so the memory must be
 exportable from the start: where the device can export buffers' memory without a dedicated
-allocation, every block of "device" memory is allocated exportable (memory.py). Exporting an
+allocation, every block of "device" memory is allocated exportable (memory.py), unless the
+driver is known to pay for it (COSTLY; CUPORT_VK_EXPORTABLE=1 or 0 decides instead). Exporting an
 allocation hands out a descriptor of its whole block and a Description: what the importer
 needs to allocate the same payload (its size and memory type must match the exporter's) and
 where the allocation lies in it. The importer binds a buffer of its own to that memory, so
@@ -13,6 +14,7 @@ import an opaque descriptor; that is checked before the driver sees it.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,26 @@ EXTENSION = "VK_KHR_external_memory_fd"
 _MAGIC = b"cuportVK"
 # magic, device UUID, driver UUID, allocation size, memory type, block size, offset, size
 _LAYOUT = struct.Struct("<8s16s16sQIQQQ")
+
+
+# Drivers whose exportable memory costs something that plain memory does not, measured with
+# bench/vulkan_exportable.py; their device memory is exportable only with CUPORT_VK_EXPORTABLE=1.
+COSTLY = {
+    "MESA_LLVMPIPE": "lavapipe backs exportable memory with a memory file, whose pages take "
+                     "~1.4x as long to allocate and touch first and ~2.6x as long to release "
+                     "(2 x 256 MiB: 0.76 -> 1.09 s, 94 -> 250 ms; copies the same)",
+}
+
+
+def wanted(driver_id: str) -> tuple[bool, str]:
+    """Whether device memory should be allocated exportable on this driver, and why not."""
+    env = os.environ.get("CUPORT_VK_EXPORTABLE", "")
+    if env in ("0", "1"):
+        return env == "1", "CUPORT_VK_EXPORTABLE=0"
+    cost = COSTLY.get(driver_id)
+    if cost is None:
+        return True, ""
+    return False, f"{cost}; CUPORT_VK_EXPORTABLE=1 allocates it exportable"
 
 
 def handle_type(vk: Any) -> int:

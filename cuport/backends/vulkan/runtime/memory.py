@@ -139,11 +139,12 @@ class Memory:
         # the lowest and highest device address any block ever had: kernels check that
         # their global addresses lie inside (a wild pointer hangs a GPU's queue)
         self.lowest, self.highest = 1 << 64, 0
-        # why "device" memory cannot be shared with other processes here (None: it can)
+        # why "device" memory cannot be shared with other processes here (None: it can), and
+        # whether new "device" blocks are allocated exportable (external.wanted)
         self.export_refusal = external.refusal(self.vk, dev.physical, dev.enabled_extensions,
                                                self._usage)
-        if os.environ.get("CUPORT_VK_EXPORTABLE") == "0":
-            self.export_refusal = "CUPORT_VK_EXPORTABLE=0"
+        want, self._not_wanted = external.wanted(dev.info.driver_id)
+        self.exportable = self.export_refusal is None and want
         self._probe()
 
     # -- public ---------------------------------------------------------------------------------
@@ -249,9 +250,13 @@ class Memory:
             raise Unsupported(f"device memory cannot be shared with other processes: "
                               f"{self.export_refusal}", "vkGetMemoryFdKHR")
         blk = buf.block
-        if buf.kind != DEVICE or not blk.exportable:
-            raise Unsupported(f"the {buf.kind} memory at 0x{buf.address:x} was not allocated "
-                              "exportable", "vkGetMemoryFdKHR")
+        if buf.kind != DEVICE:
+            raise Unsupported(f"{buf.kind} memory cannot be shared with other processes",
+                              "vkGetMemoryFdKHR")
+        if not blk.exportable:
+            why = self._not_wanted if not self.exportable else "it was allocated before that was asked"
+            raise Unsupported(f"the device memory at 0x{buf.address:x} was not allocated "
+                              f"exportable: {why}", "vkGetMemoryFdKHR")
         vk, ffi = self.vk, self.vk.ffi
         info = vk.new("VkMemoryGetFdInfoKHR", memory=blk.memory, handleType=external.handle_type(vk))
         fd = ffi.new("int*")
@@ -393,7 +398,7 @@ class Memory:
     def _plain_block(self, size: int, kind: str) -> Block:
         vk, cmd, dev = self.vk, self.cmd, self.dev
         ffi = vk.ffi
-        exporting = kind == DEVICE and self.export_refusal is None
+        exporting = kind == DEVICE and self.exportable
         handles = external.handle_type(vk)
         ext = vk.new("VkExternalMemoryBufferCreateInfo", handleTypes=handles) if exporting else None
         buffer, req = self._create_buffer(size, ext)
