@@ -88,7 +88,7 @@ class Description:
     @classmethod
     def unpack(cls, data: bytes) -> Description:
         if len(data) != _LAYOUT.size or not data.startswith(_MAGIC):
-            raise ValueError("the shared memory is not a Vulkan device's (another backend exported it)")
+            raise ValueError("the shared memory is another backend's, not a Vulkan device's")
         _, dev, drv, alloc, ti, block, off, size = _LAYOUT.unpack(data)
         return cls(dev, drv, alloc, ti, block, off, size)
 
