@@ -45,7 +45,7 @@ _EVENT_MAGIC = b"cuportIE"
 _MEM, _EVENT = b"mem", b"event"  # what the IPC socket offers
 # magic, pid, (unused), exporter's start time, its socket's token, bytes, allocation (or event) id
 _LAYOUT = struct.Struct("<8sIIQQQQ")
-_lock = threading.Lock()
+_lock = threading.RLock()  # (memory: exports and imports)
 
 
 # -- handles ------------------------------------------------------------------------------
@@ -113,9 +113,10 @@ _imported: dict[tuple[int, int, int], list] = {}  # handle key -> [allocation, r
 
 
 def _withdraw(a: memory.Allocation) -> None:
-    if a.id in _exported:
-        _exported.discard(a.id)
-        ipc_channel.withdraw(_MEM, a.id)
+    with _lock:
+        if a.id in _exported:
+            _exported.discard(a.id)
+            ipc_channel.withdraw(_MEM, a.id)
 
 
 memory.UNMAP_HOOKS.append(_withdraw)
@@ -161,6 +162,7 @@ def _open_mem(handle, flags: int) -> int:
         a = memory.track(memory.Allocation(base, h.size, "device", ctx, imported=True))
         _imported[h.key] = [a, 1]
     return base
+
 
 @implements("cuIpcOpenMemHandle")
 def open_mem_handle(handle, flags: int) -> int:
@@ -208,24 +210,23 @@ class SharedEventState:
     and the file are released (and the event no longer offered) when the last event (or
     queued record) using them goes."""
 
-    def __init__(self, fd: int, ident: int, exported: bool = False) -> None:
+    def __init__(self, fd: int) -> None:
         page = mmap.PAGESIZE
         if os.fstat(fd).st_size < page:
             os.close(fd)
             raise CudaError(E.INVALID_VALUE, "the event's shared page is not a page")
         self.fd = fd
-        self.ident = ident
+        self.ident = next(_event_ids)  # what this process offers it as (its handles name it)
         self.offered = False
         address = host_pages.map_file(fd, page)
         self._words = (ctypes.c_uint64 * 2).from_address(address)
-        weakref.finalize(self, _release_page, address, page, fd, ident if exported else 0)
+        weakref.finalize(self, _release_page, address, page, fd, self.ident)
 
     @classmethod
     def create(cls) -> SharedEventState:
-        ident = next(_event_ids)
-        fd = os.memfd_create(f"{_EVENT_PREFIX}-{ident}", os.MFD_CLOEXEC)
+        fd = os.memfd_create(_EVENT_PREFIX, os.MFD_CLOEXEC)
         os.ftruncate(fd, mmap.PAGESIZE)
-        return cls(fd, ident, exported=True)
+        return cls(fd)
 
     def record(self) -> int:
         """A new record; returns its number, for reached() when the stream gets there."""
@@ -253,9 +254,8 @@ class SharedEventState:
             delay = min(delay * 2, 1e-3)
 
 
-def _release_page(address: int, length: int, fd: int, offered_id: int) -> None:
-    if offered_id:
-        ipc_channel.withdraw(_EVENT, offered_id)
+def _release_page(address: int, length: int, fd: int, ident: int) -> None:
+    ipc_channel.withdraw(_EVENT, ident)  # (if it was offered)
     host_pages.unmap(address, length)
     os.close(fd)
 
@@ -284,4 +284,4 @@ def open_event_handle(handle) -> int:
     ctx = context.current()
     h = _unpack(_handle_bytes(handle), _EVENT_MAGIC, "event")
     fd, _ = _fetch(h, _EVENT, "event")
-    return event.imported(ctx, SharedEventState(fd, h.ident))
+    return event.imported(ctx, SharedEventState(fd))
