@@ -247,3 +247,33 @@ def test_cuda_shared_memory_attributes():
     assert a["MAX_SHARED_MEMORY_PER_BLOCK"] == device.STATIC_SHARED_PER_BLOCK == 49152
     assert a["MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"] == device.OPTIN_SHARED_PER_BLOCK == 232448
     assert a["MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"] >= device.SHARED_PER_MULTIPROCESSOR
+
+
+@pytest.fixture(scope="module")
+def optin_program(tmp_path_factory) -> Path:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is needed to build the program")
+    out = tmp_path_factory.mktemp("shared_optin") / "shared_optin"
+    subprocess.run([nvcc, "-O3", "-o", str(out), str(HERE / "shared_optin.cu")], check=True)
+    return out
+
+
+def test_a_program_opts_in_to_227_kib(optin_program):
+    """The runtime's view on the Vulkan device is the CPU device's (an H200's): the limits,
+    cudaFuncSetAttribute's and the launches' refusals, and blocks with 227 KiB that compute
+    the host's sums."""
+    import sys
+
+    sys.path.insert(0, str(HERE.parent / "capi"))
+    from capi_support import clean_env, cuport_command, run
+
+    _backend()
+    outs = {}
+    for dev in ("cpu", "vulkan"):
+        r = run([*cuport_command(), "run", str(optin_program)],
+                env=clean_env(CUPORT_DEVICE=dev, CUPORT_SPIRV_VALIDATE="1"), timeout=600)
+        assert r.returncode == 0 and r.stdout.rstrip().endswith("PASS"), (dev, r.stdout, r.stderr)
+        outs[dev] = r.stdout
+    assert "shared memory per block 49152, by opt-in 232448" in outs["vulkan"]
+    assert outs["vulkan"] == outs["cpu"]
