@@ -5,7 +5,7 @@
 1. The same shared-tile kernels with their tiles in workgroup memory and, as for a device
    with none (DeviceCaps.workgroup_memory = 0), in device memory: milliseconds per launch.
 2. A kernel with 40 KiB of shared memory in device memory, dispatched in chunks of at most
-   N blocks (CUPORT_VK_SHARED_SLOTS): what a chunk boundary costs.
+   N blocks (CUPORT_VK_SHARED_SLOTS): what a chunk boundary costs (slices.py WAVES).
 The kernels are tests/vulkan/big_shared.cu's (nvcc -ptx). Best of --reps runs of --launches
 launches each; nothing is asserted (a busy machine makes any single number noisy).
 """
@@ -37,20 +37,22 @@ def ptx() -> str:
         return out.read_text()
 
 
-def timed(be, k, grid, block, params: bytes, launches: int, reps: int) -> float:
-    """Best milliseconds per launch."""
+def timed(be, k, grid, block, params: bytes, launches: int, reps: int) -> tuple[float, float]:
+    """Best milliseconds per launch: wall clock, and this process' CPU time (on a CPU
+    driver such as lavapipe, the work itself, which other processes' load disturbs less)."""
     k.launch(grid, block, 0, params)  # compile, warm
     be.drain()
-    best = float("inf")
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(launches):
             k.launch(grid, block, 0, params)
         failed = be.drain()
         if failed is not None:
             raise failed[1]
         best = min(best, (time.perf_counter() - t0) / launches * 1e3)
-    return best
+        best_cpu = min(best_cpu, (time.process_time() - c0) / launches * 1e3)
+    return best, best_cpu
 
 
 def device_array(be, a: np.ndarray) -> int:
@@ -88,8 +90,9 @@ def main() -> int:
             k = be.load_module([text]).kernel(name)
             times.append(timed(be, k, grid, block, pack_params(k.info, params), args.launches, args.reps))
         be.caps = caps
-        print(f"   {name} {grid} x {block}: {times[0]:.2f} ms / {times[1]:.2f} ms "
-              f"({times[1] / times[0]:.2f}x)")
+        (w0, c0), (w1, c1) = times
+        print(f"   {name} {grid} x {block}: wall {w0:.2f} / {w1:.2f} ms ({w1 / w0:.2f}x), "
+              f"CPU {c0:.2f} / {c1:.2f} ms ({c1 / c0:.2f}x)")
     print("2. 40 KiB in device memory (tile40k, 512 blocks), chunks of at most N blocks")
     blocks = 512
     x = device_array(be, rng.random(blocks * 10240, dtype=np.float32))
@@ -99,8 +102,9 @@ def main() -> int:
     params = pack_params(k.info, (x, y))
     for slots in ("1", "2", "4", "8", "16", "32", "64", "128", str(blocks)):
         os.environ["CUPORT_VK_SHARED_SLOTS"] = slots
-        ms = timed(be, k, (blocks, 1, 1), (256, 1, 1), params, args.launches, args.reps)
-        print(f"   N = {slots:>4}: {ms:.2f} ms ({-(-blocks // int(slots))} dispatches)")
+        wall, cpu = timed(be, k, (blocks, 1, 1), (256, 1, 1), params, args.launches, args.reps)
+        print(f"   N = {slots:>4}: wall {wall:.2f} ms, CPU {cpu:.2f} ms "
+              f"({-(-blocks // int(slots))} dispatches)")
     os.environ.pop("CUPORT_VK_SHARED_SLOTS")
     be.caps = caps
     return 0

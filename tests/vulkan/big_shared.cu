@@ -119,6 +119,20 @@ extern "C" __global__ void generic_ptrs(float* g, int use_shared, unsigned* info
     for (int i = threadIdx.x; i < GEN; i += 256) out[(size_t)b * GEN + i] = q[GEN - 1 - i];
 }
 
+// Generic pointers that cuport's address-space inference finds to point into shared memory
+// (made by cvta.shared; opaque to nvcc, which would otherwise use ld.shared): their window
+// bits are dropped at the access. Blocks of 256 threads.
+extern "C" __global__ void known_shared(unsigned* out) {
+    __shared__ unsigned sh[GEN];
+    unsigned* s = sh + threadIdx.x * (GEN / 256);
+    asm volatile("" : "+l"(s));
+    for (int k = 0; k < GEN / 256; ++k) s[k] = threadIdx.x * 5 + k + blockIdx.x;
+    __syncthreads();
+    unsigned* s2 = sh + GEN - 1 - threadIdx.x * (GEN / 256);
+    asm volatile("" : "+l"(s2));
+    out[blockIdx.x * 256 + threadIdx.x] = s2[0] + s2[-1] * 3;
+}
+
 // A shared index from the host: past the end of the block's shared memory when asked.
 extern "C" __global__ void wild_shared(const int* index, float* out) {
     __shared__ float big[TILE];

@@ -172,14 +172,31 @@ def test_generic_pointers_into_the_slice(ptx, use_shared):
     want = np.concatenate([(i[::-1] + b) * 2.0 + 1.0 for b in range(blocks)]).astype(np.float32)
     assert np.array_equal(out, want)
     rows = info.reshape(blocks, 256, 4)
+    t = np.arange(256)
     assert (rows[:, :, 0] == use_shared).all() and (rows[:, :, 1] == 1 - use_shared).all()
     if use_shared:
-        t = np.arange(256)
         assert (rows[:, :, 2] == 12 * t).all()
         assert (rows[:, :, 3] == 3 * t + np.arange(blocks)[:, None]).all()
     cg, ci, co = np.zeros_like(g), np.zeros_like(info), np.zeros_like(out)
     cuport.Module(ptx).kernel("generic_ptrs")((blocks, 1, 1), (256, 1, 1), (cg, np.int32(use_shared), ci, co))
     assert np.array_equal(info, ci) and np.array_equal(out, co) and np.array_equal(g, cg)
+
+
+def test_generic_pointers_known_to_be_shared(ptx):
+    """Generic accesses that address-space inference decides are shared (their address keeps
+    the shared window's bits, which the slice's offset drops as workgroup memory's does)."""
+    c = compile_kernel(cuport.Module(ptx)._m.ptx, "known_shared", (256, 1, 1), 0,
+                       DeviceCaps(subgroup_size=8, workgroup_memory=0))
+    assert any(s == frozenset({"shared"}) for s in c.spaces.regs.values())
+    blocks = 4
+    out = np.zeros(blocks * 256, np.uint32)
+    k = _vulkan(ptx, "known_shared")
+    k((blocks, 1, 1), (256, 1, 1), (out,))
+    assert _in_memory(k, (256, 1, 1)) == (_backend().caps.workgroup_memory < GEN * 4)
+    per = GEN // 256
+    word = (np.arange(GEN) // per * 5 + np.arange(GEN) % per)[None, :] + np.arange(blocks)[:, None]
+    at = GEN - 1 - np.arange(256) * per
+    assert np.array_equal(out.reshape(blocks, 256), word[:, at] + 3 * word[:, at - 1])
 
 
 def test_an_index_past_the_slice_is_an_illegal_address(ptx, monkeypatch):

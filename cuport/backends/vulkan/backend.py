@@ -138,6 +138,16 @@ class VulkanKernel:
                 self._slices[key] = in_memory
             return pipe
 
+    def install(self, c) -> None:
+        """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
+        calibration, tests) for launches of its block shape and dynamic shared memory."""
+        be = self.module.backend
+        key = (tuple(c.block), c.dyn_smem)
+        with self._lock:
+            self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
+                                               V.PUSH_BYTES, None)
+            self._slices[key] = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
+
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int) -> int:
         """The bytes of a block's slice of device memory (0: its shared memory is workgroup
         memory), once the specialization exists."""

@@ -387,9 +387,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         return self.b.call(self.declare(full, rt, [a.type for a in args]), args)
 
     def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
-        eb = ll.IRBuilder(self.llfn.entry_basic_block)
-        eb.position_at_start(self.llfn.entry_basic_block)
-        return eb.alloca(t, name=name)
+        # through the entry's one builder: an instruction put in before its position would
+        # leave its later insertions ahead of values they use (the slice's base, _slice_base)
+        return self.entry_builder.alloca(t, name=name)
 
     def read(self, op, ptype: str) -> ll.Value:
         return self.to_value(self.read_bits(op, ptype), ptype)
@@ -722,7 +722,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         when the thread ends: a branch at every shared access made lavapipe's sgemm tiles 4x
         slower, the selects 1.15x."""
         b = self.b
-        off = b.zext(a, I64) if a.type.width < 64 else a
+        # the offset is the address' low 32 bits, as in workgroup memory (_split): a generic
+        # address that inference found to be shared still carries its window
+        off = b.zext(b.trunc(a, I32) if a.type.width > 32 else a, I64)
         p = b.add(self._slice_base(), off)
         caps = self.plan.caps
         if caps.sink_page and caps.zero_page:
@@ -731,7 +733,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
                 self._shared_fault = self.entry_alloca(I64, "shared_fault")
                 self.entry_builder.store(ll.Constant(I64, 0), self._shared_fault)
             line = (1 << 63) | ((self.ins.line if self.ins else 0) & 0x7FFFFFFF) << 32
-            note = b.or_(b.and_(off, ll.Constant(I64, 0xFFFFFFFF)), ll.Constant(I64, line))
+            note = b.or_(off, ll.Constant(I64, line))
             b.store(b.select(bad, note, b.load(self._shared_fault)), self._shared_fault)
             p = b.select(bad, self.push("sink_page" if write else "zero_page"), p)
         return b.inttoptr(p, PTR)
