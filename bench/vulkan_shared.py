@@ -67,6 +67,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--n", type=int, default=512, help="sgemm_tiles' matrix size")
+    ap.add_argument("--blocks", type=int, default=512, help="tile40k's blocks")
     args = ap.parse_args()
     from cuport.api import pack_params
     from cuport.backends import get_backend
@@ -93,14 +94,14 @@ def main() -> int:
         (w0, c0), (w1, c1) = times
         print(f"   {name} {grid} x {block}: wall {w0:.2f} / {w1:.2f} ms ({w1 / w0:.2f}x), "
               f"CPU {c0:.2f} / {c1:.2f} ms ({c1 / c0:.2f}x)")
-    print("2. 40 KiB in device memory (tile40k, 512 blocks), chunks of at most N blocks")
-    blocks = 512
+    blocks = args.blocks
+    print(f"2. 40 KiB in device memory (tile40k, {blocks} blocks), chunks of at most N blocks")
     x = device_array(be, rng.random(blocks * 10240, dtype=np.float32))
     y = device_array(be, np.zeros(blocks * 10240, np.float32))
     be.caps = dataclasses.replace(caps, workgroup_memory=min(caps.workgroup_memory, 32 * 1024))
     k = be.load_module([text]).kernel("tile40k")
     params = pack_params(k.info, (x, y))
-    for slots in ("1", "2", "4", "8", "16", "32", "64", "128", str(blocks)):
+    for slots in [str(n) for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096) if n < blocks] + [str(blocks)]:
         os.environ["CUPORT_VK_SHARED_SLOTS"] = slots
         wall, cpu = timed(be, k, (blocks, 1, 1), (256, 1, 1), params, args.launches, args.reps)
         print(f"   N = {slots:>4}: wall {wall:.2f} ms, CPU {cpu:.2f} ms "

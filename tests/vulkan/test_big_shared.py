@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import numpy as np
@@ -111,11 +112,12 @@ def test_more_blocks_than_slices(ptx, monkeypatch, slots):
 
 
 def test_many_blocks_reuse_the_slices(ptx, monkeypatch):
-    """Ten times as many blocks as the launch has slices, by the device's own count."""
+    """More blocks than the launch has slices, by the device's own count (up to ten times)."""
     monkeypatch.delenv("CUPORT_VK_SHARED_SLOTS", raising=False)
     be = _backend()
-    n = slices.slots(be.info, 256, slices.slice_bytes(TILE * 4), 1 << 30)
-    blocks = 10 * n
+    n = slices.WAVES * (slices.resident(be.info, 256) or slices.UNKNOWN_RESIDENT)
+    blocks = min(10 * n, 4096)
+    assert slices.slots(be.info, 256, slices.slice_bytes(TILE * 4), blocks) < blocks
     x = _tile_input(blocks)
     out = np.zeros_like(x)
     _vulkan(ptx, "tile40k", 32 * 1024, monkeypatch)((blocks, 1, 1), (256, 1, 1), (x, out))
@@ -294,3 +296,33 @@ def test_a_program_opts_in_to_227_kib(optin_program):
         outs[dev] = r.stdout
     assert "shared memory per block 49152, by opt-in 232448" in outs["vulkan"]
     assert outs["vulkan"] == outs["cpu"]
+
+
+def _nvidia():
+    heap = types.SimpleNamespace(size=140 << 30, device_local=True)
+    limits = types.SimpleNamespace(max_workgroup_invocations=1024, max_shared_memory=48 * 1024)
+    return types.SimpleNamespace(driver_id="NVIDIA_PROPRIETARY", multiprocessors=132,
+                                 warps_per_multiprocessor=64, limits=limits, memory_heaps=[heap])
+
+
+def test_slices_per_launch(monkeypatch):
+    """WAVES waves of the blocks that run at once (an H200: 132 multiprocessors, one block of
+    256 threads each by cooperative.py's register bound), more where the grid would take more
+    than MAX_CHUNKS chunks, never past the budget; a cooperative grid all at once."""
+    monkeypatch.delenv("CUPORT_VK_SHARED_SLOTS", raising=False)
+    info = _nvidia()
+    s40 = slices.slice_bytes(40 * 1024)
+    assert slices.resident(info, 256) == 132
+    assert slices.slots(info, 256, s40, 100) == 100
+    assert slices.slots(info, 256, s40, 5000) == slices.WAVES * 132
+    assert slices.slots(info, 256, s40, 200_000) == -(-200_000 // slices.MAX_CHUNKS)
+    s227 = slices.slice_bytes(slices.OPTIN_BYTES)
+    assert slices.slots(info, 256, s227, 10**6) == slices.POOL_BYTES // s227
+    assert slices.slots(info, 256, s227, 10**6, cooperative_launch=True) == 10**6
+    monkeypatch.setenv("CUPORT_VK_SHARED_SLOTS", "3")
+    assert slices.slots(info, 256, s40, 100) == 3
+    # memory that cannot hold the largest blocks' slices (attributes.py then offers the
+    # workgroup memory's sizes)
+    small = _nvidia()
+    small.memory_heaps[0].size = 1 << 20
+    assert slices.available(info) and not slices.available(small)

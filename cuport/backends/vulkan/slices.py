@@ -40,6 +40,7 @@ POOL_BYTES = 256 << 20  # at most this much device memory for the slices of one 
 POOL_SHARE = 8  # ... and at most this share of the device-local memory
 WAVES = 8  # a chunk holds this many waves of the blocks the device runs at once, where known
 UNKNOWN_RESIDENT = 1024  # blocks a device of unknown residency is taken to run at once
+MAX_CHUNKS = 64  # ... and a launch is at most this many chunks, where the budget allows
 
 
 def slice_bytes(shared_bytes: int) -> int:
@@ -70,15 +71,16 @@ def resident(info, threads: int) -> int | None:
 
 def slots(info, threads: int, nbytes: int, nblocks: int, cooperative_launch: bool = False) -> int:
     """The slices a launch of `nblocks` blocks gets (its chunks' most blocks): WAVES waves of
-    the blocks the device runs at once, within the pool's budget; every block at once for a
-    cooperative launch (its blocks wait for each other in grid.sync()).
-    CUPORT_VK_SHARED_SLOTS=N sets it (tests: slices reused within a small grid)."""
+    the blocks the device runs at once, or more where the grid would take more than
+    MAX_CHUNKS chunks (each is a dispatch, a barrier and host work), within the pool's
+    budget; every block at once for a cooperative launch (its blocks wait for each other in
+    grid.sync()). CUPORT_VK_SHARED_SLOTS=N sets it (tests, measurements)."""
     if cooperative_launch:
         return nblocks
     env = os.environ.get("CUPORT_VK_SHARED_SLOTS")
     if env:
         return max(1, min(int(env), nblocks))
-    want = WAVES * (resident(info, threads) or UNKNOWN_RESIDENT)
+    want = max(WAVES * (resident(info, threads) or UNKNOWN_RESIDENT), -(-nblocks // MAX_CHUNKS))
     return max(1, min(nblocks, want, budget(info) // nbytes))
 
 
