@@ -5,7 +5,9 @@ reached through buffer device addresses: the packed kernel parameters, the table
 module's `.global`/`.const` variables, the launch status record (first error wins) and
 the printf ring. Generic addresses of shared and local memory are windows far above any
 device address (NVIDIA's and lavapipe's device addresses stay below 2^48), so a generic
-pointer says by its value which space it points into.
+pointer says by its value which space it points into. A kernel whose shared memory is in
+device memory finds its block's slice from the pool and the dispatch's first block
+(slices.py).
 """
 
 from __future__ import annotations
