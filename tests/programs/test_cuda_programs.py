@@ -87,8 +87,6 @@ VULKAN_LIMITS = (
     "a guarded ",  # a guarded collective, likewise
     "a CTA barrier in code that part of the block may skip",
     "a loop that waits for another thread of the block",
-    "bytes of workgroup memory",  # more shared memory than the device has
-    "bytes of dynamic shared memory asked for",  # likewise, refused as a GPU with less would
     "cooperative launches on the Vulkan backend",
     "wmma (tensor-core fragments) on the Vulkan backend",
     "device functions must be inlined before translation",  # texture sampling: not yet

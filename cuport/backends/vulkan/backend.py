@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import math
 import os
 import struct
 import sys
@@ -38,7 +39,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
-from . import clock, validate
+from . import clock, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
@@ -74,7 +75,17 @@ def caps_of(info) -> DeviceCaps:
         signed_zero_inf_nan=tuple(w for w in (16, 32, 64)
                                   if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
+        workgroup_memory=workgroup_memory(info),
     )
+
+
+def workgroup_memory(info) -> int:
+    """The workgroup memory kernels may use; a kernel that needs more keeps its shared memory
+    in device memory (slices.py). CUPORT_VK_WORKGROUP_MEMORY=N uses at most N bytes (tests
+    and measurements: 0 puts every kernel's shared memory in device memory)."""
+    limit = info.limits.max_shared_memory
+    env = os.environ.get("CUPORT_VK_WORKGROUP_MEMORY")
+    return min(limit, int(env)) if env else limit
 
 
 _FMA_PROBE = """
@@ -106,6 +117,7 @@ class VulkanKernel:
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
         self._specs: dict[tuple, object] = {}
+        self._slices: dict[tuple, int] = {}  # specialization -> slice bytes (slices.py)
         self._lock = threading.Lock()
 
     def specialization(self, block: tuple[int, int, int], dyn_smem: int):
@@ -118,22 +130,33 @@ class VulkanKernel:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
-                spirv, local_size, shared_bytes = self._spirv(block, dyn_smem, caps)
-                limit = be.info.limits.max_shared_memory
-                if shared_bytes > limit:
-                    raise BackendError(CUDA_ERROR_INVALID_VALUE,
-                                       f"kernel {self.fn.name} needs {shared_bytes} bytes of "
-                                       f"workgroup memory (shared memory plus cuport's scratch); the "
-                                       f"device has {limit}")
+                spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps)
                 pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 self._specs[key] = pipe
+                self._slices[key] = in_memory
             return pipe
+
+    def install(self, c) -> None:
+        """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
+        calibration, tests) for launches of its block shape and dynamic shared memory."""
+        be = self.module.backend
+        key = (tuple(c.block), c.dyn_smem)
+        with self._lock:
+            self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
+                                               V.PUSH_BYTES, None)
+            self._slices[key] = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
+
+    def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int) -> int:
+        """The bytes of a block's slice of device memory (0: its shared memory is workgroup
+        memory), once the specialization exists."""
+        return self._slices.get((block, dyn_smem), 0)
 
     def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps
                ) -> tuple[bytes, tuple[int, int, int], int]:
-        """(SPIR-V, local size, workgroup bytes) of the kernel for this launch shape: from the
+        """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory)
+        of the kernel for this launch shape: from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
         push constants), so the key is the PTX, the kernel, the shape, cuport's code and the
@@ -152,7 +175,7 @@ class VulkanKernel:
                 try:
                     local = tuple(int(x) for x in meta["local_size"])
                     if len(local) == 3 and len(spirv) % 4 == 0:
-                        return spirv, local, int(meta["shared_bytes"])
+                        return spirv, local, int(meta["slice_bytes"])
                 except (KeyError, TypeError, ValueError):
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
@@ -160,10 +183,11 @@ class VulkanKernel:
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
+        in_memory = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
         if key is not None:
             cache.store(key, bytes(c.shader.spirv), {"local_size": list(local_size),
-                                                      "shared_bytes": c.plan.shared_bytes})
-        return c.shader.spirv, local_size, c.plan.shared_bytes
+                                                      "slice_bytes": in_memory})
+        return c.shader.spirv, local_size, in_memory
 
     def prepare(self, block: tuple[int, int, int]) -> None:
         self.specialization(tuple(int(x) for x in block), 0)
@@ -181,7 +205,8 @@ class VulkanKernel:
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
         pipe = self.specialization(block, int(dynamic_shared_bytes))
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative,
+                                self.slice_bytes(block, int(dynamic_shared_bytes)))
 
 
 class VulkanModule:
@@ -279,6 +304,7 @@ class VulkanBackend:
         struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
                          V.RING_BYTES - V.RING_DATA)
         self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
+        self.shared_pool = slices.Pool(self)  # shared memory beyond the workgroup memory
         # Parameters in device memory: every invocation reads them, and from host memory
         # each read crossed the bus (H200: a memory-bound kernel took ~100 us longer, its
         # waves waiting on the parameter loads). Written from the host where the memory is
@@ -487,13 +513,18 @@ class VulkanBackend:
     #                ones go to launch_buf, in host memory)
 
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
-            cooperative: bool = False) -> None:
+            cooperative: bool = False, slice_bytes: int = 0) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
-        CUPORT_VK_SYNC=1 every launch is waited for."""
+        CUPORT_VK_SYNC=1 every launch is waited for. A kernel whose shared memory is in
+        device memory (`slice_bytes` a block) is dispatched in chunks (slices.py)."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
         failed = None
         with self._lock:
+            if slice_bytes:
+                nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
+                                       math.prod(grid), cooperative)
+                pool = self.shared_pool.address(nslices * slice_bytes)
             workspace = cooperative_.workspace(self) if cooperative else 0
             big = len(params) > self.PARAMS
             if big or not self._free_slots:
@@ -516,14 +547,19 @@ class VulkanBackend:
                 else:
                     self.stream.update(pdev, params)
             memory = self.dev.memory
-            push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                               self.pages)
-            if self.profile is None:
-                self.stream.dispatch(pipe, grid, push)
+
+            def push(shared: tuple[int, int] = (0, 0)) -> bytes:
+                return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
+                                   (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
+                                   self.pages, shared)
+
+            start = self.profile.before() if self.profile is not None else None
+            if not slice_bytes:
+                self.stream.dispatch(pipe, grid, push())
             else:
-                start = self.profile.before()
-                self.stream.dispatch(pipe, grid, push)
+                for base, size, first in slices.chunks(grid, nslices):
+                    self.stream.dispatch(pipe, size, push((pool, first)), base)
+            if start is not None:
                 self.profile.after(k.fn.name, start)
             self._inflight.append((k.fn.name, host, slot))
             if slot is None or self.sync_launches:

@@ -5,7 +5,9 @@ reached through buffer device addresses: the packed kernel parameters, the table
 module's `.global`/`.const` variables, the launch status record (first error wins) and
 the printf ring. Generic addresses of shared and local memory are windows far above any
 device address (NVIDIA's and lavapipe's device addresses stay below 2^48), so a generic
-pointer says by its value which space it points into.
+pointer says by its value which space it points into. A kernel whose shared memory is in
+device memory finds its block's slice from the pool and the dispatch's first block
+(slices.py).
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ PUSH_FIELDS = (
     ("heap_span", 80, "u64"),
     ("zero_page", 88, "u64"),  # zeroed memory: loads from wild addresses, NULL texture objects
     ("sink_page", 96, "u64"),  # stores to wild addresses land here
+    ("shared_pool", 104, "u64"),  # shared memory in device memory (slices.py): the slices
+    ("shared_first", 112, "u64"),  # the linear index of the dispatch's first block (slice 0's)
 )
 PUSH = {name: (off, t) for name, off, t in PUSH_FIELDS}
-PUSH_BYTES = 104  # (no address is a constant in the SPIR-V: the SPIR-V cache may reuse it)
+PUSH_BYTES = 120  # (no address is a constant in the SPIR-V: the SPIR-V cache may reuse it)
 
 #: status record: the first failing thread writes kind (compare-and-swap from 0), then the rest
 STATUS_FIELDS = (
@@ -89,20 +93,23 @@ class Push:
     grid_workspace: int = 0
     heap: tuple[int, int] = (0, (1 << 64) - 1)  # (lowest device address, highest + 1)
     pages: tuple[int, int] = (0, 0)  # (zero page, sink page)
+    shared: tuple[int, int] = (0, 0)  # (slice pool, linear index of the first block)
 
     def pack(self) -> bytes:
         return pack_push(self.params, self.status, self.globals, self.printf, self.grid,
-                         self.base, self.dyn_smem, self.grid_workspace, self.heap, self.pages)
+                         self.base, self.dyn_smem, self.grid_workspace, self.heap, self.pages,
+                         self.shared)
 
 
-_PUSH = struct.Struct("<4Q7IIQQQQQ")
+_PUSH = struct.Struct("<4Q7IIQQQQQQQ")
 assert _PUSH.size == PUSH_BYTES
 
 
 def pack_push(params: int, status: int, globals_: int, printf: int, grid: tuple[int, int, int],
               base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
-              heap: tuple[int, int], pages: tuple[int, int]) -> bytes:
+              heap: tuple[int, int], pages: tuple[int, int],
+              shared: tuple[int, int] = (0, 0)) -> bytes:
     """Push's bytes without building a Push (every launch packs one)."""
     lo, hi = heap
     return _PUSH.pack(params, status, globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
-                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages)
+                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages, *shared)

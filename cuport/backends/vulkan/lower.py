@@ -12,6 +12,10 @@ backends/vulkan/spirv (translate.py), which cuport then turns into SPIR-V itself
   (`@cuport.shared`), local and call-parameter memory one Function array of words per
   invocation (`cuport.local`); narrower accesses shift and mask a word, sub-word stores to
   shared memory are atomic and/or pairs so that neighbours' bytes are never lost;
+- a kernel whose shared memory (with cuport's scratch) is more than the device's workgroup
+  memory keeps it in its block's slice of device memory instead (slices.py): the same
+  offsets, accessed through buffer-device-address pointers at their own width, atomics at
+  workgroup scope with UniformMemory semantics (the storage class they order);
 - generic addresses of shared and local memory live in windows (layout.py), decided by
   address-space inference (passes/spaces.py) or, where it cannot decide, at run time;
 - builtins, push constants and SPIR-V instructions are calls of `spv.*` declarations;
@@ -42,6 +46,7 @@ from .families import VULKAN_LOWERINGS
 from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps, with_visibility
 from .lower_texture import TextureOps
+from .slices import slice_bytes
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
 WORKGROUP = 2
@@ -88,6 +93,7 @@ class DeviceCaps:
     denorm_preserve: tuple[int, ...] = ()  # float widths with the DenormPreserve mode
     flush32: bool = False  # f32 subnormals flushed by the device: emulated (spirv/subnormal.py)
     simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
+    workgroup_memory: int = 48 * 1024  # bytes; a kernel needing more uses device memory (slices.py)
 
     def float_modes(self):
         from .spirv.translate import FloatModes
@@ -121,7 +127,8 @@ class KernelPlan:
     global_index: dict[str, int] = field(default_factory=dict)  # module variable → table slot
     shared_word_bits: int = 32
     scratch_offset: int = 0  # byte offset of the collectives' scratch in shared memory
-    shared_bytes: int = 0  # everything in the Workgroup array
+    shared_bytes: int = 0  # everything in the Workgroup array (or the slice)
+    shared_in_memory: bool = False  # more than the workgroup memory: a slice of device memory
 
     @property
     def nthreads(self) -> int:
@@ -178,6 +185,7 @@ def plan_layout(plan: KernelPlan) -> None:
     scratch = (8 * 32 * nwarps if plan.caps.subgroup_size != 32 and ops & _EMULATED_OPS else 0) \
         + (64 if reds else 0)
     plan.shared_bytes = _align(plan.scratch_offset + scratch, 8)
+    plan.shared_in_memory = plan.shared_bytes > plan.caps.workgroup_memory
     off = 0
     for v in fn.locals:
         if v.space in ("local", "param"):
@@ -217,6 +225,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self._decls: dict[str, ll.Function] = {}
         self._builtins: dict[str, ll.Value] = {}
         self.emulated = plan.caps.subgroup_size != 32
+        self._shared_fault: ll.Value | None = None  # (_slice_ptr)
 
     # ================================================================ the function
     def emit(self) -> ll.Module:
@@ -229,7 +238,8 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         nwords = max(plan.shared_bytes * 8 // plan.shared_word_bits, 1)
         self.shared_word = wt
         self.shared_arr = ll.ArrayType(wt, nwords)
-        self.shared = ll.GlobalVariable(self.llmod, self.shared_arr, name="cuport.shared", addrspace=3)
+        self.shared = None if plan.shared_in_memory else \
+            ll.GlobalVariable(self.llmod, self.shared_arr, name="cuport.shared", addrspace=3)
         self.local_arr = ll.ArrayType(I32, plan.local_bytes // 4)
         self.local = b.alloca(self.local_arr, name="cuport.local")
         self.regs: dict[str, tuple[ll.Value, ll.Type]] = {}
@@ -255,6 +265,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         for blk in self.blocks:
             self._emit_block(blk)
         b.position_at_end(self.ret_bb)
+        self._report_shared_fault()
         b.ret_void()
         return self.llmod
 
@@ -376,9 +387,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         return self.b.call(self.declare(full, rt, [a.type for a in args]), args)
 
     def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
-        eb = ll.IRBuilder(self.llfn.entry_basic_block)
-        eb.position_at_start(self.llfn.entry_basic_block)
-        return eb.alloca(t, name=name)
+        # through the entry's one builder: an instruction put in before its position would
+        # leave its later insertions ahead of values they use (the slice's base, _slice_base)
+        return self.entry_builder.alloca(t, name=name)
 
     def read(self, op, ptype: str) -> ll.Value:
         return self.to_value(self.read_bits(op, ptype), ptype)
@@ -683,10 +694,69 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             if acc.volatile or acc.order is not None:
                 st.volatile = True
 
+    # shared memory in device memory (slices.py)
+    def _slice_base(self) -> ll.Value:
+        """The device address of this block's slice: the pool plus its index among the
+        blocks of the dispatch (blocks in linear order, %ctaid.x fastest), computed once."""
+        v = self._builtins.get("slice")
+        if v is None:
+            eb = self.entry_builder
+
+            def wide(x: ll.Value) -> ll.Value:
+                return eb.zext(x, I64)
+
+            lin = wide(self.builtin("WorkgroupId.z"))
+            for k in "yx":
+                lin = eb.add(eb.mul(lin, wide(self.push(f"grid_{k}"))), wide(self.builtin(f"WorkgroupId.{k}")))
+            slot = eb.sub(lin, self.push("shared_first"))
+            size = ll.Constant(I64, slice_bytes(self.plan.shared_bytes))
+            v = self._builtins["slice"] = eb.add(self.push("shared_pool"), eb.mul(slot, size))
+        return v
+
+    def _slice_ptr(self, a: ll.Value, write: bool = False) -> ll.Value:
+        """A pointer to byte `a` of shared memory kept in device memory. Where global
+        addresses are checked, an offset past the block's shared memory (it would reach other
+        blocks' slices, or beyond the pool) goes to the zero or sink page instead and fails
+        the launch with CUDA_ERROR_ILLEGAL_ADDRESS, as a wild global pointer does. The
+        failure is noted without a branch (PTX line and offset in one variable) and recorded
+        when the thread ends: a branch at every shared access made lavapipe's sgemm tiles 4x
+        slower than in workgroup memory, the selects 1.13x."""
+        b = self.b
+        # the offset is the address' low 32 bits, as in workgroup memory (_split): a generic
+        # address that inference found to be shared still carries its window
+        off = b.zext(b.trunc(a, I32) if a.type.width > 32 else a, I64)
+        p = b.add(self._slice_base(), off)
+        caps = self.plan.caps
+        if caps.sink_page and caps.zero_page:
+            bad = b.icmp_unsigned(">=", off, ll.Constant(I64, self.plan.shared_bytes))
+            if self._shared_fault is None:
+                self._shared_fault = self.entry_alloca(I64, "shared_fault")
+                self.entry_builder.store(ll.Constant(I64, 0), self._shared_fault)
+            line = (1 << 63) | ((self.ins.line if self.ins else 0) & 0x7FFFFFFF) << 32
+            note = b.or_(off, ll.Constant(I64, line))
+            b.store(b.select(bad, note, b.load(self._shared_fault)), self._shared_fault)
+            p = b.select(bad, self.push("sink_page" if write else "zero_page"), p)
+        return b.inttoptr(p, PTR)
+
+    def _report_shared_fault(self) -> None:
+        """At the thread's end: the last access past its shared memory, if any (_slice_ptr)."""
+        if self._shared_fault is None:
+            return
+        b = self.b
+        fault = b.load(self._shared_fault)
+        with b.if_then(b.icmp_unsigned("!=", fault, ll.Constant(I64, 0)), likely=False):
+            off = b.and_(fault, ll.Constant(I64, 0xFFFFFFFF))
+            line = b.trunc(b.and_(b.lshr(fault, ll.Constant(I64, 32)), ll.Constant(I64, 0x7FFFFFFF)), I32)
+            self.record_failure(V.ERR_ILLEGAL_ADDRESS, arg=b.add(off, ll.Constant(I64, V.SHARED_WINDOW)),
+                                line=line)
+
     # words of shared (Workgroup) and local (Function) memory
     def _word_ptr(self, space: str, index: ll.Value) -> ll.Value:
         b = self.b
         zero = ll.Constant(I32, 0)
+        if space == "shared" and self.shared is None:  # (bar.red's word, mbarriers)
+            wb = ll.Constant(I64, self.shared_word.width // 8)
+            return self._slice_ptr(b.mul(b.zext(index, I64) if index.type.width < 64 else index, wb), True)
         if space == "shared":
             p = b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
             p.type = ll.PointerType(addrspace=3)  # llvmlite types it as the array's pointer
@@ -710,6 +780,8 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     def _word_load(self, space: str, a: ll.Value, et: ll.Type) -> ll.Value:
         b = self.b
+        if space == "shared" and self.shared is None:  # device memory: a load of its own width
+            return b.load(self._slice_ptr(a), typ=et, align=et.width // 8)
         wb = self._word_bits(space)
         wt = ll.IntType(wb)
         if et.width > wb:  # 64-bit value in 32-bit words
@@ -724,6 +796,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     def _word_store(self, space: str, a: ll.Value, v: ll.Value) -> None:
         b = self.b
+        if space == "shared" and self.shared is None:  # device memory: bytes are addressable
+            b.store(v, self._slice_ptr(a, write=True), align=v.type.width // 8)
+            return
         wb = self._word_bits(space)
         wt = ll.IntType(wb)
         if v.type.width > wb:
@@ -794,8 +869,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     # ---------------------------------------------------------------- failures and per-thread code
     def record_failure(self, kind: int, arg: ll.Value | None = None,
-                       extra: dict[str, ll.Value] | None = None) -> None:
-        """The first failing thread records the failure in the launch's status record."""
+                       extra: dict[str, ll.Value] | None = None, line: ll.Value | None = None) -> None:
+        """The first failing thread records the failure in the launch's status record (at
+        the PTX line of the instruction being lowered, or `line`)."""
         b = self.b
         st = self.push("status")
         p = b.inttoptr(st, PTR)
@@ -807,7 +883,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
                 q = b.inttoptr(b.add(st, ll.Constant(I64, V.STATUS[name])), PTR)
                 b.store(v, q, align=v.type.width // 8)
 
-            put("line", ll.Constant(I32, self.ins.line if self.ins else 0))
+            put("line", line if line is not None else ll.Constant(I32, self.ins.line if self.ins else 0))
             for k in "xyz":
                 put(f"ctaid_{k}", self.special(f"%ctaid.{k}"))
                 put(f"tid_{k}", self.special(f"%tid.{k}"))
