@@ -26,6 +26,7 @@ import threading
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, facts
+from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -38,7 +39,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
-from . import clock, validate
+from . import clock, device_launch, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
@@ -107,6 +108,11 @@ class VulkanKernel:
         self.info = kernel_info(module.ptx, fn)
         self._specs: dict[tuple, object] = {}
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def may_launch(self) -> bool:
+        """Whether the kernel may launch kernels (or otherwise use the launch area)."""
+        return device_launch.may_launch(self.module, self.fn)
 
     def specialization(self, block: tuple[int, int, int], dyn_smem: int):
         key = (block, dyn_smem)
@@ -180,6 +186,9 @@ class VulkanKernel:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
+            if self.may_launch:
+                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"a cooperative launch of {self.fn.name}, "
+                                                             "which launches kernels, on the Vulkan backend")
         pipe = self.specialization(block, int(dynamic_shared_bytes))
         self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
@@ -193,6 +202,7 @@ class VulkanModule:
         self._buffers: list = []
         self._allocate_globals()
         self._kernels: dict[str, VulkanKernel] = {}
+        self._launch_table: int | None = None
 
     def _allocate_globals(self) -> None:
         be = self.backend
@@ -210,9 +220,9 @@ class VulkanModule:
             if name in self.globals:
                 return self.globals[name][0]
             if name in self.ptx.functions:
-                # a function's address (libcudadevrt's tables): SPIR-V has none, and a call
-                # through it is refused where a kernel makes one (an indirect call)
-                return 0
+                # a function's address (libcudadevrt's tables): its token, as in code (a
+                # kernel's launches; a call through it is refused where a kernel makes one)
+                return device_launch_rules.function_token(self.ptx, name)
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"an initialiser refers to {name}, which is "
                                                          "neither a global variable nor a function")
 
@@ -223,6 +233,16 @@ class VulkanModule:
         self.table = be.allocate_buffer(len(table))
         self._buffers.append(self.table)
         be.write(self.table.address, bytes(table))
+
+    def launch_table(self) -> int:
+        """The device address of the module's kernel table (device_launch.py), made once."""
+        if self._launch_table is None:
+            data = device_launch.kernel_table(self)
+            buf = self.backend.allocate_buffer(len(data))
+            self._buffers.append(buf)
+            self.backend.write(buf.address, data)
+            self._launch_table = buf.address
+        return self._launch_table
 
     @functools.cached_property
     def source_hash(self) -> str:
@@ -268,7 +288,10 @@ class VulkanBackend:
         self.dev = runtime.open(index)
         self.caps = caps_of(self.info)
         self.stream = self.dev.stream()
-        self._lock = threading.Lock()
+        # (reentrant: a child kernel compiled while its parent's launches run may calibrate
+        # the clock, which launches a kernel of its own)
+        self._lock = threading.RLock()
+        self._launch_area: device_launch.LaunchArea | None = None
         self._owned: dict[int, object] = {}
         self._host_only: dict[int, int] = {}
         # CUPORT_VK_COPIES=1: treat device memory as a discrete GPU's even where the host could
@@ -489,47 +512,80 @@ class VulkanBackend:
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
             cooperative: bool = False) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
-        CUPORT_VK_SYNC=1 every launch is waited for."""
+        CUPORT_VK_SYNC=1 every launch is waited for, and so is a kernel that may launch
+        kernels: its children are dispatched when it is done (device_launch.py)."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-        failed = None
         with self._lock:
-            workspace = cooperative_.workspace(self) if cooperative else 0
-            big = len(params) > self.PARAMS
-            if big or not self._free_slots:
-                failed = self._retire()  # wait: the big buffer or a free slot is needed
-            if big:
-                dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
-                pdev = dev + V.STATUS_BYTES
-            else:
-                slot = self._free_slots.pop()
-                dev = self.slots.address + slot * self.SLOT
-                host = self.slots.host_ptr + slot * self.SLOT
-                pdev = self.param_slots.address + slot * self.PARAMS
-            ctypes.memset(host, 0, V.STATUS_BYTES)
-            if params:
-                if big:
-                    ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-                elif self.param_slots.host_ptr is not None and not self.copies_only:
-                    ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
-                                   len(params))
-                else:
-                    self.stream.update(pdev, params)
-            memory = self.dev.memory
-            push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                               self.pages)
-            if self.profile is None:
-                self.stream.dispatch(pipe, grid, push)
-            else:
-                start = self.profile.before()
-                self.stream.dispatch(pipe, grid, push)
-                self.profile.after(k.fn.name, start)
-            self._inflight.append((k.fn.name, host, slot))
-            if slot is None or self.sync_launches:
-                failed = failed or self._retire()
+            failed = self._dispatch(k, pipe, grid, dyn_smem, params, cooperative, 0)
         if failed is not None:
             raise failed[1]
+
+    def _dispatch(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+                  cooperative: bool, depth: int) -> tuple[str, BackendError] | None:
+        """Record one grid (under the lock; `depth`: how deep it is nested in device-side
+        launches), and for a kernel that may launch, wait for it and run its children; the
+        first failure found meanwhile."""
+        failed = None
+        workspace = cooperative_.workspace(self) if cooperative else 0
+        big = len(params) > self.PARAMS
+        if big or not self._free_slots:
+            failed = self._retire()  # wait: the big buffer or a free slot is needed
+        if big:
+            dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+            pdev = dev + V.STATUS_BYTES
+        else:
+            slot = self._free_slots.pop()
+            dev = self.slots.address + slot * self.SLOT
+            host = self.slots.host_ptr + slot * self.SLOT
+            pdev = self.param_slots.address + slot * self.PARAMS
+        ctypes.memset(host, 0, V.STATUS_BYTES)
+        if params:
+            if big:
+                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            elif self.param_slots.host_ptr is not None and not self.copies_only:
+                ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
+                               len(params))
+            else:
+                self.stream.update(pdev, params)
+        area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
+        memory = self.dev.memory
+        push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
+                           (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
+                           self.pages, area)
+        if self.profile is None:
+            self.stream.dispatch(pipe, grid, push)
+        else:
+            start = self.profile.before()
+            self.stream.dispatch(pipe, grid, push)
+            self.profile.after(k.fn.name, start)
+        self._inflight.append((k.fn.name, host, slot))
+        if slot is None or self.sync_launches or area:
+            failed = failed or self._retire()
+        if area and failed is None:
+            failed = self._run_children(k.module, self._launch_area.read(k.module), depth)
+        return failed
+
+    def launch_area(self) -> device_launch.LaunchArea:
+        if self._launch_area is None:
+            self._launch_area = device_launch.LaunchArea(self, device_launch.queue_records())
+        return self._launch_area
+
+    def _run_children(self, module: VulkanModule, launches: list, depth: int
+                      ) -> tuple[str, BackendError] | None:
+        """Dispatch a completed grid's launches by the shared rules (a child that may launch
+        is waited for, with its own children, before the next); the first failure."""
+        failed = None
+
+        def launch(x, child_depth: int) -> None:
+            nonlocal failed
+            if failed is None:
+                child = module.kernel(x.kernel)
+                pipe = child.specialization(x.block, x.shared)
+                failed = self._dispatch(child, pipe, x.grid, x.shared, x.params, False, child_depth)
+
+        device_launch_rules.run_children(launches, depth, launch)
+        return failed
 
     def pending(self) -> bool:
         return bool(self._inflight)
