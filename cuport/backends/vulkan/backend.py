@@ -5,7 +5,8 @@ in device memory, with a table of their addresses that kernels read (layout.py).
 is compiled per block shape and dynamic shared-memory size (workgroup sizes and workgroup
 arrays are fixed in SPIR-V) into a compute pipeline. A launch writes its parameters into a
 device buffer, dispatches, and reports the status record's failure (trap, assert, bad
-address) as the launch error, after printing the kernel's printf output.
+address) as the launch error, after printing the kernel's printf output. A kernel that
+launches kernels is waited for, and the launches it made are dispatched (device_launch.py).
 
 Device memory: the driver sees one address space. Allocations are made by the runtime
 (buffer device addresses); where the device gives host-visible memory at its own device
@@ -186,9 +187,6 @@ class VulkanKernel:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
-            if self.may_launch:
-                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"a cooperative launch of {self.fn.name}, "
-                                                             "which launches kernels, on the Vulkan backend")
         pipe = self.specialization(block, int(dynamic_shared_bytes))
         self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
