@@ -67,7 +67,8 @@ def _dim3(address: int) -> tuple[int, int, int]:
     return struct.unpack("<3I", ctypes.string_at(address, 12))
 
 
-def _new_buffer(size: int, pending) -> int:
+def _new_buffer(size: int, pending: tuple) -> int:
+    """A parameter buffer of `size` bytes, PARAM_ALIGN-aligned; `pending`: what it is for."""
     buf = ctypes.create_string_buffer(cdp.param_buffer_bytes(size) + cdp.PARAM_ALIGN)
     address = -(-ctypes.addressof(buf) // cdp.PARAM_ALIGN) * cdp.PARAM_ALIGN
     with _current.lock:
