@@ -5,7 +5,8 @@ in device memory, with a table of their addresses that kernels read (layout.py).
 is compiled per block shape and dynamic shared-memory size (workgroup sizes and workgroup
 arrays are fixed in SPIR-V) into a compute pipeline. A launch writes its parameters into a
 device buffer, dispatches, and reports the status record's failure (trap, assert, bad
-address) as the launch error, after printing the kernel's printf output.
+address) as the launch error, after printing the kernel's printf output. A kernel that
+launches kernels is waited for, and the launches it made are dispatched (device_launch.py).
 
 Device memory: the driver sees one address space. Allocations are made by the runtime
 (buffer device addresses); where the device gives host-visible memory at its own device
@@ -27,6 +28,7 @@ import threading
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, facts
+from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -39,7 +41,7 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
-from . import clock, slices, validate
+from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel
@@ -119,6 +121,11 @@ class VulkanKernel:
         self._specs: dict[tuple, object] = {}
         self._slices: dict[tuple, int] = {}  # specialization -> slice bytes (slices.py)
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def may_launch(self) -> bool:
+        """Whether the kernel may launch kernels (or otherwise use the launch area)."""
+        return device_launch.may_launch(self.module, self.fn)
 
     def specialization(self, block: tuple[int, int, int], dyn_smem: int):
         key = (block, dyn_smem)
@@ -218,6 +225,7 @@ class VulkanModule:
         self._buffers: list = []
         self._allocate_globals()
         self._kernels: dict[str, VulkanKernel] = {}
+        self._launch_table: int | None = None
 
     def _allocate_globals(self) -> None:
         be = self.backend
@@ -235,9 +243,9 @@ class VulkanModule:
             if name in self.globals:
                 return self.globals[name][0]
             if name in self.ptx.functions:
-                # a function's address (libcudadevrt's tables): SPIR-V has none, and a call
-                # through it is refused where a kernel makes one (an indirect call)
-                return 0
+                # a function's address (libcudadevrt's tables): its token, as in code (a
+                # kernel's launches; a call through it is refused where a kernel makes one)
+                return device_launch_rules.function_token(self.ptx, name)
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"an initialiser refers to {name}, which is "
                                                          "neither a global variable nor a function")
 
@@ -248,6 +256,16 @@ class VulkanModule:
         self.table = be.allocate_buffer(len(table))
         self._buffers.append(self.table)
         be.write(self.table.address, bytes(table))
+
+    def launch_table(self) -> int:
+        """The device address of the module's kernel table (device_launch.py), made once."""
+        if self._launch_table is None:
+            data = device_launch.kernel_table(self)
+            buf = self.backend.allocate_buffer(len(data))
+            self._buffers.append(buf)
+            self.backend.write(buf.address, data)
+            self._launch_table = buf.address
+        return self._launch_table
 
     @functools.cached_property
     def source_hash(self) -> str:
@@ -293,7 +311,10 @@ class VulkanBackend:
         self.dev = runtime.open(index)
         self.caps = caps_of(self.info)
         self.stream = self.dev.stream()
-        self._lock = threading.Lock()
+        # (reentrant: a child kernel compiled while its parent's launches run may calibrate
+        # the clock, which launches a kernel of its own)
+        self._lock = threading.RLock()
+        self._launch_area: device_launch.LaunchArea | None = None
         self._owned: dict[int, object] = {}
         self._host_only: dict[int, int] = {}
         # CUPORT_VK_COPIES=1: treat device memory as a discrete GPU's even where the host could
@@ -515,57 +536,92 @@ class VulkanBackend:
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
             cooperative: bool = False, slice_bytes: int = 0) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
-        CUPORT_VK_SYNC=1 every launch is waited for. A kernel whose shared memory is in
-        device memory (`slice_bytes` a block) is dispatched in chunks (slices.py)."""
+        CUPORT_VK_SYNC=1 every launch is waited for, and so is a kernel that may launch
+        kernels: its children are dispatched when it is done (device_launch.py). A kernel
+        whose shared memory is in device memory (`slice_bytes` a block) is dispatched in
+        chunks (slices.py)."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-        failed = None
         with self._lock:
-            if slice_bytes:
-                nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
-                                       math.prod(grid), cooperative)
-                pool = self.shared_pool.address(nslices * slice_bytes)
-            workspace = cooperative_.workspace(self) if cooperative else 0
-            big = len(params) > self.PARAMS
-            if big or not self._free_slots:
-                failed = self._retire()  # wait: the big buffer or a free slot is needed
-            if big:
-                dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
-                pdev = dev + V.STATUS_BYTES
-            else:
-                slot = self._free_slots.pop()
-                dev = self.slots.address + slot * self.SLOT
-                host = self.slots.host_ptr + slot * self.SLOT
-                pdev = self.param_slots.address + slot * self.PARAMS
-            ctypes.memset(host, 0, V.STATUS_BYTES)
-            if params:
-                if big:
-                    ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-                elif self.param_slots.host_ptr is not None and not self.copies_only:
-                    ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
-                                   len(params))
-                else:
-                    self.stream.update(pdev, params)
-            memory = self.dev.memory
-
-            def push(shared: tuple[int, int] = (0, 0)) -> bytes:
-                return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                                   (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                                   self.pages, shared)
-
-            start = self.profile.before() if self.profile is not None else None
-            if not slice_bytes:
-                self.stream.dispatch(pipe, grid, push())
-            else:
-                for base, size, first in slices.chunks(grid, nslices):
-                    self.stream.dispatch(pipe, size, push((pool, first)), base)
-            if start is not None:
-                self.profile.after(k.fn.name, start)
-            self._inflight.append((k.fn.name, host, slot))
-            if slot is None or self.sync_launches:
-                failed = failed or self._retire()
+            failed = self._dispatch(k, pipe, grid, dyn_smem, params, cooperative, 0, slice_bytes)
         if failed is not None:
             raise failed[1]
+
+    def _dispatch(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+                  cooperative: bool, depth: int, slice_bytes: int) -> tuple[str, BackendError] | None:
+        """Record one grid (under the lock; `depth`: how deep it is nested in device-side
+        launches), and for a kernel that may launch, wait for it and run its children; the
+        first failure found meanwhile."""
+        failed = None
+        if slice_bytes:
+            nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
+                                   math.prod(grid), cooperative)
+            pool = self.shared_pool.address(nslices * slice_bytes)
+        workspace = cooperative_.workspace(self) if cooperative else 0
+        big = len(params) > self.PARAMS
+        if big or not self._free_slots:
+            failed = self._retire()  # wait: the big buffer or a free slot is needed
+        if big:
+            dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+            pdev = dev + V.STATUS_BYTES
+        else:
+            slot = self._free_slots.pop()
+            dev = self.slots.address + slot * self.SLOT
+            host = self.slots.host_ptr + slot * self.SLOT
+            pdev = self.param_slots.address + slot * self.PARAMS
+        ctypes.memset(host, 0, V.STATUS_BYTES)
+        if params:
+            if big:
+                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            elif self.param_slots.host_ptr is not None and not self.copies_only:
+                ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
+                               len(params))
+            else:
+                self.stream.update(pdev, params)
+        area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
+        memory = self.dev.memory
+
+        def push(shared: tuple[int, int] = (0, 0)) -> bytes:
+            return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
+                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
+                               self.pages, shared, area)
+
+        start = self.profile.before() if self.profile is not None else None
+        if not slice_bytes:
+            self.stream.dispatch(pipe, grid, push())
+        else:
+            for base, size, first in slices.chunks(grid, nslices):
+                self.stream.dispatch(pipe, size, push((pool, first)), base)
+        if start is not None:
+            self.profile.after(k.fn.name, start)
+        self._inflight.append((k.fn.name, host, slot))
+        if slot is None or self.sync_launches or area:
+            failed = failed or self._retire()
+        if area and failed is None:
+            failed = self._run_children(k.module, self._launch_area.read(k.module), depth)
+        return failed
+
+    def launch_area(self) -> device_launch.LaunchArea:
+        if self._launch_area is None:
+            self._launch_area = device_launch.LaunchArea(self, device_launch.queue_records())
+        return self._launch_area
+
+    def _run_children(self, module: VulkanModule, launches: list, depth: int
+                      ) -> tuple[str, BackendError] | None:
+        """Dispatch a completed grid's launches by the shared rules (a child that may launch
+        is waited for, with its own children, before the next); the first failure."""
+        failed = None
+
+        def launch(x, child_depth: int) -> None:
+            nonlocal failed
+            if failed is None:
+                child = module.kernel(x.kernel)
+                pipe = child.specialization(x.block, x.shared)
+                failed = self._dispatch(child, pipe, x.grid, x.shared, x.params, False, child_depth,
+                                        child.slice_bytes(x.block, x.shared))
+
+        device_launch_rules.run_children(launches, depth, launch)
+        return failed
 
     def pending(self) -> bool:
         return bool(self._inflight)

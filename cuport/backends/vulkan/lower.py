@@ -39,6 +39,7 @@ from ...passes.divergence import Divergence
 from ...passes.spaces import Spaces
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
+from .. import device_launch
 from . import calls, lower_order
 from . import layout as V
 from .clock import clock_ns
@@ -226,6 +227,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self._builtins: dict[str, ll.Value] = {}
         self.emulated = plan.caps.subgroup_size != 32
         self._fault: tuple[ll.Value, ll.Value] | None = None  # (line, address) noted (note_fault)
+        self.last_error: ll.Value | None = None  # the thread's device-runtime error (lower_launch.py)
 
     # ================================================================ the function
     def emit(self) -> ll.Module:
@@ -542,6 +544,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         if name in plan.kernel_param_offsets:
             return b.add(self.push("params"), ll.Constant(I64, plan.kernel_param_offsets[name] + offset))
         if name in plan.ptx.functions:
+            token = device_launch.function_token(plan.ptx, name)
+            if device_launch.kernel_of_token(plan.ptx, token) == name:
+                # a kernel's address: what device-side launches name it by (lower_launch.py)
+                return ll.Constant(I64, token + offset)
             raise self.error(f"the address of the function {name} (function pointers are not "
                              "supported on the Vulkan backend)")
         raise self.error(f"the symbol {name} is not declared")
