@@ -8,6 +8,9 @@ codes for a handle whose memory was freed, whose process has exited, or that the
 opens itself. The socket that carries the descriptors (driver/ipc_channel.py) is tested
 directly too: it answers no other user's process, and a client uses no other user's answer
 (simulated with setuid in a child, as root).
+
+On a machine with an NVIDIA GPU, CUPORT_TEST_NATIVE_CUDA=1 adds a "native" run of the same
+scenarios without cuport: NVIDIA's own driver must answer what these tests expect of cuport.
 """
 
 from __future__ import annotations
@@ -37,11 +40,15 @@ CPU = {}
 # CUPORT_VK_EXPORTABLE=1: exportable memory on lavapipe too (runtime/external.py COSTLY)
 VULKAN = {"CUPORT_DEVICE": "vulkan", "CUPORT_VK_EXPORTABLE": "1"}
 NEEDS_VULKAN = pytest.mark.skipif(not _vulkan(), reason="no Vulkan device")
+NATIVE = None  # NVIDIA's driver, no cuport
 DEVICES = [pytest.param(CPU, id="cpu"),
            pytest.param(VULKAN, id="vulkan", marks=NEEDS_VULKAN),
            # the host reaches device memory only through copies, as on a discrete GPU
            pytest.param({**VULKAN, "CUPORT_VK_COPIES": "1"}, id="vulkan-copies",
-                        marks=NEEDS_VULKAN)]
+                        marks=NEEDS_VULKAN),
+           pytest.param(NATIVE, id="native", marks=pytest.mark.skipif(
+               os.environ.get("CUPORT_TEST_NATIVE_CUDA") != "1",
+               reason="CUPORT_TEST_NATIVE_CUDA=1 (a machine with an NVIDIA GPU) runs these natively"))]
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +61,13 @@ def peer(tmp_path_factory) -> Path:
 
 
 class Peer:
-    """ipc_peer under `cuport run`, one command line in, one answer line out."""
+    """ipc_peer under `cuport run` (env None: natively), one command line in, one answer
+    line out."""
 
-    def __init__(self, exe: Path, env: dict[str, str], *args: str) -> None:
-        self.proc = subprocess.Popen([*cuport_command(), "run", str(exe), *args, str(N)],
-                                     env=clean_env(**env), stdin=subprocess.PIPE,
+    def __init__(self, exe: Path, env: dict[str, str] | None, *args: str) -> None:
+        prefix = [] if env is None else [*cuport_command(), "run"]
+        self.proc = subprocess.Popen([*prefix, str(exe), *args, str(N)],
+                                     env=clean_env(**(env or {})), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
@@ -108,14 +117,14 @@ class Peer:
                 self.proc.kill()
 
 
-def start_exporter(exe: Path, env: dict[str, str]) -> tuple[Peer, list[str]]:
+def start_exporter(exe: Path, env: dict[str, str] | None) -> tuple[Peer, list[str]]:
     e = Peer(exe, env, "export")
     handles = [e.reply(), e.reply()]
     assert handles[0].startswith("MEM ") and handles[1].startswith("EVENT "), handles
     return e, handles
 
 
-def start_importer(exe: Path, env: dict[str, str], handles: list[str]) -> Peer:
+def start_importer(exe: Path, env: dict[str, str] | None, handles: list[str]) -> Peer:
     i = Peer(exe, env, "import")
     for h in handles:  # the handles go through the importer's stdin, a pipe
         i.send(h)
