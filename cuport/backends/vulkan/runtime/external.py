@@ -38,7 +38,7 @@ def wanted(driver_id: str) -> tuple[bool, str]:
     """Whether device memory should be allocated exportable on this driver, and why not."""
     env = os.environ.get("CUPORT_VK_EXPORTABLE", "")
     if env in ("0", "1"):
-        return env == "1", "CUPORT_VK_EXPORTABLE=0"
+        return (True, "") if env == "1" else (False, "CUPORT_VK_EXPORTABLE=0")
     cost = COSTLY.get(driver_id)
     if cost is None:
         return True, ""

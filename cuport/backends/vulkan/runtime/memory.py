@@ -254,7 +254,7 @@ class Memory:
             raise Unsupported(f"{buf.kind} memory cannot be shared with other processes",
                               "vkGetMemoryFdKHR")
         if not blk.exportable:
-            why = self._not_wanted if not self.exportable else "it was allocated before that was asked"
+            why = self._not_wanted or "its block was made while new blocks were not exportable"
             raise Unsupported(f"the device memory at 0x{buf.address:x} was not allocated "
                               f"exportable: {why}", "vkGetMemoryFdKHR")
         vk, ffi = self.vk, self.vk.ffi
