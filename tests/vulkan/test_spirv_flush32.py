@@ -142,3 +142,56 @@ def test_mul_fma_with_zeros(flushing_device) -> None:
 @pytest.mark.parametrize("op", ["fadd", "fsub", "fmul", "fdiv", "sqrt", "fma"])
 def test_directed_rounding(flushing_device, op, mode) -> None:
     fpm.test_directed_rounding_of_constrained_intrinsics(op, np.float32, mode)
+
+
+# ---------------------------------------------------------------- DenormPreserve declared anyway
+def test_int_order32_routes_only_comparisons_and_min_max(flushing_device) -> None:
+    """A device that keeps subnormals once DenormPreserve is declared but whose GLSL FMin/FMax
+    flush (NVIDIA's driver, measured on an H100): under int_order32 min/max and comparisons
+    use the integer order (no FMin/FMax, no float comparison in the SPIR-V), arithmetic is the
+    device's own (no slow path), and the results keep subnormals."""
+    from spvtools import F32, Kernel, disassemble
+
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    modes = FloatModes(fused_fma=True, denorm_preserve=(32,), int_order32=True)
+    k = Kernel("mm")
+    p = k.push_ptr(0)
+    x = k.b.load(k.element(p, k.global_id(64), F32), typ=F32)
+    y = k.b.fadd(x, x)
+    lo = k.intrinsic("llvm.minnum.f32", F32, [x, y])
+    hi = k.intrinsic("llvm.maxnum.f32", F32, [x, y])
+    lt = k.b.fcmp_ordered("<", lo, hi)
+    k.b.store(k.b.select(lt, lo, hi), k.element(p, k.global_id(64), F32))
+    k.b.ret_void()
+    text = disassemble(k.shader((64, 1, 1), modes).spirv)
+    assert "FMin" not in text and "FMax" not in text and "OpFOrdLessThan" not in text
+    assert "OpFAdd" in text and "OpFunctionCall" not in text  # the sum is the device's own
+
+    a, c = pairs(special_f32(), np.random.default_rng(8), 500)
+    for name, ref in (("minnum", np.fmin), ("maxnum", np.fmax)):
+        got = apply(lambda k, v, name=name: k.intrinsic(f"llvm.{name}.f32", v[0].type, v), [a, c], np.float32,
+                    device_modes=False, float_modes=FloatModes(int_order32=True, simulate_flush32=False))
+        zeros = (a == 0) & (c == 0)
+        want = np.where(zeros, 0, ref(a, c)).astype(np.float32)
+        assert same_floats(np.where(zeros, 0, got).astype(np.float32), want).all()
+
+
+@pytest.mark.parametrize("found, modes", [
+    # (probe without the mode, probe with it) -> what the backend uses
+    ({False: (False, False)}, {"denorm_preserve": (), "flush32": False, "int_order32": False}),
+    ({False: (True, True), True: (False, True)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": True}),
+    ({False: (True, True), True: (False, False)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": False}),
+    ({False: (True, True), True: (True, True)}, {"denorm_preserve": (), "flush32": True, "int_order32": False}),
+])
+def test_subnormal_modes_from_the_probes(found, modes) -> None:
+    """How a device's f32 subnormal handling follows from what the probes measured
+    (spirv/probe.py subnormal_modes, which the backend and these tests' spvrun use)."""
+    from cuport.backends.vulkan.spirv.probe import subnormal_modes
+
+    fc = {"shaderDenormPreserveFloat16": True, "shaderDenormPreserveFloat64": True}
+    got = subnormal_modes(fc, "", lambda preserve: found[preserve])
+    want = dict(modes, denorm_preserve=tuple(sorted((16, 64, *modes["denorm_preserve"]))))
+    assert {k: got[k] for k in want} == want
+    assert subnormal_modes(fc, "1", lambda preserve: found[preserve])["flush32"]
+    assert not subnormal_modes(fc, "0", lambda preserve: found[preserve])["flush32"]

@@ -86,6 +86,9 @@ class FloatModes:
     and the subnormal probe saw it flush: NVIDIA's driver flushes the operands and results
     of every f32 arithmetic instruction, comparisons and f32->f64 conversions included);
     the f32 operations whose results would then differ are emulated (subnormal.py).
+    `int_order32`: the device keeps f32 subnormals (DenormPreserve) but its comparisons
+    or min/max may not (NVIDIA's GLSL FMin/FMax flush even with the mode), so those alone
+    use the integer order of floats, as under flush32.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
     results explicitly."""
@@ -96,6 +99,7 @@ class FloatModes:
     denorm_flush: tuple[int, ...] = ()
     rounding_rte: tuple[int, ...] = ()
     flush32: bool = False
+    int_order32: bool = False
     simulate_flush32: bool = False
 
 
