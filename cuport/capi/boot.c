@@ -145,6 +145,9 @@ static int cuport_start_interpreter(void)
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;
     config.parse_argv = 0;
+    /* The C streams are the program's: with PYTHONUNBUFFERED set, Python would make stdin
+     * unbuffered, and glibc's setvbuf drops what stdin had read ahead from a pipe. */
+    config.configure_c_stdio = 0;
     if (getenv("PYTHONHOME") == NULL && CUPORT_PYTHON_HOME[0] != '\0') {
         status = PyConfig_SetBytesString(&config, &config.home, CUPORT_PYTHON_HOME);
         if (PyStatus_Exception(status))

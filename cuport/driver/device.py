@@ -331,6 +331,12 @@ class Device:
 
         return module.backend_for(self)
 
+    def loaded_backend(self):
+        """This device's backend if it was made (module.loaded_backend), else None."""
+        from cuport.driver import module
+
+        return module.loaded_backend(self)
+
     def total_memory(self) -> int:
         return self.memory_bytes or total_memory()
 

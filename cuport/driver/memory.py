@@ -16,6 +16,7 @@ import collections
 import ctypes
 import itertools
 import mmap
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -147,7 +148,7 @@ def _unmap(a: Allocation) -> None:
     _allocator(a.context).free(a.base, a.size)
 
 
-# Called with an allocation just before its memory is unmapped (ipc.py closes its file).
+# Called with an allocation just before its memory is unmapped (ipc.py withdraws its offer).
 UNMAP_HOOKS: list = []
 
 
@@ -159,15 +160,22 @@ def _sharing(ctx: context.Context | None, what: str):
     return alloc
 
 
-def share(a: Allocation, name: str) -> int:
+def share(a: Allocation) -> tuple[int, bytes]:
     """Make an allocation's memory mappable by other processes (address and contents
-    kept); returns the descriptor of the memory file that holds it."""
-    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size, name)
+    kept): a descriptor of it (the caller closes it) and the description that the
+    importing process's backend needs (opaque here)."""
+    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size)
 
 
-def map_shared(fd: int, size: int, ctx: context.Context) -> int:
-    """Map another process's memory file into this process; returns its address here."""
-    return _sharing(ctx, "cuIpcOpenMemHandle").map_shared(fd, size)
+def map_shared(fd: int, description: bytes, size: int, ctx: context.Context) -> int:
+    """Map another process's shared memory (share there) into this process; returns its
+    address here. The descriptor is consumed, mapped or not."""
+    try:
+        alloc = _sharing(ctx, "cuIpcOpenMemHandle")
+    except CudaError:
+        os.close(fd)
+        raise
+    return alloc.map_shared(fd, description, size)
 
 
 # -- memory the host cannot touch: copies and fills through the device's backend ---------
@@ -548,9 +556,16 @@ def mem_get_address_range(dptr: int) -> tuple[int, int]:
 _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
 
 
-def ipc_capable(a: Allocation) -> bool:
-    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of this process."""
+def cumemalloc_memory(a: Allocation) -> bool:
+    """cuMemAlloc memory of this process: what cuIpcGetMemHandle may export."""
     return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
+
+
+def ipc_capable(a: Allocation) -> bool:
+    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of a device whose backend
+    can share it."""
+    shareable = getattr(_allocator(a.context), "shareable", None)
+    return cumemalloc_memory(a) and shareable is not None and shareable(a.base)
 
 
 def _memory_type(a: Allocation) -> int:

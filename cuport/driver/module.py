@@ -61,6 +61,14 @@ def backend_for(dev) -> object:
         return b
 
 
+def loaded_backend(dev) -> object | None:
+    """The backend of device `dev` if it was made, else None: nothing of the device's has
+    run, so there is nothing to wait for (and nothing is built at exit, when the libraries
+    a backend needs may have shut down)."""
+    with _backend_lock:
+        return _backends.get((dev.kind, dev.index))
+
+
 def backend():
     """The backend of the current context's device; of the first device when no context is
     current (the library API, cuLibraryLoadData and friends, needs none)."""

@@ -47,7 +47,7 @@ def drain(ctx: context.Context) -> None:
     from a launch once the kernel is queued on the GPU), before anything that observes its
     results: a host callback, an event, a copy, a synchronising call. A kernel failure found
     then becomes the context's asynchronous error, as a failing launch does."""
-    b = ctx.device.backend()
+    b = ctx.device.loaded_backend()  # (none made: nothing in flight)
     finish = getattr(b, "drain", None)
     if finish is None:
         return
@@ -58,7 +58,7 @@ def drain(ctx: context.Context) -> None:
 
 
 def device_busy(ctx: context.Context) -> bool:
-    pending = getattr(ctx.device.backend(), "pending", None)
+    pending = getattr(ctx.device.loaded_backend(), "pending", None)
     return bool(pending and pending())
 
 

@@ -185,13 +185,16 @@ class CpuBackend:
     def free(self, address: int, size: int) -> None:
         host_pages.free(address, size)
 
-    def share(self, address: int, size: int, name: str) -> int:
-        """Make an allocation mappable by other processes (IPC); its memory file."""
-        return host_pages.share(address, size, name)
+    def shareable(self, address: int) -> bool:
+        return host_pages.shareable(address)
 
-    def map_shared(self, fd: int, size: int) -> int:
-        """Map another process's allocation (a memory file from share)."""
-        return host_pages.map_shared(fd, size)
+    def share(self, address: int, size: int) -> tuple[int, bytes]:
+        """Make an allocation mappable by other processes (IPC): its memory file and description."""
+        return host_pages.share(address, size)
+
+    def map_shared(self, fd: int, description: bytes, size: int) -> int:
+        """Map another process's allocation (a memory file from share); consumes fd."""
+        return host_pages.map_shared(fd, description, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:

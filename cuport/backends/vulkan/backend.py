@@ -458,6 +458,45 @@ class VulkanBackend:
         if buf is not None:
             self.dev.free(buf)  # (the runtime reuses the memory only after queued work ran)
 
+    def shareable(self, address: int) -> bool:
+        """Whether cuIpcGetMemHandle can export this device memory (exportable blocks)."""
+        buf = self._owned.get(address)
+        return buf is not None and buf.block.exportable
+
+    def share(self, address: int, size: int) -> tuple[int, bytes]:
+        """A descriptor of the device memory at `address` and its description, for another
+        process's map_shared (driver/ipc.py)."""
+        from . import runtime
+
+        buf = self._owned.get(address)
+        if buf is None:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"0x{address:x} is not device memory "
+                                                         "of this backend")
+        try:
+            return self.dev.export_memory(buf)
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, str(e)) from None
+
+    def map_shared(self, fd: int, description: bytes, size: int) -> int:
+        """Another process's device memory (share there) at an address of this process's;
+        the descriptor is consumed."""
+        from . import runtime
+
+        try:
+            buf = self.dev.import_memory(fd, description)
+        except ValueError as e:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, str(e)) from None
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, str(e)) from None
+        except runtime.OutOfDeviceMemory as e:
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
+        if buf.size != size:
+            self.dev.free(buf)
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"the shared memory holds {buf.size} "
+                                                         f"bytes, its handle says {size}")
+        self._owned[buf.address] = buf
+        return buf.address
+
     def host_accessible(self, address: int) -> bool:
         """Whether the host may use [address...] directly (else: copy_* and fill)."""
         if address in self._host_only:
@@ -466,7 +505,7 @@ class VulkanBackend:
 
         try:
             buf = self.dev.find(address)
-            if self.copies_only and buf.kind == runtime.DEVICE:
+            if self.copies_only and buf.kind in (runtime.DEVICE, runtime.IMPORTED):
                 return False
             return buf.same_address
         except runtime.BadAddress:
