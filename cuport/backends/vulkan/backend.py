@@ -28,6 +28,7 @@ from ...ptx.errors import UnsupportedError
 from .. import cache, facts
 from ..base import (
     CUDA_ERROR_ASSERT,
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
     CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
@@ -41,11 +42,11 @@ from ..printf import format_printf
 from . import clock, validate
 from . import cooperative as cooperative_
 from . import layout as V
-from .compiler import compile_kernel
+from .compiler import DEFAULT_STACK_BYTES, compile_kernel, reachable, recursive_functions
 from .lower import DeviceCaps
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
-          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS}
+          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS, V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
 _libc = ctypes.CDLL(None)
 try:
     _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
@@ -108,8 +109,16 @@ class VulkanKernel:
         self._specs: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
-    def specialization(self, block: tuple[int, int, int], dyn_smem: int):
-        key = (block, dyn_smem)
+    @functools.cached_property
+    def needs_stack_limit(self) -> bool:
+        """Whether the kernel calls recursive functions: its stack (passes/call_stack.py) is
+        the context's cudaLimitStackSize, compiled in, so prepare and launch take it."""
+        return bool(recursive_functions(reachable(self.module.ptx, self.fn)))
+
+    def specialization(self, block: tuple[int, int, int], dyn_smem: int,
+                       stack_bytes: int = DEFAULT_STACK_BYTES):
+        stack_bytes = int(stack_bytes) if self.needs_stack_limit else 0
+        key = (block, dyn_smem, stack_bytes)
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
@@ -118,7 +127,7 @@ class VulkanKernel:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
-                spirv, local_size, shared_bytes = self._spirv(block, dyn_smem, caps)
+                spirv, local_size, shared_bytes = self._spirv(block, dyn_smem, caps, stack_bytes)
                 limit = be.info.limits.max_shared_memory
                 if shared_bytes > limit:
                     raise BackendError(CUDA_ERROR_INVALID_VALUE,
@@ -131,13 +140,13 @@ class VulkanKernel:
                 self._specs[key] = pipe
             return pipe
 
-    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps
+    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int
                ) -> tuple[bytes, tuple[int, int, int], int]:
         """(SPIR-V, local size, workgroup bytes) of the kernel for this launch shape: from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
-        push constants), so the key is the PTX, the kernel, the shape, cuport's code and the
-        device's capabilities; a kernel reading %globaltimer holds this run's clock
+        push constants), so the key is the PTX, the kernel, the shape, the stack size (0 for
+        a kernel without recursion), cuport's code and the device's capabilities; a kernel reading %globaltimer holds this run's clock
         calibration, which the key then includes (it is compiled again in the next run).
         CUPORT_SPIRV_VALIDATE=1 reads nothing from the cache, so that spirv-val sees all."""
         key = None
@@ -145,7 +154,8 @@ class VulkanKernel:
             flags = dataclasses.replace(caps, zero_page=int(bool(caps.zero_page)),
                                         sink_page=int(bool(caps.sink_page)))
             key = cache.make_key("vulkan-spirv", cache.code_fingerprint(), self.module.source_hash,
-                                 self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags))
+                                 self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags),
+                                 str(stack_bytes))
             hit = cache.load(key)
             if hit is not None:
                 spirv, meta = hit
@@ -156,7 +166,8 @@ class VulkanKernel:
                 except (KeyError, TypeError, ValueError):
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
-            c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps)
+            c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps,
+                               stack_bytes=stack_bytes or DEFAULT_STACK_BYTES)
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
@@ -165,22 +176,22 @@ class VulkanKernel:
                                                       "shared_bytes": c.plan.shared_bytes})
         return c.shader.spirv, local_size, c.plan.shared_bytes
 
-    def prepare(self, block: tuple[int, int, int]) -> None:
-        self.specialization(tuple(int(x) for x in block), 0)
+    def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+        self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
 
     def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
         """The occupancy calculator's answer on this device (driver/launch.py)."""
         return cooperative_.occupancy(self, threads, dynamic_shared)
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
-        pipe = self.specialization(block, int(dynamic_shared_bytes))
+        pipe = self.specialization(block, int(dynamic_shared_bytes), stack_bytes)
         self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
 
 
@@ -601,6 +612,9 @@ class VulkanBackend:
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"
+        if kind == V.ERR_STACK:
+            what += (f": a call needs more than its {f['arg']} bytes a thread; "
+                     "cudaDeviceSetLimit(cudaLimitStackSize) raises them")
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 
