@@ -47,6 +47,7 @@ pass `.param` variables, as nvcc's do.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
@@ -209,21 +210,25 @@ class _Stacker:
                     "collectives cannot run inside recursion on the Vulkan backend: the threads "
                     "of a block or warp reach them at different depths)", st.line, st.text())
         body = self.calls(body, inside=comp)
-        offsets: dict[str, int] = {}
+        m = _Member(name, body, [(n, p.size) for n, p in zip(formals, fn.params, strict=True)],
+                    [(n, r.size) for n, r in zip(results, fn.rets, strict=True)], {}, 0, "$ret" + tag)
+        cfg = self.analyse(m, comp)
+        crossing = _crossing_calls(cfg, [site.call for site in m.sites], set(formals), set(results))
         off = 0
         for n, v in [*zip(formals, fn.params, strict=True), *zip(results, fn.rets, strict=True),
                      *((v.name + tag, v) for v in frame_vars)]:
+            if v.space == "param" and n not in crossing:  # one variable serves every activation
+                self.host.locals.append(dataclasses.replace(v, name=n))
+                continue
             off = _align(off, min(max(v.alignment, 4), 8))  # (the stack pointer is 8-aligned)
-            offsets[n] = off
+            m.offsets[n] = off
             off += max(v.size, 1)
-        m = _Member(name, body, [(n, p.size) for n, p in zip(formals, fn.params, strict=True)],
-                    [(n, r.size) for n, r in zip(results, fn.rets, strict=True)], offsets,
-                    _align(off, 8), "$ret" + tag)
-        self.analyse(m, comp)
+        m.size = _align(off, 8)
         return m
 
-    def analyse(self, m: _Member, comp: frozenset[str]) -> None:
-        """The member's calls into its component: what each must save, and the loops around it."""
+    def analyse(self, m: _Member, comp: frozenset[str]) -> cfgmod.Cfg:
+        """The member's calls into its component: what each must save, and the loops around
+        it; the member's CFG."""
         cfg = cfgmod.build(ir.Function(m.name, "func", body=m.body))
         if not cfg.reducible:
             raise UnsupportedError(f"irreducible control flow in the recursive device function {m.name}",
@@ -248,6 +253,7 @@ class _Stacker:
                     node.items.append(child)
                 node = child
             node.items.append(site)
+        return cfg
 
     def layout_saves(self, regs: set[str], call: ir.Instr) -> tuple[list[tuple[str, str, int]], int]:
         """Offsets of the registers saved across `call` (widest first), and the caller's
@@ -329,7 +335,8 @@ class _Stacker:
                     node = loops[label]
                     out += _branch_if_in(node.lo, node.hi, node.dispatch, st.line)
                 if m.end in names:
-                    out.append(_i("sub", ("s64",), SP, SP, ir.Imm(m.size), line=st.line))
+                    if m.size:
+                        out.append(_i("sub", ("s64",), SP, SP, ir.Imm(m.size), line=st.line))
                     out.append(_i("ld", ("local", "u32"), NEXT, _at(-4), line=st.line))
                     out.append(_i("bra", ("uni",), ir.Sym(head), line=st.line))
                 continue
@@ -384,7 +391,7 @@ class _Stacker:
         for a, (formal, size) in zip(args, callee.params, strict=True):
             for w in _words(size):
                 out.append(_i("ld", ("param", "b32"), WORD, ir.Mem(a, w), line=ln))
-                out.append(_i("st", ("local", "b32"), _at(below + callee.offsets[formal] + w), WORD, line=ln))
+                out.append(self.slot("st", callee, formal, below, w, ln))
         out.append(_i("mov", ("u64",), SP, NEW_SP, line=ln))
         out.append(_i("mov", ("u32",), NEXT, ir.Imm(callee.number), line=ln))
         return out
@@ -400,9 +407,66 @@ class _Stacker:
         out = []
         for a, (formal, size) in zip(rets, callee.rets, strict=True):
             for w in _words(size):
-                out.append(_i("ld", ("local", "b32"), WORD, _at(below + callee.offsets[formal] + w), line=line))
+                out.append(self.slot("ld", callee, formal, below, w, line))
                 out.append(_i("st", ("param", "b32"), ir.Mem(a, w), WORD, line=line))
         return out
+
+    def slot(self, op: str, callee: _Member, formal: str, below: int, w: int, line: int) -> ir.Instr:
+        """Move %cuport_w to or from word `w` of the callee's parameter or result `formal`:
+        in its frame (`below` bytes above the stack pointer), or its one variable."""
+        off = callee.offsets.get(formal)
+        mem, space = (_at(below + off + w), "local") if off is not None else (ir.Mem(ir.Sym(formal), w), "param")
+        return _i(op, (space, "b32"), *((WORD, mem) if op == "ld" else (mem, WORD)), line=line)
+
+
+def _crossing_calls(cfg: cfgmod.Cfg, calls: list[ir.Instr], params: set[str],
+                    results: set[str]) -> set[str]:
+    """The parameters and results whose values must outlive a call in `calls`: a parameter
+    read after a call, a result touched before one, either's address taken. They get a
+    copy in each activation's frame; the rest (nvcc reads its parameters first and writes
+    its results last) can each be one variable, which keeps frames as small as a GPU's."""
+    where = {id(ins): (b.index, k) for b in cfg.blocks for k, ins in enumerate(b.instrs)}
+    spots = [where[id(c)] for c in calls if id(c) in where]
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for b, k in spots:
+        first[b] = min(first.get(b, k), k)
+        last[b] = max(last.get(b, k), k)
+    after = _closure({s for b in first for s in cfg.blocks[b].succs}, [b.succs for b in cfg.blocks])
+    before = _closure({p for b in first for p in cfg.blocks[b].preds}, [b.preds for b in cfg.blocks])
+    out: set[str] = set()
+    for blk in cfg.blocks:
+        for k, ins in enumerate(blk.instrs):
+            accessed, taken = _references(ins)
+            out |= taken & (params | results)
+            if blk.index in after or k > first.get(blk.index, len(blk.instrs)):
+                out |= accessed & params
+            if blk.index in before or k < last.get(blk.index, -1):
+                out |= accessed & results
+    return out
+
+
+def _closure(start: set[int], edges: list[list[int]]) -> set[int]:
+    seen: set[int] = set()
+    work = list(start)
+    while work:
+        x = work.pop()
+        if x not in seen:
+            seen.add(x)
+            work.extend(edges[x])
+    return seen
+
+
+def _references(ins: ir.Instr) -> tuple[set[str], set[str]]:
+    """The variables `ins` accesses (`[var+k]`) and those whose address it takes."""
+    accessed: set[str] = set()
+    taken: set[str] = set()
+    for a in ins.args:
+        if isinstance(a, ir.Mem) and isinstance(a.base, ir.Sym):
+            accessed.add(a.base.name)
+        elif isinstance(a, (ir.Sym, ir.SymAddr)):
+            taken.add(a.name)
+    return accessed, taken
 
 
 def _branch_if_in(lo: int, hi: int, label: str, line: int) -> list:

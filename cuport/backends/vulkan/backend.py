@@ -613,8 +613,8 @@ class VulkanBackend:
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"
         if kind == V.ERR_STACK:
-            what += (f": a call needs more than its {f['arg']} bytes a thread; "
-                     "cudaDeviceSetLimit(cudaLimitStackSize) raises them")
+            what += (f": the stack limit is {f['arg']} bytes a thread; "
+                     "cudaDeviceSetLimit(cudaLimitStackSize) raises it")
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 
