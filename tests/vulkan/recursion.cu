@@ -46,6 +46,22 @@ extern "C" __global__ void permutations(const int* in, unsigned long long* out, 
   out[t] = permute(a, len, len);
 }
 
+// return sites in a loop and in a loop inside it: returns reach them through both headers
+__device__ __noinline__ int nest(int n, int k) {
+  if (n <= 0) return k & 7;
+  int s = 1;
+  for (int i = 0; i < n % 3 + 1; ++i) {
+    s += nest(n - 1 - i, k + i);
+    for (int j = 0; j < (i ^ k) % 3; ++j) s ^= nest(n - 2 - j, k * 3 + j) << 1;
+  }
+  return s;
+}
+
+extern "C" __global__ void nested_loops(int* out) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  out[t] = nest(t % 9, t);
+}
+
 // a struct returned by value through the recursion
 __device__ __noinline__ Stats split(int lo, int hi, int depth) {
   if (hi - lo <= 2) {

@@ -89,6 +89,27 @@ def test_recursion_with_a_local_array_in_each_frame(mod):
     assert out.tolist() == want
 
 
+def _nest(n: int, k: int) -> int:
+    if n <= 0:
+        return k & 7
+    s = 1
+    for i in range(n % 3 + 1):
+        s = _i32(s + _nest(n - 1 - i, k + i))
+        for j in range((i ^ k) % 3):
+            s = _i32(s ^ (_nest(n - 2 - j, k * 3 + j) << 1))
+    return s
+
+
+def _i32(v: int) -> int:
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def test_return_sites_in_nested_loops(mod):
+    out = np.zeros(64, np.int32)
+    mod.kernel("nested_loops")(2, 32, (out,))
+    assert out.tolist() == [_nest(t % 9, t) for t in range(64)]
+
+
 def _split(lo: int, hi: int, depth: int) -> tuple[int, int, int]:
     if hi - lo <= 2:
         return sum(i * i for i in range(lo, hi)), max(hi - lo, 0), depth
