@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 
 import cuport
-from cuport.backends.base import CUDA_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_NOT_SUPPORTED, BackendError
+from cuport.backends.base import (
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_NOT_SUPPORTED,
+    BackendError,
+)
 
 HERE = Path(__file__).resolve().parent
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
