@@ -47,6 +47,12 @@ from .lower import DeviceCaps
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
           V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS, V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
+#: the most stack a thread gets (cudaLimitStackSize, passes/call_stack.py) where a driver
+#: cannot afford more: lavapipe turns every access to a dynamically indexed Function array
+#: into code that grows with the array, so a kernel's compile time and memory grow with the
+#: stack (measured on Mesa 22.3: 1 KiB 1 s, 16 KiB 5 s, 64 KiB 22 s and 0.7 GB, 128 KiB
+#: 100 s and 1.3 GB, 768 KiB past 5 minutes and 7 GB). A deeper recursion fails the launch.
+_STACK_CAP = {"MESA_LLVMPIPE": 64 << 10}
 _libc = ctypes.CDLL(None)
 try:
     _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
@@ -118,6 +124,9 @@ class VulkanKernel:
     def specialization(self, block: tuple[int, int, int], dyn_smem: int,
                        stack_bytes: int = DEFAULT_STACK_BYTES):
         stack_bytes = int(stack_bytes) if self.needs_stack_limit else 0
+        cap = _STACK_CAP.get(self.module.backend.info.driver_id)
+        if cap:
+            stack_bytes = min(stack_bytes, cap)
         key = (block, dyn_smem, stack_bytes)
         with self._lock:
             pipe = self._specs.get(key)
@@ -613,8 +622,11 @@ class VulkanBackend:
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"
         if kind == V.ERR_STACK:
-            what += (f": the stack limit is {f['arg']} bytes a thread; "
-                     "cudaDeviceSetLimit(cudaLimitStackSize) raises it")
+            cap = _STACK_CAP.get(self.info.driver_id)
+            what += (f": the stack is {f['arg']} bytes a thread, the most cuport gives one on "
+                     f"{self.info.name}" if f["arg"] == cap else
+                     f": the stack is {f['arg']} bytes a thread; cudaDeviceSetLimit("
+                     "cudaLimitStackSize) raises it")
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 
