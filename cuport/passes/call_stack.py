@@ -130,9 +130,9 @@ class _Member:
 
     name: str
     body: list
-    params: list[tuple[str, int]]  # (frame member, bytes)
+    params: list[tuple[str, int]]  # (name in this copy, bytes)
     rets: list[tuple[str, int]]
-    offsets: dict[str, int]  # frame member -> byte offset in the frame
+    offsets: dict[str, int]  # what lives in the frame (name -> byte offset); the rest is static
     size: int  # the frame's bytes (8-aligned)
     end: str  # the label its `ret`s branch to
     entry: str = ""
@@ -142,6 +142,8 @@ class _Member:
 
 
 class _Stacker:
+    """The pass over one kernel: `host` gains the copies' registers and variables."""
+
     def __init__(self, funcs: list[ir.Function], host: ir.Function, stack_bytes: int) -> None:
         self.by_name = {f.name: f for f in funcs}
         self.component = {n: c for c in recursive_components(funcs) for n in c}
