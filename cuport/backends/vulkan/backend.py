@@ -127,7 +127,8 @@ class VulkanKernel:
         cap = _STACK_CAP.get(self.module.backend.info.driver_id)
         if cap:
             stack_bytes = min(stack_bytes, cap)
-        key = (block, dyn_smem, stack_bytes)
+        # (a kernel without recursion: by its shape alone, as clock.py's probe is stored)
+        key = (block, dyn_smem, stack_bytes) if stack_bytes else (block, dyn_smem)
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
