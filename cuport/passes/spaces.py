@@ -12,7 +12,15 @@ way: `mov` of a shared variable gives its shared-space address), so:
 - when the function has no such cvta, every generic access is a global one;
 - otherwise registers carry the union of the spaces of what flows into them (flow
   insensitive: PTX from nvcc is nearly SSA), through moves, integer arithmetic, selects
-  and conversions; a pointer loaded from memory or made any other way may point anywhere.
+  and conversions, and through the call-parameter variables of inlined calls (what is
+  stored into one is what is loaded from it: a pointer argument keeps its spaces in the
+  callee's body); what the device runtime returns as a buffer (GLOBAL_RESULTS) is global;
+- a pointer loaded from memory may point anywhere, unless the function never stores a
+  shared or local address into memory: then it points to global memory (a generic
+  address of shared or local memory means something only to the block or thread that
+  made it, so no one else can have stored one for it: libcudadevrt's error table, read
+  through a pointer in a module variable at every device-side launch, is global);
+- a pointer made any other way may point anywhere.
 
 An access with several possible spaces gets a run-time test of the address (the backend's
 windows); with one, none.
@@ -28,9 +36,14 @@ from ..ptx import ir
 
 ANY = frozenset({"global", "shared", "local"})
 GLOBAL = frozenset({"global"})
+PRIVATE = frozenset({"shared", "local"})
 #: opcodes whose result is an address when a source is one (pointer arithmetic)
 _PROPAGATE = {"mov", "add", "sub", "mad", "and", "or", "xor", "cvt", "selp", "slct", "min", "max",
               "shl", "shr", "mul", "bfi", "prmt"}
+#: calls whose result is an address in global memory: parameter buffers (dynamic
+#: parallelism) and the device heap
+GLOBAL_RESULTS = {"__cuda_syscall_cnpv2GetParameterBufferV2", "__cuda_syscall_cnpv2GetParameterBuffer",
+                  "malloc"}
 
 
 @dataclass
@@ -48,8 +61,56 @@ class Spaces:
         return GLOBAL  # a symbol or an absolute address: module variables are global
 
 
-def _seed(ins: ir.Instr, kernel_params: set[str]) -> frozenset[str] | None:
-    """The spaces of an instruction's result when they do not depend on its sources."""
+def _param_var(ins: ir.Instr, tracked: set[str]) -> str | None:
+    """The call-parameter variable a ld.param/st.param names, if it is a tracked one."""
+    if ins.op not in ("ld", "st") or space_of(ins) != "param":
+        return None
+    m = ins.args[0 if ins.op == "st" else 1] if len(ins.args) > 1 else None
+    if isinstance(m, ir.Mem) and isinstance(m.base, ir.Sym) and m.base.name in tracked:
+        return m.base.name
+    return None
+
+
+def _call_variables(body: list[ir.Instr], fn: ir.Function) -> tuple[set[str], dict[str, bool]]:
+    """(the call-parameter variables whose contents can be followed: named only by
+    ld.param/st.param and as call operands; those calls return into, with whether what they
+    return is a global address)."""
+    names = {v.name for v in fn.locals if v.space == "param"}
+    escaped: set[str] = set()
+    returned: dict[str, bool] = {}
+    for ins in body:
+        if ins.op == "call":
+            args = list(ins.args)
+            rets = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+            target = args[0].name if args and isinstance(args[0], ir.Sym) else None
+            for r in rets:
+                if isinstance(r, ir.Sym):
+                    returned[r.name] = target in GLOBAL_RESULTS
+            continue
+        if ins.op in ("ld", "st") and space_of(ins) == "param":
+            m = ins.args[0 if ins.op == "st" else 1] if len(ins.args) > 1 else None
+            if not (isinstance(m, ir.Mem) and isinstance(m.base, ir.Sym)):
+                escaped |= names  # (a param access through an address: it may be any)
+            continue
+        for a in ins.args:
+            escaped |= _symbols(a) & names
+    return names - escaped, returned
+
+
+def _symbols(o) -> set[str]:
+    if isinstance(o, (ir.Sym, ir.SymAddr)):
+        return {o.name}
+    if isinstance(o, ir.Mem):
+        return _symbols(o.base)
+    if isinstance(o, (ir.Vec, ir.Args)):
+        return set().union(*(_symbols(x) for x in o.items)) if o.items else set()
+    return set()
+
+
+def _seed(ins: ir.Instr, kernel_params: set[str], loaded: frozenset[str],
+          unknown: frozenset[str]) -> frozenset[str] | None:
+    """The spaces of an instruction's result when they do not depend on its sources
+    (`loaded`: of a value loaded from memory; `unknown`: of one made any other way)."""
     if ins.op == "cvta":
         if "to" in ins.mods:
             return frozenset()  # a space-specific address, not a generic pointer
@@ -62,7 +123,7 @@ def _seed(ins: ir.Instr, kernel_params: set[str]) -> frozenset[str] | None:
         if space_of(ins) == "param" and isinstance(m, ir.Mem) and isinstance(m.base, ir.Sym) \
                 and m.base.name in kernel_params:
             return GLOBAL  # pointers passed by the host point to global memory
-        return ANY
+        return loaded
     if ins.op == "mov" and len(ins.args) > 1 and isinstance(ins.args[1], (ir.Sym, ir.SymAddr)):
         return GLOBAL
     if ins.op == "mov" and len(ins.args) > 1 and isinstance(ins.args[1], ir.Special) \
@@ -70,7 +131,7 @@ def _seed(ins: ir.Instr, kernel_params: set[str]) -> frozenset[str] | None:
         return GLOBAL  # the driver's values: the cooperative launch's grid workspace (global)
     if ins.op in _PROPAGATE:
         return None
-    return ANY
+    return unknown
 
 
 def analyze(fn: ir.Function) -> Spaces:
@@ -82,16 +143,42 @@ def analyze(fn: ir.Function) -> Spaces:
     )
     if not private:
         return Spaces({}, False)
+    tracked, returned = _call_variables(body, fn)
+    # which values are shared or local addresses made by this thread's cvta (nothing
+    # stored to memory is one, so far as this knows): is any stored to memory?
+    made = _solve(body, fn, tracked, returned, frozenset(), frozenset())
+    loaded = ANY if _stores_private(body, made, tracked) else GLOBAL
+    regs = _solve(body, fn, tracked, returned, loaded, ANY)
+    # a register that never received an address (an integer) used as one: anywhere
+    return Spaces({r: (s if s else ANY) for r, s in regs.items()}, True)
+
+
+def _solve(body: list[ir.Instr], fn: ir.Function, tracked: set[str], returned: dict[str, bool],
+           loaded: frozenset[str], unknown: frozenset[str]) -> dict[str, frozenset[str]]:
+    """The spaces of every register (`loaded`: of a value loaded from memory; `unknown`:
+    of one made any other way, a call's result included)."""
     kernel_params = {p.name for p in fn.params} if fn.is_entry else set()
     regs: dict[str, frozenset[str]] = {}
+    # call-parameter variable -> spaces
+    params = {name: GLOBAL if is_global else unknown for name, is_global in returned.items()}
     changed = True
     while changed:
         changed = False
         for ins in body:
+            var = _param_var(ins, tracked)
+            if var is not None and ins.op == "st":
+                val = frozenset().union(*(regs.get(r.name, frozenset()) for r in regs_in(ins.args[1])))
+                if not val <= params.get(var, frozenset()):
+                    params[var] = params.get(var, frozenset()) | val
+                    changed = True
+                continue
             ds = defs(ins)
             if not ds:
                 continue
-            seed = _seed(ins, kernel_params)
+            if var is not None:
+                seed = params.get(var, frozenset())
+            else:
+                seed = _seed(ins, kernel_params, loaded, unknown)
             if seed is None:
                 val: frozenset[str] = frozenset()
                 for a in ins.args[1:]:
@@ -105,5 +192,22 @@ def analyze(fn: ir.Function) -> Spaces:
                 if new != old:
                     regs[d.name] = new
                     changed = True
-    # a register that never received an address (an integer) used as one: anywhere
-    return Spaces({r: (s if s else ANY) for r, s in regs.items()}, True)
+    return regs
+
+
+def _stores_private(body: list[ir.Instr], regs: dict[str, frozenset[str]], tracked: set[str]) -> bool:
+    """Whether an instruction that writes memory (a store, an atomic, anything with an
+    address that is not a load) may write a shared or local address there. (A tracked
+    call-parameter variable is followed exactly; the device-runtime functions cuport
+    provides keep no pointer they are given.)"""
+    for ins in body:
+        if ins.op in ("ld", "ldu", "call") or _param_var(ins, tracked) is not None:
+            continue
+        if not any(isinstance(a, ir.Mem) for a in ins.args):
+            continue
+        for a in ins.args:
+            if isinstance(a, ir.Mem):
+                continue
+            if any(regs.get(r.name, frozenset()) & PRIVATE for r in regs_in(a)):
+                return True
+    return False

@@ -87,12 +87,9 @@ def _kernel(be, ptx: str, part: str, block: tuple[int, int, int], independent: b
     k = m.kernel(next(n for n in m.kernel_names() if part in n))
     if independent and not be.caps.independent_threads:
         # one subgroup per block: compiled as for threads that progress independently
-        from cuport.backends.vulkan import layout as V
-
         assert block[0] * block[1] * block[2] <= be.info.subgroup_size
         caps = dataclasses.replace(be.caps, independent_threads=True)
-        c = compile_kernel(m.ptx, k.fn.name, block, 0, caps)
-        k._specs[(block, 0)] = be.dev.pipeline(c.shader.spirv, "main", block, V.PUSH_BYTES, None)
+        k.install(compile_kernel(m.ptx, k.fn.name, block, 0, caps))
     return k
 
 

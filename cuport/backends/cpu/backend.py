@@ -29,6 +29,7 @@ from ..base import (
     CUDA_ERROR_OUT_OF_MEMORY,
     BackendError,
 )
+from ..device_launch import function_token
 from ..facts import kernel_info, pack_init
 from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit
 from . import layout as L
@@ -37,7 +38,6 @@ from .compiler import (
     RESIDENT_SLOTS,
     CompiledKernelInfo,
     compile_object,
-    function_token,
 )
 from .emit import UnsupportedError
 from .pool import get_pool

@@ -80,16 +80,6 @@ def global_symbol_name(index: int) -> str:
     return f"cuport_g{index}"
 
 
-#: Function "addresses" are tokens, the same in every compiled specialization of a module
-#: (a pointer stored by one kernel may be called by another); an indirect call switches
-#: on the token. The base keeps them far from any real address.
-FUNC_TOKEN_BASE = 0x7F0F_0000_0000_0000
-
-
-def function_token(module: ir.Module, name: str) -> int:
-    return FUNC_TOKEN_BASE + list(module.functions).index(name)
-
-
 class ModuleCompiler:
     def __init__(self, ptx: ir.Module, kernel: str, block: tuple[int, int, int], nsm: int = 1,
                  stack_bytes: int = DEFAULT_STACK, resident: int = RESIDENT_SLOTS) -> None:

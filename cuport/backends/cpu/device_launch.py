@@ -1,23 +1,12 @@
-"""Dynamic parallelism on the CPU: kernels that launch kernels (CUDA 12 semantics, CDP2).
+"""Dynamic parallelism on the CPU: the host side of device-side launches (the rules they
+follow are backends/device_launch.py's).
 
 Device code launches through libcudadevrt (cudaGetParameterBufferV2 and
 cudaLaunchDeviceV2, or the V1 pair), whose PTX calls the driver's
 `__cuda_syscall_cnpv2*` functions; backends/cpu/devrt.py turns those calls into the
-host calls here, once per executing thread.
-
-A launch from device code is recorded, in the order threads issue them, in the queue
-of the grid being run, and runs when that grid is done: first the grids launched into
-any stream but the tail-launch stream (each with the grids it launches in turn), then
-those of cudaStreamTailLaunch. That is one of the schedules CUDA 12 allows: a parent
-cannot wait for its children (cudaDeviceSynchronize is gone from device code), every
-child grid completes before its parent grid counts as complete, a tail launch starts
-after all other work of the grid that launched it, and work in one stream (the NULL
-stream of a block, a stream the kernel created, cudaStreamFireAndForget) runs in the
-order it was launched. Nesting stops at CUDA's 24 levels, with CUDA's error. A grid's
-launches all wait until it is done, where a GPU starts them meanwhile, so
-CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT (what a GPU keeps pending at once) is not
-applied; a grid that launches more than PENDING_CAP grids gets CUDA's pending-count
-error instead of exhausting memory.
+host calls here, once per executing thread, in lane order. A launch is checked here and
+recorded in the queue of the grid being run; the backend runs the queue when the grid
+is done (`run_children`).
 """
 
 from __future__ import annotations
@@ -28,16 +17,8 @@ import struct
 import threading
 from dataclasses import dataclass, field
 
-TAIL_LAUNCH = 0x3  # cudaStreamTailLaunch
-MAX_DEPTH = 24
-PENDING_CAP = 1 << 20
-
-# CNPerror codes (libcudadevrt's cudartErrorCnpMap turns them into cudaError values)
-CNP_SUCCESS = 0
-CNP_INVALID_VALUE = 1
-CNP_MAX_DEPTH = 5
-CNP_INVALID_CONFIGURATION = 7
-CNP_PENDING_COUNT = 12
+from .. import device_launch as cdp
+from ..device_launch import DeviceLaunch
 
 
 @dataclass
@@ -47,16 +28,6 @@ class Pending:
     block: tuple[int, int, int]
     shared: int
     buffer: ctypes.Array
-
-
-@dataclass
-class DeviceLaunch:
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared: int
-    params: bytes
-    stream: int
 
 
 @dataclass
@@ -72,7 +43,7 @@ class GridQueue:
 
 
 _current: GridQueue | None = None
-_tokens = itertools.count(0x5000)
+_handles = itertools.count(cdp.STREAM_HANDLE_BASE)
 
 
 def begin(module, depth: int) -> None:
@@ -89,58 +60,48 @@ def end() -> list[DeviceLaunch]:
 
 
 def _kernel_of_token(token: int) -> str | None:
-    from .compiler import FUNC_TOKEN_BASE
-
-    names = list(_current.module.ptx.functions)
-    i = token - FUNC_TOKEN_BASE
-    if 0 <= i < len(names) and _current.module.ptx.functions[names[i]].is_entry:
-        return names[i]
-    return None
+    return cdp.kernel_of_token(_current.module.ptx, token)
 
 
 def _dim3(address: int) -> tuple[int, int, int]:
     return struct.unpack("<3I", ctypes.string_at(address, 12))
 
 
-def _buffer(kernel: str | None, grid, block, shared: int) -> int:
-    q = _current
-    size = 8
-    if kernel is not None:
-        size = max(size, q.module.kernel(kernel).info.param_size)
-    buf = ctypes.create_string_buffer(size + 64)
-    address = (ctypes.addressof(buf) + 63) & ~63
-    with q.lock:
-        q.buffers[address] = Pending(kernel or "", grid, block, shared, buf)
+def _new_buffer(size: int, pending: tuple) -> int:
+    """A parameter buffer of `size` bytes, PARAM_ALIGN-aligned; `pending`: what it is for."""
+    buf = ctypes.create_string_buffer(cdp.param_buffer_bytes(size) + cdp.PARAM_ALIGN)
+    address = -(-ctypes.addressof(buf) // cdp.PARAM_ALIGN) * cdp.PARAM_ALIGN
+    with _current.lock:
+        _current.buffers[address] = Pending(*pending, buf)
     return address
 
 
 def _launch(address: int, stream: int, kernel: str | None = None, grid=None, block=None,
             shared: int | None = None) -> int:
+    """Check a launch in CUDA's order (cdp.CHECKS) and queue it."""
     q = _current
     with q.lock:
-        p = q.buffers.pop(address, None)
-        if p is None:
-            return CNP_INVALID_VALUE
-        if q.depth + 1 >= MAX_DEPTH:
-            return CNP_MAX_DEPTH
-        if len(q.launches) >= PENDING_CAP:
-            return CNP_PENDING_COUNT
-    name = kernel or p.kernel
-    grid = grid or p.grid
-    block = block or p.block
-    shared = p.shared if shared is None else shared
-    if not name:
-        return CNP_INVALID_VALUE
-    k = q.module.kernel(name)
-    if min(grid) < 1 or min(block) < 1 or block[0] * block[1] * block[2] > \
-            k.info.max_threads_per_block:
-        return CNP_INVALID_CONFIGURATION
+        p = q.buffers.pop(address, None)  # a launch consumes its buffer, whatever the result
+        full = len(q.launches) >= cdp.PENDING_CAP
+    if p is not None:
+        kernel, grid, block = kernel or p.kernel, grid or p.grid, block or p.block
+        shared = p.shared if shared is None else shared
+    k = q.module.kernel(kernel) if kernel else None
+    result = cdp.launch_result({
+        "buffer": p is not None, "depth": cdp.may_launch(q.depth), "pending": not full,
+        "kernel": k is not None,
+        "configuration": k is not None and cdp.good_configuration(grid, block,
+                                                                  k.info.max_threads_per_block)})
+    if result != cdp.CNP_SUCCESS:
+        return result
     capacity = ctypes.sizeof(p.buffer) - (address - ctypes.addressof(p.buffer))
     size = min(k.info.param_size, capacity)
     params = ctypes.string_at(address, size) + bytes(k.info.param_size - size)
     with q.lock:
-        q.launches.append(DeviceLaunch(name, grid, block, shared, params, stream))
-    return CNP_SUCCESS
+        if len(q.launches) >= cdp.PENDING_CAP:  # (taken by another thread meanwhile)
+            return cdp.CNP_PENDING_COUNT
+        q.launches.append(DeviceLaunch(kernel, grid, block, shared, params, stream))
+    return cdp.CNP_SUCCESS
 
 
 # -- the host side of each __cuda_syscall_cnpv2* (args as u64, the thread's id last) ------
@@ -148,18 +109,15 @@ def _launch(address: int, stream: int, kernel: str | None = None, grid=None, blo
 def _get_parameter_buffer_v2(func, grid, block, shared, _a, _b, tid):
     kernel = _kernel_of_token(func)
     if kernel is None:
-        _current.errors[tid] = 98  # cudaErrorInvalidDeviceFunction
+        with _current.lock:
+            _current.errors[tid] = cdp.ERROR_INVALID_DEVICE_FUNCTION
         return 0
-    return _buffer(kernel, _dim3(grid), _dim3(block), shared & 0xFFFFFFFF)
+    size = _current.module.kernel(kernel).info.param_size
+    return _new_buffer(size, (kernel, _dim3(grid), _dim3(block), shared & 0xFFFFFFFF))
 
 
 def _get_parameter_buffer(alignment, size, _a, _b, _c, _d, tid):
-    q = _current
-    buf = ctypes.create_string_buffer(max(size, 8) + 64)
-    address = (ctypes.addressof(buf) + 63) & ~63
-    with q.lock:
-        q.buffers[address] = Pending("", (1, 1, 1), (1, 1, 1), 0, buf)
-    return address
+    return _new_buffer(size, ("", (1, 1, 1), (1, 1, 1), 0))
 
 
 def _launch_device_v2(buffer, stream, _a, _b, _c, _d, tid):
@@ -168,8 +126,8 @@ def _launch_device_v2(buffer, stream, _a, _b, _c, _d, tid):
 
 def _launch_device(func, buffer, grid, block, shared, stream, tid):
     kernel = _kernel_of_token(func)
-    if kernel is None:
-        return CNP_INVALID_VALUE
+    if kernel is None:  # (refused before the buffer is looked at: it stays launchable)
+        return cdp.CNP_INVALID_VALUE
     return _launch(buffer, stream, kernel, _dim3(grid), _dim3(block), shared & 0xFFFFFFFF)
 
 
@@ -188,24 +146,23 @@ def _set_last_error(error, _a, _b, _c, _d, _e, tid):
 
 
 def _new_handle(out, _flags, _a, _b, _c, _d, tid):
-    """Streams and events made in device code: work runs in issue order anyway, so a
-    handle needs nothing behind it."""
-    ctypes.c_uint64.from_address(out).value = next(_tokens)
-    return CNP_SUCCESS
+    """Streams and events made in device code: a fresh number (nothing behind it)."""
+    ctypes.c_uint64.from_address(out).value = next(_handles)
+    return cdp.CNP_SUCCESS
 
 
 def _nothing(*_args):
-    return CNP_SUCCESS
+    return cdp.CNP_SUCCESS
 
 
 def _get_device(out, *_args):
-    ctypes.c_int32.from_address(out).value = 0
-    return CNP_SUCCESS
+    ctypes.c_int32.from_address(out).value = cdp.DEVICE
+    return cdp.CNP_SUCCESS
 
 
 def _get_device_count(out, *_args):
-    ctypes.c_int32.from_address(out).value = 1
-    return CNP_SUCCESS
+    ctypes.c_int32.from_address(out).value = cdp.DEVICE_COUNT
+    return cdp.CNP_SUCCESS
 
 
 _SYSCALL_T = ctypes.CFUNCTYPE(ctypes.c_uint64, *([ctypes.c_uint64] * 7))
@@ -236,8 +193,6 @@ def address_of(symbol: str) -> int | None:
 
 
 def run_children(module, launches: list[DeviceLaunch], depth: int) -> None:
-    """Run a finished grid's device-side launches: the tail launches last."""
-    ordered = [x for x in launches if x.stream != TAIL_LAUNCH] + \
-        [x for x in launches if x.stream == TAIL_LAUNCH]
-    for x in ordered:
-        module.kernel(x.kernel).launch(x.grid, x.block, x.shared, x.params, depth=depth + 1)
+    """Run a finished grid's device-side launches, in cdp.schedule's order."""
+    cdp.run_children(launches, depth, lambda x, d: module.kernel(x.kernel).launch(
+        x.grid, x.block, x.shared, x.params, depth=d))

@@ -51,6 +51,7 @@ from ...passes.shapes import access_pattern
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
+from ..device_launch import function_token
 from . import atomic_ops, memory_ops, rounding
 from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
@@ -1342,8 +1343,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             v = b.add(b.ptrtoint(base, I64), i64c(mc.kernel_param_offsets[name] + offset))
             return self._v(v)
         if name in mc.ptx.functions:
-            from .compiler import function_token
-
             return self._v(i64c(function_token(mc.ptx, name) + offset))
         if name in self.param_slots:
             raise self.error(f"taking the address of the call parameter {name}")
@@ -1841,8 +1840,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
 
     def _indirect_call(self, target, mask, ptrs, nparams: int, nrets: int) -> ll.Value:
         """Call through a function token: one direct call per distinct target among the lanes."""
-        from .compiler import function_token
-
         b = self.b
         saved_vec = self.vec
         self.vec = True

@@ -3,15 +3,18 @@
 Values come from the device's properties (runtime.DeviceInfo), never guessed: what Vulkan
 does not tell (clock rates, L2 size) is 0, what cuport does not offer on Vulkan yet
 (textures in hardware, IPC) is 0 too. Multiprocessors, residency and COOPERATIVE_LAUNCH
-come from cooperative.py (1 only where cuport knows how many workgroups run at once). The shared-memory limit is
-the device's workgroup memory less the scratch cuport's warp emulation and bar.red need.
+come from cooperative.py (1 only where cuport knows how many workgroups run at once). The
+shared-memory sizes are CUDA's (48 KiB per block, 227 KiB by opt-in, as on an H200): a kernel
+whose shared memory does not fit the device's workgroup memory keeps it in device memory
+(slices.py). Only a device whose memory cannot hold such slices reports its workgroup
+memory less the scratch cuport's warp emulation and bar.red need.
 """
 
 from __future__ import annotations
 
 import os
 
-from . import cooperative
+from . import cooperative, slices
 
 
 def _cores() -> int:
@@ -27,7 +30,12 @@ def device_attributes(info) -> dict[str, int]:
     same = info.managed_memory in ("identity", "alias")
     sms = info.multiprocessors or (_cores() if cpu else 1)
     threads = min(1024, lim.max_workgroup_invocations)
-    shared = max(lim.max_shared_memory - 8 * 1024 - 64, 0)
+    if slices.available(info):
+        per_block, optin = slices.DEFAULT_BYTES, slices.OPTIN_BYTES
+        per_sm = max(slices.PER_MULTIPROCESSOR_BYTES, lim.max_shared_memory)
+    else:
+        optin = max(lim.max_shared_memory - 8 * 1024 - 64, 0)
+        per_block, per_sm = min(optin, slices.DEFAULT_BYTES), lim.max_shared_memory
     local_heaps = [h.size for h in info.memory_heaps if h.device_local] or [h.size for h in info.memory_heaps]
     return {
         "MULTIPROCESSOR_COUNT": sms,
@@ -40,9 +48,9 @@ def device_attributes(info) -> dict[str, int]:
         "MAX_GRID_DIM_X": 2**31 - 1,  # the runtime splits larger grids into several dispatches
         "MAX_GRID_DIM_Y": 65535,
         "MAX_GRID_DIM_Z": 65535,
-        "MAX_SHARED_MEMORY_PER_BLOCK": min(shared, 48 * 1024),
-        "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": shared,
-        "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": lim.max_shared_memory,
+        "MAX_SHARED_MEMORY_PER_BLOCK": per_block,
+        "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": optin,
+        "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": per_sm,
         "INTEGRATED": 1 if info.device_type in ("cpu", "integrated") else 0,
         "CAN_MAP_HOST_MEMORY": int(same),
         "UNIFIED_ADDRESSING": 1,

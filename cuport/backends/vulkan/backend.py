@@ -5,7 +5,8 @@ in device memory, with a table of their addresses that kernels read (layout.py).
 is compiled per block shape and dynamic shared-memory size (workgroup sizes and workgroup
 arrays are fixed in SPIR-V) into a compute pipeline. A launch writes its parameters into a
 device buffer, dispatches, and reports the status record's failure (trap, assert, bad
-address) as the launch error, after printing the kernel's printf output.
+address) as the launch error, after printing the kernel's printf output. A kernel that
+launches kernels is waited for, and the launches it made are dispatched (device_launch.py).
 
 Device memory: the driver sees one address space. Allocations are made by the runtime
 (buffer device addresses); where the device gives host-visible memory at its own device
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import math
 import os
 import struct
 import sys
@@ -26,6 +28,7 @@ import threading
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, facts
+from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_HARDWARE_STACK_ERROR,
@@ -39,14 +42,15 @@ from ..base import (
 )
 from ..facts import kernel_info, pack_init
 from ..printf import format_printf
-from . import clock, validate
+from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import DEFAULT_STACK_BYTES, compile_kernel, reachable, recursive_functions
 from .lower import DeviceCaps
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
-          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS, V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
+          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
+          V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
 #: the most stack a thread gets (cudaLimitStackSize, passes/call_stack.py) where a driver
 #: cannot afford more: lavapipe turns every access to a dynamically indexed Function array
 #: into code that grows with the array, so a kernel's compile time and memory grow with the
@@ -81,7 +85,17 @@ def caps_of(info) -> DeviceCaps:
         signed_zero_inf_nan=tuple(w for w in (16, 32, 64)
                                   if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
+        workgroup_memory=workgroup_memory(info),
     )
+
+
+def workgroup_memory(info) -> int:
+    """The workgroup memory kernels may use; a kernel that needs more keeps its shared memory
+    in device memory (slices.py). CUPORT_VK_WORKGROUP_MEMORY=N uses at most N bytes (tests
+    and measurements: 0 puts every kernel's shared memory in device memory)."""
+    limit = info.limits.max_shared_memory
+    env = os.environ.get("CUPORT_VK_WORKGROUP_MEMORY")
+    return min(limit, int(env)) if env else limit
 
 
 _FMA_PROBE = """
@@ -113,7 +127,13 @@ class VulkanKernel:
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
         self._specs: dict[tuple, object] = {}
+        self._slices: dict[tuple, int] = {}  # specialization -> slice bytes (slices.py)
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def may_launch(self) -> bool:
+        """Whether the kernel may launch kernels (or otherwise use the launch area)."""
+        return device_launch.may_launch(self.module, self.fn)
 
     @functools.cached_property
     def needs_stack_limit(self) -> bool:
@@ -121,14 +141,18 @@ class VulkanKernel:
         the context's cudaLimitStackSize, compiled in, so prepare and launch take it."""
         return bool(recursive_functions(reachable(self.module.ptx, self.fn)))
 
+    def stack_for(self, stack_bytes: int) -> int:
+        """The stack this kernel is compiled with for a stack limit of `stack_bytes`: none
+        without recursion, at most the driver's _STACK_CAP."""
+        if not self.needs_stack_limit:
+            return 0
+        cap = _STACK_CAP.get(self.module.backend.info.driver_id)
+        return min(int(stack_bytes), cap) if cap else int(stack_bytes)
+
     def specialization(self, block: tuple[int, int, int], dyn_smem: int,
                        stack_bytes: int = DEFAULT_STACK_BYTES):
-        stack_bytes = int(stack_bytes) if self.needs_stack_limit else 0
-        cap = _STACK_CAP.get(self.module.backend.info.driver_id)
-        if cap:
-            stack_bytes = min(stack_bytes, cap)
-        # (a kernel without recursion: by its shape alone, as clock.py's probe is stored)
-        key = (block, dyn_smem, stack_bytes) if stack_bytes else (block, dyn_smem)
+        stack_bytes = self.stack_for(stack_bytes)
+        key = (block, dyn_smem, stack_bytes)
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
@@ -137,22 +161,34 @@ class VulkanKernel:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
-                spirv, local_size, shared_bytes = self._spirv(block, dyn_smem, caps, stack_bytes)
-                limit = be.info.limits.max_shared_memory
-                if shared_bytes > limit:
-                    raise BackendError(CUDA_ERROR_INVALID_VALUE,
-                                       f"kernel {self.fn.name} needs {shared_bytes} bytes of "
-                                       f"workgroup memory (shared memory plus cuport's scratch); the "
-                                       f"device has {limit}")
+                spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps, stack_bytes)
                 pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 self._specs[key] = pipe
+                self._slices[key] = in_memory
             return pipe
+
+    def install(self, c) -> None:
+        """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
+        calibration, tests) for launches of its block shape and dynamic shared memory."""
+        be = self.module.backend
+        key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
+        with self._lock:
+            self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
+                                               V.PUSH_BYTES, None)
+            self._slices[key] = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
+
+    def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
+                    stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
+        """The bytes of a block's slice of device memory (0: its shared memory is workgroup
+        memory), once the specialization exists."""
+        return self._slices.get((block, dyn_smem, self.stack_for(stack_bytes)), 0)
 
     def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int
                ) -> tuple[bytes, tuple[int, int, int], int]:
-        """(SPIR-V, local size, workgroup bytes) of the kernel for this launch shape: from the
+        """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory)
+        of the kernel for this launch shape: from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
         push constants), so the key is the PTX, the kernel, the shape, the stack size (0 for
@@ -172,7 +208,7 @@ class VulkanKernel:
                 try:
                     local = tuple(int(x) for x in meta["local_size"])
                     if len(local) == 3 and len(spirv) % 4 == 0:
-                        return spirv, local, int(meta["shared_bytes"])
+                        return spirv, local, int(meta["slice_bytes"])
                 except (KeyError, TypeError, ValueError):
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
@@ -181,10 +217,11 @@ class VulkanKernel:
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
+        in_memory = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
         if key is not None:
             cache.store(key, bytes(c.shader.spirv), {"local_size": list(local_size),
-                                                      "shared_bytes": c.plan.shared_bytes})
-        return c.shader.spirv, local_size, c.plan.shared_bytes
+                                                      "slice_bytes": in_memory})
+        return c.shader.spirv, local_size, in_memory
 
     def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
@@ -202,7 +239,9 @@ class VulkanKernel:
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
         pipe = self.specialization(block, int(dynamic_shared_bytes), stack_bytes)
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative)
+        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative,
+                                self.slice_bytes(block, int(dynamic_shared_bytes), stack_bytes),
+                                stack_bytes)
 
 
 class VulkanModule:
@@ -214,6 +253,7 @@ class VulkanModule:
         self._buffers: list = []
         self._allocate_globals()
         self._kernels: dict[str, VulkanKernel] = {}
+        self._launch_table: int | None = None
 
     def _allocate_globals(self) -> None:
         be = self.backend
@@ -231,9 +271,9 @@ class VulkanModule:
             if name in self.globals:
                 return self.globals[name][0]
             if name in self.ptx.functions:
-                # a function's address (libcudadevrt's tables): SPIR-V has none, and a call
-                # through it is refused where a kernel makes one (an indirect call)
-                return 0
+                # a function's address (libcudadevrt's tables): its token, as in code (a
+                # kernel's launches; a call through it is refused where a kernel makes one)
+                return device_launch_rules.function_token(self.ptx, name)
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"an initialiser refers to {name}, which is "
                                                          "neither a global variable nor a function")
 
@@ -244,6 +284,16 @@ class VulkanModule:
         self.table = be.allocate_buffer(len(table))
         self._buffers.append(self.table)
         be.write(self.table.address, bytes(table))
+
+    def launch_table(self) -> int:
+        """The device address of the module's kernel table (device_launch.py), made once."""
+        if self._launch_table is None:
+            data = device_launch.kernel_table(self)
+            buf = self.backend.allocate_buffer(len(data))
+            self._buffers.append(buf)
+            self.backend.write(buf.address, data)
+            self._launch_table = buf.address
+        return self._launch_table
 
     @functools.cached_property
     def source_hash(self) -> str:
@@ -289,7 +339,10 @@ class VulkanBackend:
         self.dev = runtime.open(index)
         self.caps = caps_of(self.info)
         self.stream = self.dev.stream()
-        self._lock = threading.Lock()
+        # (reentrant: a child kernel compiled while its parent's launches run may calibrate
+        # the clock, which launches a kernel of its own)
+        self._lock = threading.RLock()
+        self._launch_area: device_launch.LaunchArea | None = None
         self._owned: dict[int, object] = {}
         self._host_only: dict[int, int] = {}
         # CUPORT_VK_COPIES=1: treat device memory as a discrete GPU's even where the host could
@@ -300,6 +353,7 @@ class VulkanBackend:
         struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
                          V.RING_BYTES - V.RING_DATA)
         self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
+        self.shared_pool = slices.Pool(self)  # shared memory beyond the workgroup memory
         # Parameters in device memory: every invocation reads them, and from host memory
         # each read crossed the bus (H200: a memory-bound kernel took ~100 us longer, its
         # waves waiting on the parameter loads). Written from the host where the memory is
@@ -508,49 +562,98 @@ class VulkanBackend:
     #                ones go to launch_buf, in host memory)
 
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
-            cooperative: bool = False) -> None:
+            cooperative: bool = False, slice_bytes: int = 0,
+            stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
-        CUPORT_VK_SYNC=1 every launch is waited for."""
+        CUPORT_VK_SYNC=1 every launch is waited for, and so is a kernel that may launch
+        kernels: its children are dispatched when it is done (device_launch.py). A kernel
+        whose shared memory is in device memory (`slice_bytes` a block) is dispatched in
+        chunks (slices.py). `stack_bytes`: the stack limit, its children's too."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
-        failed = None
         with self._lock:
-            workspace = cooperative_.workspace(self) if cooperative else 0
-            big = len(params) > self.PARAMS
-            if big or not self._free_slots:
-                failed = self._retire()  # wait: the big buffer or a free slot is needed
-            if big:
-                dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
-                pdev = dev + V.STATUS_BYTES
-            else:
-                slot = self._free_slots.pop()
-                dev = self.slots.address + slot * self.SLOT
-                host = self.slots.host_ptr + slot * self.SLOT
-                pdev = self.param_slots.address + slot * self.PARAMS
-            ctypes.memset(host, 0, V.STATUS_BYTES)
-            if params:
-                if big:
-                    ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-                elif self.param_slots.host_ptr is not None and not self.copies_only:
-                    ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
-                                   len(params))
-                else:
-                    self.stream.update(pdev, params)
-            memory = self.dev.memory
-            push = V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                               self.pages)
-            if self.profile is None:
-                self.stream.dispatch(pipe, grid, push)
-            else:
-                start = self.profile.before()
-                self.stream.dispatch(pipe, grid, push)
-                self.profile.after(k.fn.name, start)
-            self._inflight.append((k.fn.name, host, slot))
-            if slot is None or self.sync_launches:
-                failed = failed or self._retire()
+            failed = self._dispatch(k, pipe, grid, dyn_smem, params, cooperative, 0, slice_bytes,
+                                    stack_bytes)
         if failed is not None:
             raise failed[1]
+
+    def _dispatch(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
+                  cooperative: bool, depth: int, slice_bytes: int,
+                  stack_bytes: int = DEFAULT_STACK_BYTES) -> tuple[str, BackendError] | None:
+        """Record one grid (under the lock; `depth`: how deep it is nested in device-side
+        launches), and for a kernel that may launch, wait for it and run its children; the
+        first failure found meanwhile."""
+        failed = None
+        if slice_bytes:
+            nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
+                                   math.prod(grid), cooperative)
+            pool = self.shared_pool.address(nslices * slice_bytes)
+        workspace = cooperative_.workspace(self) if cooperative else 0
+        big = len(params) > self.PARAMS
+        if big or not self._free_slots:
+            failed = self._retire()  # wait: the big buffer or a free slot is needed
+        if big:
+            dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
+            pdev = dev + V.STATUS_BYTES
+        else:
+            slot = self._free_slots.pop()
+            dev = self.slots.address + slot * self.SLOT
+            host = self.slots.host_ptr + slot * self.SLOT
+            pdev = self.param_slots.address + slot * self.PARAMS
+        ctypes.memset(host, 0, V.STATUS_BYTES)
+        if params:
+            if big:
+                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            elif self.param_slots.host_ptr is not None and not self.copies_only:
+                ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
+                               len(params))
+            else:
+                self.stream.update(pdev, params)
+        area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
+        memory = self.dev.memory
+
+        def push(shared: tuple[int, int] = (0, 0)) -> bytes:
+            return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
+                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
+                               self.pages, shared, area)
+
+        start = self.profile.before() if self.profile is not None else None
+        if not slice_bytes:
+            self.stream.dispatch(pipe, grid, push())
+        else:
+            for base, size, first in slices.chunks(grid, nslices):
+                self.stream.dispatch(pipe, size, push((pool, first)), base)
+        if start is not None:
+            self.profile.after(k.fn.name, start)
+        self._inflight.append((k.fn.name, host, slot))
+        if slot is None or self.sync_launches or area:
+            failed = failed or self._retire()
+        if area and failed is None:
+            failed = self._run_children(k.module, self._launch_area.read(k.module), depth,
+                                        stack_bytes)
+        return failed
+
+    def launch_area(self) -> device_launch.LaunchArea:
+        if self._launch_area is None:
+            self._launch_area = device_launch.LaunchArea(self, device_launch.queue_records())
+        return self._launch_area
+
+    def _run_children(self, module: VulkanModule, launches: list, depth: int,
+                      stack_bytes: int = DEFAULT_STACK_BYTES) -> tuple[str, BackendError] | None:
+        """Dispatch a completed grid's launches by the shared rules (a child that may launch
+        is waited for, with its own children, before the next); the first failure."""
+        failed = None
+
+        def launch(x, child_depth: int) -> None:
+            nonlocal failed
+            if failed is None:
+                child = module.kernel(x.kernel)
+                pipe = child.specialization(x.block, x.shared, stack_bytes)
+                failed = self._dispatch(child, pipe, x.grid, x.shared, x.params, False, child_depth,
+                                        child.slice_bytes(x.block, x.shared, stack_bytes), stack_bytes)
+
+        device_launch_rules.run_children(launches, depth, launch)
+        return failed
 
     def pending(self) -> bool:
         return bool(self._inflight)

@@ -1,5 +1,6 @@
-"""Calls from kernels to the CUDA device runtime on the Vulkan backend: printf, assert and
-cudaGraphSetConditional.
+"""Calls from kernels to the CUDA device runtime on the Vulkan backend: printf, assert,
+cudaGraphSetConditional, and libcudadevrt's `__cuda_syscall_cnpv2*` calls (dynamic
+parallelism: lower_launch.py).
 
 Device functions are inlined before lowering (passes/inline.py; recursive ones become
 branches around a dispatch loop, passes/call_stack.py), so the only calls left are
@@ -20,6 +21,7 @@ from llvmlite import ir as ll
 from ...isa.types import I32, I64, PTR
 from ...ptx import ir
 from . import layout as V
+from . import lower_launch
 
 MAX_ARGS = 256
 
@@ -63,9 +65,9 @@ def lower_call(em, ins: ir.Instr) -> None:
         return
     if name in ("malloc", "free"):
         raise em.error(f"device-side {name} is not supported on the Vulkan backend")
-    if "cnpv2" in name or name.startswith(("cudaLaunchDevice", "cudaGetParameterBuffer")):
-        raise em.error(f"device-side kernel launches (dynamic parallelism: {name}) are not "
-                       "supported on the Vulkan backend")
+    if name.startswith(lower_launch.SYSCALL):  # dynamic parallelism
+        lower_launch.lower_syscall(em, name, params, rets)
+        return
     raise em.error(f"a call to the device-runtime function {name}, which cuport does not provide")
 
 

@@ -60,7 +60,6 @@ def calibrate(backend) -> tuple[int, int, float]:
     """(ticks0, host ns at ticks0, ns per tick) for caps.globaltimer."""
     import dataclasses
 
-    from . import layout as V
     from .backend import VulkanModule
     from .compiler import compile_kernel
 
@@ -69,7 +68,7 @@ def calibrate(backend) -> tuple[int, int, float]:
         mod = VulkanModule(backend, [_PTX])
         k = mod.kernel("ticks")
         c = compile_kernel(mod.ptx, "ticks", (1, 1, 1), 0, dataclasses.replace(backend.caps, globaltimer=RAW))
-        k._specs[((1, 1, 1), 0)] = backend.dev.pipeline(c.shader.spirv, "main", (1, 1, 1), V.PUSH_BYTES, None)
+        k.install(c)
         params = struct.pack("<Q", buf.address)
         k.launch((1, 1, 1), (1, 1, 1), 0, params)  # the device warm
         _wait(backend)

@@ -85,12 +85,14 @@ def multiprocessors(info) -> int | None:
 
 def blocks_per_multiprocessor(info, threads: int, shared_bytes: int) -> int:
     """How many blocks of `threads` threads using `shared_bytes` of shared memory one
-    multiprocessor runs at once (0: none, or not known for this device)."""
+    multiprocessor runs at once (0: none, or not known for this device). Shared memory
+    beyond the workgroup memory is device memory (slices.py), which limits nothing."""
     k = kind(info)
     lim = info.limits
-    if threads <= 0 or threads > min(1024, lim.max_workgroup_invocations) \
-            or shared_bytes > lim.max_shared_memory:
+    if threads <= 0 or threads > min(1024, lim.max_workgroup_invocations):
         return 0
+    if shared_bytes > lim.max_shared_memory:
+        shared_bytes = 0
     if k == "lavapipe":
         return 1
     if k != "nvidia":
@@ -115,7 +117,6 @@ def attributes(info) -> dict[str, int]:
     if k == "lavapipe":
         out["MAX_BLOCKS_PER_MULTIPROCESSOR"] = 1
         out["MAX_THREADS_PER_MULTIPROCESSOR"] = threads
-        out["MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"] = info.limits.max_shared_memory
     elif k == "nvidia":
         out["MAX_THREADS_PER_MULTIPROCESSOR"] = info.warps_per_multiprocessor * 32
     return out

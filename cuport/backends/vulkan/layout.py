@@ -5,7 +5,9 @@ reached through buffer device addresses: the packed kernel parameters, the table
 module's `.global`/`.const` variables, the launch status record (first error wins) and
 the printf ring. Generic addresses of shared and local memory are windows far above any
 device address (NVIDIA's and lavapipe's device addresses stay below 2^48), so a generic
-pointer says by its value which space it points into.
+pointer says by its value which space it points into. A kernel whose shared memory is in
+device memory finds its block's slice from the pool and the dispatch's first block
+(slices.py).
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ PUSH_FIELDS = (
     ("heap_span", 80, "u64"),
     ("zero_page", 88, "u64"),  # zeroed memory: loads from wild addresses, NULL texture objects
     ("sink_page", 96, "u64"),  # stores to wild addresses land here
+    ("shared_pool", 104, "u64"),  # shared memory in device memory (slices.py): the slices
+    ("shared_first", 112, "u64"),  # the linear index of the dispatch's first block (slice 0's)
+    ("launches", 120, "u64"),  # dynamic parallelism: the device's launch area (LQ_*), or 0
 )
 PUSH = {name: (off, t) for name, off, t in PUSH_FIELDS}
-PUSH_BYTES = 104  # (no address is a constant in the SPIR-V: the SPIR-V cache may reuse it)
+PUSH_BYTES = 128  # (Vulkan's least maxPushConstantsSize, all of it; no address is a constant
+#                   in the SPIR-V: the SPIR-V cache may reuse it)
 
 #: status record: the first failing thread writes kind (compare-and-swap from 0), then the rest
 STATUS_FIELDS = (
@@ -91,20 +97,55 @@ class Push:
     grid_workspace: int = 0
     heap: tuple[int, int] = (0, (1 << 64) - 1)  # (lowest device address, highest + 1)
     pages: tuple[int, int] = (0, 0)  # (zero page, sink page)
+    shared: tuple[int, int] = (0, 0)  # (slice pool, linear index of the first block)
+    launches: int = 0
 
     def pack(self) -> bytes:
         return pack_push(self.params, self.status, self.globals, self.printf, self.grid,
-                         self.base, self.dyn_smem, self.grid_workspace, self.heap, self.pages)
+                         self.base, self.dyn_smem, self.grid_workspace, self.heap, self.pages,
+                         self.shared, self.launches)
 
 
-_PUSH = struct.Struct("<4Q7IIQQQQQ")
+_PUSH = struct.Struct("<4Q7IIQQQQQQQQ")
 assert _PUSH.size == PUSH_BYTES
 
 
 def pack_push(params: int, status: int, globals_: int, printf: int, grid: tuple[int, int, int],
               base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
-              heap: tuple[int, int], pages: tuple[int, int]) -> bytes:
+              heap: tuple[int, int], pages: tuple[int, int],
+              shared: tuple[int, int] = (0, 0), launches: int = 0) -> bytes:
     """Push's bytes without building a Push (every launch packs one)."""
     lo, hi = heap
     return _PUSH.pack(params, status, globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
-                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages)
+                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages, *shared, launches)
+
+
+#: Dynamic parallelism (device_launch.py, lower_launch.py): the launch area, one per device,
+#: reset before each grid that may launch: a header, the queue of launch records, the arena
+#: that parameter buffers are bumped from. Header fields (the counts are 64-bit: atomic adds
+#: past the end, by launches that are then refused, never wrap):
+LQ_COUNT = 0  # u64 launches that took a place in the queue (past LQ_CAPACITY: refused)
+LQ_HEAD = 8  # u64 arena bytes handed out (past LQ_ARENA_BYTES: refused requests)
+LQ_CAPACITY = 16  # u32 records the queue holds
+LQ_ARENA_BYTES = 20  # u32 bytes of the arena
+LQ_MAY_LAUNCH = 24  # u32 1 unless the grid is at CUDA's nesting limit
+LQ_EPOCH = 28  # u32 tag of this grid's parameter buffers (never 0, below PB_LAUNCHED)
+LQ_NFUNCS = 32  # u32 entries of the kernel table
+LQ_KERNELS = 40  # u64 the module's kernel table: per function (in the module's order) u32
+#                  parameter bytes, u32 threads per block at most (0: not a kernel)
+LQ_RECORDS = 48  # u64 address of the queue
+LQ_ARENA = 56  # u64 address of the arena
+LQ_RESET_BYTES = 64  # the fields above: written before each grid
+LQ_HANDLES = 64  # u64 streams and events made in device code (never reset)
+LQ_HEADER_BYTES = 128
+#: a launch record: kernel token, grid, block, dynamic shared bytes, the parameter buffer's
+#: arena offset, stream
+LR_TOKEN, LR_GRID, LR_BLOCK, LR_SHARED, LR_PARAMS, LR_STREAM = 0, 8, 20, 32, 36, 40
+LR_STRUCT = struct.Struct("<Q3I3IIIQ")
+LR_BYTES = LR_STRUCT.size
+#: a parameter buffer's header, the PB_HEADER_BYTES (cudaGetParameterBuffer's alignment)
+#: before it in the arena: its tag (the grid's epoch; PB_LAUNCHED added once launched: a
+#: buffer launches once), its bytes, what cudaGetParameterBufferV2 was told (token 0: V1)
+PB_TAG, PB_BYTES, PB_TOKEN, PB_GRID, PB_BLOCK, PB_SHARED = 0, 4, 8, 16, 28, 40
+PB_HEADER_BYTES = 64
+PB_LAUNCHED = 1 << 31

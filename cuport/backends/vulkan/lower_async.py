@@ -126,7 +126,7 @@ def _mbar_space(em, ins: ir.Instr, index: int):
 
 def _word_pointer(em, space: str, a: ll.Value) -> tuple[ll.Value, str]:
     if space == "shared":
-        if not em.plan.caps.int64_shared_atomics:
+        if not em.plan.caps.int64_shared_atomics and em.shared is not None:
             raise em.error("an mbarrier in shared memory on a device without 64-bit atomics on "
                            "shared memory (shaderSharedInt64Atomics)")
         if em.shared_word.width != 64:

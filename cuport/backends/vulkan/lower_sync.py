@@ -93,44 +93,45 @@ class SyncOps:
         shared = space == "shared"
         if space not in ("shared", "global"):
             raise self.error(f"an atomic on {space} memory")
+        # shared memory in device memory (slices.py): byte-addressed as global memory is, at
+        # workgroup scope, ordering UniformMemory (the storage class it is in)
+        words = shared and self.shared is not None
         scope = WORKGROUP if shared else _SCOPE[a.scope]
         sem = _ORDER_SEM[lower_order.order_of(self, a.order)]
         if sem:
-            sem = with_visibility(sem | (SEM_WORKGROUP if shared else SEM_UNIFORM))
+            sem = with_visibility(sem | (SEM_WORKGROUP if words else SEM_UNIFORM))
         kind = "f" if a.t in ("f32", "f64") else ("h" if a.t[0] in "fb" and "16" in a.t else a.t[0])
-        word = self.shared_word.width if shared else et.width
+        word = self.shared_word.width if words else et.width
         native = _NATIVE.get((a.op, kind))
         if et.width in (32, 64) and word == et.width:
-            p = self._word_ptr(space, self._split(space, ad)[0]) if shared else self._global_ptr(ad, write=True)
+            if words:
+                p = self._word_ptr(space, self._split(space, ad)[0])
+            else:
+                p = self._slice_ptr(ad, write=True) if shared else self._global_ptr(ad, write=True)
             tag = "s" if shared else "g"
             if native is not None:
                 return self.spv(native, et, [p, _c32(scope), _c32(sem), a.v], tag)
             if a.op == "cas":
                 fail = fail_semantics(sem)
                 return self.spv("OpAtomicCompareExchange", et, [p, _c32(scope), _c32(sem), _c32(fail), a.c, a.v], tag)
-            caps = self.plan.caps
-            if a.op == "add" and kind == "f":
+            if a.op == "add" and kind == "f" and self._native_fadd(a.t, shared, words):
                 ft = F32 if a.t == "f32" else F64
-                ok = (caps.float32_atomic_add_shared if shared else caps.float32_atomic_add) \
-                    if a.t == "f32" else (caps.float64_atomic_add and not shared)
-                if a.t == "f32" and not shared and not caps.atomic_add_flushes_f32:
-                    ok = False  # PTX's global f32 add flushes subnormals: do it exactly
-                if ok:
-                    r = self.spv("OpAtomicFAddEXT", ft, [p, _c32(scope), _c32(sem), b.bitcast(a.v, ft)], tag)
-                    return b.bitcast(r, et)
+                r = self.spv("OpAtomicFAddEXT", ft, [p, _c32(scope), _c32(sem), b.bitcast(a.v, ft)], tag)
+                return b.bitcast(r, et)
             ftz = ll.Constant(I1, 1) if (a.op == "add" and a.t == "f32" and not shared) else None
             return self._cas_loop(p, tag, et, scope, sem, lambda old: combine(b, a.op, a.t, old, a.v, a.c, ftz))
         # a narrower value inside a word (16-bit cas/adds, 32-bit ops on 64-bit shared words)
-        if shared:
+        if words:
             idx, bit = self._split(space, ad)
             p = self._word_ptr(space, idx)
             wt = self.shared_word
             tag = "s"
         else:
-            p = self._global_ptr(b.and_(ad, ll.Constant(I64, ~3)), write=True)
+            aligned = b.and_(ad, ll.Constant(I64, ~3))
+            p = self._slice_ptr(aligned, write=True) if shared else self._global_ptr(aligned, write=True)
             bit = b.shl(b.trunc(b.and_(ad, ll.Constant(I64, 3)), I32), _c32(3))
             wt = I32
-            tag = "g"
+            tag = "s" if shared else "g"
         sh = b.zext(bit, wt) if wt.width > 32 else bit
         mask = ll.Constant(wt, (1 << et.width) - 1)
 
@@ -141,6 +142,18 @@ class SyncOps:
 
         w = self._cas_loop(p, tag, wt, scope, sem, update)
         return b.trunc(b.lshr(w, sh), et)
+
+    def _native_fadd(self, t: str, shared: bool, words: bool) -> bool:
+        """Whether the device's OpAtomicFAddEXT does PTX's float add: PTX's global f32 add
+        flushes subnormals (a device whose buffer add keeps them does it exactly), its
+        shared one keeps them (shared memory in device memory: a device whose buffer add
+        flushes, NVIDIA's, does it exactly)."""
+        caps = self.plan.caps
+        if words:
+            return t == "f32" and caps.float32_atomic_add_shared
+        if t == "f64":
+            return caps.float64_atomic_add
+        return caps.float32_atomic_add and caps.atomic_add_flushes_f32 != shared
 
     def _cas_loop(self, p: ll.Value, tag: str, t: ll.IntType, scope: int, sem: int, new_of) -> ll.Value:
         """Atomically replace *p by new_of(old); the old value."""

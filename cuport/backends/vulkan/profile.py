@@ -76,11 +76,12 @@ class Profile:
             print(f"cuport profile: timestamps could not be read: {e}", file=sys.stderr)
         if not self.totals:
             return
-        lines = ["cuport profile (GPU time per kernel, CUPORT_VK_PROFILE; median idle gap "
-                 "before a launch):"]
+        lines = ["cuport profile (GPU time per kernel, CUPORT_VK_PROFILE; idle gap before a "
+                 "launch: median, mean, largest):"]
         for name, (n, ns) in sorted(self.totals.items(), key=lambda kv: -kv[1][1]):
             gaps = self.gaps.get(name)
-            gap = f"{statistics.median(gaps) / 1e3:10.2f} us gap" if gaps else " " * 17
+            gap = (f"{statistics.median(gaps) / 1e3:8.2f} {statistics.fmean(gaps) / 1e3:8.2f} "
+                   f"{max(gaps) / 1e3:9.2f} us gap" if gaps else " " * 33)
             lines.append(f"  {ns / 1e6:10.3f} ms  {int(n):7d} launches  {ns / n / 1e3:10.2f} us each"
                          f"  {gap}  {name}")
         print("\n".join(lines), file=sys.stderr, flush=True)

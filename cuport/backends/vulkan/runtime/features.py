@@ -114,7 +114,8 @@ SUBGROUP_OPS_WANTED = ("basic", "vote", "ballot", "shuffle", "shuffle_relative",
 
 # Limits below CUDA's: (name in DeviceInfo.limits, CUDA's value, what is lost).
 LIMITS_WANTED = (
-    ("max_shared_memory", 48 * 1024, "48 KiB of static shared memory per block"),
+    ("max_shared_memory", 48 * 1024, "48 KiB of workgroup memory: blocks with more shared memory "
+                                     "keep it in device memory (slower)"),
     ("max_workgroup_invocations", 1024, "1024 threads per block"),
 )
 

@@ -428,11 +428,14 @@ class Stream:
             raise DeviceLost("the device was lost; no more work can run on it")
 
     # -- kernels ----------------------------------------------------------------------------------
-    def dispatch(self, pipeline: Pipeline, groups: tuple[int, int, int], push: bytes = b"") -> None:
-        """Run `pipeline` over `groups` workgroups; `push` fills its push constants.
+    def dispatch(self, pipeline: Pipeline, groups: tuple[int, int, int], push: bytes = b"",
+                 base: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """Run `pipeline` over `groups` workgroups, the first `base` (WorkgroupId counts from
+        it); `push` fills its push constants.
 
         Grids larger than maxComputeWorkGroupCount are split into vkCmdDispatchBase pieces."""
         gx, gy, gz = groups
+        bx, by, bz = base
         if gx <= 0 or gy <= 0 or gz <= 0:
             raise ValueError(f"grid {groups} has an empty dimension")
         if len(push) > pipeline.push_size:
@@ -449,14 +452,14 @@ class Stream:
                 data = push if n == len(push) else push + bytes(n - len(push))
                 cmd.vkCmdPushConstants(cb, pipeline.layout, self.dev.stage_compute, 0, n, data)
             mx, my, mz = self._max_groups
-            if gx <= mx and gy <= my and gz <= mz:
+            if gx <= mx and gy <= my and gz <= mz and not any(base):
                 cmd.vkCmdDispatch(cb, gx, gy, gz)
             else:
                 for z in range(0, gz, mz):
                     for y in range(0, gy, my):
                         for x in range(0, gx, mx):
-                            cmd.vkCmdDispatchBase(cb, x, y, z, min(mx, gx - x), min(my, gy - y),
-                                                  min(mz, gz - z))
+                            cmd.vkCmdDispatchBase(cb, bx + x, by + y, bz + z, min(mx, gx - x),
+                                                  min(my, gy - y), min(mz, gz - z))
             self._recorded()
 
     # -- copies -------------------------------------------------------------------------------------
