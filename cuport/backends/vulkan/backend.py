@@ -25,6 +25,7 @@ import struct
 import sys
 import threading
 
+from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, facts
@@ -45,7 +46,7 @@ from ..printf import format_printf
 from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
-from .compiler import DEFAULT_STACK_BYTES, compile_kernel, reachable, recursive_functions
+from .compiler import compile_kernel, reachable
 from .lower import DeviceCaps
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
