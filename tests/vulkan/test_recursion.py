@@ -2,8 +2,9 @@
 
 The kernels are nvcc's (recursion.cu, built with -ptx at test time), run on the CPU backend
 and on the first Vulkan device with every SPIR-V module through spirv-val; both must give
-the host reference's answers. stack_limit.cu checks that cudaDeviceSetLimit's stack size
-reaches the Vulkan kernel and that an overflow is the launch's error.
+the host reference's answers; FRAME_PTX is the one case nvcc does not write. stack_limit.cu
+checks that cudaDeviceSetLimit's stack size reaches the Vulkan kernel and that an overflow
+is the launch's error.
 """
 
 from __future__ import annotations
@@ -192,6 +193,76 @@ def test_a_barrier_inside_recursion_is_refused_by_name(mod):
     assert "the recursive device function _Z6syncedi" in e.value.message
     if mod._backend.name != "cpu":
         assert "a CTA barrier inside the recursive device function _Z6syncedi" in e.value.message
+
+
+#: nvcc reads a function's parameters first and writes its results last, so each can be one
+#: variable (passes/call_stack.py); other PTX may read a parameter after a recursive call
+#: and write a result before one: those must be the activation's own. (nvcc's calling
+#: sequence, written by hand.)
+FRAME_PTX = """
+.version 8.0
+.target sm_75
+.address_size 64
+.func (.param .b32 ret) f(.param .b32 n)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    ld.param.u32 %r1, [n];
+    st.param.b32 [ret], %r1;
+    setp.lt.s32 %p1, %r1, 1;
+    @%p1 bra DONE;
+    add.s32 %r2, %r1, -1;
+    {
+    .param .b32 a;
+    st.param.b32 [a], %r2;
+    .param .b32 r;
+    call.uni (r), f, (a);
+    ld.param.b32 %r3, [r];
+    }
+    and.b32 %r4, %r3, 1;
+    setp.eq.s32 %p2, %r4, 0;
+    @%p2 bra DONE;
+    ld.param.u32 %r5, [n];
+    mad.lo.s32 %r6, %r5, 3, %r3;
+    st.param.b32 [ret], %r6;
+DONE:
+    ret;
+}
+.visible .entry frames(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    {
+    .param .b32 a;
+    st.param.b32 [a], %r1;
+    .param .b32 r;
+    call.uni (r), f, (a);
+    ld.param.b32 %r2, [r];
+    }
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd2, %rd2, %rd3;
+    st.global.u32 [%rd2], %r2;
+    ret;
+}
+"""
+
+
+def _f(n: int) -> int:
+    if n < 1:
+        return n
+    r = _f(n - 1)
+    return n if r % 2 == 0 else r + 3 * n
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_parameters_read_after_a_call_and_results_written_before_one(device, monkeypatch):
+    monkeypatch.setenv("CUPORT_SPIRV_VALIDATE", "1")
+    out = np.zeros(40, np.int32)
+    cuport.Module(FRAME_PTX, device=device).kernel("frames")(1, 40, (out,))
+    assert out.tolist() == [_f(t) for t in range(40)]
 
 
 def test_the_dispatch_loop_keeps_mutual_recursion_reducible(ptx):
