@@ -152,6 +152,7 @@ class _Stacker:
         self.host = host
         self.limit = stack_bytes
         self.tags = itertools.count(1)
+        self.frames: dict[str, int] = {}  # function -> bytes of stack a level of its recursion
 
     def calls(self, body: list, inside: frozenset[str] = frozenset()) -> list:
         """`body` with each call of a recursive function outside `inside` made an instance."""
@@ -169,6 +170,8 @@ class _Stacker:
         comp = self.component[root]
         k = next(self.tags)
         members = {g: self.member(g, comp) for g in [root, *sorted(comp - {root})]}
+        for m in members.values():  # (a cycle of calls costs the sum of its functions')
+            self.frames[m.name] = m.size + max((site.bytes for site in m.sites), default=0)
         number = 1
         for m in members.values():
             m.entry, m.number = f"$rc_entry{m.name}$rc{k}", number
@@ -515,9 +518,12 @@ def _in_frame(code: list, offsets: dict[str, int], size: int) -> list:
 
 
 def stack_recursive_calls(funcs: list[ir.Function], kernel: ir.Function,
-                          stack_bytes: int = DEFAULT_STACK_BYTES) -> ir.Function:
+                          stack_bytes: int = DEFAULT_STACK_BYTES,
+                          frames: dict[str, int] | None = None) -> ir.Function:
     """`kernel` (calls of non-recursive functions inlined) with every call of a recursive
-    function of `funcs` made an instance of its component (copied, not mutated)."""
+    function of `funcs` made an instance of its component (copied, not mutated); `frames`
+    gets the stack bytes each recursive function takes a level (its frame and the most its
+    calls push)."""
     recursive = recursive_functions(funcs)
     if not any(isinstance(st, ir.Instr) and st.op == "call" and call_target(st) in recursive
                for st in kernel.body or ()):
@@ -531,4 +537,6 @@ def stack_recursive_calls(funcs: list[ir.Function], kernel: ir.Function,
     new.regs.update(_OWN)
     new.locals.append(ir.Var(STACK, "local", "b8", (stack_bytes,), align=8, line=kernel.line))
     new.body = [_i("mov", ("u64",), SP, ir.Sym(STACK), line=kernel.line), *body]
+    if frames is not None:
+        frames.update(stacker.frames)
     return new

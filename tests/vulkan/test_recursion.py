@@ -276,6 +276,33 @@ def test_the_dispatch_loop_keeps_mutual_recursion_reducible(ptx):
     assert c.cfg.reducible and len(c.cfg.loops) == 1
 
 
+def test_a_level_of_recursion_takes_no_more_stack_than_on_nvidias_gpus(ptx, tmp_path):
+    """Each recursive function's stack a level (its frame and what its calls push) is at
+    most the stack frame ptxas gives it for an H100/H200 (sm_90), so whatever recursion fits
+    a GPU's cudaLimitStackSize fits cuport's at the same limit."""
+    import re
+
+    from cuport.backends.vulkan.compiler import compile_kernel
+    from cuport.ptx import load
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas is needed for NVIDIA's stack frames")
+    src = tmp_path / "recursion.ptx"
+    src.write_text(ptx)
+    log = subprocess.run([ptxas, "-arch=sm_90", "-v", str(src), "-o", str(tmp_path / "out.cubin")],
+                         capture_output=True, text=True, check=True).stderr
+    nvidia = {m[1]: int(m[2]) for m in re.finditer(
+        r"Function properties for (\S+)\s+ptxas info\s+:\s+(\d+) bytes stack frame", log)}
+    module = load([ptx])
+    ours: dict[str, int] = {}
+    for kernel in ("parity", "permutations", "nested_loops", "structs", "divergent", "two_sites", "depth"):
+        ours.update(compile_kernel(module, kernel, (32, 1, 1)).notes["stack_frames"])
+    assert len(ours) == 9, ours
+    for name, n in ours.items():
+        assert 0 < n <= nvidia[name], (name, n, nvidia[name])
+
+
 # ---------------------------------------------------------------- the context's stack limit
 
 

@@ -73,7 +73,7 @@ def inline(c: Compilation) -> Compilation:
 
 
 def stack_calls(c: Compilation) -> Compilation:
-    c.fn = stack_recursive_calls(c.funcs, c.fn, c.stack_bytes)
+    c.fn = stack_recursive_calls(c.funcs, c.fn, c.stack_bytes, c.notes.setdefault("stack_frames", {}))
     return c
 
 
@@ -192,7 +192,9 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
 
 def dump(c: Compilation, step: str) -> str:
     if step in ("inline", "call_stack"):
-        return "\n".join(s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ())
+        frames = [f"// {name}: {n} bytes of stack a level (of {c.stack_bytes})"
+                  for name, n in c.notes.get("stack_frames", {}).items()] if step == "call_stack" else []
+        return "\n".join(frames + [s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ()])
     if step == "cfg":
         return "\n".join(f"{b.name}: succs={b.succs} instrs={len(b.instrs)}" for b in c.cfg.blocks)
     if step == "divergence":
