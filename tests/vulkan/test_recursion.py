@@ -293,7 +293,7 @@ def test_a_level_of_recursion_takes_no_more_stack_than_on_nvidias_gpus(ptx, tmp_
     log = subprocess.run([ptxas, "-arch=sm_90", "-v", str(src), "-o", str(tmp_path / "out.cubin")],
                          capture_output=True, text=True, check=True).stderr
     nvidia = {m[1]: int(m[2]) for m in re.finditer(
-        r"Function properties for (\S+)\s+ptxas info\s+:\s+(\d+) bytes stack frame", log)}
+        r"Function properties for (\S+)\n\s+(\d+) bytes stack frame", log)}
     module = load([ptx])
     ours: dict[str, int] = {}
     for kernel in ("parity", "permutations", "nested_loops", "structs", "divergent", "two_sites", "depth"):
