@@ -5,7 +5,7 @@ SPIR-V has no call stack, so the Vulkan pipeline inlines every device function
 graph (ptx/callgraph.py) cannot be inlined. Each call of one from outside its component
 becomes an *instance* of the component, in place of the call:
 
-    call site   push the exit marker, copy the arguments into the callee's frame
+    call site   push the exit marker and the callee's frame, copy the arguments
     H:          a multiway branch on %cuport_next: the exit, a function's entry, a return site
     bodies      one copy of each function of the component. A call of one of them: push the
                 registers live across the call (passes/liveness.py) and the return site's
@@ -29,10 +29,13 @@ with a stack pointer register holding a local address. Function storage, not a s
 device memory: a GPU's driver backs it with scratch memory for the invocations resident at
 a time, as CUDA backs its threads' stacks, where device memory would have to be sized for
 the whole grid (or handed out by atomics), and no other thread can overwrite it. An
-activation's frame holds its function's parameters, results and `.local` variables (the
-depot that %SPL points at), so a recursive function with a local array has one per
-activation, and a generic pointer into a frame is a local-window address like any other
-(backends/vulkan/layout.py). A call that would pass the stack's end fails the launch with
+activation's frame holds its function's `.local` variables (the depot that %SPL points
+at), so a recursive function with a local array has one per activation, and a generic
+pointer into a frame is a local-window address like any other (backends/vulkan/layout.py);
+and those of its parameters and results whose values outlive a call (nvcc's never do: it
+reads parameters first and writes results last, so each is one variable). A level of
+recursion then takes no more stack than ptxas gives the function on sm_90 (tests/vulkan/
+test_recursion.py). A call that would pass the stack's end fails the launch with
 CUDA_ERROR_HARDWARE_STACK_ERROR, naming the kernel and the call's PTX line, before it
 writes anything (`trap.stack`, an instruction of cuport's own).
 
