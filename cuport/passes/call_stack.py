@@ -67,12 +67,11 @@ SP = ir.Reg("%cuport_sp")  # the stack pointer, a local address (a byte offset i
 NEXT = ir.Reg("%cuport_next")  # H's choice: 0 the exit (and 0 while running), an entry, a return site
 NEW_SP = ir.Reg("%cuport_newsp")
 PRED = ir.Reg("%cuport_p")
-WORD = ir.Reg("%cuport_w")
 HALF = ir.Reg("%cuport_h")
 DIFF = ir.Reg("%cuport_d")
 ADDR = ir.Reg("%cuport_a")
 _OWN = {SP.name: "u64", NEXT.name: "u32", NEW_SP.name: "u64", PRED.name: "pred",
-        WORD.name: "b32", HALF.name: "b16", DIFF.name: "u32", ADDR.name: "u64"}
+        HALF.name: "b16", DIFF.name: "u32", ADDR.name: "u64"}
 EXIT_MARK = 8  # bytes below an instance's first frame: the exit marker (0), 8-aligned
 
 #: what a thread cannot run inside recursion here, by opcode
@@ -101,6 +100,16 @@ def _align(n: int, a: int) -> int:
 
 def _words(size: int) -> range:
     return range(0, max(size, 1), 4)
+
+
+@dataclass
+class StackFacts:
+    """What the pass tells later steps."""
+
+    frames: dict[str, int] = field(default_factory=dict)  # function -> stack bytes a level
+    #: the ids of the stores that save a register across a call and the loads that restore
+    #: it (address-space inference: they keep the register's value, passes/spaces.py)
+    spills: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -155,7 +164,7 @@ class _Stacker:
         self.host = host
         self.limit = stack_bytes
         self.tags = itertools.count(1)
-        self.frames: dict[str, int] = {}  # function -> bytes of stack a level of its recursion
+        self.facts = StackFacts()
 
     def calls(self, body: list, inside: frozenset[str] = frozenset()) -> list:
         """`body` with each call of a recursive function outside `inside` made an instance."""
@@ -174,7 +183,7 @@ class _Stacker:
         k = next(self.tags)
         members = {g: self.member(g, comp) for g in [root, *sorted(comp - {root})]}
         for m in members.values():  # (a cycle of calls costs the sum of its functions')
-            self.frames[m.name] = m.size + max((site.bytes for site in m.sites), default=0)
+            self.facts.frames[m.name] = m.size + max((site.bytes for site in m.sites), default=0)
         number = 1
         for m in members.values():
             m.entry, m.number = f"$rc_entry{m.name}$rc{k}", number
@@ -394,11 +403,12 @@ class _Stacker:
                 out.append(_i("selp", ("b16",), HALF, ir.Imm(1), ir.Imm(0), ir.Reg(r), line=ln))
                 out.append(_i("st", ("local", "b16"), _at(off), HALF, line=ln))
             else:
-                out.append(_i("st", ("local", f"b{max(ir.type_bits(t), 8)}"), _at(off), ir.Reg(r), line=ln))
+                out.append(self.spill(_i("st", ("local", f"b{max(ir.type_bits(t), 8)}"), _at(off),
+                                         ir.Reg(r), line=ln)))
         out.append(_i("st", ("local", "u32"), _at(below - 4), ir.Imm(number), line=ln))
         for a, (formal, size) in zip(args, callee.params, strict=True):
             for w in _words(size):
-                out.append(_i("ld", ("param", "b32"), WORD, ir.Mem(a, w), line=ln))
+                out.append(_i("ld", ("param", "b32"), self.word(formal), ir.Mem(a, w), line=ln))
                 out.append(self.slot("st", callee, formal, below, w, ln))
         out.append(_i("mov", ("u64",), SP, NEW_SP, line=ln))
         out.append(_i("mov", ("u32",), NEXT, ir.Imm(callee.number), line=ln))
@@ -408,7 +418,12 @@ class _Stacker:
         if t == "pred":
             return [_i("ld", ("local", "b16"), HALF, _at(off), line=line),
                     _i("setp", ("ne", "b16"), ir.Reg(r), HALF, ir.Imm(0), line=line)]
-        return [_i("ld", ("local", f"b{max(ir.type_bits(t), 8)}"), ir.Reg(r), _at(off), line=line)]
+        return [self.spill(_i("ld", ("local", f"b{max(ir.type_bits(t), 8)}"), ir.Reg(r), _at(off),
+                              line=line))]
+
+    def spill(self, ins: ir.Instr) -> ir.Instr:
+        self.facts.spills.add(id(ins))
+        return ins
 
     def copy_out(self, callee: _Member, rets: tuple, below: int, line: int) -> list:
         """Copy the results from the popped frame (`below` bytes above the stack pointer)."""
@@ -416,15 +431,23 @@ class _Stacker:
         for a, (formal, size) in zip(rets, callee.rets, strict=True):
             for w in _words(size):
                 out.append(self.slot("ld", callee, formal, below, w, line))
-                out.append(_i("st", ("param", "b32"), ir.Mem(a, w), WORD, line=line))
+                out.append(_i("st", ("param", "b32"), ir.Mem(a, w), self.word(formal), line=line))
         return out
 
     def slot(self, op: str, callee: _Member, formal: str, below: int, w: int, line: int) -> ir.Instr:
-        """Move %cuport_w to or from word `w` of the callee's parameter or result `formal`:
-        in its frame (`below` bytes above the stack pointer), or its one variable."""
+        """Move a word of the callee's parameter or result `formal` from or to its register
+        (word): in its frame (`below` bytes above the stack pointer), or its one variable."""
         off = callee.offsets.get(formal)
         mem, space = (_at(below + off + w), "local") if off is not None else (ir.Mem(ir.Sym(formal), w), "param")
-        return _i(op, (space, "b32"), *((WORD, mem) if op == "ld" else (mem, WORD)), line=line)
+        reg = self.word(formal)
+        return _i(op, (space, "b32"), *((reg, mem) if op == "ld" else (mem, reg)), line=line)
+
+    def word(self, formal: str) -> ir.Reg:
+        """The register a parameter's or result's words are copied through: one for each, so
+        that address-space inference (passes/spaces.py) sees each pointer's own spaces."""
+        reg = ir.Reg(f"%cuport_w{formal}")
+        self.host.regs[reg.name] = "b32"
+        return reg
 
 
 def _crossing_calls(cfg: cfgmod.Cfg, calls: list[ir.Instr], params: set[str],
@@ -521,16 +544,15 @@ def _in_frame(code: list, offsets: dict[str, int], size: int) -> list:
 
 
 def stack_recursive_calls(funcs: list[ir.Function], kernel: ir.Function,
-                          stack_bytes: int = DEFAULT_STACK_BYTES,
-                          frames: dict[str, int] | None = None) -> ir.Function:
+                          stack_bytes: int = DEFAULT_STACK_BYTES) -> tuple[ir.Function, StackFacts]:
     """`kernel` (calls of non-recursive functions inlined) with every call of a recursive
-    function of `funcs` made an instance of its component (copied, not mutated); `frames`
-    gets the stack bytes each recursive function takes a level (its frame and the most its
-    calls push)."""
+    function of `funcs` made an instance of its component (copied, not mutated), and the
+    facts: the stack bytes each recursive function takes a level (its frame and the most
+    its calls push), the spills."""
     recursive = recursive_functions(funcs)
     if not any(isinstance(st, ir.Instr) and st.op == "call" and call_target(st) in recursive
                for st in kernel.body or ()):
-        return kernel
+        return kernel, StackFacts()
     new = copy.copy(kernel)
     new.regs = dict(kernel.regs)
     new.reg_vec = dict(kernel.reg_vec)
@@ -540,6 +562,4 @@ def stack_recursive_calls(funcs: list[ir.Function], kernel: ir.Function,
     new.regs.update(_OWN)
     new.locals.append(ir.Var(STACK, "local", "b8", (stack_bytes,), align=8, line=kernel.line))
     new.body = [_i("mov", ("u64",), SP, ir.Sym(STACK), line=kernel.line), *body]
-    if frames is not None:
-        frames.update(stacker.frames)
-    return new
+    return new, stacker.facts

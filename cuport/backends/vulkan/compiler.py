@@ -73,7 +73,8 @@ def inline(c: Compilation) -> Compilation:
 
 
 def stack_calls(c: Compilation) -> Compilation:
-    c.fn = stack_recursive_calls(c.funcs, c.fn, c.stack_bytes, c.notes.setdefault("stack_frames", {}))
+    c.fn, stack = stack_recursive_calls(c.funcs, c.fn, c.stack_bytes)
+    c.notes["stack_frames"], c.notes["spills"] = stack.frames, stack.spills
     return c
 
 
@@ -126,7 +127,7 @@ def _may_be_shared(c: Compilation, ins: ir.Instr) -> bool:
 
 
 def infer_spaces(c: Compilation) -> Compilation:
-    c.spaces = spaces_pass.analyze(c.fn)
+    c.spaces = spaces_pass.analyze(c.fn, c.notes.get("spills", frozenset()))
     return c
 
 
