@@ -384,27 +384,29 @@ class VulkanBackend:
         self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
 
     def _subnormal_modes(self) -> dict:
-        """DeviceCaps' subnormal fields: DenormPreserve where the device has the mode; for
-        f32 without it, emulation if the probe sees the device flush (NVIDIA's driver).
-        CUPORT_VK_FLUSH32=1 emulates anyway, =simulate also makes the device's f32
-        instructions flush (tests: lavapipe behaving as NVIDIA's driver), =0 never emulates
-        (faster; f32 subnormals are then the device's, not CUDA's)."""
-        fc = self.dev.info.float_controls
-        preserve = tuple(w for w in (16, 32, 64) if fc.get(f"shaderDenormPreserveFloat{w}"))
-        env = os.environ.get("CUPORT_VK_FLUSH32", "")
-        flush = 32 not in preserve and env != "0" and (env in ("1", "simulate") or self._probe_subnormals())
-        return {"denorm_preserve": preserve, "flush32": flush, "simulate_flush32": env == "simulate"}
+        """DeviceCaps' subnormal fields (spirv/probe.py subnormal_modes: the policy)."""
+        from .spirv.probe import subnormal_modes
 
-    def _probe_subnormals(self) -> bool:
+        return subnormal_modes(self.dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
+                               self._probe_subnormals)
+
+    def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool]:
+        """(f32 arithmetic flushes, f32 min/max flush) on this device, with or without the
+        DenormPreserve mode declared; a device that refuses the probe's pipeline flushes."""
+        from .runtime import VulkanError
         from .spirv import subnormal_probe_flushes, subnormal_probe_push, subnormal_probe_shader
 
-        sh = subnormal_probe_shader()
+        sh = subnormal_probe_shader(preserve)
         buf = self.allocate_buffer(64, "host")
         try:
             pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
             self.stream.dispatch(pipe, (1, 1, 1), subnormal_probe_push(buf.address))
             self.stream.synchronize()
-            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 40))
+            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 48))
+        except VulkanError:
+            if not preserve:
+                raise
+            return True, True
         finally:
             self.dev.free(buf)
 
