@@ -130,7 +130,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's
         try:
-            prepare(tuple(block))
+            prepare(tuple(block), **f.launch_options())
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
@@ -145,6 +145,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         return None
 
     extra = {"cooperative": True} if cooperative else {}
+    extra.update(f.launch_options())  # (the limits as they are now, as CUDA's launch takes them)
 
     def run() -> None:
         try:

@@ -229,6 +229,13 @@ class Function:
         device has its own: NVIDIA's Vulkan 48 KiB of workgroup memory, lavapipe's 32)."""
         return self.module.context.device.value(key)
 
+    def launch_options(self) -> dict[str, int]:
+        """What a launch tells the backend's kernel beside its shape: the context's stack
+        limit, where the kernel's stack is compiled in (recursion on the Vulkan backend)."""
+        if getattr(self.kernel, "needs_stack_limit", False):
+            return {"stack_bytes": self.context.limits[K.CU_LIMIT_STACK_SIZE]}
+        return {}
+
 
 class Library:
     """Context-independent code (CUlibrary): PTX, loaded into each context on demand."""

@@ -78,7 +78,6 @@ def _vulkan_available() -> bool:
 #: What a Vulkan device may refuse, in cuport's own words (the program then ends with the
 #: error): such a run is skipped with the message. Anything else must PASS.
 VULKAN_LIMITS = (
-    "the recursive device function",  # no call stack in SPIR-V
     "a warp collective (",  # on devices whose subgroups are not 32 wide, in divergent code
     "a guarded ",  # a guarded collective, likewise
     "a CTA barrier in code that part of the block may skip",

@@ -333,7 +333,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             return
         if t.op == "trap":
             def fail() -> None:
-                self.record_failure(V.ERR_TRAP)
+                if "stack" in t.mods:  # passes/call_stack.py: a call would pass the stack's end
+                    self.record_failure(V.ERR_STACK, arg=ll.Constant(I64, t.args[0].value))
+                else:
+                    self.record_failure(V.ERR_TRAP)
                 b.branch(self.ret_bb)
             if t.guard is not None:
                 go = self.llfn.append_basic_block("trap")
