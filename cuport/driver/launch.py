@@ -144,19 +144,27 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         capture.add(s, node, f"{what}({f.name})")
         return None
 
-    extra = {"cooperative": True} if cooperative else {}
+    label = f"{what}({f.name})"
+    if stream.queues_on_device(s.context):
+        # the device's queue keeps the order: handed over now when s is idle (submit_device)
+        queued = getattr(kernel, "launch_queued", None)
+        if queued is not None:
+            def run() -> None:
+                queued(grid, block, dynamic_shared, params, label, cooperative)
+        else:
+            def run() -> None:
+                kernel.launch(grid, block, dynamic_shared, params, cooperative=cooperative)
+        return stream.submit_device(s, run, label, m)
 
-    def run() -> None:
+    def run_later() -> None:
         try:
-            kernel.launch(grid, block, dynamic_shared, params, **extra)
+            kernel.launch(grid, block, dynamic_shared, params, cooperative=cooperative)
         finally:
             m.launch_finished()
 
     m.launch_started()
     try:
-        if stream.queues_on_device(s.context):
-            return stream.submit_device(s, run, f"{what}({f.name})")
-        return stream.submit(s, run, f"{what}({f.name})", device_work=True)
+        return stream.submit(s, run_later, label, device_work=True)
     except BaseException:
         m.launch_finished()
         raise
