@@ -567,6 +567,9 @@ def interrupted(what: str) -> int:
         cancel = getattr(b, "cancel_launches", None)
         if cancel is not None:
             cancel()
+    ctx = context.current_or_none()
+    if ctx is not None and ctx.active:
+        drain(ctx)  # the launches it stopped fail now, each reported
     rearm_interrupt()
     report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
                                   "flight were stopped")
