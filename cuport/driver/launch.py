@@ -38,13 +38,16 @@ def pack_params(f: module.Function, kernel_params: int, extra: int) -> bytes:
     if not kernel_params:
         raise CudaError(E.INVALID_VALUE, f"the kernel takes {len(info.params)} parameters but "
                                          "kernelParams and extra are NULL", subject=f.name)
+    # each argument copied once, straight from the program's memory (types.MEMORY)
     buffer = bytearray(info.param_size)
-    pointers = types.read_pointers(kernel_params, len(info.params))
-    for i, (p, address) in enumerate(zip(info.params, pointers, strict=False)):
+    memory = types.MEMORY
+    layout = f.param_layout
+    pointers = memory[kernel_params:kernel_params + 8 * len(layout)].cast("Q").tolist()
+    for (start, end, size, name), address in zip(layout, pointers, strict=True):
         if not address:
-            raise CudaError(E.INVALID_VALUE, f"kernelParams[{i}] ({p.name}) is NULL",
-                            subject=f.name)
-        buffer[p.offset:p.offset + p.size] = ctypes.string_at(address, p.size)
+            raise CudaError(E.INVALID_VALUE, f"kernelParams[{pointers.index(0)}] ({name}) is "
+                                             "NULL", subject=f.name)
+        buffer[start:end] = memory[address:address + size]
     return bytes(buffer)
 
 
@@ -77,6 +80,14 @@ def _from_extra(f: module.Function, extra: int) -> bytes:
 
 def check_geometry(f: module.Function, grid: tuple[int, int, int],
                    block: tuple[int, int, int], dynamic_shared: int) -> None:
+    if f.checked == (grid, block, dynamic_shared):  # (launched so before: passed)
+        return
+    _check_geometry(f, grid, block, dynamic_shared)
+    f.checked = (grid, block, dynamic_shared)
+
+
+def _check_geometry(f: module.Function, grid: tuple[int, int, int],
+                    block: tuple[int, int, int], dynamic_shared: int) -> None:
     info = f.info
     for axis, n, limit in zip("xyz", grid, device.MAX_GRID_DIM, strict=False):
         if not 1 <= n <= limit:
@@ -125,12 +136,11 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         e.subject = f.name
         raise
     kernel, m = f.kernel, f.module
-    prepare = getattr(kernel, "prepare", None)
-    if prepare is not None:
+    if f.prepare is not None:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's
         try:
-            prepare(tuple(block))
+            f.prepare(block)
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
@@ -147,7 +157,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
     label = f"{what}({f.name})"
     if stream.queues_on_device(s.context):
         # the device's queue keeps the order: handed over now when s is idle (submit_device)
-        queued = getattr(kernel, "launch_queued", None)
+        queued = f.launch_queued
         if queued is not None:
             def run() -> None:
                 queued(grid, block, dynamic_shared, params, label, cooperative)

@@ -250,6 +250,8 @@ def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
     cs = streams_of(s.context)
     if s.kind == "legacy":
+        if not cs.created and not cs.per_thread:
+            return []
         return [o.last for o in cs.all() if o is not s and o.blocking and o.pending()]
     if s.blocking and cs.legacy.pending():
         return [cs.legacy.last]
@@ -260,7 +262,7 @@ def check_capture(s: Stream, what: str) -> None:
     """Refuse work or a wait on s that stream capture forbids (invalidating the capture)."""
     if s.capture is not None:
         raise s.capture.unsupported(what)
-    if s.kind == "legacy":
+    if s.kind == "legacy" and streams_of(s.context).capturing:
         cs = streams_of(s.context)
         blocking = [c for c in (o.capture for o in list(cs.capturing) if o.blocking) if c]
         if blocking:
@@ -438,6 +440,7 @@ def query(handle: int) -> None:
         busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
     if busy:
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
+    drain(s.context)  # (nothing to wait for: a finished launch's failure is this call's)
     check_sticky(s.context)
 
 

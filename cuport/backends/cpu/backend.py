@@ -100,7 +100,7 @@ class CpuKernel:
 
     def prepare(self, block: tuple[int, int, int]) -> None:
         """Compile (or load from the cache) the code for this block shape ahead of a launch."""
-        self.specialization(tuple(int(x) for x in block))
+        self.specialization(block if block.__class__ is tuple else tuple(int(x) for x in block))
 
     def _spec(self, grid, block, cooperative: bool) -> Spec:
         if min(grid) < 1 or min(block) < 1:
