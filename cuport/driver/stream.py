@@ -138,6 +138,11 @@ class Op:
         note_failure(e, take_pending)
 
 
+#: the op of work that was done when it was submitted (an event recorded on an idle stream)
+FINISHED = Op(lambda: None, [], "finished")
+FINISHED.done.set()
+
+
 class Stream:
     def __init__(self, ctx: context.Context, flags: int, priority: int, kind: str = "created"):
         self.context = ctx
@@ -331,11 +336,22 @@ def submit_device(s: Stream, fn: Callable[[], None], what: str, hold=None) -> Op
     return op
 
 
+_capture_module = None
+
+
+def _capture():
+    """cuport.driver.capture (it imports this module: looked up when first needed)."""
+    global _capture_module
+    if _capture_module is None:
+        from cuport.driver import capture
+
+        _capture_module = capture
+    return _capture_module
+
+
 def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     """Run fn in stream order and return when it is done (synchronous API calls)."""
-    from cuport.driver import capture
-
-    capture.check_unsafe(what)
+    _capture().check_unsafe(what)
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
@@ -351,6 +367,27 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     # "may also return error codes from previous, asynchronous launches" (cuMemcpy*): an
     # asynchronous failure the program has not been told of yet is returned here
     check_sticky(s.context)
+
+
+def idle(s: Stream) -> bool:
+    """Whether everything submitted to s so far has finished, on the device too (so that
+    what is submitted now could be done at once)."""
+    cs = streams_of(s.context)
+    with cs.lock:
+        return not s.pending() and not _dependencies(s) and not device_busy(s.context)
+
+
+def idle_default_stream() -> Stream | None:
+    """The calling thread's default stream when work done now on the calling thread is in
+    its order (a synchronous copy or memset): no capture under way, nothing pending on the
+    stream, on what it waits for, or on the device; else None (go the general way). The
+    caller then drains (a finished launch's failure), does the work and check_sticky()s."""
+    if _capture().under_way():
+        return None
+    s = resolve(0)
+    if s.pending() or _dependencies(s) or device_busy(s.context):
+        return None
+    return s
 
 
 def check_sticky(ctx: context.Context) -> None:

@@ -381,7 +381,8 @@ class CpuBackend:
             return None
         if q.pending():
             q.wait(q.submitted)
-        hostcalls.flush_output()
+        if hostcalls.output_pending():
+            hostcalls.flush_output()
         return q.take_failure()
 
     def wait_queued(self) -> None:

@@ -191,6 +191,7 @@ class LaunchQueue:
             self._note(n, what, error)
 
     def take_failure(self) -> tuple[str, BackendError] | None:
+        """The first failure since the last call, as (the launch, its error), or None."""
         if self._failures.value != self._seen_failures:
             self.collect()
         if self._failed is None:
