@@ -157,14 +157,11 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
     label = f"{what}({f.name})"
     if stream.queues_on_device(s.context):
         # the device's queue keeps the order: handed over now when s is idle (submit_device)
-        queued = f.launch_queued
-        if queued is not None:
-            def run() -> None:
-                queued(grid, block, dynamic_shared, params, label, cooperative)
-        else:
-            def run() -> None:
-                kernel.launch(grid, block, dynamic_shared, params, cooperative=cooperative)
-        return stream.submit_device(s, run, label, m)
+        if f.launch_queued is not None:
+            return stream.submit_device(s, f.launch_queued, label, m,
+                                        (grid, block, dynamic_shared, params, label, cooperative))
+        return stream.submit_device(s, kernel.launch, label, m,
+                                    (grid, block, dynamic_shared, params, cooperative))
 
     def run_later() -> None:
         try:

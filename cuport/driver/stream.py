@@ -301,20 +301,22 @@ def queues_on_device(ctx: context.Context) -> bool:
     return getattr(ctx.device.backend(), "queues_launches", False)
 
 
-def submit_device(s: Stream, fn: Callable[[], None], what: str, hold=None) -> Op | None:
-    """Device work for a backend that queues_on_device: fn only hands work to the device's
-    queue. When s and everything it must wait for are idle, fn runs at once on the calling
-    thread (the device's queue keeps the order), saving the hand-over to the stream's worker
-    thread that costs a launch most of its time (None is returned; a failure becomes the
-    context's asynchronous error, as the op's would). Else it is queued like any other op; `hold` (a module.Module) is then told
-    (launch_started/launch_finished), so that the module stays loaded until fn has run."""
+def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
+                  args: tuple = ()) -> Op | None:
+    """Device work for a backend that queues_on_device: fn(*args) only hands work to the
+    device's queue. When s and everything it must wait for are idle, it runs at once on the
+    calling thread (the device's queue keeps the order), saving the hand-over to the
+    stream's worker thread that costs a launch most of its time (None is returned; a
+    failure becomes the context's asynchronous error, as the op's would). Else it is queued
+    like any other op; `hold` (a module.Module) is then told (launch_started/
+    launch_finished), so that the module stays loaded until fn has run."""
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s)
         if not deps and not s.pending():
             try:
-                fn()  # (under the lock: nothing else is queued on s meanwhile)
+                fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)
             except Exception as e:  # noqa: BLE001 - as Op.run
@@ -322,14 +324,14 @@ def submit_device(s: Stream, fn: Callable[[], None], what: str, hold=None) -> Op
             return None
         if hold is not None:
             hold.launch_started()
-            inner = fn
 
-            def fn() -> None:
-                try:
-                    inner()
-                finally:
+        def later() -> None:
+            try:
+                fn(*args)
+            finally:
+                if hold is not None:
                     hold.launch_finished()
-        op = Op(fn, deps, what, device_work=True)
+        op = Op(later, deps, what, device_work=True)
         s.last = op
         s._ensure_worker()
         s._queue.put(op)

@@ -142,7 +142,9 @@ class CpuKernel:
         if backend.queue is None:  # (no C pool: run now)
             self.launch(grid, block, dynamic_shared_bytes, params, cooperative)
             return
-        spec = self._spec(grid, block, cooperative)
+        spec = None if cooperative else self._specs.get((block, RESIDENT_SLOTS))
+        if spec is None or grid[0] < 1 or grid[1] < 1 or grid[2] < 1:  # (else checked before)
+            spec = self._spec(grid, block, cooperative)
         backend.queue_launch(self, spec, grid, dynamic_shared_bytes, params, what, cooperative)
 
 

@@ -29,14 +29,21 @@ from . import layout as L
 
 SLOTS = 256  # runtime.c's QUEUE_CAP
 SLOT_BYTES = 4096 + 256
-WORKSPACE_AT, PARAMS_AT = 128, 256  # within a slot, after the LaunchCtx
+# within a slot: the LaunchCtx, the record handed to runtime.c (copied there), a cooperative
+# grid's workspace, the parameters
+RECORD_AT, WORKSPACE_AT, PARAMS_AT = 104, 160, 256
 PARAMS_MAX = SLOT_BYTES - PARAMS_AT
 KERNEL, COPY, FILL = 0, 1, 2  # runtime.c's REC_*
 WAIT_MS = 50  # a wait returns this often, so that Python can run its signal handlers (^C)
 
-# LaunchCtx's fields in order (layout.py); checked against it below
+# runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value
+RECORD = struct.Struct("<IIIIQQQQ")
+# LaunchCtx's fields in order (layout.py; checked against it below), then the record
 CTX = struct.Struct("<QIIIIQQQIIQQQIIQQ")
-assert CTX.size == ctypes.sizeof(L.LaunchCtx) and L.LaunchCtx.grid_workspace.offset == CTX.size - 8
+CTX_RECORD = struct.Struct("<QIIIIQQQIIQQQIIQQ" + "IIIIQQQQ")
+assert CTX.size == ctypes.sizeof(L.LaunchCtx) == RECORD_AT
+assert L.LaunchCtx.grid_workspace.offset == CTX.size - 8
+assert RECORD_AT + RECORD.size <= WORKSPACE_AT and CTX_RECORD.size == RECORD_AT + RECORD.size
 
 HOOK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint32)
 
@@ -61,9 +68,7 @@ def declare(lib) -> None:
     lib.cuport_queue_cancel.restype = None
     lib.cuport_queue_cancel.argtypes = [ctypes.c_uint32]
     # never blocks: called without releasing the GIL (as pool.py's quick calls)
-    lib.quick_queue_push = ctypes.PYFUNCTYPE(
-        ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p,
-        ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)(
+    lib.quick_queue_push = ctypes.PYFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(
         ctypes.cast(lib.cuport_queue_push, ctypes.c_void_p).value)
 
 
@@ -94,7 +99,7 @@ class LaunchQueue:
         self._tail = ctypes.c_uint64.from_address(counters + 8)
         self._failures = ctypes.c_uint32.from_address(lib.cuport_queue_failures())
         self._failure = Failure.from_address(lib.cuport_queue_failure())
-        self._push = lib.quick_queue_push
+        self._push_record = lib.quick_queue_push
         self._seen_failures = 0
         self.submitted = 0  # records handed over (runtime.c's head: this is its one producer)
         self.lock = threading.Lock()  # one producer at a time
@@ -102,8 +107,9 @@ class LaunchQueue:
         self._failed: tuple[int, str, BackendError] | None = None  # (record, what, error)
 
     # -- handing over -------------------------------------------------------------------
-    def _slot(self) -> int:
-        """The next record's number, once its slot is free (lock held)."""
+    def _next(self) -> int:
+        """The next record's number, once its slot is free and runtime.c has room (lock
+        held)."""
         n = self.submitted
         if n - self._tail.value >= SLOTS:
             self.wait(n - SLOTS + 1)
@@ -111,17 +117,20 @@ class LaunchQueue:
             self.collect()  # (before the failed record's slot can be reused)
         return n
 
-    def _hand_over(self, n: int, kind: int, nworkers: int, hooked: int, a: int, b: int,
-                   count: int = 0, value: int = 0) -> None:
-        if not self._push(kind, nworkers, hooked, a, b, count, value):
-            raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "cannot start the launch queue's thread")
+    def _push(self, n: int) -> None:
+        """Hand over the record in slot n's record area (lock held)."""
+        if not self._push_record(self._base + (n & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT):
+            raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                               "cannot start the launch queue's thread")
         self.submitted = n + 1
 
     def kernel(self, worker: int, nworkers: int, grid: tuple[int, int, int], dyn_smem: int,
                params: bytes, scratch: int, chunk: int, slot_bytes: int, cooperative: bool,
                record: Record) -> None:
         with self.lock:
-            n = self._slot()
+            n = self.submitted
+            if n - self._tail.value >= SLOTS or self._failures.value != self._seen_failures:
+                n = self._next()
             slot = n & (SLOTS - 1)
             off = slot * SLOT_BYTES
             at = self._base + off
@@ -137,19 +146,29 @@ class LaunchQueue:
             if cooperative:
                 struct.pack_into("<II", self._view, off + WORKSPACE_AT, 8, 0)  # {wsSize, barrier}
                 workspace = at + WORKSPACE_AT
-            CTX.pack_into(self._view, off, paddr, grid[0], grid[1], grid[2], dyn_smem,
-                          grid[0] * grid[1] * grid[2], 0, scratch, 0, 0, 0, 0, 0, chunk, 0,
-                          slot_bytes, workspace)
+            CTX_RECORD.pack_into(self._view, off, paddr, grid[0], grid[1], grid[2], dyn_smem,
+                                 grid[0] * grid[1] * grid[2], 0, scratch, 0, 0, 0, 0, 0, chunk,
+                                 0, slot_bytes, workspace,
+                                 KERNEL, nworkers, record.hook is not None, 0, worker, at, 0, 0)
             self._records[slot] = record
-            self._hand_over(n, KERNEL, nworkers, record.hook is not None, worker, at)
+            if not self._push_record(at + RECORD_AT):
+                raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                                   "cannot start the launch queue's thread")
+            self.submitted = n + 1
 
     def copy(self, dst: int, src: int, n: int) -> None:
         with self.lock:
-            self._hand_over(self._slot(), COPY, 0, 0, src, dst, n)
+            k = self._next()
+            RECORD.pack_into(self._view, (k & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT,
+                             COPY, 0, 0, 0, src, dst, n, 0)
+            self._push(k)
 
     def fill(self, dst: int, value: int, n: int, width: int) -> None:
         with self.lock:
-            self._hand_over(self._slot(), FILL, width, 0, 0, dst, n, value)
+            k = self._next()
+            RECORD.pack_into(self._view, (k & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT,
+                             FILL, width, 0, 0, 0, dst, n, value)
+            self._push(k)
 
     # -- finding out --------------------------------------------------------------------
     def pending(self) -> bool:

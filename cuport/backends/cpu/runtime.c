@@ -366,10 +366,10 @@ void *cuport_queue_setup(uint32_t error_offset, uint32_t illegal, uint32_t misal
 uint32_t *cuport_queue_failures(void) { return &queue.failures; }
 struct failure *cuport_queue_failure(void) { return &queue.failure; }
 
-/* Hand a record over. Returns its number + 1, or 0 when QUEUE_CAP records are unfinished
- * (wait for the oldest and push again) or the leader thread cannot start. */
-uint64_t cuport_queue_push(uint32_t kind, uint32_t nworkers, uint32_t hooked, void *worker,
-                           void *ctx, uint64_t count, uint64_t value)
+/* Hand a record over (copied: the caller's may be reused at once). Returns its number + 1,
+ * or 0 when QUEUE_CAP records are unfinished (wait for the oldest and push again) or the
+ * leader thread cannot start. */
+uint64_t cuport_queue_push(const struct record *given)
 {
     pthread_mutex_lock(&queue.push_lock);
     uint64_t h = queue.head;
@@ -391,14 +391,7 @@ uint64_t cuport_queue_push(uint32_t kind, uint32_t nworkers, uint32_t hooked, vo
         pthread_detach(t);
         queue.started = 1;
     }
-    struct record *r = &queue.ring[h & (QUEUE_CAP - 1)];
-    r->kind = kind;
-    r->nworkers = nworkers;
-    r->hooked = hooked;
-    r->worker = worker;
-    r->ctx = ctx;
-    r->count = count;
-    r->value = value;
+    queue.ring[h & (QUEUE_CAP - 1)] = *given;
     __atomic_store_n(&queue.head, h + 1, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&queue.head_gen, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&queue.leader_sleeping, __ATOMIC_SEQ_CST) == ASLEEP)
