@@ -105,6 +105,8 @@ def record_with_flags(handle: int, stream_handle: int, flags: int) -> None:
 
 
 def _not_captured(e: Event, name: str = "the event") -> None:
+    if e.captured is None:  # (never recorded while capturing: the usual case)
+        return
     from cuport.driver import capture
 
     if capture.in_active_capture(e):

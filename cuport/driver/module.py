@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cuport import loader
 from cuport.backends.base import BackendError
-from cuport.driver import context, device, handles, memory
+from cuport.driver import context, device, handles, memory, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -184,7 +184,8 @@ class Module:
     def unload(self) -> None:
         """Wait for queued launches, then free the module's globals and code."""
         with self.idle:
-            self.idle.wait_for(lambda: self.inflight == 0)
+            self.idle.wait_for(lambda: self.inflight == 0)  # (those queued on streams)
+        stream.drain(self.context)  # (those handed to the device's queue)
         handles.drop(self.handle)
         for f in self.functions.values():
             handles.drop(f.handle)
