@@ -611,7 +611,7 @@ def interrupted(what: str) -> int:
             cancel()
     ctx = context.current_or_none()
     if ctx is not None and ctx.active:
-        drain(ctx)  # the launches it stopped fail now, each reported
+        drain(ctx)  # the launches it stopped have failed: reported now
     rearm_interrupt()
     report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
                                   "flight were stopped")

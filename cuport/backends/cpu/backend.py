@@ -368,8 +368,8 @@ class CpuBackend:
                         _on_leader.active = False
 
         record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec), hook)
-        self.queue.kernel(spec.linked.worker_addr, workers, grid, dyn_smem, params, scratch.pointers,
-                 chunk, slot, cooperative, record)
+        self.queue.kernel(spec.linked.worker_addr, workers, grid, dyn_smem, params,
+                          scratch.pointers, chunk, slot, cooperative, record)
 
     def pending(self) -> bool:
         """Whether work handed to the queue has not finished yet."""
