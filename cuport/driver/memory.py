@@ -66,10 +66,13 @@ class AllocationTable:
         self._freed: collections.OrderedDict[int, str] = collections.OrderedDict()
         self.lock = threading.RLock()
 
+    # find() takes no lock (every copy asks several times): a base is in _by_base whenever
+    # it is in _bases (add fills the dict first, remove empties the list first), and a lookup
+    # that raced a change is made again under the lock.
     def add(self, a: Allocation) -> None:
         with self.lock:
-            bisect.insort(self._bases, a.base)
             self._by_base[a.base] = a
+            bisect.insort(self._bases, a.base)
             self._freed.pop(a.base, None)
 
     def remove(self, a: Allocation, why: str = "freed") -> None:
@@ -85,12 +88,21 @@ class AllocationTable:
 
     def find(self, address: int) -> Allocation | None:
         """The allocation containing address (an address one past the end is not in it)."""
-        with self.lock:
-            i = bisect.bisect_right(self._bases, address) - 1
-            if i < 0:
-                return None
-            a = self._by_base[self._bases[i]]
-            return a if address < a.end or (a.size == 0 and address == a.base) else None
+        bases = self._bases
+        i = bisect.bisect_right(bases, address) - 1
+        if i < 0:
+            return None
+        try:
+            a = self._by_base.get(bases[i])
+        except IndexError:
+            a = None
+        if a is None or a.base > address:  # (raced an add or remove)
+            with self.lock:
+                i = bisect.bisect_right(bases, address) - 1
+                if i < 0:
+                    return None
+                a = self._by_base[bases[i]]
+        return a if address < a.base + a.size or (a.size == 0 and address == a.base) else None
 
     def overlapping(self, address: int, size: int) -> Allocation | None:
         with self.lock:
@@ -203,6 +215,12 @@ def _note_host_access(a: Allocation) -> Allocation:
     return a
 
 
+def host_accessible(*addresses: int) -> bool:
+    """Whether the host can use the memory at each address where it is (not a discrete
+    GPU's device memory, which only its backend can copy)."""
+    return not _opaque[0] or all(_opaque_at(a) is None for a in addresses)
+
+
 def _opaque_at(address: int) -> Allocation | None:
     if not _opaque[0]:
         return None
@@ -217,7 +235,7 @@ def _settle(*addresses: int) -> None:
     """Before the host touches device memory: let a device whose launches finish
     asynchronously complete them (stream.drain), so the host sees their results and the
     kernels see the host's bytes only after they ran."""
-    if not _async_devices:
+    if not _async_devices or not any(d.backend().pending() for d in _async_devices):
         return
     for address in addresses:
         a = TABLE.find(address)
