@@ -71,6 +71,14 @@ _REDUCE = 0  # GroupOperation Reduce
 _COLLECTIVE_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
 
 
+def is_collective(ins: ir.Instr) -> bool:
+    """Whether threads of a warp exchange values in the instruction (wmma.mma gathers its
+    operands from other lanes; wmma.load and store are each thread's own accesses)."""
+    if ins.op == "wmma":
+        return bool(ins.mods) and ins.mods[0] == "mma"
+    return ins.op in _COLLECTIVE_OPS
+
+
 def _c32(v: int) -> ll.Constant:
     return ll.Constant(I32, v & 0xFFFFFFFF)
 
@@ -242,10 +250,8 @@ class SyncOps:
 
     # ================================================================ warp primitives
     def begin_collective(self) -> None:
-        if self.ins.op == "wmma":
-            raise self.error("wmma (tensor-core fragments) on the Vulkan backend")
-        if self.ins.op not in _COLLECTIVE_OPS:
-            return  # atomics: each thread acts for itself
+        if not is_collective(self.ins):
+            return  # atomics, wmma.load/store: each thread acts for itself
         if self.emulated and self.block.index in self.plan.block_div.split_blocks:
             raise self.error(
                 f"a warp collective ({self.ins.op}) in code that part of the block may skip, on a "
@@ -285,9 +291,10 @@ class SyncOps:
         b = self.b
         return b.icmp_unsigned("<", b.add(self._warp_base(), j), _c32(self.plan.nthreads))
 
-    def _exchange(self, value: ll.Value, read) -> ll.Value:
+    def _exchange(self, value: ll.Value, read):
         """Every thread publishes `value`; `read(load_of_lane)` computes the result from the
-        warp's values; the block meets before and after."""
+        warp's values. The block meets before the store (the previous exchange's reads are
+        done: only exchanges touch the scratch) and after it (every value is there)."""
         t = value.type
         self.control_barrier()
         self._word_store("shared", self._scratch_addr(self.linear_tid()), value)
@@ -296,9 +303,7 @@ class SyncOps:
         def load(lane: ll.Value) -> ll.Value:
             return self._word_load("shared", self._scratch_addr(self.b.add(self._warp_base(), lane)), t)
 
-        r = read(load)
-        self.control_barrier()
-        return r
+        return read(load)
 
     def warp_ballot(self, pred: ll.Value) -> ll.Value:
         b = self.b
@@ -313,6 +318,12 @@ class SyncOps:
         if not self.emulated:
             return self.spv("OpGroupNonUniformShuffle", values.type, [_c32(SUBGROUP), values, src])
         return self._exchange(values, lambda load: load(self.b.and_(src, _c32(31))))
+
+    def warp_reads(self, values: ll.Value, srcs: list[ll.Value]) -> list[ll.Value]:
+        if not self.emulated:
+            return [self.warp_read(values, src) for src in srcs]
+        b = self.b
+        return self._exchange(values, lambda load: [load(b.and_(src, _c32(31))) for src in srcs])
 
     def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value:
         if not self.emulated:
