@@ -15,32 +15,38 @@ the extra slots repeat the first ones.
 Numerics: products of f16, bf16 and tf32 inputs are exact in f32 and are summed in k order
 with f32 fmas starting from c (a tensor core's summation order and internal precision are
 not specified: results may differ from a GPU's in the last bits, except where every
-partial sum is exact); f64 (m8n8k4) uses f64 fmas; s8/u8 products are summed exactly and
-added to c in s32, wrapping, or clamped with .satfinite. tf32 inputs keep their top 19
-bits. Sub-byte (s4/u4/b1) shapes are refused.
+partial sum is exact). f16 products are also within f32's normal range, so a multiply and
+an add give the fma's result: they use llvm.fmuladd, which a device whose Fma is not fused
+(lavapipe) runs without an exact emulation. f64 (m8n8k4) uses f64 fmas; s8/u8 products are
+summed exactly (in i32) and added to c in s32, wrapping, or clamped with .satfinite. tf32
+inputs keep their top 19 bits. Sub-byte (s4/u4/b1) shapes are refused.
 
-The semantics are per lane, through the lowering interface (isa/api.py): wmma.load and
-wmma.store compute each lane's element addresses (`em.load_elements`/`store_elements` at a
-per-lane offset); wmma.mma computes the lane's own elements of d, d[i][j] for each slot,
-and fetches the a[i][kk] and b[kk][j] it needs from the lanes that hold them
-(`em.warp_reads`). The gathering is planned at compile time, per register: a fetch moves one
-32-bit register (two f16, four s8) or one f64, and it is shared by every product that
-needs an element of that register from the same lane. In every shape the register a reader
-wants is the same for all lanes (checked by tests/isa/test_wmma_plan.py), so one fetch is
-one shuffle; the element inside it may differ per lane (m32n8k16's a). Fetches per lane
-and mma (products per lane in brackets):
+Everything is per lane, through the lowering interface (isa/api.py). wmma.load and
+wmma.store compute each lane's element offsets (`em.load_elements`/`store_elements` at
+per-lane offsets: one access for the fragment, so a GPU checks its addresses once).
+wmma.mma computes the lane's own elements of d, d[i][j] for each slot, and fetches the
+a[i][kk] and b[kk][j] it needs from the lanes that hold them (`em.warp_reads`). The
+gathering is planned at compile time (`mma_plan`); a fetch moves one unit of a fragment
+from one source lane per lane, and serves every product that needs an element of that unit
+from that lane. Per thread (Vulkan) the unit is a register (two f16/bf16, four s8/u8, one
+tf32 or f64): the fewest shuffles, then an extraction per use. In every shape the register
+a product needs is the same for all lanes (tests/isa/test_wmma_plan.py checks the plan), so
+one fetch is one shuffle; the element inside it may differ per lane (m32n8k16's a). On the
+CPU the unit is an element converted once (f32, f64 or i32): a fetch is a vector permute or
+broadcast load there, cheaper than an extraction and conversion per product. Fetches per
+lane and mma, a + b (products per lane in brackets):
 
-    shape       f16/bf16 a + b      s8/u8 a + b      tf32 / f64
-    m16n16k16    64 + 8   (128)      32 + 4  (128)
-    m32n8k16    128 + 8   (128)      64 + 4  (128)
-    m8n32k16     64 + 0   (128)      32 + 0  (128)   (a: broadcasts; b: each lane's own)
-    m16n16k8                                          64 + 8  (64)
-    m8n8k4                                            8 + 4   (8)
+    shape       per thread: f16/bf16   s8/u8     tf32/f64        CPU (elements)
+    m16n16k16                64 + 8    32 + 4              (128)   128 + 16
+    m32n8k16                128 + 8    64 + 4              (128)   256 + 16
+    m8n32k16                 64 + 0    32 + 0              (128)   128 + 0
+    m16n16k8                                     64 + 8    (64)     64 + 8
+    m8n8k4                                        8 + 4    (8)       8 + 4
 
-On the CPU backend the source lanes are constants, so a fetch is one vector shuffle of a
-register and mma is vector fmas over whole slots; on a GPU with 32-wide subgroups a fetch
-is a subgroup shuffle; with narrower subgroups all fetches of one register are one exchange
-through workgroup memory.
+m8n32k16's a fetches are broadcasts (one source lane), its b is each lane's own. A fetch is
+a subgroup shuffle where a warp is a subgroup; with narrower subgroups (lavapipe) all
+fetches of one unit are one exchange through workgroup memory. The CPU builds the products
+once per module (`em.outline`): cudaTensorCoreGemm has hundreds of mma sites per kernel.
 """
 
 from __future__ import annotations

@@ -583,7 +583,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         sp = self.plan.spaces.of(mem)
         return next(iter(sp)) if len(sp) == 1 else sp
 
-    def load_elements(self, acc: Access, offsets: list[ll.Value] | None = None) -> list[ll.Value]:
+    def load_elements(self, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
         n = len(acc.items)
@@ -606,7 +606,8 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
         return self._by_space(where, a, go, [et] * n)
 
-    def store_elements(self, acc: Access, vals: list[ll.Value], offsets: list[ll.Value] | None = None) -> None:
+    def store_elements(self, acc: Access, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
+                       runs: int = 0) -> None:
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
 

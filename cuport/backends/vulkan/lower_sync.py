@@ -258,6 +258,19 @@ class SyncOps:
                 f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it runs "
                 "through workgroup memory there and needs the whole block)")
 
+    def warp_barrier(self) -> None:
+        """bar.warp.sync: where a warp is a subgroup nothing (isa/control.py); where it spans
+        several (lavapipe), the block meets, so that what the warp's threads wrote to shared
+        memory before it is there for them after it (wmma tiles staged by the warp)."""
+        if not self.emulated:
+            return
+        if self.ins.guard is not None or self.block.index in self.plan.block_div.split_blocks:
+            raise self.error(
+                f"a warp barrier (bar.warp.sync) in code that part of the block may skip, on a "
+                f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it is a "
+                "barrier of the whole block there)")
+        self.control_barrier()
+
     def broadcast(self, v: ll.Value) -> ll.Value:
         return v
 
@@ -295,13 +308,16 @@ class SyncOps:
         """Every thread publishes `value`; `read(load_of_lane)` computes the result from the
         warp's values. The block meets before the store (the previous exchange's reads are
         done: only exchanges touch the scratch) and after it (every value is there)."""
+        b = self.b
         t = value.type
+        it = t if isinstance(t, ll.IntType) else ll.IntType(64 if t == F64 else 32)  # floats' bits
         self.control_barrier()
-        self._word_store("shared", self._scratch_addr(self.linear_tid()), value)
+        self._word_store("shared", self._scratch_addr(self.linear_tid()), b.bitcast(value, it) if it != t else value)
         self.control_barrier()
 
         def load(lane: ll.Value) -> ll.Value:
-            return self._word_load("shared", self._scratch_addr(self.b.add(self._warp_base(), lane)), t)
+            v = self._word_load("shared", self._scratch_addr(b.add(self._warp_base(), lane)), it)
+            return b.bitcast(v, t) if it != t else v
 
         return read(load)
 
