@@ -255,6 +255,23 @@ def test_wmma_in_code_part_of_the_block_skips(cpu_module, vk_module):
         run_vulkan(vk_module, "mma_first_warp", 1, 64, [A, B, got], [])
 
 
+def test_syncwarp_in_code_part_of_the_block_skips(cpu_module, vk_module):
+    """bar.warp.sync is a barrier of the block where a warp spans several subgroups (what
+    mma_shared's warps stage needs it): in code part of the block skips it is refused."""
+    be, _ = vk_module
+    A = np.arange(32, dtype=np.float32)
+    want = np.zeros(96, np.float32)
+    run_cpu(cpu_module, "sync_first_warp", 1, 64, [A, want], [])
+    assert (want[:32] == A[::-1]).all() and (want[32:] == 1).all()
+    got = np.zeros(96, np.float32)
+    if be.caps.subgroup_size == 32:
+        run_vulkan(vk_module, "sync_first_warp", 1, 64, [A, got], [])
+        assert (got == want).all()
+        return
+    with pytest.raises(Exception, match=r"a warp barrier \(bar.warp.sync\) in code that part of the block"):
+        run_vulkan(vk_module, "sync_first_warp", 1, 64, [A, got], [])
+
+
 def test_sub_byte_shapes_are_refused_by_name(cpu_module, vk_module):
     args = [np.zeros(64, np.int32)] * 3
     for run, mod in ((run_cpu, cpu_module), (run_vulkan, vk_module)):

@@ -97,6 +97,18 @@ extern "C" __global__ void mma_first_warp(const half* A, const half* B, float* D
     D[256 + threadIdx.x] = 1.0f;
 }
 
+// a warp staging values in shared memory for itself, in code that part of the block skips
+extern "C" __global__ void sync_first_warp(const float* A, float* D)
+{
+    __shared__ float s[32];
+    if (threadIdx.x < 32) {
+        s[threadIdx.x] = A[threadIdx.x];
+        __syncwarp();
+        D[threadIdx.x] = s[31 - threadIdx.x];
+    }
+    D[32 + threadIdx.x] = 1.0f;
+}
+
 // a sub-byte shape: refused by name on both backends
 extern "C" __global__ void mma_s4(const void* A, const void* B, int* D)
 {

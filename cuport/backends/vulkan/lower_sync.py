@@ -7,12 +7,14 @@ device lacks float atomics, or where its f32 add would not flush subnormals as P
 one does) is a compare-and-swap loop around isa.atomics.combine, the same semantics the
 CPU backend uses.
 
-Warp collectives: where the device runs 32-wide subgroups (NVIDIA; AMD and Apple on
-request) a warp is a subgroup and a collective is a subgroup operation over the invocations
-that execute it. Elsewhere (lavapipe's subgroups are 8 wide) every thread writes its value to
-workgroup memory, the block meets at a barrier and reads its warp's values back: correct
-only when the whole block reaches the collective together, so a collective in code that may
-run with part of the block is refused (naming the instruction), as is a guarded one.
+Warp collectives (shfl, vote, match, redux, activemask, elect, and wmma.mma's operand
+fetches): where the device runs 32-wide subgroups (NVIDIA; AMD and Apple on request) a warp
+is a subgroup and a collective is a subgroup operation over the invocations that execute
+it. Elsewhere (lavapipe's subgroups are 8 wide) every thread writes its value to workgroup
+memory, the block meets at a barrier and reads its warp's values back: correct only when
+the whole block reaches the collective together, so a collective in code that may run with
+part of the block is refused (naming the instruction), as is a guarded one; bar.warp.sync
+is then a barrier of the block, with the same limits.
 """
 
 from __future__ import annotations
