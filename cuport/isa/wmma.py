@@ -165,11 +165,6 @@ class Fragment:
         """Distinct element slots per lane."""
         return self.rows * self.cols // W
 
-    def where(self, e: int) -> tuple[int, int, int]:
-        """(register, position in it, lane) of element `e` (row-major)."""
-        slot, lane = divmod(e, W)
-        return slot // self.per, slot % self.per, lane
-
 
 def _fragment(em, op, etype: str, rows: int, cols: int) -> Fragment:
     if not isinstance(op, ir.Vec):

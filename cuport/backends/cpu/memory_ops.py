@@ -165,6 +165,20 @@ def _run_leaders(em, ptrs: ll.Value, runs: int) -> list[ll.Value]:
     return [em.b.extract_element(ptrs, ll.Constant(I32, j * runs)) for j in range(L.WARP // runs)]
 
 
+def _outlined_gathers(em, ptrs: list[ll.Value], et: ll.Type, size: int) -> list[ll.Value]:
+    """Masked gathers of `ptrs` in a function of the module: LLVM makes a gather of 8- or
+    16-bit elements 32 scalar loads, each behind its lane's test (a column-major wmma
+    fragment: a kernel with hundreds of them compiled for minutes)."""
+    vt = vec(et)
+
+    def gathers(args: list[ll.Value]) -> list[ll.Value]:
+        mask = args[-1]
+        return [em.intrinsic("llvm.masked.gather", [p, ll.Constant(I32, size), mask, ll.Constant(vt, None)],
+                             overload=[vt, vec(PTR)], ret=vt) for p in args[:-1]]
+
+    return em.outline(f"gather.{et}.x{len(ptrs)}", [*ptrs, em.exec_mask_vec()], gathers)
+
+
 def load_elements(em, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
     """The loaded values (bits) of every element of `acc` (or of its one element at each of
     `offsets` from its address; lanes contiguous in `runs`), in the current mode."""
@@ -176,6 +190,8 @@ def load_elements(em, acc: Access, offsets: list[ll.Value] | None = None, runs: 
         ptrs = _at_offsets(em, acc, offsets)
         if _vector_runs(em, ptrs, runs):
             return [em._segment_load(_run_leaders(em, p, runs), et, size, "contiguous", runs) for p in ptrs]
+        if em.vec and len(ptrs) > 1 and isinstance(ptrs[0].type, ll.VectorType):
+            return _outlined_gathers(em, ptrs, et, size)
         return [em.load(p, et, size) for p in ptrs]
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
