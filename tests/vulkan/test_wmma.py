@@ -276,10 +276,11 @@ def test_syncwarp_in_code_part_of_the_block_skips(cpu_module, vk_module):
 def test_spirv_validates(ptx, subgroup: int):
     """Every kernel's SPIR-V for both warp mappings: subgroup shuffles (NVIDIA's 32-wide
     subgroups, not run here on lavapipe) and exchanges through workgroup memory."""
+    from spvtools import validate
+
     from cuport.backends.vulkan.compiler import compile_kernel
     from cuport.backends.vulkan.lower import DeviceCaps
     from cuport.ptx.parser import parse
-    from spvtools import validate
 
     module = parse(ptx)
     caps = DeviceCaps(subgroup_size=subgroup, sink_page=4096, zero_page=8192)  # address checks
