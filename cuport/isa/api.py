@@ -65,9 +65,14 @@ class Lowering(Protocol):
         """f64 `op` (fadd fsub fmul fdiv fma sqrt) rounded in mode rz/rm/rp."""
 
     # ---- memory, by state space (isa/memory.py, isa/data.py)
-    def load_elements(self, acc) -> list[ll.Value]:
-        """Perform the load `acc` (isa.memory.Access); the elements' bits."""
-    def store_elements(self, acc, vals: list[ll.Value]) -> None: ...
+    def load_elements(self, acc, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
+        """Perform the load `acc` (isa.memory.Access); the elements' bits. With `offsets`
+        (i64 per thread, bytes from the access's address; a plain access of one element):
+        that element at each offset instead, all checked as one access (wmma's elements);
+        `runs`: the family's promise that each run of that many lanes reads consecutive
+        elements (a CPU warp then loads vectors instead of gathering)."""
+    def store_elements(self, acc, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
+                       runs: int = 0) -> None: ...
     def in_space(self, space: str, a: ll.Value) -> ll.Value:
         """isspacep: whether the generic address `a` is in `space`."""
     def cvta(self, space: str, a: ll.Value, to_space: bool) -> ll.Value:
@@ -95,6 +100,9 @@ class Lowering(Protocol):
     def warp_ballot(self, pred: ll.Value) -> ll.Value: ...
     def warp_read(self, values: ll.Value, src: ll.Value) -> ll.Value:
         """Each lane's `values` as held by lane `src` (a per-lane index)."""
+    def warp_reads(self, values: ll.Value, srcs: list[ll.Value]) -> list[ll.Value]:
+        """warp_read of one value from several source lanes (one exchange where the
+        backend goes through memory)."""
     def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value: ...
     def warp_reduce(self, name: str, x: ll.Value, identity) -> ll.Value: ...
     def warp_match_any(self, a: ll.Value, part: ll.Value) -> ll.Value: ...
@@ -112,6 +120,14 @@ class Lowering(Protocol):
     def zero_bytes(self, size: int) -> ll.Value:
         """The i64 address of at least `size` bytes of zeros that kernels may read (what a
         query of a NULL texture object reads, and a surface read that .zero drops)."""
+
+    # ---- code size
+    def outline(self, key: str, args: list[ll.Value],
+                body: Callable[[list[ll.Value]], list[ll.Value]]) -> list[ll.Value]:
+        """body(args): per-thread values computed from `args` alone (em.b arithmetic,
+        constants, intrinsics, warp reads of constant lanes). A backend may build it once per
+        module as a function named by `key` and call it (the CPU backend: wmma.mma's
+        hundreds of sites in a kernel), or in place (Vulkan: SPIR-V has no calls)."""
 
     # ---- calls (isa/control.py)
     def emit_call(self, ins: ir.Instr) -> None: ...

@@ -3,32 +3,124 @@
 PTX ISA §9.7.14 (wmma.load, wmma.store, wmma.mma). A fragment is a warp-wide matrix held
 in a few registers of every lane; which lane holds which element is unspecified, so a
 program only reaches the elements through wmma.load/store/mma or element-wise code that
-does not depend on their position. cuport's layout: slot `s` of lane `l` holds logical
-element `s*32 + l` of the matrix in row-major order, so each slot is a run of 32
-consecutive elements (fragment slots are elements packed into the 32-bit registers, two
-f16/bf16 or four s8/u8 per register). The f16 a/b fragments of m16n16k16 have twice as many
-slots as elements per lane (NVIDIA's layout repeats them); the second half repeats the
-first. wmma.mma then works on whole matrices: products of f16, bf16 and tf32 inputs are
-exact in f32 and are summed in k order with f32 fmas (a tensor core's summation order
-and internal precision are not specified: results may differ from a GPU's in the last
-bits, except where every partial sum is exact); f64 (m8n8k4) uses f64 fmas; s8/u8 sum
-exactly into s32 (wrapping, or clamped with .satfinite). tf32 inputs keep their top 19
-bits. Sub-byte (s4/u4/b1) shapes are refused.
+does not depend on their position.
+
+cuport's layout: slot `s` of lane `l` holds logical element `s*32 + l` of the matrix in
+row-major order, so each slot is a run of 32 consecutive elements (fragment slots are
+elements packed into the 32-bit registers, two f16/bf16 or four s8/u8 per register, an f64
+per 64-bit register). Where NVIDIA's layout gives a lane more registers than the matrix
+has elements per lane (the f16 a/b fragments of m16n16k16 and m32n8k16's b, m8n32k16's a),
+the extra slots repeat the first ones.
+
+Numerics: products of f16, bf16 and tf32 inputs are exact in f32 and are summed in k order
+with f32 fmas starting from c (a tensor core's summation order and internal precision are
+not specified: results may differ from a GPU's in the last bits, except where every
+partial sum is exact). f16 products are also within f32's normal range, so a multiply and
+an add give the fma's result: they use llvm.fmuladd, which a device whose Fma is not fused
+(lavapipe) runs without an exact emulation. f64 (m8n8k4) uses f64 fmas; s8/u8 products are
+summed exactly (in i32) and added to c in s32, wrapping, or clamped with .satfinite. tf32
+inputs keep their top 19 bits. Sub-byte (s4/u4/b1) shapes are refused.
+
+Everything is per lane, through the lowering interface (isa/api.py). wmma.load and
+wmma.store compute each lane's element offsets (`em.load_elements`/`store_elements` at
+per-lane offsets: one access for the fragment, so a GPU checks its addresses once).
+wmma.mma computes the lane's own elements of d, d[i][j] for each slot, and fetches the
+a[i][kk] and b[kk][j] it needs from the lanes that hold them (`em.warp_reads`). The
+gathering is planned at compile time (`mma_plan`); a fetch moves one unit of a fragment
+from one source lane per lane, and serves every product that needs an element of that unit
+from that lane. Per thread (Vulkan) the unit is a register (two f16/bf16, four s8/u8, one
+tf32 or f64): the fewest shuffles, then an extraction per use. In every shape the register
+a product needs is the same for all lanes (tests/isa/test_wmma_plan.py checks the plan), so
+one fetch is one shuffle; the element inside it may differ per lane (m32n8k16's a). On the
+CPU the unit is an element converted once (f32, f64 or i32): a fetch is a vector permute or
+broadcast load there, cheaper than an extraction and conversion per product. Fetches per
+lane and mma, a + b (products per lane in brackets):
+
+    shape       per thread: f16/bf16   s8/u8     tf32/f64        CPU (elements)
+    m16n16k16                64 + 8    32 + 4              (128)   128 + 16
+    m32n8k16                128 + 8    64 + 4              (128)   256 + 16
+    m8n32k16                 64 + 0    32 + 0              (128)   128 + 0
+    m16n16k8                                     64 + 8    (64)     64 + 8
+    m8n8k4                                        8 + 4    (8)       8 + 4
+
+m8n32k16's a fetches are broadcasts (one source lane), its b is each lane's own. A fetch is
+a subgroup shuffle where a warp is a subgroup; with narrower subgroups (lavapipe) all
+fetches of one unit are one exchange through workgroup memory. The CPU builds the products
+once per module (`em.outline`): cudaTensorCoreGemm has hundreds of mma sites per kernel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from llvmlite import ir as ll
 
 from ..ptx import ir
+from .memory import Access, space_of
 from .registry import lowers
-from .types import F16, F32, F64, I8, I16, I32, I64, PTR, mangle, opaque_alloca, vec
+from .types import I32, WARP, vec
 
-W = 32
+W = WARP
 SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16),
           "m16n16k8": (16, 16, 8), "m8n8k4": (8, 8, 4)}
 ELEMENT_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64, "s8": 8, "u8": 8,
                 "s32": 32}
+_SPACES = ("global", "shared", "generic")
+
+
+# ---------------------------------------------------------------- per-lane integers
+
+
+class _Lane:
+    """An i32 per-lane value under construction: a formula written once over ints
+    (+, *, >>, & with int constants) runs on Python ints to plan, and on this wrapper to
+    emit the thread's value in per-thread mode."""
+
+    def __init__(self, em, v: ll.Value) -> None:
+        self.em, self.v = em, v
+
+    def _c(self, x: int) -> ll.Value:
+        return self.em.const_int(32, x)
+
+    def __add__(self, x: int) -> _Lane:
+        return self if x == 0 else _Lane(self.em, self.em.b.add(self.v, self._c(x)))
+
+    __radd__ = __add__
+
+    def __mul__(self, x: int) -> _Lane:
+        return self if x == 1 else _Lane(self.em, self.em.b.mul(self.v, self._c(x)))
+
+    __rmul__ = __mul__
+
+    def __rshift__(self, x: int) -> _Lane:
+        return self if x == 0 else _Lane(self.em, self.em.b.lshr(self.v, self._c(x)))
+
+    def __and__(self, x: int) -> _Lane:
+        return _Lane(self.em, self.em.b.and_(self.v, self._c(x)))
+
+
+def _table(f: Callable) -> list[int]:
+    return [f(lane) for lane in range(W)]
+
+
+def _per_lane(em, f: Callable) -> ll.Value:
+    """The i32 value f(lane) of each lane in the current mode: a constant where every lane
+    has the same, the lanes' constant vector in vector mode, else computed from %laneid."""
+    t = _table(f)
+    if len(set(t)) == 1:
+        return em.const_int(32, t[0])
+    if em.vec:
+        return ll.Constant(vec(I32), t)
+    return f(_Lane(em, em.warp_lane())).v
+
+
+def _log2(x: int) -> int:
+    assert x & (x - 1) == 0, x
+    return x.bit_length() - 1
+
+
+# ---------------------------------------------------------------- operands
 
 
 def _shape(em, ins: ir.Instr) -> tuple[int, int, int]:
@@ -40,56 +132,6 @@ def _shape(em, ins: ir.Instr) -> tuple[int, int, int]:
     raise em.error("wmma without a shape")
 
 
-def _dims(which: str, m: int, n: int, k: int) -> tuple[int, int]:
-    return {"a": (m, k), "b": (k, n)}.get(which, (m, n))
-
-
-def _lane_vec(values: list[int]) -> ll.Constant:
-    return ll.Constant(vec(I32), values)
-
-
-def _regs(em, op) -> list:
-    if not isinstance(op, ir.Vec):
-        raise em.error("a wmma fragment that is not a {register list}")
-    return list(op.items)
-
-
-def _slots(em, regs: list, etype: str, reg_bits: int) -> list[ll.Value]:
-    """The fragment's element slots as <32 x iN> bit vectors, in register order."""
-    b = em.b
-    bits = ELEMENT_BITS[etype]
-    per = max(reg_bits // bits, 1)
-    out = []
-    for r in regs:
-        v = em.read_bits(r, f"b{reg_bits}")
-        if not isinstance(v.type, ll.VectorType):
-            v = em.splat(v)
-        for p in range(per):
-            x = b.lshr(v, ll.Constant(v.type, [p * bits] * W)) if p else v
-            out.append(b.trunc(x, vec(ll.IntType(bits))) if bits < reg_bits else x)
-    return out
-
-
-def _pack(em, regs: list, slots: list[ll.Value], etype: str, reg_bits: int) -> None:
-    b = em.b
-    bits = ELEMENT_BITS[etype]
-    per = max(reg_bits // bits, 1)
-    rt = vec(ll.IntType(reg_bits))
-    for j, r in enumerate(regs):
-        acc = None
-        for p in range(per):
-            x = slots[(j * per + p) % len(slots)]
-            x = b.zext(x, rt) if bits < reg_bits else x
-            if p:
-                x = b.shl(x, ll.Constant(rt, [p * bits] * W))
-            acc = x if acc is None else b.or_(acc, x)
-        em.write(r, f"b{reg_bits}", acc)
-
-
-def _reg_bits(etype: str) -> int:
-    return 64 if etype == "f64" else 32
-
-
 def _etype(em, ins: ir.Instr) -> str:
     for m in reversed(ins.mods):
         if m in ELEMENT_BITS:
@@ -97,36 +139,123 @@ def _etype(em, ins: ir.Instr) -> str:
     raise em.error("wmma without an element type")
 
 
-def _element_offsets(rows: int, cols: int, slot: int, layout: str, stride: ll.Value, b) -> ll.Value:
-    """Element offsets in memory of slot `slot`'s 32 elements (row- or column-major)."""
-    idx = [slot * W + lane for lane in range(W)]
-    r = _lane_vec([i // cols for i in idx])
-    c = _lane_vec([i % cols for i in idx])
-    major, minor = (r, c) if layout == "row" else (c, r)
-    return b.add(b.mul(major, stride), minor)
+@dataclass(frozen=True)
+class Fragment:
+    """A fragment's registers: `rows` x `cols` elements of `etype`, `per` to a register."""
+
+    etype: str
+    rows: int
+    cols: int
+    regs: tuple
+
+    @property
+    def bits(self) -> int:
+        return ELEMENT_BITS[self.etype]
+
+    @property
+    def reg_bits(self) -> int:
+        return 64 if self.etype == "f64" else 32
+
+    @property
+    def per(self) -> int:
+        return self.reg_bits // self.bits
+
+    @property
+    def slots(self) -> int:
+        """Distinct element slots per lane."""
+        return self.rows * self.cols // W
 
 
-def _addresses(em, ins: ir.Instr, mem, stride_op, rows: int, cols: int):
+def _fragment(em, op, etype: str, rows: int, cols: int) -> Fragment:
+    if not isinstance(op, ir.Vec):
+        raise em.error("a wmma fragment that is not a {register list}")
+    f = Fragment(etype, rows, cols, tuple(op.items))
+    if len(f.regs) * f.per < f.slots:
+        raise em.error(f"a .{etype} fragment of {rows}x{cols} in {len(f.regs)} registers")
+    return f
+
+
+def _read_reg(em, f: Fragment, j: int) -> ll.Value:
+    v = em.read_bits(f.regs[j], f"b{f.reg_bits}")
+    return em.splat(v) if em.vec and not isinstance(v.type, ll.VectorType) else v
+
+
+def _element(em, f: Fragment, word: ll.Value, shift: ll.Value | int) -> ll.Value:
+    """The element `shift` bits up in a register value, as an iN."""
     b = em.b
-    layout = "row" if "row" in ins.mods else "col"
-    space = em.space_of(ins)
-    base = em.address(mem, space)
-    if isinstance(base.type, ll.VectorType):
-        base = b.extract_element(base, ll.Constant(I32, 0))
+    if f.bits == f.reg_bits:
+        return word
+    if not isinstance(shift, int):
+        word = b.lshr(word, shift)
+    elif shift:
+        word = b.lshr(word, em.const_int(f.reg_bits, shift))
+    return b.trunc(word, em.bty(f"b{f.bits}"))
+
+
+def _slots(em, f: Fragment) -> list[ll.Value]:
+    """The fragment's distinct element slots (iN values), in register order."""
+    out = []
+    for j in range(-(-f.slots // f.per)):
+        word = _read_reg(em, f, j)
+        out += [_element(em, f, word, p * f.bits) for p in range(f.per)]
+    return out[: f.slots]
+
+
+def _pack(em, f: Fragment, slots: list[ll.Value]) -> None:
+    """Write the fragment's registers from its distinct slots (extra registers repeat them)."""
+    b = em.b
+    for j, r in enumerate(f.regs):
+        acc = None
+        for p in range(f.per):
+            x = slots[(j * f.per + p) % len(slots)]
+            if f.bits < f.reg_bits:
+                x = b.zext(x, em.bty(f"b{f.reg_bits}"))
+                if p:
+                    x = b.shl(x, em.const_int(f.reg_bits, p * f.bits))
+            acc = x if acc is None else b.or_(acc, x)
+        em.write(r, f"b{f.reg_bits}", acc)
+
+
+# ---------------------------------------------------------------- load and store
+
+
+def _access(em, ins: ir.Instr, mem, etype: str) -> Access:
+    space = space_of(ins)
+    if space not in _SPACES:
+        raise em.error(f"wmma on .{space} memory")
+    if not isinstance(mem, ir.Mem):
+        raise em.error("a wmma address that is not [address]")
+    return Access(f"b{ELEMENT_BITS[etype]}", space, mem, (None,), None, False)
+
+
+def _offsets(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> list[ll.Value]:
+    """Each slot's byte offset from the matrix's address, per lane (ldm: `stride_op`, in
+    elements; a row-major matrix's rows, a column-major one's columns)."""
+    b = em.b
+    row_major = "row" in ins.mods
     if stride_op is None:
-        stride = ll.Constant(vec(I32), [cols if layout == "row" else rows] * W)
+        stride = em.const_int(64, cols if row_major else rows)
     else:
-        s = em.read_bits(stride_op, "b32")
-        stride = s if isinstance(s.type, ll.VectorType) else em.splat(s)
-    return base, layout, stride
+        stride = em.read_bits(stride_op, "b32")
+        if em.vec and not isinstance(stride.type, ll.VectorType):
+            stride = em.splat(stride)
+        stride = b.zext(stride, em.bty("b64"))
+    size = ELEMENT_BITS[_etype(em, ins)] // 8
+    sh, mask = _log2(cols), cols - 1
+    out = []
+    for s in range(rows * cols // W):
+        r = _per_lane(em, lambda lane, s=s: (W * s + lane) >> sh)
+        c = _per_lane(em, lambda lane, s=s: (W * s + lane) & mask)
+        major, minor = (r, c) if row_major else (c, r)
+        elems = b.add(b.mul(b.zext(major, stride.type), stride), b.zext(minor, stride.type))
+        out.append(b.mul(elems, em.const_int(64, size)))
+    return out
 
 
-def _vector_ptrs(em, base, offsets: ll.Value, size: int) -> ll.Value:
-    b = em.b
-    byte = b.mul(b.sext(offsets, vec(I64)), ll.Constant(vec(I64), [size] * W))
-    p = b.gep(base, [byte], source_etype=I8)
-    p.type = vec(PTR)
-    return p
+def _runs(ins: ir.Instr, cols: int) -> int:
+    """Lanes that access consecutive elements: a row of a row-major matrix (a slot's lanes
+    are row-major elements); in a column-major one no two lanes are neighbours."""
+    return cols if "row" in ins.mods else 0
 
 
 @lowers("wmma")
@@ -134,44 +263,21 @@ def lower_wmma(em, ins: ir.Instr) -> None:
     em.begin_collective()  # fragments are spread over the warp's lanes
     kind = ins.mods[0] if ins.mods else ""
     m, n, k = _shape(em, ins)
-    b = em.b
     if kind == "load":
         which = ins.mods[1]
         etype = _etype(em, ins)
-        rows, cols = _dims(which, m, n, k)
-        regs = _regs(em, ins.args[0])
-        base, layout, stride = _addresses(em, ins, ins.args[1],
-                                          ins.args[2] if len(ins.args) > 2 else None,
-                                          rows, cols)
-        bits = ELEMENT_BITS[etype]
-        distinct = rows * cols // W
-        et = ll.IntType(bits)
-        mask = em.exec_mask_vec()
-        loaded = []
-        for s in range(distinct):
-            ptrs = _vector_ptrs(em, base, _element_offsets(rows, cols, s, layout, stride, b),
-                                bits // 8)
-            loaded.append(em.intrinsic("llvm.masked.gather",
-                                       [ptrs, ll.Constant(I32, bits // 8), mask,
-                                        ll.Constant(vec(et), None)],
-                                       overload=[vec(et), vec(PTR)], ret=vec(et)))
-        _pack(em, regs, loaded, etype, _reg_bits(etype))
+        rows, cols = {"a": (m, k), "b": (k, n)}.get(which, (m, n))
+        f = _fragment(em, ins.args[0], etype, rows, cols)
+        acc = _access(em, ins, ins.args[1], etype)
+        stride = ins.args[2] if len(ins.args) > 2 else None
+        _pack(em, f, em.load_elements(acc, _offsets(em, ins, stride, rows, cols), _runs(ins, cols)))
         return
     if kind == "store":
         etype = _etype(em, ins)
-        rows, cols = m, n
-        regs = _regs(em, ins.args[1])
-        base, layout, stride = _addresses(em, ins, ins.args[0],
-                                          ins.args[2] if len(ins.args) > 2 else None,
-                                          rows, cols)
-        bits = ELEMENT_BITS[etype]
-        slots = _slots(em, regs, etype, _reg_bits(etype))
-        mask = em.exec_mask_vec()
-        for s in range(rows * cols // W):
-            ptrs = _vector_ptrs(em, base, _element_offsets(rows, cols, s, layout, stride, b),
-                                bits // 8)
-            em.intrinsic("llvm.masked.scatter", [slots[s], ptrs, ll.Constant(I32, bits // 8), mask],
-                         overload=[slots[s].type, vec(PTR)], ret=ll.VoidType())
+        f = _fragment(em, ins.args[1], etype, m, n)
+        acc = _access(em, ins, ins.args[0], etype)
+        stride = ins.args[2] if len(ins.args) > 2 else None
+        em.store_elements(acc, _slots(em, f), _offsets(em, ins, stride, m, n), _runs(ins, n))
         return
     if kind == "mma":
         _mma(em, ins, m, n, k)
@@ -179,122 +285,207 @@ def lower_wmma(em, ins: ir.Instr) -> None:
     raise em.error(f"wmma.{kind} is not supported")
 
 
-def _to_compute(em, slot: ll.Value, etype: str, ct: ll.Type) -> ll.Value:
-    b = em.b
-    if etype == "f16":
-        return b.fpext(b.bitcast(slot, vec(F16)), vec(ct))
-    if etype == "bf16":
-        return b.bitcast(b.shl(b.zext(slot, vec(I32)), ll.Constant(vec(I32), [16] * W)), vec(F32))
-    if etype == "tf32":
-        return b.bitcast(b.and_(slot, ll.Constant(vec(I32), [0xFFFFE000] * W)), vec(F32))
-    if etype == "f32":
-        return b.bitcast(slot, vec(F32))
-    if etype == "f64":
-        return b.bitcast(slot, vec(F64))
-    if etype == "s8":
-        return b.sext(slot, vec(ct))
-    if etype == "u8":
-        return b.zext(slot, vec(ct))
-    if etype == "s32":
-        return b.sext(slot, vec(ct))
-    raise em.error(f"wmma on .{etype} is not supported")
+# ---------------------------------------------------------------- mma
 
 
-def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
-    b = em.b
+@dataclass(frozen=True)
+class Fetch:
+    """Unit `unit` of a fragment (a register, or one converted element) as held by lane
+    src[lane], for each lane."""
+
+    unit: int
+    src: tuple[int, ...]
+
+    @property
+    def own(self) -> bool:
+        return self.src == tuple(range(W))
+
+
+@dataclass(frozen=True)
+class Use:
+    """What one product needs of a or b: in each lane, the element at position pos(lane)
+    of the unit unit(lane), fetched from lane src(lane). `fetches`: one per unit some lane
+    needs (one in every shape's register plan; two for m32n8k16's a by elements)."""
+
+    fetches: tuple[Fetch, ...]
+    unit: Callable  # lane -> unit (formulas, see _per_lane)
+    pos: Callable
+    src: Callable
+
+
+def plan(per: int, index: Callable) -> Callable[[int, int], Use]:
+    """The use of element `index(lane, s, kk)` of a fragment moved in units of `per`
+    elements (row-major element e is in slot e >> 5 of lane e & 31)."""
+    sh = _log2(per)
+
+    def use(s: int, kk: int) -> Use:
+        def src(lane):
+            return index(lane, s, kk) & (W - 1)
+
+        def unit(lane):
+            return index(lane, s, kk) >> (5 + sh)
+
+        def pos(lane):
+            return (index(lane, s, kk) >> 5) & (per - 1)
+
+        lanes = tuple(_table(src))
+        return Use(tuple(Fetch(u, lanes) for u in sorted(set(_table(unit)))), unit, pos, src)
+
+    return use
+
+
+def mma_plan(m: int, n: int, k: int, per_a: int, per_b: int):
+    """(a's use, b's use) of each product, as functions of (s, kk): the lane's element of d
+    in slot s is d[i][j], i*n + j = 32*s + lane, and needs a[i][kk] and b[kk][j]."""
+    shn, maskn = _log2(n), n - 1
+    a = plan(per_a, lambda lane, s, kk: ((W * s + lane) >> shn) * k + kk)
+    b = plan(per_b, lambda lane, s, kk: kk * n + ((W * s + lane) & maskn))
+    return a, b
+
+
+def _types(em, ins: ir.Instr) -> tuple[str, str, str, str]:
     types_ = [t for t in ins.mods if t in ELEMENT_BITS]
     if len(types_) == 2:  # f16 inputs: .dtype.ctype
         dtype, ctype = types_
-        atype = btype = "f16"
-    elif len(types_) == 4:
+        return dtype, "f16", "f16", ctype
+    if len(types_) == 4:
         dtype, atype, btype, ctype = types_
-    else:
-        raise em.error("wmma.mma without its types")
+        return dtype, atype, btype, ctype
+    raise em.error("wmma.mma without its types")
+
+
+def _to_compute(em, x: ll.Value, etype: str) -> ll.Value:
+    """An element's bits as the value products are computed in: f32 (f16, bf16, tf32, f32),
+    f64, or i32 (s8, u8: products and their sums are exact there)."""
+    b = em.b
+    t32 = em.bty("b32")
+    if etype == "f16":
+        return b.fpext(b.bitcast(x, em.ty("f16")), em.ty("f32"))
+    if etype == "bf16":
+        return b.bitcast(b.shl(b.zext(x, t32), em.const_int(32, 16)), em.ty("f32"))
+    if etype == "tf32":
+        return b.bitcast(b.and_(x, em.const_int(32, 0xFFFFE000)), em.ty("f32"))
+    if etype == "f32":
+        return b.bitcast(x, em.ty("f32"))
+    if etype == "f64":
+        return b.bitcast(x, em.ty("f64"))
+    if etype == "s8":
+        return b.sext(x, t32)
+    if etype == "u8":
+        return b.zext(x, t32)
+    if etype == "s32":
+        return x
+    raise em.error(f"wmma on .{etype} is not supported")
+
+
+def _units(em, f: Fragment) -> tuple[list[ll.Value], int]:
+    """The values that move between lanes, and how many elements each holds: on the CPU
+    backend the elements converted once (a move is one vector permute there, a conversion
+    costs more); per thread the registers (fewest shuffles, then an extraction per use)."""
+    if em.vec or f.per == 1:
+        return [_to_compute(em, x, f.etype) for x in _slots(em, f)], 1
+    return [_read_reg(em, f, j) for j in range(-(-f.slots // f.per))], f.per
+
+
+def _fetch_all(em, units: list[ll.Value], uses: list[Use]) -> dict[Fetch, ll.Value]:
+    """Every fetch that `uses` need: the warp reads of each unit together."""
+    src = {x: u.src for u in reversed(uses) for x in u.fetches}  # source lanes, as a formula
+    out: dict[Fetch, ll.Value] = {}
+    for j in sorted({x.unit for x in src}):
+        reads = [x for x in src if x.unit == j and not x.own]
+        out.update((x, units[j]) for x in src if x.unit == j and x.own)
+        if reads:
+            values = em.warp_reads(units[j], [_per_lane(em, src[x]) for x in reads])
+            out.update(zip(reads, values, strict=True))
+    return out
+
+
+def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
+    dtype, atype, btype, ctype = _types(em, ins)
     integer = atype in ("s8", "u8")
-    if "satfinite" in ins.mods and not integer:
+    satfinite = "satfinite" in ins.mods
+    if satfinite and not integer:
         raise em.error("wmma.mma .satfinite on floating-point results is not supported")
-    ct = I64 if integer else (F64 if atype == "f64" else F32)
-    d_regs, a_regs, b_regs, c_regs = (_regs(em, a) for a in ins.args[:4])
-    a = [_to_compute(em, s, atype, ct) for s in _slots(em, a_regs, atype, _reg_bits(atype))]
-    bb = [_to_compute(em, s, btype, ct) for s in _slots(em, b_regs, btype, _reg_bits(btype))]
-    c = [_to_compute(em, s, ctype, ct) for s in _slots(em, c_regs, ctype, _reg_bits(ctype))]
-    # whole matrices in memory, row-major (a slot is 32 consecutive elements), multiplied
-    # by a helper with loops, once per shape and type in the module
-    buf_a = _matrix(em, a[: m * k // W], ct)
-    buf_b = _matrix(em, bb[: k * n // W], ct)
-    buf_c = _matrix(em, c[: m * n // W], ct)
-    b.call(_helper(em, m, n, k, ct, integer), [buf_a, buf_b, buf_c])
-    out = [b.load(b.gep(buf_c, [ll.Constant(I64, s * W)], source_etype=ct), typ=vec(ct))
-           for s in range(m * n // W)]
-    bits = ELEMENT_BITS[dtype]
-    result = []
-    for acc in out:
-        if integer:
-            if "satfinite" in ins.mods:
-                lo = ll.Constant(vec(I64), [-(1 << 31)] * W)
-                hi = ll.Constant(vec(I64), [(1 << 31) - 1] * W)
-                acc = b.select(b.icmp_signed("<", acc, lo), lo, acc)
-                acc = b.select(b.icmp_signed(">", acc, hi), hi, acc)
-            result.append(b.trunc(acc, vec(I32)))
-        elif dtype == "f16":
-            result.append(b.bitcast(b.fptrunc(acc, vec(F16)), vec(I16)))
-        else:
-            result.append(b.bitcast(acc, vec(ll.IntType(bits))))
-    _pack(em, d_regs, result, dtype, _reg_bits(dtype))
+    d_op, a_op, b_op, c_op = ins.args[:4]
+    fa = _fragment(em, a_op, atype, m, k)
+    fb = _fragment(em, b_op, btype, k, n)
+    fc = _fragment(em, c_op, ctype, m, n)
+    fd = _fragment(em, d_op, dtype, m, n)
+    units_a, per_a = _units(em, fa)
+    units_b, per_b = _units(em, fb)
+    c = [_to_compute(em, x, ctype) for x in _slots(em, fc)]
+    na, nb = len(units_a), len(units_b)
+
+    def body(args: list[ll.Value]) -> list[ll.Value]:
+        return _products(em, (m, n, k), fa, fb, dtype, satfinite, args[:na], per_a,
+                         args[na:na + nb], per_b, args[na + nb:])
+
+    key = f"wmma.{m}x{n}x{k}.{dtype}.{atype}{per_a}.{btype}{per_b}.{ctype}{'.sat' if satfinite else ''}"
+    _pack(em, fd, em.outline(key, units_a + units_b + c, body))
 
 
-def _matrix(em, slots: list[ll.Value], ct: ll.Type) -> ll.Value:
-    entry = em.llfn.entry_basic_block
-    eb = ll.IRBuilder(entry)
-    eb.position_at_start(entry)
-    buf = opaque_alloca(eb, ll.ArrayType(ct, len(slots) * W), "wmma", align=64)
-    for s, v in enumerate(slots):
-        p = em.b.gep(buf, [ll.Constant(I64, s * W)], source_etype=ct)
-        em.b.store(v, p, align=16)
-    return buf
+def _products(em, shape: tuple[int, int, int], fa: Fragment, fb: Fragment, dtype: str,
+              satfinite: bool, units_a: list[ll.Value], per_a: int, units_b: list[ll.Value],
+              per_b: int, c: list[ll.Value]) -> list[ll.Value]:
+    """d's slots (bits): each lane's elements of a*b + c, products in k order."""
+    b = em.b
+    m, n, k = shape
+    use_a, use_b = mma_plan(m, n, k, per_a, per_b)
+    products = [(use_a(s, kk), use_b(s, kk)) for s in range(len(c)) for kk in range(k)]
+    got_a = _fetch_all(em, units_a, [ua for ua, _ in products])
+    got_b = _fetch_all(em, units_b, [ub for _, ub in products])
+    values: dict[tuple, ll.Value] = {}
+
+    def operand(f: Fragment, per: int, u: Use, got: dict) -> ll.Value:
+        """The lane's element for the use `u`, as the value products are computed in."""
+        pos = _table(u.pos)
+        key = (id(f), u.fetches, tuple(pos))
+        if key in values:
+            return values[key]
+        v = got[u.fetches[0]]
+        if len(u.fetches) > 1:
+            unit = _per_lane(em, u.unit)
+            for x in u.fetches[1:]:
+                v = b.select(b.icmp_unsigned("==", unit, em.const_int(32, x.unit)), got[x], v)
+        if per > 1:
+            shift = pos[0] * f.bits if len(set(pos)) == 1 else \
+                _per_lane(em, lambda lane: u.pos(lane) * f.bits)
+            v = _to_compute(em, _element(em, f, v, shift), f.etype)
+        values[key] = v
+        return v
+
+    integer = fa.etype in ("s8", "u8")
+    # f16 products are exact and within f32's normal range: fused or not, the same sum (and
+    # a device whose Fma is not fused, lavapipe, then needs no exact emulation)
+    fma = "llvm.fmuladd" if fa.etype == fb.etype == "f16" else "llvm.fma"
+    out = []
+    for s in range(len(c)):
+        acc = None if integer else c[s]  # integers: the exact sum of the products, in i32
+        for kk in range(k):
+            ua, ub = products[s * k + kk]
+            x, y = operand(fa, per_a, ua, got_a), operand(fb, per_b, ub, got_b)
+            if integer:
+                p = b.mul(x, y)
+                acc = p if acc is None else b.add(acc, p)
+            else:
+                acc = em.intrinsic(fma, [x, y, acc])
+        out.append(_result(em, dtype, satfinite, acc, c[s]))
+    return out
 
 
-def _helper(em, m: int, n: int, k: int, ct: ll.Type, integer: bool) -> ll.Function:
-    """c[i][:] += a[i][kk] * b[kk][:] for kk in order: row-vector fmas (f32/f64), or exact
-    products and sums (integers, in i64)."""
-    module = em.module
-    name = f"cuport_wmma_{m}x{n}x{k}_{'i64' if integer else ('f64' if ct == F64 else 'f32')}"
-    if name in module.globals:
-        return module.globals[name]
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR]), name=name)
-    fn.linkage = "internal"
-    pa, pb, pc = fn.args
-    entry = fn.append_basic_block("entry")
-    b = ll.IRBuilder(entry)
-    row_t = ll.VectorType(ct, n)
-    for i in range(m):  # small: unrolled over rows, a loop over k
-        pre = b.block
-        loop = fn.append_basic_block(f"row{i}")
-        done = fn.append_basic_block(f"row{i}_done")
-        crow = b.gep(pc, [ll.Constant(I64, i * n)], source_etype=ct)
-        init = b.load(crow, typ=row_t, align=4)
-        b.branch(loop)
-        b.position_at_end(loop)
-        kk = b.phi(I64)
-        acc = b.phi(row_t)
-        kk.add_incoming(ll.Constant(I64, 0), pre)
-        acc.add_incoming(init, pre)
-        av = b.load(b.gep(pa, [b.add(ll.Constant(I64, i * k), kk)], source_etype=ct), typ=ct)
-        splat = b.shuffle_vector(b.insert_element(ll.Constant(row_t, None), av, ll.Constant(I32, 0)),
-                                 ll.Constant(row_t, None), ll.Constant(ll.VectorType(I32, n), [0] * n))
-        brow = b.load(b.gep(pb, [b.mul(kk, ll.Constant(I64, n))], source_etype=ct), typ=row_t, align=4)
-        if integer:
-            nxt = b.add(acc, b.mul(splat, brow))
-        else:
-            fname = "llvm.fma." + mangle(row_t)
-            f = module.globals.get(fname) or ll.Function(
-                module, ll.FunctionType(row_t, [row_t] * 3), name=fname)
-            nxt = b.call(f, [splat, brow, acc])
-        k1 = b.add(kk, ll.Constant(I64, 1))
-        kk.add_incoming(k1, loop)
-        acc.add_incoming(nxt, loop)
-        b.cbranch(b.icmp_unsigned("<", k1, ll.Constant(I64, k)), loop, done)
-        b.position_at_end(done)
-        b.store(nxt, crow, align=4)
-    b.ret_void()
-    return fn
+def _result(em, dtype: str, satfinite: bool, acc: ll.Value, c: ll.Value) -> ll.Value:
+    """d's bits from the accumulated value (integers: c plus the exact sum of products)."""
+    b = em.b
+    if dtype == "s32":
+        if not satfinite:
+            return b.add(c, acc)
+        t64 = em.bty("b64")
+        wide = b.add(b.sext(c, t64), b.sext(acc, t64))
+        lo, hi = em.const_int(64, -(1 << 31)), em.const_int(64, (1 << 31) - 1)
+        wide = b.select(b.icmp_signed("<", wide, lo), lo, wide)
+        wide = b.select(b.icmp_signed(">", wide, hi), hi, wide)
+        return b.trunc(wide, em.bty("b32"))
+    if dtype == "f16":
+        return b.bitcast(b.fptrunc(acc, em.ty("f16")), em.bty("b16"))
+    return b.bitcast(acc, em.bty(f"b{ELEMENT_BITS[dtype]}"))
+

@@ -80,18 +80,16 @@ def _vulkan_available() -> bool:
 VULKAN_LIMITS = (
     "a warp collective (",  # on devices whose subgroups are not 32 wide, in divergent code
     "a guarded ",  # a guarded collective, likewise
+    "a warp barrier (bar.warp.sync) in code",  # likewise: a barrier of the block there
     "a CTA barrier in code that part of the block may skip",
     "a loop that waits for another thread of the block",
     "cooperative launches on the Vulkan backend",
-    "wmma (tensor-core fragments) on the Vulkan backend",
     "device functions must be inlined before translation",  # texture sampling: not yet
     "device memory cannot be shared with other processes: ",  # no exportable memory (ipc)
     "Vulkan shaders have no nanosecond clock",  # cuda::barrier's wait backoff (async_copy)
 )
 #: programs that a CPU Vulkan driver (lavapipe) cannot run at all, and why
 IN_PROCESS_SKIPS: dict[str, str] = {}  # (kernels check their global addresses: faults runs)
-#: programs that do not check their launches' errors: a refused launch is followed by FAIL
-UNCHECKED_LAUNCHES = {"wmma"}
 #: programs that need what only the CPU backend offers
 VULKAN_SKIPS: dict[str, str] = {}
 #: settings a program needs on the Vulkan backend: device memory exportable where the driver
@@ -151,8 +149,7 @@ def test_program_passes_on_vulkan(built, name, extra_env=None):
     if r.returncode == 0 and lines and lines[-1] == "PASS":
         return
     # a refusal must reach the program before any result does: a FAIL line is a wrong answer
-    # (but from a program that never looks at its launches' errors)
-    wrong = [ln for ln in lines if ln.startswith("FAIL")] if name not in UNCHECKED_LAUNCHES else []
+    wrong = [ln for ln in lines if ln.startswith("FAIL")]
     refused = [] if wrong else [ln for ln in r.stderr.splitlines() if "CUDA_ERROR_NOT_SUPPORTED" in ln
                                 or "CUDA_ERROR_INVALID_VALUE" in ln]
     for ln in refused:

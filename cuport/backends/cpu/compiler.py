@@ -95,6 +95,7 @@ class ModuleCompiler:
         self.resident = resident  # blocks a worker may hold when warps can yield
         self.llmod = ll.Module(name=kernel)
         self._decls: dict[str, ll.Function] = {}
+        self.outlined: dict[str, tuple] = {}  # em.outline's functions: (function, result struct)
         self._funcs: dict[str, ll.Function] = {}
         self._pending: list[str] = []
         self.warp_state_bytes = L.WS_HEADER

@@ -113,6 +113,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         self.split = False
         self.block: cfgmod.Block | None = None
         self._mask_cache: dict = {}
+        self.outlined_results: dict[str, ll.Value] = {}  # em.outline's result buffer, by key
 
     # ================================================================ set-up
     def declare(self) -> ll.Function:
@@ -1299,11 +1300,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
     def is_kernel_param(self, name: str) -> bool:
         return self.is_kernel and name in self.mc.kernel_param_offsets
 
-    def load_elements(self, acc) -> list[ll.Value]:
-        return memory_ops.load_elements(self, acc)
+    def load_elements(self, acc, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
+        return memory_ops.load_elements(self, acc, offsets, runs)
 
-    def store_elements(self, acc, vals: list[ll.Value]) -> None:
-        memory_ops.store_elements(self, acc, vals)
+    def store_elements(self, acc, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
+                       runs: int = 0) -> None:
+        memory_ops.store_elements(self, acc, vals, offsets, runs)
 
     def in_space(self, space: str, a: ll.Value) -> ll.Value:
         return memory_ops.in_space(self, space, a)

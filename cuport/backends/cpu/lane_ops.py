@@ -6,13 +6,24 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ...isa.types import I32, vec
+from ...isa.types import I32, PTR, VOID, vec
 from . import layout as L
 from .memory_ops import for_each_lane
 
 #: the failures isa lowerings may raise with em.fail_if, and the launch error they set
 FAILURES = {"illegal_address": L.ERR_ILLEGAL_ADDRESS, "trap": L.ERR_TRAP, "assert": L.ERR_ASSERT,
             "misaligned": L.ERR_MISALIGNED}
+
+
+class _NoMasks(dict):
+    """The mask cache while building outlined code: the warp's masks are the caller's."""
+
+    def __contains__(self, key) -> bool:
+        raise AssertionError(f"internal: the warp's {key} mask inside outlined code")
+
+
+def _i32(v: int) -> ll.Constant:
+    return ll.Constant(I32, v)
 
 
 def _lane(b: ll.IRBuilder, v: ll.Value, lane: ll.Value) -> ll.Value:
@@ -48,6 +59,37 @@ class LaneOps:
             g.global_constant = True
             g.initializer = ll.Constant(t, None)
         return self.b.ptrtoint(g, ll.IntType(64))
+
+    def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
+        """body(args) as a function of the module, built once per `key` and called (isa/api.py):
+        a kernel with hundreds of wmma.mma compiles one copy of the products. The results
+        come back through a stack buffer of the caller."""
+        b = self.b
+        name = f"cuport.outlined.{key}"
+        done = self.mc.outlined.get(name)
+        if done is None:
+            fn = ll.Function(self.module, ll.FunctionType(VOID, [a.type for a in args] + [PTR]), name=name)
+            fn.linkage = "internal"
+            entry, start = fn.append_basic_block("entry"), fn.append_basic_block("body")
+            ll.IRBuilder(entry).branch(start)  # the entry holds the body's stack slots only
+            saved = self.b, self.llfn, self._mask_cache
+            self.b, self.llfn, self._mask_cache = ll.IRBuilder(start), fn, _NoMasks()
+            try:
+                outs = body(list(fn.args[:-1]))
+                out_t = ll.LiteralStructType([v.type for v in outs])
+                for i, v in enumerate(outs):
+                    self.b.store(v, self.b.gep(fn.args[-1], [_i32(0), _i32(i)], source_etype=out_t))
+                self.b.ret_void()
+            finally:
+                self.b, self.llfn, self._mask_cache = saved
+            done = self.mc.outlined[name] = (fn, out_t)
+        fn, out_t = done
+        buf = self.outlined_results.get(name)
+        if buf is None:
+            buf = self.outlined_results[name] = self.entry_alloca(out_t, "outlined")
+        b.call(fn, [*args, buf])
+        return [b.load(b.gep(buf, [_i32(0), _i32(i)], source_etype=out_t), typ=t)
+                for i, t in enumerate(out_t.elements)]
 
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type = I32) -> list[ll.Value]:
         """Run `body(scalar args) -> [results of type t]` for each executing lane (once, for the

@@ -136,12 +136,63 @@ def lane_pointers(em, mem: ir.Mem, space: str) -> ll.Value:
     return em.space_to_host(a, space)
 
 
-def load_elements(em, acc: Access) -> list[ll.Value]:
-    """The loaded values (bits) of every element of `acc`, in the current mode."""
+def _at_offsets(em, acc: Access, offsets: list[ll.Value]) -> list[ll.Value]:
+    """The host pointers of one plain element at each of `offsets` (bytes, i64 per lane)
+    from the access's address."""
+    if acc.order is not None or acc.volatile or len(acc.items) != 1:
+        raise em.error("internal: per-lane offsets of an access that is not one plain element")
+    b = em.b
+    ptrs = em.address(acc.mem, acc.space)
+    out = []
+    for offset in offsets:
+        base = ptrs
+        if isinstance(offset.type, ll.VectorType) and not isinstance(ptrs.type, ll.VectorType):
+            base = em.splat(ptrs)
+        p = b.gep(base, [offset], source_etype=I8)
+        if isinstance(offset.type, ll.VectorType):
+            p.type = vec(PTR)  # llvmlite types a GEP with vector indices as a scalar pointer
+        out.append(p)
+    return out
+
+
+def _vector_runs(em, ptrs: list[ll.Value], runs: int) -> bool:
+    """Whether runs of `runs` consecutive elements are worth vector accesses (as
+    emit._pattern decides for patterns it finds itself)."""
+    return runs >= 8 and L.WARP % runs == 0 and em.vec and isinstance(ptrs[0].type, ll.VectorType)
+
+
+def _run_leaders(em, ptrs: ll.Value, runs: int) -> list[ll.Value]:
+    return [em.b.extract_element(ptrs, ll.Constant(I32, j * runs)) for j in range(L.WARP // runs)]
+
+
+def _outlined_gathers(em, ptrs: list[ll.Value], et: ll.Type, size: int) -> list[ll.Value]:
+    """Masked gathers of `ptrs` in a function of the module: LLVM makes a gather of 8- or
+    16-bit elements 32 scalar loads, each behind its lane's test (a column-major wmma
+    fragment: a kernel with hundreds of them compiled for minutes)."""
+    vt = vec(et)
+
+    def gathers(args: list[ll.Value]) -> list[ll.Value]:
+        mask = args[-1]
+        return [em.intrinsic("llvm.masked.gather", [p, ll.Constant(I32, size), mask, ll.Constant(vt, None)],
+                             overload=[vt, vec(PTR)], ret=vt) for p in args[:-1]]
+
+    return em.outline(f"gather.{et}.x{len(ptrs)}", [*ptrs, em.exec_mask_vec()], gathers)
+
+
+def load_elements(em, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
+    """The loaded values (bits) of every element of `acc` (or of its one element at each of
+    `offsets` from its address; lanes contiguous in `runs`), in the current mode."""
     t, space, mem, n, order, volatile = acc.t, acc.space, acc.mem, len(acc.items), acc.order, acc.volatile
     size = acc.size
     et = bits_type(t)
     b = em.b
+    if offsets is not None:
+        ptrs = _at_offsets(em, acc, offsets)
+        if _vector_runs(em, ptrs, runs):
+            return [em._segment_load(_run_leaders(em, p, runs), et, size, "contiguous", runs) for p in ptrs]
+        if em.vec and len(ptrs) > 1 and isinstance(ptrs[0].type, ll.VectorType):
+            return _outlined_gathers(em, ptrs, et, size)
+        return [em.load(p, et, size) for p in ptrs]
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
         ptrs = em.address(mem, space, size)
@@ -165,12 +216,21 @@ def load_elements(em, acc: Access) -> list[ll.Value]:
     return for_each_lane(em, em.exec_mask(), [undef] * n, body)
 
 
-def store_elements(em, acc: Access, vals: list[ll.Value]) -> None:
-    """Store `vals` (bits, one per element of `acc`)."""
+def store_elements(em, acc: Access, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
+                   runs: int = 0) -> None:
+    """Store `vals` (bits, one per element of `acc`, or one at each of `offsets`)."""
     t, space, mem, order, volatile = acc.t, acc.space, acc.mem, acc.order, acc.volatile
     size = acc.size
     b = em.b
     del t
+    if offsets is not None:
+        ptrs = _at_offsets(em, acc, offsets)
+        for v, p in zip(vals, ptrs, strict=True):
+            if _vector_runs(em, ptrs, runs):
+                em._segment_store(_run_leaders(em, p, runs), v, size, runs)
+            else:
+                em.store(p, v, size)
+        return
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         ptrs = em.address(mem, space, size)
         for i, v in enumerate(vals):

@@ -82,8 +82,11 @@ class WarpOps:
         return slot
 
     def warp_read(self, values: ll.Value, src: ll.Value) -> ll.Value:
-        """result[i] = values[src[i]] for every executing lane (others keep values[i])."""
+        """result[i] = values[src[i]] for every executing lane (others keep values[i]; with
+        constant source lanes, one vector shuffle, which gives them values[src[i]] too)."""
         b = self.b
+        if isinstance(src, ll.Constant) and isinstance(src.type, ll.VectorType):
+            return b.shuffle_vector(values, ll.Constant(values.type, ll.Undefined), src)
         et = values.type.element
         slot = self._scratch()
         b.store(values, slot, align=64)
@@ -95,6 +98,31 @@ class WarpOps:
             overload=[values.type, ptrs.type],
             ret=values.type,
         )
+
+    def warp_reads(self, values: ll.Value, srcs: list[ll.Value]) -> list[ll.Value]:
+        """warp_read from each of `srcs`. Constant sources whose lanes read in runs of 8 or
+        more from one lane (wmma's rows of a) are broadcast loads of the value's element
+        from a stack copy: cheaper than the shuffles LLVM makes of such masks."""
+        b = self.b
+        copy = None
+        out = []
+        for src in srcs:
+            runs = _runs(src)
+            if runs is None:
+                out.append(self.warp_read(values, src))
+                continue
+            if copy is None:
+                copy = self.entry_alloca(values.type, "xlane_copy")
+                b.store(values, copy).volatile = True  # a copy LLVM keeps in memory
+            et = values.type.element
+            parts = []
+            for lane, n in runs:
+                x = b.load(b.gep(copy, [_i32(0), _i32(lane)], source_etype=values.type), typ=et)
+                parts.append(self.splat(x, n))
+            while len(parts) > 1:  # concatenate the runs
+                parts = [_concat(b, parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+            out.append(parts[0])
+        return out
 
     def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value:
         """The value of the lowest lane of `part`, as a scalar."""
@@ -119,3 +147,20 @@ class WarpOps:
 
         (out,) = for_each_lane(self, part, [zero], body)
         return out
+
+
+def _runs(src: ll.Value) -> list[tuple[int, int]] | None:
+    """(source lane, length) of each run of a constant source vector whose lanes read in
+    equal runs of 8 or more, else None."""
+    if not (isinstance(src, ll.Constant) and isinstance(src.type, ll.VectorType)):
+        return None
+    lanes = [c.constant if isinstance(c, ll.Constant) else c for c in src.constant]
+    for n in (32, 16, 8):
+        if all(lanes[i] == lanes[i - i % n] for i in range(W)):
+            return [(lanes[i], n) for i in range(0, W, n)]
+    return None
+
+
+def _concat(b: ll.IRBuilder, x: ll.Value, y: ll.Value) -> ll.Value:
+    n = x.type.count
+    return b.shuffle_vector(x, y, ll.Constant(vec(I32, 2 * n), list(range(2 * n))))

@@ -45,7 +45,7 @@ from . import layout as V
 from .clock import clock_ns
 from .families import VULKAN_LOWERINGS
 from .lower_async import needs_64bit_shared_words
-from .lower_sync import SyncOps, with_visibility
+from .lower_sync import SyncOps, is_collective, with_visibility
 from .lower_texture import TextureOps
 from .slices import slice_bytes
 
@@ -180,11 +180,11 @@ def plan_layout(plan: KernelPlan) -> None:
     end = plan.dyn_shared_offset + plan.dyn_smem
     plan.scratch_offset = _align(end, 16)
     nwarps = (plan.nthreads + 31) // 32
-    ops = {s.op for s in fn.body or () if isinstance(s, ir.Instr)}
+    collectives = any(isinstance(s, ir.Instr) and is_collective(s) for s in fn.body or ())
     reds = any(isinstance(s, ir.Instr) and s.op in ("bar", "barrier") and "red" in s.mods for s in fn.body or ())
     # a word pair per thread (whole warps) for collectives through workgroup memory, then
     # bar.red's word; nothing when the kernel needs neither
-    scratch = (8 * 32 * nwarps if plan.caps.subgroup_size != 32 and ops & _EMULATED_OPS else 0) \
+    scratch = (8 * 32 * nwarps if plan.caps.subgroup_size != 32 and collectives else 0) \
         + (64 if reds else 0)
     plan.shared_bytes = _align(plan.scratch_offset + scratch, 8)
     plan.shared_in_memory = plan.shared_bytes > plan.caps.workgroup_memory
@@ -299,7 +299,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         if ins.guard is None:
             lower(self, ins)
             return
-        if self.emulated and ins.op in _COLLECTIVES:
+        if self.emulated and is_collective(ins):
             raise self.error(f"a guarded {ins.op} on a device whose subgroups are not 32 wide "
                              f"(warp collectives go through workgroup memory there, which needs the "
                              f"whole block)")
@@ -583,11 +583,21 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         sp = self.plan.spaces.of(mem)
         return next(iter(sp)) if len(sp) == 1 else sp
 
-    def load_elements(self, acc: Access) -> list[ll.Value]:
+    def load_elements(self, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
         n = len(acc.items)
         et = bits_type(acc.t)
+        if offsets is not None:
+            _plain(self, acc)
+
+            def at(space: str, addr: ll.Value) -> list[ll.Value]:
+                ats = [self.b.add(addr, o) for o in offsets]
+                if space == "global":
+                    return [self.b.load(p, typ=et, align=acc.size) for p in self._global_ptrs(ats)]
+                return [self._word_load(space, x, et) for x in ats]
+
+            return self._by_space(where, a, at, [et] * len(offsets))
 
         def go(space: str, addr: ll.Value) -> list[ll.Value]:
             if space == "global":
@@ -596,18 +606,29 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
         return self._by_space(where, a, go, [et] * n)
 
-    def store_elements(self, acc: Access, vals: list[ll.Value]) -> None:
+    def store_elements(self, acc: Access, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
+                       runs: int = 0) -> None:
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
 
         def go(space: str, addr: ll.Value) -> list[ll.Value]:
-            if space == "global":
+            if offsets is not None:
+                ats = [self.b.add(addr, o) for o in offsets]
+                if space == "global":
+                    for v, p in zip(vals, self._global_ptrs(ats, write=True), strict=True):
+                        self.b.store(v, p, align=acc.size)
+                else:
+                    for v, x in zip(vals, ats, strict=True):
+                        self._word_store(space, x, v)
+            elif space == "global":
                 self._global_store(addr, vals, acc)
             else:
                 for i, v in enumerate(vals):
                     self._word_store(space, self._offset(space, addr, i * acc.size), v)
             return []
 
+        if offsets is not None:
+            _plain(self, acc)
         self._by_space(where, a, go, [])
 
     def _offset(self, space: str, addr: ll.Value, off: int) -> ll.Value:
@@ -649,12 +670,27 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         a host pointer) fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU,
         instead of hanging a GPU's queue on the fault; the access itself goes to the zero
         page (loads) or the sink page (stores, atomics), and the thread goes on."""
+        if trusted:
+            return self.b.inttoptr(a, PTR)
+        return self._global_ptrs([a], write)[0]
+
+    def _global_ptrs(self, addrs: list[ll.Value], write: bool = False) -> list[ll.Value]:
+        """Pointers for the global addresses of one access (wmma's elements), checked
+        together: the device's memory is one range, so the lowest and highest address decide
+        for all of them (one test and one note, naming the lowest wild address)."""
         b = self.b
-        if self._fault is not None and not trusted:
-            bad = b.icmp_unsigned(">=", b.sub(a, self.push("heap_lo")), self.push("heap_span"))
-            self.note_fault(bad, a)
-            a = b.select(bad, self.push("sink_page" if write else "zero_page"), a)
-        return b.inttoptr(a, PTR)
+        if self._fault is None:
+            return [b.inttoptr(a, PTR) for a in addrs]
+        lo = hi = addrs[0]
+        for a in addrs[1:]:
+            lo = b.select(b.icmp_unsigned("<", a, lo), a, lo)
+            hi = b.select(b.icmp_unsigned(">", a, hi), a, hi)
+        heap_lo, span = self.push("heap_lo"), self.push("heap_span")
+        bad_lo = b.icmp_unsigned(">=", b.sub(lo, heap_lo), span)
+        bad = bad_lo if hi is lo else b.or_(bad_lo, b.icmp_unsigned(">=", b.sub(hi, heap_lo), span))
+        self.note_fault(bad, lo if hi is lo else b.select(bad_lo, lo, hi))
+        safe = self.push("sink_page" if write else "zero_page")
+        return [b.inttoptr(b.select(bad, safe, a), PTR) for a in addrs]
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
@@ -932,6 +968,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     for_each_lane = lane_pointers
 
+    def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
+        return body(args)  # SPIR-V has no calls: in place
+
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
 
@@ -940,8 +979,11 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
 
 _WINDOW = {"shared": V.SHARED_WINDOW, "local": V.LOCAL_WINDOW}
-_EMULATED_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
-_COLLECTIVES = {"shfl", "vote", "match", "redux", "activemask", "elect"}
+
+
+def _plain(em: VulkanEmitter, acc: Access) -> None:
+    if acc.order is not None or acc.volatile or len(acc.items) != 1:
+        raise em.error("internal: per-lane offsets of an access that is not one plain element")
 
 
 def _c32(v: int) -> ll.Constant:

@@ -7,12 +7,14 @@ device lacks float atomics, or where its f32 add would not flush subnormals as P
 one does) is a compare-and-swap loop around isa.atomics.combine, the same semantics the
 CPU backend uses.
 
-Warp collectives: where the device runs 32-wide subgroups (NVIDIA; AMD and Apple on
-request) a warp is a subgroup and a collective is a subgroup operation over the invocations
-that execute it. Elsewhere (lavapipe's subgroups are 8 wide) every thread writes its value to
-workgroup memory, the block meets at a barrier and reads its warp's values back: correct
-only when the whole block reaches the collective together, so a collective in code that may
-run with part of the block is refused (naming the instruction), as is a guarded one.
+Warp collectives (shfl, vote, match, redux, activemask, elect, and wmma.mma's operand
+fetches): where the device runs 32-wide subgroups (NVIDIA; AMD and Apple on request) a warp
+is a subgroup and a collective is a subgroup operation over the invocations that execute
+it. Elsewhere (lavapipe's subgroups are 8 wide) every thread writes its value to workgroup
+memory, the block meets at a barrier and reads its warp's values back: correct only when
+the whole block reaches the collective together, so a collective in code that may run with
+part of the block is refused (naming the instruction), as is a guarded one; bar.warp.sync
+is then a barrier of the block, with the same limits.
 """
 
 from __future__ import annotations
@@ -69,6 +71,14 @@ _GROUP_REDUCE = {"add": "OpGroupNonUniformIAdd", "umin": "OpGroupNonUniformUMin"
                  "or": "OpGroupNonUniformBitwiseOr", "xor": "OpGroupNonUniformBitwiseXor"}
 _REDUCE = 0  # GroupOperation Reduce
 _COLLECTIVE_OPS = {"shfl", "vote", "match", "redux", "activemask", "elect"}
+
+
+def is_collective(ins: ir.Instr) -> bool:
+    """Whether threads of a warp exchange values in the instruction (wmma.mma gathers its
+    operands from other lanes; wmma.load and store are each thread's own accesses)."""
+    if ins.op == "wmma":
+        return bool(ins.mods) and ins.mods[0] == "mma"
+    return ins.op in _COLLECTIVE_OPS
 
 
 def _c32(v: int) -> ll.Constant:
@@ -242,15 +252,26 @@ class SyncOps:
 
     # ================================================================ warp primitives
     def begin_collective(self) -> None:
-        if self.ins.op == "wmma":
-            raise self.error("wmma (tensor-core fragments) on the Vulkan backend")
-        if self.ins.op not in _COLLECTIVE_OPS:
-            return  # atomics: each thread acts for itself
+        if not is_collective(self.ins):
+            return  # atomics, wmma.load/store: each thread acts for itself
         if self.emulated and self.block.index in self.plan.block_div.split_blocks:
             raise self.error(
                 f"a warp collective ({self.ins.op}) in code that part of the block may skip, on a "
                 f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it runs "
                 "through workgroup memory there and needs the whole block)")
+
+    def warp_barrier(self) -> None:
+        """bar.warp.sync: where a warp is a subgroup nothing (isa/control.py); where it spans
+        several (lavapipe), the block meets, so that what the warp's threads wrote to shared
+        memory before it is there for them after it (wmma tiles staged by the warp)."""
+        if not self.emulated:
+            return
+        if self.ins.guard is not None or self.block.index in self.plan.block_div.split_blocks:
+            raise self.error(
+                f"a warp barrier (bar.warp.sync) in code that part of the block may skip, on a "
+                f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it is a "
+                "barrier of the whole block there)")
+        self.control_barrier()
 
     def broadcast(self, v: ll.Value) -> ll.Value:
         return v
@@ -285,20 +306,22 @@ class SyncOps:
         b = self.b
         return b.icmp_unsigned("<", b.add(self._warp_base(), j), _c32(self.plan.nthreads))
 
-    def _exchange(self, value: ll.Value, read) -> ll.Value:
+    def _exchange(self, value: ll.Value, read):
         """Every thread publishes `value`; `read(load_of_lane)` computes the result from the
-        warp's values; the block meets before and after."""
+        warp's values. The block meets before the store (the previous exchange's reads are
+        done: only exchanges touch the scratch) and after it (every value is there)."""
+        b = self.b
         t = value.type
+        it = t if isinstance(t, ll.IntType) else ll.IntType(64 if t == F64 else 32)  # floats' bits
         self.control_barrier()
-        self._word_store("shared", self._scratch_addr(self.linear_tid()), value)
+        self._word_store("shared", self._scratch_addr(self.linear_tid()), b.bitcast(value, it) if it != t else value)
         self.control_barrier()
 
         def load(lane: ll.Value) -> ll.Value:
-            return self._word_load("shared", self._scratch_addr(self.b.add(self._warp_base(), lane)), t)
+            v = self._word_load("shared", self._scratch_addr(b.add(self._warp_base(), lane)), it)
+            return b.bitcast(v, t) if it != t else v
 
-        r = read(load)
-        self.control_barrier()
-        return r
+        return read(load)
 
     def warp_ballot(self, pred: ll.Value) -> ll.Value:
         b = self.b
@@ -313,6 +336,12 @@ class SyncOps:
         if not self.emulated:
             return self.spv("OpGroupNonUniformShuffle", values.type, [_c32(SUBGROUP), values, src])
         return self._exchange(values, lambda load: load(self.b.and_(src, _c32(31))))
+
+    def warp_reads(self, values: ll.Value, srcs: list[ll.Value]) -> list[ll.Value]:
+        if not self.emulated:
+            return [self.warp_read(values, src) for src in srcs]
+        b = self.b
+        return self._exchange(values, lambda load: [load(b.and_(src, _c32(31))) for src in srcs])
 
     def warp_first(self, values: ll.Value, part: ll.Value) -> ll.Value:
         if not self.emulated:
