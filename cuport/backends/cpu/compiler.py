@@ -19,7 +19,7 @@ from llvmlite import ir as ll
 
 from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
-from ...passes import divergence, liveness
+from ...passes import divergence, liveness, regions
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
@@ -353,6 +353,12 @@ class ModuleCompiler:
     def _step_barriers(self) -> None:
         self.simple_barriers = self._all_barriers_simple()
 
+    def _step_regions(self) -> None:
+        self.kernel_regions = None
+        if self.simple_barriers and self.uses_barriers and os.environ.get("CUPORT_NO_REGION_LOOPS") != "1":
+            bars = [b for b in self.kernel_cfg.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+            self.kernel_regions = regions.split(self.kernel_cfg, bars)
+
     def _step_emit(self) -> None:
         self._declare_runtime()
         self._emitters: dict[str, FunctionEmitter] = {}
@@ -491,6 +497,11 @@ class ModuleCompiler:
         rb.linkage = "internal"
         ctx, blk, ws = rb.args
         b = ll.IRBuilder(rb.append_basic_block("entry"))
+        if self.kernel_regions is not None:
+            # region loops: the kernel's function runs the whole block (region_loops.py)
+            b.ret(b.call(kfn, [ctx, blk, ws, i32c(0)]))
+            self._emit_worker(rb, nw, wsb)
+            return
         round_bb = rb.append_basic_block("round")
         b.branch(round_bb)
         b.position_at_end(round_bb)
@@ -784,6 +795,10 @@ PIPELINE: list[tuple[str, Step, str]] = [
     ("barriers", ModuleCompiler._step_barriers,
      "needs divergence: whether every barrier is in converged code (the simple protocol: "
      "warps in rounds, no per-barrier waits)"),
+    ("regions", ModuleCompiler._step_regions,
+     "needs the simple protocol: a kernel whose barriers are all converged (and that has no "
+     "yield points) runs each stretch between barriers as a loop over the block's warps "
+     "(passes/regions.py), unless duplicated code would more than double it"),
     ("emit", ModuleCompiler._step_emit,
      "LLVM IR of the kernel's warp function and the device functions it calls, through "
      "cuport/isa's families"),
@@ -819,6 +834,12 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
         lines = [f"{b.name}: {sorted(mc.kernel_live[b.index])}" for b in mc.kernel_cfg.blocks]
         blend = mc.kernel_div.blend
         return "\n".join(lines) + f"\nblended in split blocks: {sorted(blend) if blend is not None else 'all'}"
+    if step == "regions":
+        if mc.kernel_regions is None:
+            return "no region loops (warps suspend at barriers)"
+        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}: "
+                         + " ".join(mc.kernel_cfg.blocks[x].name for x in r.blocks)
+                         for k, r in enumerate(mc.kernel_regions))
     if step == "barriers":
         bars = [b.name for b in mc.kernel_cfg.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
         return (f"barriers and yields: {bars}\nsimple protocol: "
