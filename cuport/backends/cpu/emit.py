@@ -56,8 +56,8 @@ from . import atomic_ops, memory_ops, rounding
 from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
-from .region_loops import RegionLoops
 from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
+from .region_loops import RegionLoops
 from .warp_ops import WarpOps
 
 W = L.WARP
