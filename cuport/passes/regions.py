@@ -39,18 +39,50 @@ class Region:
     entry: int  # the block where its warps start: 0, or a barrier's continuation
     barrier: int | None  # the index (in the kernel's barrier list) it continues, None at entry
     blocks: list[int]  # its blocks, in priority order
+    interleave: tuple[int, int] | None = None  # the back edge (latch, header) it continues
 
 
-def split(cfg: Cfg, barriers: list[Block]) -> list[Region] | None:
-    """Region 0 starts at the entry; region i + 1 at barrier i's continuation."""
+def interleave_edges(cfg: Cfg) -> list[tuple[int, int]]:
+    """Back edges of the loops that read global memory and hold no barrier or yield: a
+    warp steps aside there every INTERLEAVE_PERIOD-th time, so that the block's warps go
+    through such a loop together, as on a GPU, instead of one after another. A grid-stride
+    loop read warp after warp reads 8 strided streams one after the other (each warp's
+    next 128 bytes a stride away); interleaved, the block's consecutive warps read
+    consecutive memory in the same stretch of time, which the CPU's prefetchers follow."""
+    blocks = cfg.blocks
+    out: list[tuple[int, int]] = []
+    if not cfg.reducible:
+        return out
+    for header, body in sorted(cfg.loops.items()):
+        instrs = [ins for x in body for ins in blocks[x].instrs]
+        if any(is_suspend(ins) for ins in instrs):
+            continue
+        if not any(ins.op in ("ld", "ldu") and _space(ins) in ("global", "generic") for ins in instrs):
+            continue
+        out += [(x, header) for x in sorted(body) if header in blocks[x].succs]
+    return out
+
+
+def _space(ins) -> str:
+    for m in ins.mods:
+        if m in ("global", "shared", "local", "const", "param") or m.startswith(("shared::", "param::")):
+            return m.split("::")[0]
+    return "generic"
+
+
+def split(cfg: Cfg, barriers: list[Block], edges: list[tuple[int, int]] = ()) -> list[Region] | None:
+    """Region 0 starts at the entry; region i + 1 at barrier i's continuation; then one
+    region per interleave edge, starting at its loop's header."""
     blocks = cfg.blocks
     if any(b.term is not None and is_suspend(b.term) and b.term.op == "yield" for b in blocks):
         return None
-    if len(barriers) + 1 > MAX_REGIONS:
+    if len(barriers) + len(edges) + 1 > MAX_REGIONS:
         return None
-    entries = [(0, None)] + [(b.succs[0], i) for i, b in enumerate(barriers)]
+    cut = set(edges)
+    entries = ([(0, None, None)] + [(b.succs[0], i, None) for i, b in enumerate(barriers)]
+               + [(h, None, (x, h)) for x, h in edges])
     regions = []
-    for entry, bar in entries:
+    for entry, bar, edge in entries:
         seen = {entry}
         stack = [entry]
         while stack:
@@ -59,10 +91,10 @@ def split(cfg: Cfg, barriers: list[Block]) -> list[Region] | None:
             if t is not None and is_suspend(t):
                 continue  # the region ends here: the barrier's continuation is another's entry
             for s in blocks[x].succs:
-                if s not in seen:
+                if s not in seen and (x, s) not in cut:
                     seen.add(s)
                     stack.append(s)
-        regions.append(Region(entry, bar, sorted(seen)))
+        regions.append(Region(entry, bar, sorted(seen), edge))
     own = sum(len(b.instrs) for b in blocks)
     emitted = sum(len(blocks[x].instrs) for r in regions for x in r.blocks)
     if emitted > MAX_GROWTH * max(own, 1):

@@ -71,6 +71,32 @@ extern "C" __global__ void three_ways(const float* x, float* out, int which) {
   for (int i = 0; i < 40; i++) v = v * 1.0001f + s[(t + i) % 128];
   out[t] = v;
 }
+
+// a loop reading global memory whose trips differ per lane (lanes pending while others loop):
+// warps step aside in it every few iterations, then the block meets at a tree of barriers
+extern "C" __global__ void uneven_strides(const int* x, int n, int* out, int* block_out) {
+  __shared__ int s[128];
+  int t = threadIdx.x;
+  int acc = 0;
+  for (int i = blockIdx.x * 128 + t; i < n; i += gridDim.x * 128 * (1 + t % 3)) acc += x[i] * (i % 7);
+  s[t] = acc;
+  __syncthreads();
+  for (int w = 64; w > 0; w >>= 1) {
+    if (t < w) s[t] += s[t + w];
+    __syncthreads();
+  }
+  out[blockIdx.x * 128 + t] = acc;
+  if (t == 0) block_out[blockIdx.x] = s[0];
+}
+
+// no barrier: the loop is interleaved all the same
+extern "C" __global__ void gather_loop(const int* idx, const float* x, float* y, int n, int m) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  float acc = 0.0f;
+  for (int j = 0; j < m + t % 5; j++) acc += x[idx[(t * 7 + j) % n]];
+  y[t] = acc;
+}
 """
 
 
@@ -127,3 +153,42 @@ def test_code_that_would_more_than_double_keeps_warp_suspension(ptx):
         for i in range(40):
             v = (v * np.float32(1.0001)).astype(np.float32) + s[(np.arange(128) + i) % 128]
         np.testing.assert_allclose(out, v, rtol=1e-6)
+
+
+def test_loops_reading_global_memory_interleave_warps(ptx):
+    regions = _regions(ptx, "uneven_strides", (128, 1, 1))
+    assert regions is not None and any(r.interleave for r in regions)
+    rng = np.random.default_rng(1)
+    n, grid = 30_000, 5
+    x = rng.integers(-50, 50, n, dtype=np.int32)
+    out = np.zeros(grid * 128, np.int32)
+    block_out = np.zeros(grid, np.int32)
+    cuport.Module(ptx).kernel("uneven_strides")(grid, 128, (x, n, out, block_out))
+    expect = []
+    for b in range(grid):
+        for t in range(128):
+            i, acc = b * 128 + t, 0
+            while i < n:
+                acc += int(x[i]) * (i % 7)
+                i += grid * 128 * (1 + t % 3)
+            expect.append(acc)
+    assert out.tolist() == expect
+    assert block_out.tolist() == [sum(expect[b * 128:(b + 1) * 128]) for b in range(grid)]
+
+
+def test_a_kernel_without_barriers_interleaves_its_loop(ptx):
+    regions = _regions(ptx, "gather_loop", (96, 1, 1))
+    assert regions is not None and len(regions) > 1 and all(r.interleave for r in regions[1:])
+    rng = np.random.default_rng(2)
+    n, m = 1000, 21
+    idx = rng.integers(0, n, n, dtype=np.int32)
+    x = rng.random(n, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    cuport.Module(ptx).kernel("gather_loop")((n + 95) // 96, 96, (idx, x, y, n, m))
+    expect = np.zeros(n, np.float32)
+    for t in range(n):
+        acc = np.float32(0)
+        for j in range(m + t % 5):
+            acc = np.float32(acc + x[idx[(t * 7 + j) % n]])
+        expect[t] = acc
+    assert y.tobytes() == expect.tobytes()

@@ -355,9 +355,13 @@ class ModuleCompiler:
 
     def _step_regions(self) -> None:
         self.kernel_regions = None
-        if self.simple_barriers and self.uses_barriers and os.environ.get("CUPORT_NO_REGION_LOOPS") != "1":
-            bars = [b for b in self.kernel_cfg.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
-            self.kernel_regions = regions.split(self.kernel_cfg, bars)
+        if not self.simple_barriers or os.environ.get("CUPORT_NO_REGION_LOOPS") == "1":
+            return
+        g = self.kernel_cfg
+        edges = [] if os.environ.get("CUPORT_NO_INTERLEAVE") == "1" else regions.interleave_edges(g)
+        if self.uses_barriers or edges:
+            bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+            self.kernel_regions = regions.split(g, bars, edges)
 
     def _step_emit(self) -> None:
         self._declare_runtime()
@@ -797,7 +801,8 @@ PIPELINE: list[tuple[str, Step, str]] = [
      "warps in rounds, no per-barrier waits)"),
     ("regions", ModuleCompiler._step_regions,
      "needs the simple protocol: a kernel whose barriers are all converged (and that has no "
-     "yield points) runs each stretch between barriers as a loop over the block's warps "
+     "yield points) runs each stretch between barriers as a loop over the block's warps, "
+     "warps stepping aside now and then in loops that read global memory "
      "(passes/regions.py), unless duplicated code would more than double it"),
     ("emit", ModuleCompiler._step_emit,
      "LLVM IR of the kernel's warp function and the device functions it calls, through "
@@ -837,7 +842,8 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
     if step == "regions":
         if mc.kernel_regions is None:
             return "no region loops (warps suspend at barriers)"
-        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}: "
+        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
+                         + (" (interleaved)" if r.interleave else "") + ": "
                          + " ".join(mc.kernel_cfg.blocks[x].name for x in r.blocks)
                          for k, r in enumerate(mc.kernel_regions))
     if step == "barriers":

@@ -646,7 +646,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self.b.bitcast(p, I32)
 
     def goto(self, target: int, mask: ll.Value) -> None:
-        """Send `mask` lanes to block `target`, deferring them if lower blocks are pending."""
+        """Send `mask` lanes to block `target`, deferring them if lower blocks are pending
+        (along an interleave edge the warp may step aside first: region_loops.py)."""
+        if not self.interleave_goto(target, mask):
+            self._goto_plain(target, mask)
+
+    def _goto_plain(self, target: int, mask: ll.Value) -> None:
         b = self.b
         tb = self.blocks[target]
         if tb.exit_sink:
