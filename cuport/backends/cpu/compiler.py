@@ -477,7 +477,8 @@ class ModuleCompiler:
         b = ll.IRBuilder(bi.append_basic_block("entry"))
         for off in range(L.BS_EXITED, L.BS_LINEAR, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
-        for off in range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
+        # the simple protocol keeps no per-barrier counts: only barrier 0's bar.red sum
+        for off in (L.BS_RED,) if simple else range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
         loop = bi.append_basic_block("clear")
         after = bi.append_basic_block("cleared")
@@ -487,7 +488,8 @@ class ModuleCompiler:
         w = b.phi(I32)
         w.add_incoming(i32c(0), pre)
         p = b.gep(ws, [b.mul(b.zext(w, I64), i64c(wsb))], source_etype=I8)
-        for off in (L.WS_RESUME, L.WS_WAITING, L.WS_YCOUNT):
+        # (region loops read only WS_RESUME of these)
+        for off in (L.WS_RESUME,) if self.kernel_regions else (L.WS_RESUME, L.WS_WAITING, L.WS_YCOUNT):
             b.store(i32c(0), b.gep(p, [i64c(off)], source_etype=I8))
         nxt = b.add(w, i32c(1))
         w.add_incoming(nxt, loop)

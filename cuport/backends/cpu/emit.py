@@ -740,11 +740,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         b = self.b
         ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
         b.store(b.or_(b.load(ep, typ=I32), mask), ep)
-        cnt = b.ctpop(mask)
-        xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
-        b.store(b.add(b.load(xp, typ=I32), cnt), xp)
         if not self.mc.simple_barriers:
-            # (the simple protocol's rounds need neither: see compiler._emit_runner)
+            # (the simple protocol's rounds need none of these: see compiler._emit_runner)
+            cnt = b.ctpop(mask)
+            xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
+            b.store(b.add(b.load(xp, typ=I32), cnt), xp)
             self.mc.bump_events(b, self.blk)
             if self.mc.uses_barriers:
                 b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
