@@ -359,9 +359,11 @@ class ModuleCompiler:
             return
         g = self.kernel_cfg
         edges = [] if os.environ.get("CUPORT_NO_INTERLEAVE") == "1" else regions.interleave_edges(g)
-        if self.uses_barriers or edges:
-            bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+        bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+        if edges:
             self.kernel_regions = regions.split(g, bars, edges)
+        if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
+            self.kernel_regions = regions.split(g, bars)
 
     def _step_emit(self) -> None:
         self._declare_runtime()
