@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cfg import Block, Cfg, is_suspend
+from .divergence import Divergence
 
 #: the rounds keep the set of regions warps wait to run as a 64-bit mask
 MAX_REGIONS = 64
@@ -63,6 +64,19 @@ def interleave_edges(cfg: Cfg) -> list[tuple[int, int]]:
     return out
 
 
+def _wait_targets(cfg: Cfg, div: Divergence) -> set[int]:
+    """Blocks where lanes can wait while others of their warp run (backends/cpu/emit.py's
+    dispatch targets): successors of split blocks and divergent branches, and of guarded
+    returns."""
+    out: set[int] = set()
+    for b in cfg.blocks:
+        t = b.term
+        if b.index in div.split_blocks or b.index in div.divergent_branches or (
+                t is not None and t.guard is not None and t.op in ("ret", "exit")):
+            out.update(b.succs)
+    return {t for t in out if not cfg.blocks[t].exit_sink}
+
+
 def _space(ins) -> str:
     for m in ins.mods:
         if m in ("global", "shared", "local", "const", "param") or m.startswith(("shared::", "param::")):
@@ -70,21 +84,23 @@ def _space(ins) -> str:
     return "generic"
 
 
-def split(cfg: Cfg, barriers: list[Block], edges: list[tuple[int, int]] = ()) -> list[Region] | None:
+def split(cfg: Cfg, div: Divergence, barriers: list[Block],
+          edges: list[tuple[int, int]] = ()) -> list[Region] | None:
     """Region 0 starts at the entry; region i + 1 at barrier i's continuation; then one
-    region per interleave edge, starting at its loop's header."""
+    region per interleave edge, starting at its loop's header. The region of an interleave
+    edge also holds what lanes pending at the latch may run: the blocks after the latch
+    that divergent branches of the regions holding the latch send lanes to (`if (c) {loop}
+    else {...}`: the lanes of the else wait while the others loop)."""
     blocks = cfg.blocks
     if any(b.term is not None and is_suspend(b.term) and b.term.op == "yield" for b in blocks):
         return None
     if len(barriers) + len(edges) + 1 > MAX_REGIONS:
         return None
     cut = set(edges)
-    entries = ([(0, None, None)] + [(b.succs[0], i, None) for i, b in enumerate(barriers)]
-               + [(h, None, (x, h)) for x, h in edges])
-    regions = []
-    for entry, bar, edge in entries:
-        seen = {entry}
-        stack = [entry]
+
+    def closure(seeds) -> list[int]:
+        seen = set(seeds)
+        stack = list(seeds)
         while stack:
             x = stack.pop()
             t = blocks[x].term
@@ -94,7 +110,15 @@ def split(cfg: Cfg, barriers: list[Block], edges: list[tuple[int, int]] = ()) ->
                 if s not in seen and (x, s) not in cut:
                     seen.add(s)
                     stack.append(s)
-        regions.append(Region(entry, bar, sorted(seen), edge))
+        return sorted(seen)
+
+    regions = [Region(0, None, closure([0]))]
+    regions += [Region(b.succs[0], i, closure([b.succs[0]])) for i, b in enumerate(barriers)]
+    targets = _wait_targets(cfg, div)
+    for x, h in edges:
+        origin = {y for r in regions[:len(barriers) + 1] if x in r.blocks for y in r.blocks}
+        waiting = [t for t in targets if t > x and t in origin]
+        regions.append(Region(h, None, closure([h, *waiting]), (x, h)))
     own = sum(len(b.instrs) for b in blocks)
     emitted = sum(len(blocks[x].instrs) for r in regions for x in r.blocks)
     if emitted > MAX_GROWTH * max(own, 1):

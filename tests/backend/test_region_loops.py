@@ -97,6 +97,20 @@ extern "C" __global__ void gather_loop(const int* idx, const float* x, float* y,
   for (int j = 0; j < m + t % 5; j++) acc += x[idx[(t * 7 + j) % n]];
   y[t] = acc;
 }
+
+// lanes of the else wait while the others loop: the warp steps aside with lanes pending
+// outside the loop, and the warp after it starts with none
+extern "C" __global__ void loop_in_branch(const int* x, int* out, int n) {
+  int t = threadIdx.x, acc = 0;
+  if (t % 3 != 0) {
+    for (int i = t; i < n; i += 96) acc += x[i] * (i & 7);
+    acc *= 2;
+  } else {
+    acc = x[t] - 1000;
+    out[blockDim.x + t] = acc;
+  }
+  out[t] = acc;
+}
 """
 
 
@@ -192,3 +206,19 @@ def test_a_kernel_without_barriers_interleaves_its_loop(ptx):
             acc = np.float32(acc + x[idx[(t * 7 + j) % n]])
         expect[t] = acc
     assert y.tobytes() == expect.tobytes()
+
+
+def test_a_warp_steps_aside_with_lanes_waiting_outside_the_loop(ptx):
+    regions = _regions(ptx, "loop_in_branch", (96, 1, 1))
+    assert regions is not None and any(r.interleave for r in regions)
+    n = 5000
+    x = np.arange(n, dtype=np.int32) % 13
+    out = np.zeros(192, np.int32)
+    cuport.Module(ptx).kernel("loop_in_branch")(1, 96, (x, out, n))
+    expect = np.zeros(192, np.int32)
+    for t in range(96):
+        if t % 3:
+            expect[t] = 2 * sum(int(x[i]) * (i & 7) for i in range(t, n, 96))
+        else:
+            expect[t] = expect[96 + t] = x[t] - 1000
+    assert out.tolist() == expect.tolist()

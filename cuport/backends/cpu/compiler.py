@@ -361,9 +361,9 @@ class ModuleCompiler:
         edges = [] if os.environ.get("CUPORT_NO_INTERLEAVE") == "1" else regions.interleave_edges(g)
         bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
         if edges:
-            self.kernel_regions = regions.split(g, bars, edges)
+            self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
         if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
-            self.kernel_regions = regions.split(g, bars)
+            self.kernel_regions = regions.split(g, self.kernel_div, bars)
 
     def _step_emit(self) -> None:
         self._declare_runtime()

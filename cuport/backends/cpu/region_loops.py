@@ -189,7 +189,8 @@ class RegionLoops:
 
     def _fill_missing_blocks(self) -> None:
         """Blocks of other regions, which the region's dispatch names but never reaches (a
-        converged barrier leaves no lanes pending): reaching one is a cuport bug."""
+        converged barrier leaves no lanes pending, and an interleave point's region holds
+        every block where lanes can wait there): reaching one is a cuport bug."""
         missing = [i for i, bb in enumerate(self.llblocks) if bb is None]
         if not missing:
             return
@@ -197,7 +198,7 @@ class RegionLoops:
         for i in missing:
             self.llblocks[i] = bad
         b = ll.IRBuilder(bad)
-        self.mc.emit_error(b, self.ctx, self.blk, L.ERR_CONVERGENCE, self.fn.line)
+        self.mc.emit_error(b, self.ctx, self.blk, L.ERR_REGION, self.fn.line)
         b.ret(_i32(L.FAILED))
 
     # ---------------------------------------------------------------- interleave points
@@ -253,12 +254,15 @@ class RegionLoops:
         b.position_at_end(aside)
         p = self.ws
         b.store(mask, b.gep(p, [_i64(self._iv_mask)], source_etype=I8))
+        # the pending lanes go with the warp's state; the next warp starts with none
         for r in range(max(len(self.targets), 1)):
-            v = b.load(b.gep(self.pend_ptr, [_i64(4 * r)], source_etype=I8), typ=I32)
-            b.store(v, b.gep(p, [_i64(self._iv_pend + 4 * r)], source_etype=I8))
+            pp = b.gep(self.pend_ptr, [_i64(4 * r)], source_etype=I8)
+            b.store(b.load(pp, typ=I32), b.gep(p, [_i64(self._iv_pend + 4 * r)], source_etype=I8))
+            b.store(_i32(0), pp)
         for wd in range(self.nwords):
-            v = b.load(b.gep(self.bits_ptr, [_i64(8 * wd)], source_etype=I8), typ=I64)
-            b.store(v, b.gep(p, [_i64(self._iv_bits + 8 * wd)], source_etype=I8))
+            bp = b.gep(self.bits_ptr, [_i64(8 * wd)], source_etype=I8)
+            b.store(b.load(bp, typ=I64), b.gep(p, [_i64(self._iv_bits + 8 * wd)], source_etype=I8))
+            b.store(_i64(0), bp)
         for slot, _t, off in self._iv_slots:
             b.store(b.load(slot), b.gep(p, [_i64(off)], source_etype=I8))
         self._wait_for(k, b.load(self._rl["parity"]))  # (the same round's parity: no barrier)
