@@ -10,7 +10,9 @@ an allocation's last byte faults (a checking mode, stricter than a GPU).
 
 An allocation can be moved into a memory file (memfd) that other processes map: its
 address and contents stay (share); another process maps such a file at an address of
-its own (map_shared). The driver's IPC calls (driver/ipc.py) use them.
+its own (map_shared). The driver's IPC calls (driver/ipc.py) use them; the description
+that goes with the file says only that it is host pages (another backend's importer
+refuses it, and this one refuses another backend's).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import mmap
 import os
 import threading
 
-from .base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+from .base import CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_OUT_OF_MEMORY, BackendError
 
 PAGE = mmap.PAGESIZE
 GRANULE = 2 << 20
@@ -96,11 +98,19 @@ def free(address: int, size: int) -> None:
     _libc.munmap(start, length)
 
 
-def share(address: int, size: int, name: str) -> int:
+DESCRIPTION = b"cuport host pages"
+
+
+def shareable(address: int) -> bool:
+    return True
+
+
+def share(address: int, size: int) -> tuple[int, bytes]:
     """Move an allocation's pages into a memory file (contents copied, address kept) and
-    return the file's descriptor. The caller makes sure nothing uses it meanwhile."""
+    return the file's descriptor and its description. The caller makes sure nothing uses
+    the memory meanwhile."""
     body = _length(size)
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    fd = os.memfd_create("cuport-ipc-mem", os.MFD_CLOEXEC)
     try:
         os.ftruncate(fd, body)
         tmp = _mmap(None, body, mmap.MAP_SHARED, fd)
@@ -110,17 +120,27 @@ def share(address: int, size: int, name: str) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, DESCRIPTION
 
 
-def map_shared(fd: int, size: int) -> int:
-    """Map another process's memory file, padded as allocate() pads; returns its base."""
-    base = allocate(size)
+def map_shared(fd: int, description: bytes, size: int) -> int:
+    """Map another process's memory file (share there), padded as allocate() pads; returns
+    its base. The descriptor is closed."""
     try:
-        _mmap(base, _length(size), mmap.MAP_SHARED | _MAP_FIXED, fd)
-    except BackendError:
-        free(base, size)
-        raise
+        if description != DESCRIPTION:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, "the shared memory is another backend's "
+                                                         "device memory, not the CPU device's")
+        if os.fstat(fd).st_size < _length(size):
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, "the shared memory is smaller than its "
+                                                         "handle says")
+        base = allocate(size)
+        try:
+            _mmap(base, _length(size), mmap.MAP_SHARED | _MAP_FIXED, fd)
+        except BackendError:
+            free(base, size)
+            raise
+    finally:
+        os.close(fd)
     return base
 
 

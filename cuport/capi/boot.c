@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,19 @@ static int cuport_tracing = 0;
  * the current context around a release (cuda.core's) goes through. Every other call
  * answers CUDA_ERROR_DEINITIALIZED. capi/build.py decides which call gets which. */
 static __thread void *cuport_teardown_current = NULL;
+
+/* cls_get's answers for the current context (a NULL context), kept per thread while
+ * nothing that could change them has happened: every runtime call starts with a get (export
+ * table CONTEXT_LOCAL_STORAGE), which would otherwise cost an entry into Python. The truth
+ * stays in Python: it bumps cuport_cls_generation whenever any thread's context stack or any
+ * context's storage changes (driver/context.py STACK_HOOKS), which voids every thread's memo.
+ * Not used while tracing (each get is traced). */
+static uint64_t cuport_cls_generation = 1;
+static __thread struct {
+    uint64_t generation;
+    void *key;
+    void *value;
+} cuport_cls_memo;
 
 /* Answer a call that cuport_enter() refused: trace it, return `answer`. */
 static int cuport_refused(const char *name, int code, int answer)
@@ -145,6 +159,9 @@ static int cuport_start_interpreter(void)
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;
     config.parse_argv = 0;
+    /* The C streams are the program's: with PYTHONUNBUFFERED set, Python would make stdin
+     * unbuffered, and glibc's setvbuf drops what stdin had read ahead from a pipe. */
+    config.configure_c_stdio = 0;
     if (getenv("PYTHONHOME") == NULL && CUPORT_PYTHON_HOME[0] != '\0') {
         status = PyConfig_SetBytesString(&config, &config.home, CUPORT_PYTHON_HOME);
         if (PyStatus_Exception(status))

@@ -79,6 +79,7 @@ def cdef_text() -> str:
     lines.append("extern int cuport_attached;")
     lines.append("extern int cuport_interrupted;")
     lines.append("extern int cuport_driver_version;")
+    lines.append("extern uint64_t cuport_cls_generation;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")
     lines.append(f"extern void *const cuport_unknown_slots[{len(slot_stubs())}];")
@@ -195,11 +196,29 @@ def _slot_entries() -> list[str]:
                    "uint32_t": f"return cuport_refused({what}, refused, refused), 0;"
                    }.get(ret, f"return cuport_refused({what}, refused, {answer});")
         call = f"cuport_slot_{name}({args});"
+        body = call if ret == "void" else "return " + call
+        if name == "cls_get":  # (void **value, CUcontext, void *key): the memo in boot.c
+            body = (
+                "if (a1 == NULL && a0 != NULL && !cuport_tracing) {\n"
+                "        uint64_t g = __atomic_load_n(&cuport_cls_generation, __ATOMIC_ACQUIRE);\n"
+                "        if (cuport_cls_memo.generation == g && cuport_cls_memo.key == a2) {\n"
+                "            *a0 = cuport_cls_memo.value;\n"
+                "            return 0;\n"
+                "        }\n"
+                f"        {ret} r = cuport_slot_cls_get({args});\n"
+                "        if (r == 0) {\n"
+                "            cuport_cls_memo.generation = g;\n"
+                "            cuport_cls_memo.key = a2;\n"
+                "            cuport_cls_memo.value = *a0;\n"
+                "        }\n"
+                "        return r;\n"
+                "    }\n"
+                f"    return {call}")
         out.append(f"static {ret} cuport_slot_{name}({params});")
         out.append(f"static {ret} cuport_c_slot_{name}({', '.join(named) or 'void'}) {{\n"
                    f"    int refused = cuport_enter();\n"
                    f"    if (refused) {refused}\n"
-                   f"    {call if ret == 'void' else 'return ' + call}\n}}")
+                   f"    {body}\n}}")
     out.append(f"static void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}] = {{")
     out.extend(f"    (void *)&cuport_c_slot_{name}," for name in export_layout.SLOT_SIGNATURES)
     out.append("};")

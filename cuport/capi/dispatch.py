@@ -50,8 +50,10 @@ class Dispatcher:
                 return None if a == ffi.NULL else ffi.string(a).decode("utf-8", "surrogateescape")
             return read_str
         if ffi.typeof(param.ctype).kind in ("pointer", "function"):
+            cast, uintptr = ffi.cast, ffi.typeof("uintptr_t")
+
             def read_address(a):
-                return int(ffi.cast("uintptr_t", a))
+                return int(cast(uintptr, a))
             return read_address
         return None  # numbers, and structs passed by value (cdata)
 
@@ -77,6 +79,9 @@ class Dispatcher:
         ins = [(i, readers[i]) for i, p in enumerate(func.params) if not p.out]
         outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
                 for i, p in enumerate(func.params) if p.out]
+        # the in-parameters' positions, and those to convert (by position among them)
+        positions = tuple(i for i, _ in ins) if outs else None
+        convert = tuple((k, r) for k, (_, r) in enumerate(ins) if r)
         single_out = len(outs) == 1
         symbol, ptds = func.symbol, func.ptds
         fn, before_init = impl.fn, impl.before_init
@@ -105,7 +110,9 @@ class Dispatcher:
                 for i, name, optional, _ in outs:
                     if args[i] == NULL and not optional:
                         raise CudaError(E.INVALID_VALUE, f"{name} is NULL")
-                values = [r(args[i]) if r else args[i] for i, r in ins]
+                values = list(args) if positions is None else [args[i] for i in positions]
+                for k, r in convert:
+                    values[k] = r(values[k])
                 if ptds:
                     with stream.per_thread_default():
                         result = fn(*values)

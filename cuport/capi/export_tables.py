@@ -95,6 +95,11 @@ def install(ffi, lib) -> None:
         error = None if ret == "void" else (0 if ret == "uint32_t" else int(E.UNKNOWN))
         ffi.def_extern(name=f"cuport_slot_{name}", error=error)(_guard(name, handlers[name], ret))
     ffi.def_extern(name="cuport_unknown_slot", error=int(E.UNKNOWN))(_unknown_slot)
+
+    def void_cls_memo() -> None:  # (boot.c's memo of cls_get answers)
+        lib.cuport_cls_generation += 1
+
+    context.STACK_HOOKS.append(void_cls_memo)
     # C entries in front of the slots' Python (capi/build.py), in SLOT_SIGNATURES order
     entries = dict(zip(export_layout.SLOT_SIGNATURES, lib.cuport_slot_entries, strict=True))
     stub = 0

@@ -58,9 +58,16 @@ def write_bytes(address: int, data: bytes) -> None:
     ctypes.memmove(address, data, len(data))
 
 
+#: the process's whole address space as one buffer: `MEMORY[a:a + n]` views n bytes at address
+#: a without copying them and without a foreign call (ctypes.string_at is one, and releases the
+#: GIL), so that copying them into a bytearray is the only copy (kernel parameters). Like
+#: string_at it trusts the address.
+MEMORY = memoryview((ctypes.c_char * (1 << 47)).from_address(0)).cast("B")
+
+
 def read_pointers(address: int, count: int) -> list[int]:
     """`count` pointer-sized values from an array at address."""
-    return list((ctypes.c_uint64 * count).from_address(address)) if count else []
+    return MEMORY[address:address + 8 * count].cast("Q").tolist() if count else []
 
 
 def read_cstring(address: int) -> str:

@@ -30,6 +30,14 @@ _ids = itertools.count(1)
 RESOURCE_HOOKS: list[Callable[[Context], None]] = []
 # Called first: waits for all the context's streams (registered by stream.py).
 SYNC_HOOKS: list[Callable[[Context], None]] = []
+# Called after any thread's context stack or any context's local storage changed (capi keeps
+# a memo of context-local storage answers: export_tables.py).
+STACK_HOOKS: list[Callable[[], None]] = []
+
+
+def changed() -> None:
+    for hook in STACK_HOOKS:
+        hook()
 
 DEFAULT_LIMITS = {
     K.CU_LIMIT_STACK_SIZE: 1024,
@@ -78,6 +86,7 @@ class Context:
         for hook in SYNC_HOOKS:
             hook(self)
         cls, self.cls = self.cls, {}
+        changed()
         for key, (value, dtor) in cls.items():
             if dtor is not None:
                 dtor(self.handle, key, value)
@@ -152,6 +161,7 @@ def _check_flags(flags: int) -> int:
 def create(flags: int, dev: int) -> int:
     ctx = Context(device.get(dev), _check_flags(flags), primary=False)
     stack().append(ctx)
+    changed()
     return ctx.handle
 
 
@@ -192,6 +202,7 @@ def destroy(handle: int) -> None:
     s = stack()
     while ctx in s:
         s.remove(ctx)
+    changed()
 
 
 @implements("cuCtxAttach")
@@ -220,6 +231,7 @@ def detach(handle: int) -> None:
 @implements("cuCtxPushCurrent", "cuCtxPushCurrent_v2")
 def push(handle: int) -> None:
     stack().append(lookup(handle))
+    changed()
 
 
 @implements("cuCtxPopCurrent", "cuCtxPopCurrent_v2", optional_outs=("pctx",))
@@ -227,7 +239,9 @@ def pop() -> int:
     s = stack()
     if not s:
         raise CudaError(E.INVALID_CONTEXT, "the context stack of this thread is empty")
-    return s.pop().handle
+    ctx = s.pop()
+    changed()
+    return ctx.handle
 
 
 @implements("cuCtxSetCurrent")
@@ -236,12 +250,14 @@ def set_current(handle: int) -> None:
     if handle == 0:
         if s:
             s.pop()
+            changed()
         return
     ctx = lookup(handle)
     if s:
         s[-1] = ctx
     else:
         s.append(ctx)
+    changed()
 
 
 @implements("cuCtxGetCurrent")
@@ -409,6 +425,7 @@ def cls_put(handle: int, key: int, value: int, dtor: Callable | None) -> None:
     ctx = cls_context(handle)
     with ctx.lock:
         ctx.cls[key] = (value, dtor)
+    changed()
 
 
 def cls_get(handle: int, key: int) -> int:
@@ -426,3 +443,4 @@ def cls_delete(handle: int, key: int) -> None:
         if ctx.cls.pop(key, None) is None:
             raise CudaError(E.INVALID_HANDLE, f"no context-local value for key {hex(key)}",
                             quiet=True)
+    changed()

@@ -59,11 +59,30 @@ def _queue(s: stream.Stream | None, fn: Callable[[], None], what: str) -> None:
     stream.submit_device(s, fn, what)
 
 
+def _now(fn: Callable[[], None], *addresses: int) -> bool:
+    """Run a synchronous copy or fill at once on the calling thread when nothing orders it
+    (stream.idle_default_stream) and the host can use the memory (small copies cost a
+    driver call, not a trip through the stream machinery); False: nothing was done."""
+    if not memory.host_accessible(*addresses):
+        return False
+    s = stream.idle_default_stream()
+    if s is None:
+        return False
+    stream.drain(s.context)
+    fn()
+    stream.check_sticky(s.context)
+    return True
+
+
 def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     """Run a checked copy plan: synchronously in default-stream order (handle None), or
     queued on a stream, where pageable host memory is read now / written before return.
     On a capturing stream it becomes a memcpy node (described by desc, the program's
     CUDA_MEMCPY2D/3D, if any) that copies whenever the graph runs."""
+    if handle is None and len(rows) == 1:
+        dst, src, n = rows[0]
+        if _now(lambda: ctypes.memmove(dst, src, n), dst, src):
+            return
     queued = _queued_copy(rows)
     if handle is None:
         if queued is not None:
@@ -383,6 +402,8 @@ def _queued_fill(dst: int, pitch: int, value: int, width: int, height: int,
 def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: int,
                what: str) -> None:
     fill = fill_plan(dst, pitch, value, width, height, size)
+    if height == 1 and _now(fill, dst):
+        return
     queued = _queued_fill(dst, pitch, value, width, height, size)
     if queued is not None:
         _queue(None, queued, what)

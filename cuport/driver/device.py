@@ -326,10 +326,21 @@ class Device:
         return value(self) if callable(value) else value
 
     def backend(self):
-        """The backend that runs this device's modules and owns its memory."""
+        """The backend that runs this device's modules and owns its memory (looked up once:
+        every launch and copy asks)."""
+        b = self.__dict__.get("_backend")
+        if b is None:
+            from cuport.driver import module  # (imports this module)
+
+            b = module.backend_for(self)
+            object.__setattr__(self, "_backend", b)  # (a cache, not a field)
+        return b
+
+    def loaded_backend(self):
+        """This device's backend if it was made (module.loaded_backend), else None."""
         from cuport.driver import module
 
-        return module.backend_for(self)
+        return module.loaded_backend(self)
 
     def total_memory(self) -> int:
         return self.memory_bytes or total_memory()

@@ -86,6 +86,11 @@ def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
             shared.reached(n)
 
     e.time, e.captured = None, None
+    if stream.idle(s):  # reached at once: nothing before it on the stream or the device
+        stream.drain(s.context)  # (a finished launch's failure: the context's error now)
+        mark()
+        e.op = stream.FINISHED
+        return
     e.op = stream.submit(s, mark, "cuEventRecord")
 
 
@@ -100,6 +105,8 @@ def record_with_flags(handle: int, stream_handle: int, flags: int) -> None:
 
 
 def _not_captured(e: Event, name: str = "the event") -> None:
+    if e.captured is None:  # (never recorded while capturing: the usual case)
+        return
     from cuport.driver import capture
 
     if capture.in_active_capture(e):

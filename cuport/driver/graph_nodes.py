@@ -60,7 +60,8 @@ class Kernel(Params):
     attrs: tuple[tuple[int, bytes], ...] = ()  # cuGraphKernelNodeSetAttribute values
 
     def run(self) -> None:
-        self.function.kernel.launch(self.grid, self.block, self.shared, self.args)
+        self.function.kernel.launch(self.grid, self.block, self.shared, self.args,
+                                    **self.function.launch_options())
 
     def label(self) -> str:
         g, b = self.grid, self.block
@@ -103,7 +104,7 @@ class Kernel(Params):
         prepare = getattr(self.function.kernel, "prepare", None)
         if prepare is not None:
             try:
-                prepare(self.block)
+                prepare(self.block, **self.function.launch_options())
             except Exception as e:
                 code, message = getattr(e, "code", None), getattr(e, "message", None)
                 if isinstance(code, int) and isinstance(message, str):

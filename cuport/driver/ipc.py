@@ -1,19 +1,25 @@
 """Memory and events shared between processes: cuIpcGetMemHandle, cuIpcOpenMemHandle,
-cuIpcCloseMemHandle, cuIpcGetEventHandle, cuIpcOpenEventHandle.
+cuIpcCloseMemHandle, cuIpcGetEventHandle, cuIpcOpenEventHandle. Backend-neutral: the
+device's backend exports and imports its memory, ipc_channel carries it.
 
-Device memory is host memory, so sharing it between processes on one machine is
-sharing pages. Exporting an allocation moves its pages into a memory file (memfd; the
-address and contents stay), and the 64-byte handle names the exporting process, the
-file's descriptor there and the allocation. The importer opens the file through
-`/proc/<pid>/fd/<n>` (only a process of the same user that may read the exporter's
-descriptors can) and maps it at an address of its own, as a GPU's importer gets a
-pointer of its own. A handle is refused unless its process is alive, is the same one
-(its start time) and is the user's, and the file is the one cuport made.
+Exporting an allocation asks the backend for a descriptor of its memory (a memory file of
+host pages on the CPU; an opaque descriptor of the Vulkan device's memory) and a
+description of it, which this process then offers on its IPC socket (ipc_channel). The
+64-byte handle names the process (pid and start time), the socket's token and the
+allocation. The importer fetches the descriptor from that process, checked to be of its
+own user, and its backend maps the memory at an address of its own, as a GPU's importer
+gets a pointer of its own. Opening a handle again gives the same pointer, counted; closing
+it as often unmaps it. A handle whose process has exited, or whose memory was freed, is
+CUDA_ERROR_INVALID_VALUE; one made by the opening process itself is
+CUDA_ERROR_INVALID_CONTEXT, as on NVIDIA's driver.
 
-An interprocess event (CU_EVENT_INTERPROCESS) keeps its state in a shared page: the
-number of records so far and the number the recording streams have reached. Waiting
-(cuEventSynchronize, cuStreamWaitEvent, cuEventQuery) in any process means waiting
-until every record made before the wait was reached.
+An interprocess event (CU_EVENT_INTERPROCESS) keeps its state in a shared page, handed
+over the same way: the number of records so far and the number the recording streams have
+reached. Waiting (cuEventSynchronize, cuStreamWaitEvent, cuEventQuery) in any process
+means waiting until every record made before the wait was reached; a stream's record is
+reached when its work before it has finished on the device (stream.py drains the device
+first), so a wait on the host orders another process's stream after it, whatever backend
+either process runs on.
 """
 
 from __future__ import annotations
@@ -29,16 +35,17 @@ from dataclasses import dataclass
 
 from cuport.backends import host_pages
 from cuport.capi import types
-from cuport.driver import context, memory
+from cuport.driver import context, ipc_channel, memory
 from cuport.driver.api import implements
 from cuport.driver.errors import CudaError, E
 
 HANDLE_BYTES = 64
 _MEM_MAGIC = b"cuportIM"
 _EVENT_MAGIC = b"cuportIE"
-# magic, pid, descriptor, exporter's start time, bytes, allocation (or event) id
-_LAYOUT = struct.Struct("<8sIiQQQ")
-_lock = threading.Lock()
+_MEM, _EVENT = b"mem", b"event"  # what the IPC socket offers
+# magic, pid, (unused), exporter's start time, its socket's token, bytes, allocation (or event) id
+_LAYOUT = struct.Struct("<8sIIQQQQ")
+_lock = threading.RLock()  # (memory: exports and imports)
 
 
 # -- handles ------------------------------------------------------------------------------
@@ -54,17 +61,18 @@ def _start_time(pid: int) -> int:
     return int(fields[19])
 
 
-def _pack(magic: bytes, fd: int, size: int, ident: int) -> bytes:
+def _pack(magic: bytes, size: int, ident: int) -> bytes:
     pid = os.getpid()
-    data = _LAYOUT.pack(magic, pid, fd, _start_time(pid), size, ident)
+    token = ipc_channel.server().token
+    data = _LAYOUT.pack(magic, pid, 0, _start_time(pid), token, size, ident)
     return data + bytes(HANDLE_BYTES - len(data))
 
 
 @dataclass(frozen=True)
 class _Handle:
     pid: int
-    fd: int
     start: int
+    token: int
     size: int
     ident: int
 
@@ -77,8 +85,8 @@ def _unpack(data: bytes, magic: bytes, what: str) -> _Handle:
     if len(data) < _LAYOUT.size or data[:8] != magic:
         raise CudaError(E.INVALID_VALUE, f"the {what} handle was not made by cuport's "
                                          f"cuIpcGet{what.capitalize()}Handle")
-    _, pid, fd, start, size, ident = _LAYOUT.unpack_from(data)
-    return _Handle(pid, fd, start, size, ident)
+    _, pid, _, start, token, size, ident = _LAYOUT.unpack_from(data)
+    return _Handle(pid, start, token, size, ident)
 
 
 def _handle_bytes(handle) -> bytes:
@@ -87,49 +95,31 @@ def _handle_bytes(handle) -> bytes:
     return bytes(ffi.buffer(ffi.addressof(handle)))
 
 
-def _open_exported(h: _Handle, prefix: str, what: str) -> int:
-    """A descriptor of the memory file behind a handle, opened through /proc."""
+def _fetch(h: _Handle, kind: bytes, what: str) -> tuple[int, bytes]:
+    """The descriptor (ours to close) and description the handle's process offers."""
     if h.pid == os.getpid():
         raise CudaError(E.INVALID_CONTEXT, f"the {what} handle was made by this process; "
                                            "use its own pointer or event")
-    proc = f"/proc/{h.pid}"
-    try:
-        owner = os.stat(proc).st_uid
-    except OSError:
+    if _start_time(h.pid) != h.start:
         raise CudaError(E.INVALID_VALUE, f"the process {h.pid} that made the {what} handle "
-                                         "has exited") from None
-    if owner != os.getuid() or _start_time(h.pid) != h.start:
-        raise CudaError(E.INVALID_VALUE, f"the process {h.pid} that made the {what} handle "
-                                         "has exited (the pid is another process's now)")
-    path = f"{proc}/fd/{h.fd}"
-    try:
-        target = os.readlink(path)
-    except OSError:
-        target = ""
-    if not target.startswith(f"/memfd:{prefix}"):
-        raise CudaError(E.INVALID_VALUE, f"the {what} handle names no memory cuport exported "
-                                         f"in process {h.pid} (freed or destroyed since?)")
-    try:
-        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError as e:
-        raise CudaError(E.INVALID_VALUE, f"cannot open process {h.pid}'s exported {what}: "
-                                         f"{e.strerror}") from None
+                                         "has exited")
+    return ipc_channel.fetch(h.pid, h.token, kind, h.ident, what)
 
 
 # -- memory -------------------------------------------------------------------------------
 
-_exported: dict[int, int] = {}  # allocation base -> memory file descriptor
+_exported: set[int] = set()  # ids of the allocations offered
 _imported: dict[tuple[int, int, int], list] = {}  # handle key -> [allocation, references]
-_MEM_PREFIX = "cuport-ipc-mem"
 
 
-def _close_export(a: memory.Allocation) -> None:
-    fd = _exported.pop(a.base, None)
-    if fd is not None:
-        os.close(fd)
+def _withdraw(a: memory.Allocation) -> None:
+    with _lock:
+        if a.id in _exported:
+            _exported.discard(a.id)
+            ipc_channel.withdraw(_MEM, a.id)
 
 
-memory.UNMAP_HOOKS.append(_close_export)
+memory.UNMAP_HOOKS.append(_withdraw)
 
 
 @implements("cuIpcGetMemHandle")
@@ -140,18 +130,21 @@ def get_mem_handle(out: int, dptr: int) -> None:
     if a is None or a.base != dptr:
         raise CudaError(E.INVALID_VALUE, f"{hex(dptr)} is not the start of an allocation from "
                                          "cuMemAlloc")
-    if not memory.ipc_capable(a):
+    if not memory.cumemalloc_memory(a):
         raise CudaError(E.INVALID_VALUE, f"{hex(dptr)} is not cuMemAlloc memory of this process "
                                          f"({a.describe()}); only that can be exported")
     with _lock:
-        fd = _exported.get(a.base)
-        if fd is None:
+        if a.id not in _exported:
             from cuport.driver import stream
 
-            stream.synchronize_context(a.context)  # no kernel may write while pages move
-            fd = memory.share(a, f"{_MEM_PREFIX}-{a.id}")
-            _exported[a.base] = fd
-    ctypes.memmove(out, _pack(_MEM_MAGIC, fd, a.size, a.id), HANDLE_BYTES)
+            stream.synchronize_context(a.context)  # (host pages move: no kernel may write meanwhile)
+            fd, description = memory.share(a)
+            try:
+                ipc_channel.server().offer(_MEM, a.id, fd, description)
+            finally:
+                os.close(fd)
+            _exported.add(a.id)
+    ctypes.memmove(out, _pack(_MEM_MAGIC, a.size, a.id), HANDLE_BYTES)
 
 
 def _open_mem(handle, flags: int) -> int:
@@ -164,16 +157,9 @@ def _open_mem(handle, flags: int) -> int:
         if entry is not None:  # opened before: the same pointer, one more reference
             entry[1] += 1
             return entry[0].base
-        fd = _open_exported(h, f"{_MEM_PREFIX}-{h.ident}", "mem")
-        try:
-            if os.fstat(fd).st_size < h.size:
-                raise CudaError(E.INVALID_VALUE, "the exported memory is smaller than its handle "
-                                                 "says")
-            base = memory.map_shared(fd, h.size, ctx)
-        finally:
-            os.close(fd)
-        a = memory.Allocation(base, h.size, "device", ctx, imported=True)
-        memory.TABLE.add(a)
+        fd, description = _fetch(h, _MEM, "mem")
+        base = memory.map_shared(fd, description, h.size, ctx)  # (consumes fd)
+        a = memory.track(memory.Allocation(base, h.size, "device", ctx, imported=True))
         _imported[h.key] = [a, 1]
     return base
 
@@ -216,36 +202,41 @@ context.RESOURCE_HOOKS.append(_forget_imports)
 
 _EVENT_PREFIX = "cuport-ipc-event"
 _event_ids = iter(range(1, 1 << 62))
+_event_lock = threading.Lock()
 
 
 class SharedEventState:
     """Two counters in a page of a memory file: records made, records reached. The page
-    and the file are released when the last event (or queued record) using them goes."""
+    and the file are released (and the event no longer offered) when the last event (or
+    queued record) using them goes."""
 
-    def __init__(self, fd: int, ident: int) -> None:
-        self.fd = fd
-        self.ident = ident
+    def __init__(self, fd: int) -> None:
         page = mmap.PAGESIZE
+        if os.fstat(fd).st_size < page:
+            os.close(fd)
+            raise CudaError(E.INVALID_VALUE, "the event's shared page is not a page")
+        self.fd = fd
+        self.ident = next(_event_ids)  # what this process offers it as (its handles name it)
+        self.offered = False
         address = host_pages.map_file(fd, page)
         self._words = (ctypes.c_uint64 * 2).from_address(address)
-        weakref.finalize(self, _release_page, address, page, fd)
+        weakref.finalize(self, _release_page, address, page, fd, self.ident)
 
     @classmethod
     def create(cls) -> SharedEventState:
-        ident = next(_event_ids)
-        fd = os.memfd_create(f"{_EVENT_PREFIX}-{ident}", os.MFD_CLOEXEC)
+        fd = os.memfd_create(_EVENT_PREFIX, os.MFD_CLOEXEC)
         os.ftruncate(fd, mmap.PAGESIZE)
-        return cls(fd, ident)
+        return cls(fd)
 
     def record(self) -> int:
         """A new record; returns its number, for reached() when the stream gets there."""
-        with _lock:
+        with _event_lock:
             n = self._words[0] + 1
             self._words[0] = n
         return n
 
     def reached(self, n: int) -> None:
-        with _lock:
+        with _event_lock:
             if self._words[1] < n:
                 self._words[1] = n
 
@@ -263,7 +254,8 @@ class SharedEventState:
             delay = min(delay * 2, 1e-3)
 
 
-def _release_page(address: int, length: int, fd: int) -> None:
+def _release_page(address: int, length: int, fd: int, ident: int) -> None:
+    ipc_channel.withdraw(_EVENT, ident)  # (if it was offered)
     host_pages.unmap(address, length)
     os.close(fd)
 
@@ -277,7 +269,12 @@ def get_event_handle(out: int, event_handle: int) -> None:
     e = event.lookup(event_handle)
     if e.shared is None:
         raise CudaError(E.INVALID_VALUE, "the event was not created with CU_EVENT_INTERPROCESS")
-    ctypes.memmove(out, _pack(_EVENT_MAGIC, e.shared.fd, 0, e.shared.ident), HANDLE_BYTES)
+    shared = e.shared
+    with _event_lock:
+        if not shared.offered:
+            ipc_channel.server().offer(_EVENT, shared.ident, shared.fd, b"")
+            shared.offered = True
+    ctypes.memmove(out, _pack(_EVENT_MAGIC, 0, shared.ident), HANDLE_BYTES)
 
 
 @implements("cuIpcOpenEventHandle")
@@ -286,5 +283,5 @@ def open_event_handle(handle) -> int:
 
     ctx = context.current()
     h = _unpack(_handle_bytes(handle), _EVENT_MAGIC, "event")
-    fd = _open_exported(h, f"{_EVENT_PREFIX}-{h.ident}", "event")
-    return event.imported(ctx, SharedEventState(fd, h.ident))
+    fd, _ = _fetch(h, _EVENT, "event")
+    return event.imported(ctx, SharedEventState(fd))

@@ -11,6 +11,7 @@ function's settings before anything is queued.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
@@ -38,13 +39,16 @@ def pack_params(f: module.Function, kernel_params: int, extra: int) -> bytes:
     if not kernel_params:
         raise CudaError(E.INVALID_VALUE, f"the kernel takes {len(info.params)} parameters but "
                                          "kernelParams and extra are NULL", subject=f.name)
+    # each argument copied once, straight from the program's memory (types.MEMORY)
     buffer = bytearray(info.param_size)
-    pointers = types.read_pointers(kernel_params, len(info.params))
-    for i, (p, address) in enumerate(zip(info.params, pointers, strict=False)):
+    memory = types.MEMORY
+    layout = f.param_layout
+    pointers = memory[kernel_params:kernel_params + 8 * len(layout)].cast("Q").tolist()
+    for (start, end, size, name), address in zip(layout, pointers, strict=True):
         if not address:
-            raise CudaError(E.INVALID_VALUE, f"kernelParams[{i}] ({p.name}) is NULL",
-                            subject=f.name)
-        buffer[p.offset:p.offset + p.size] = ctypes.string_at(address, p.size)
+            raise CudaError(E.INVALID_VALUE, f"kernelParams[{pointers.index(0)}] ({name}) is "
+                                             "NULL", subject=f.name)
+        buffer[start:end] = memory[address:address + size]
     return bytes(buffer)
 
 
@@ -77,6 +81,14 @@ def _from_extra(f: module.Function, extra: int) -> bytes:
 
 def check_geometry(f: module.Function, grid: tuple[int, int, int],
                    block: tuple[int, int, int], dynamic_shared: int) -> None:
+    if f.checked == (grid, block, dynamic_shared):  # (launched so before: passed)
+        return
+    _check_geometry(f, grid, block, dynamic_shared)
+    f.checked = (grid, block, dynamic_shared)
+
+
+def _check_geometry(f: module.Function, grid: tuple[int, int, int],
+                    block: tuple[int, int, int], dynamic_shared: int) -> None:
     info = f.info
     for axis, n, limit in zip("xyz", grid, device.MAX_GRID_DIM, strict=False):
         if not 1 <= n <= limit:
@@ -125,12 +137,12 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         e.subject = f.name
         raise
     kernel, m = f.kernel, f.module
-    prepare = getattr(kernel, "prepare", None)
-    if prepare is not None:
+    opts = f.launch_options()  # (the limits as they are now, as CUDA's launch takes them)
+    if f.prepare is not None:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's
         try:
-            prepare(tuple(block))
+            f.prepare(block, **opts)
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
@@ -144,19 +156,25 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         capture.add(s, node, f"{what}({f.name})")
         return None
 
-    extra = {"cooperative": True} if cooperative else {}
+    label = f"{what}({f.name})"
+    if stream.queues_on_device(s.context):
+        # the device's queue keeps the order: handed over now when s is idle (submit_device)
+        if f.launch_queued is not None:
+            return stream.submit_device(s, f.launch_queued, label, m,
+                                        (grid, block, dynamic_shared, params, label, cooperative))
+        launch = functools.partial(kernel.launch, **opts) if opts else kernel.launch
+        return stream.submit_device(s, launch, label, m,
+                                    (grid, block, dynamic_shared, params, cooperative))
 
-    def run() -> None:
+    def run_later() -> None:
         try:
-            kernel.launch(grid, block, dynamic_shared, params, **extra)
+            kernel.launch(grid, block, dynamic_shared, params, cooperative=cooperative, **opts)
         finally:
             m.launch_finished()
 
     m.launch_started()
     try:
-        if stream.queues_on_device(s.context):
-            return stream.submit_device(s, run, f"{what}({f.name})")
-        return stream.submit(s, run, f"{what}({f.name})", device_work=True)
+        return stream.submit(s, run_later, label, device_work=True)
     except BaseException:
         m.launch_finished()
         raise

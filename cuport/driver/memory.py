@@ -16,6 +16,7 @@ import collections
 import ctypes
 import itertools
 import mmap
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -65,10 +66,13 @@ class AllocationTable:
         self._freed: collections.OrderedDict[int, str] = collections.OrderedDict()
         self.lock = threading.RLock()
 
+    # find() takes no lock (every copy asks several times): a base is in _by_base whenever
+    # it is in _bases (add fills the dict first, remove empties the list first), and a lookup
+    # that raced a change is made again under the lock.
     def add(self, a: Allocation) -> None:
         with self.lock:
-            bisect.insort(self._bases, a.base)
             self._by_base[a.base] = a
+            bisect.insort(self._bases, a.base)
             self._freed.pop(a.base, None)
 
     def remove(self, a: Allocation, why: str = "freed") -> None:
@@ -84,12 +88,21 @@ class AllocationTable:
 
     def find(self, address: int) -> Allocation | None:
         """The allocation containing address (an address one past the end is not in it)."""
-        with self.lock:
-            i = bisect.bisect_right(self._bases, address) - 1
-            if i < 0:
-                return None
-            a = self._by_base[self._bases[i]]
-            return a if address < a.end or (a.size == 0 and address == a.base) else None
+        bases = self._bases
+        i = bisect.bisect_right(bases, address) - 1
+        if i < 0:
+            return None
+        try:
+            a = self._by_base.get(bases[i])
+        except IndexError:
+            a = None
+        if a is None or a.base > address:  # (raced an add or remove)
+            with self.lock:
+                i = bisect.bisect_right(bases, address) - 1
+                if i < 0:
+                    return None
+                a = self._by_base[bases[i]]
+        return a if address < a.base + a.size or (a.size == 0 and address == a.base) else None
 
     def overlapping(self, address: int, size: int) -> Allocation | None:
         with self.lock:
@@ -147,7 +160,7 @@ def _unmap(a: Allocation) -> None:
     _allocator(a.context).free(a.base, a.size)
 
 
-# Called with an allocation just before its memory is unmapped (ipc.py closes its file).
+# Called with an allocation just before its memory is unmapped (ipc.py withdraws its offer).
 UNMAP_HOOKS: list = []
 
 
@@ -159,15 +172,22 @@ def _sharing(ctx: context.Context | None, what: str):
     return alloc
 
 
-def share(a: Allocation, name: str) -> int:
+def share(a: Allocation) -> tuple[int, bytes]:
     """Make an allocation's memory mappable by other processes (address and contents
-    kept); returns the descriptor of the memory file that holds it."""
-    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size, name)
+    kept): a descriptor of it (the caller closes it) and the description that the
+    importing process's backend needs (opaque here)."""
+    return _sharing(a.context, "cuIpcGetMemHandle").share(a.base, a.size)
 
 
-def map_shared(fd: int, size: int, ctx: context.Context) -> int:
-    """Map another process's memory file into this process; returns its address here."""
-    return _sharing(ctx, "cuIpcOpenMemHandle").map_shared(fd, size)
+def map_shared(fd: int, description: bytes, size: int, ctx: context.Context) -> int:
+    """Map another process's shared memory (share there) into this process; returns its
+    address here. The descriptor is consumed, mapped or not."""
+    try:
+        alloc = _sharing(ctx, "cuIpcOpenMemHandle")
+    except CudaError:
+        os.close(fd)
+        raise
+    return alloc.map_shared(fd, description, size)
 
 
 # -- memory the host cannot touch: copies and fills through the device's backend ---------
@@ -195,6 +215,12 @@ def _note_host_access(a: Allocation) -> Allocation:
     return a
 
 
+def host_accessible(*addresses: int) -> bool:
+    """Whether the host can use the memory at each address where it is (not a discrete
+    GPU's device memory, which only its backend can copy)."""
+    return not _opaque[0] or all(_opaque_at(a) is None for a in addresses)
+
+
 def _opaque_at(address: int) -> Allocation | None:
     if not _opaque[0]:
         return None
@@ -209,7 +235,7 @@ def _settle(*addresses: int) -> None:
     """Before the host touches device memory: let a device whose launches finish
     asynchronously complete them (stream.drain), so the host sees their results and the
     kernels see the host's bytes only after they ran."""
-    if not _async_devices:
+    if not _async_devices or not any(d.backend().pending() for d in _async_devices):
         return
     for address in addresses:
         a = TABLE.find(address)
@@ -548,9 +574,16 @@ def mem_get_address_range(dptr: int) -> tuple[int, int]:
 _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
 
 
-def ipc_capable(a: Allocation) -> bool:
-    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of this process."""
+def cumemalloc_memory(a: Allocation) -> bool:
+    """cuMemAlloc memory of this process: what cuIpcGetMemHandle may export."""
     return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
+
+
+def ipc_capable(a: Allocation) -> bool:
+    """Whether cuIpcGetMemHandle can export it: cuMemAlloc memory of a device whose backend
+    can share it."""
+    shareable = getattr(_allocator(a.context), "shareable", None)
+    return cumemalloc_memory(a) and shareable is not None and shareable(a.base)
 
 
 def _memory_type(a: Allocation) -> int:

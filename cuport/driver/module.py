@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cuport import loader
 from cuport.backends.base import BackendError
-from cuport.driver import context, device, handles, memory
+from cuport.driver import context, device, handles, memory, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -61,11 +61,17 @@ def backend_for(dev) -> object:
         return b
 
 
+def loaded_backend(dev) -> object | None:
+    """The backend of device `dev` if it was made, else None: nothing of the device's has
+    run, so there is nothing to wait for (and nothing is built at exit, when the libraries
+    a backend needs may have shut down)."""
+    with _backend_lock:
+        return _backends.get((dev.kind, dev.index))
+
+
 def backend():
     """The backend of the current context's device; of the first device when no context is
     current (the library API, cuLibraryLoadData and friends, needs none)."""
-    from cuport.driver import context, device
-
     s = context.stack()
     return (s[-1].device if s else device.devices()[0]).backend()
 
@@ -186,7 +192,8 @@ class Module:
     def unload(self) -> None:
         """Wait for queued launches, then free the module's globals and code."""
         with self.idle:
-            self.idle.wait_for(lambda: self.inflight == 0)
+            self.idle.wait_for(lambda: self.inflight == 0)  # (those queued on streams)
+        stream.drain(self.context)  # (those handed to the device's queue)
         handles.drop(self.handle)
         for f in self.functions.values():
             handles.drop(f.handle)
@@ -210,6 +217,12 @@ class Function:
         self.cache_config = K.CU_FUNC_CACHE_PREFER_NONE
         self.shared_config = K.CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE
         self.c_name = ctypes.create_string_buffer(name.encode())  # for cuFuncGetName
+        # what every launch asks, looked up once (driver/launch.py)
+        self.prepare = getattr(kernel, "prepare", None)
+        self.launch_queued = getattr(kernel, "launch_queued", None)
+        self.param_layout = tuple((p.offset, p.offset + p.size, p.size, p.name)
+                                  for p in self.info.params)
+        self.checked: tuple | None = None  # the last (grid, block, shared) check_geometry passed
         self.handle = handles.new(self)
 
     @property
@@ -220,6 +233,13 @@ class Function:
         """The shared-memory attribute `key` of the device this function runs on (a Vulkan
         device has its own: NVIDIA's Vulkan 48 KiB of workgroup memory, lavapipe's 32)."""
         return self.module.context.device.value(key)
+
+    def launch_options(self) -> dict[str, int]:
+        """What a launch tells the backend's kernel beside its shape: the context's stack
+        limit, where the kernel's stack is compiled in (recursion on the Vulkan backend)."""
+        if getattr(self.kernel, "needs_stack_limit", False):
+            return {"stack_bytes": self.context.limits[K.CU_LIMIT_STACK_SIZE]}
+        return {}
 
 
 class Library:
@@ -294,12 +314,20 @@ class Kernel:
         self.name = name
         self.c_name = ctypes.create_string_buffer(name.encode())
         self.settings: dict[int, int] = {}  # cuKernelSetAttribute, applied to each function
+        self._functions: dict[int, Function] = {}  # context id -> its function, settings applied
         self.handle = handles.new(self)
 
     def function(self, ctx: context.Context | None = None) -> Function:
-        f = self.library.module_for(ctx or context.current()).function(self.name)
+        """Its function in ctx (the current context), with the settings made so far applied
+        (each once: a launch through a CUkernel asks every time)."""
+        ctx = ctx or context.current()
+        f = self._functions.get(ctx.id)
+        if f is not None and handles.peek(f.handle) is f:
+            return f
+        f = self.library.module_for(ctx).function(self.name)
         for attrib, value in self.settings.items():
             set_function_attribute(f, attrib, value)
+        self._functions[ctx.id] = f
         return f
 
 
@@ -318,6 +346,8 @@ def lookup_kernel(handle: int) -> Kernel:
 def resolve_function(handle: int) -> Function:
     """A CUfunction argument; a CUkernel means its function in the current context."""
     obj = handles.peek(handle)
+    if obj.__class__ is Function and obj.module.context.active:
+        return obj
     if isinstance(obj, Kernel):
         return obj.function()
     f = handles.lookup(handle, Function, "function")
@@ -566,6 +596,7 @@ def set_function_attribute(f: Function, attrib: int, value: int) -> None:
                             f"{limit} are possible on this device ({optin} bytes per block "
                             "in all)", subject=f.name)
         f.max_dynamic_shared = value
+        f.checked = None
     elif attrib == K.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         if not -1 <= value <= 100:
             raise CudaError(E.INVALID_VALUE, f"carveout {value} is not -1 or a percentage",
@@ -607,6 +638,7 @@ def kernel_set_attribute(attrib: int, value: int, handle: int, dev: int) -> None
     k = lookup_kernel(handle)
     set_function_attribute(k.function(), attrib, value)
     k.settings[attrib] = value
+    k._functions.clear()  # (every context's function gets the setting at its next use)
 
 
 @implements("cuFuncSetCacheConfig")

@@ -47,7 +47,7 @@ def drain(ctx: context.Context) -> None:
     from a launch once the kernel is queued on the GPU), before anything that observes its
     results: a host callback, an event, a copy, a synchronising call. A kernel failure found
     then becomes the context's asynchronous error, as a failing launch does."""
-    b = ctx.device.backend()
+    b = ctx.device.loaded_backend()  # (none made: nothing in flight)
     finish = getattr(b, "drain", None)
     if finish is None:
         return
@@ -58,7 +58,7 @@ def drain(ctx: context.Context) -> None:
 
 
 def device_busy(ctx: context.Context) -> bool:
-    pending = getattr(ctx.device.backend(), "pending", None)
+    pending = getattr(ctx.device.loaded_backend(), "pending", None)
     return bool(pending and pending())
 
 
@@ -136,6 +136,11 @@ class Op:
             return err
 
         note_failure(e, take_pending)
+
+
+#: the op of work that was done when it was submitted (an event recorded on an idle stream)
+FINISHED = Op(lambda: None, [], "finished")
+FINISHED.done.set()
 
 
 class Stream:
@@ -250,6 +255,8 @@ def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
     cs = streams_of(s.context)
     if s.kind == "legacy":
+        if not cs.created and not cs.per_thread:
+            return []
         return [o.last for o in cs.all() if o is not s and o.blocking and o.pending()]
     if s.blocking and cs.legacy.pending():
         return [cs.legacy.last]
@@ -260,7 +267,7 @@ def check_capture(s: Stream, what: str) -> None:
     """Refuse work or a wait on s that stream capture forbids (invalidating the capture)."""
     if s.capture is not None:
         raise s.capture.unsupported(what)
-    if s.kind == "legacy":
+    if s.kind == "legacy" and streams_of(s.context).capturing:
         cs = streams_of(s.context)
         blocking = [c for c in (o.capture for o in list(cs.capturing) if o.blocking) if c]
         if blocking:
@@ -294,31 +301,59 @@ def queues_on_device(ctx: context.Context) -> bool:
     return getattr(ctx.device.backend(), "queues_launches", False)
 
 
-def submit_device(s: Stream, fn: Callable[[], None], what: str) -> Op:
-    """Device work for a backend that queues_on_device: fn only hands work to the device's
-    queue. When s and everything it must wait for are idle, fn runs at once on the calling
-    thread (the device's queue keeps the order), saving the hand-over to the stream's worker
-    thread that costs a launch most of its time; else it is queued like any other op."""
+def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
+                  args: tuple = ()) -> Op | None:
+    """Device work for a backend that queues_on_device: fn(*args) only hands work to the
+    device's queue. When s and everything it must wait for are idle, it runs at once on the
+    calling thread (the device's queue keeps the order), saving the hand-over to the
+    stream's worker thread that costs a launch most of its time (None is returned; a
+    failure becomes the context's asynchronous error, as the op's would). Else it is queued
+    like any other op; `hold` (a module.Module) is then told (launch_started/
+    launch_finished), so that the module stays loaded until fn has run."""
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s)
-        op = Op(fn, deps, what, device_work=True)
         if not deps and not s.pending():
-            s.last = op
-            op.run(s.context)  # (under the lock: nothing else is queued on s meanwhile)
-            return op
+            try:
+                fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
+            except CudaError as e:
+                Op(fn, [], what)._fail(s.context, e)
+            except Exception as e:  # noqa: BLE001 - as Op.run
+                Op(fn, [], what)._fail(s.context, from_exception(e, what))
+            return None
+        if hold is not None:
+            hold.launch_started()
+
+        def later() -> None:
+            try:
+                fn(*args)
+            finally:
+                if hold is not None:
+                    hold.launch_finished()
+        op = Op(later, deps, what, device_work=True)
         s.last = op
         s._ensure_worker()
         s._queue.put(op)
     return op
 
 
+_capture_module = None
+
+
+def _capture():
+    """cuport.driver.capture (it imports this module: looked up when first needed)."""
+    global _capture_module
+    if _capture_module is None:
+        from cuport.driver import capture
+
+        _capture_module = capture
+    return _capture_module
+
+
 def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     """Run fn in stream order and return when it is done (synchronous API calls)."""
-    from cuport.driver import capture
-
-    capture.check_unsafe(what)
+    _capture().check_unsafe(what)
     check_capture(s, what)
     cs = streams_of(s.context)
     with cs.lock:
@@ -334,6 +369,27 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     # "may also return error codes from previous, asynchronous launches" (cuMemcpy*): an
     # asynchronous failure the program has not been told of yet is returned here
     check_sticky(s.context)
+
+
+def idle(s: Stream) -> bool:
+    """Whether everything submitted to s so far has finished, on the device too (so that
+    what is submitted now could be done at once)."""
+    cs = streams_of(s.context)
+    with cs.lock:
+        return not s.pending() and not _dependencies(s) and not device_busy(s.context)
+
+
+def idle_default_stream() -> Stream | None:
+    """The calling thread's default stream when work done now on the calling thread is in
+    its order (a synchronous copy or memset): no capture under way, nothing pending on the
+    stream, on what it waits for, or on the device; else None (go the general way). The
+    caller then drains (a finished launch's failure), does the work and check_sticky()s."""
+    if _capture().under_way():
+        return None
+    s = resolve(0)
+    if s.pending() or _dependencies(s) or device_busy(s.context):
+        return None
+    return s
 
 
 def check_sticky(ctx: context.Context) -> None:
@@ -423,6 +479,7 @@ def query(handle: int) -> None:
         busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
     if busy:
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
+    drain(s.context)  # (nothing to wait for: a finished launch's failure is this call's)
     check_sticky(s.context)
 
 
@@ -552,6 +609,9 @@ def interrupted(what: str) -> int:
         cancel = getattr(b, "cancel_launches", None)
         if cancel is not None:
             cancel()
+    ctx = context.current_or_none()
+    if ctx is not None and ctx.active:
+        drain(ctx)  # the launches it stopped have failed: reported now
     rearm_interrupt()
     report(what, E.LAUNCH_FAILED, "interrupted (SIGINT) while waiting; the kernels in "
                                   "flight were stopped")

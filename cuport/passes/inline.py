@@ -17,6 +17,7 @@ import copy
 import itertools
 
 from ..ptx import ir
+from ..ptx.callgraph import call_target as _call_target
 from ..ptx.errors import UnsupportedError
 from .cfg import is_barrier
 
@@ -25,13 +26,6 @@ _counter = itertools.count(1)
 
 def has_barrier(fn: ir.Function) -> bool:
     return any(isinstance(s, ir.Instr) and is_barrier(s) for s in fn.body or ())
-
-
-def _call_target(ins: ir.Instr) -> str | None:
-    args = [a for a in ins.args if not isinstance(a, ir.Args)]
-    if args and isinstance(args[0], ir.Sym):
-        return args[0].name
-    return None
 
 
 def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
@@ -87,14 +81,16 @@ def _expand(body: list, host: ir.Function, by_name, needs, err, stack: list[str]
             raise err("a guarded call of a function that contains a barrier", st.line, st.text())
         callee = by_name[name]
         stack.append(name)
-        copy_body = _instantiate(st, callee, host, err)
+        copy_body = instantiate(st, callee, host, err)
         out.extend(_expand(copy_body, host, by_name, needs, err, stack))
         stack.pop()
     return out
 
 
-def _instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err) -> list:
-    tag = f"$in{next(_counter)}"
+def instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err, tag: str = "") -> list:
+    """A copy of `callee`'s body for `call`, its names suffixed with `tag` (a fresh one by
+    default), each `ret` a branch to the label `$ret` + tag that ends the copy."""
+    tag = tag or f"$in{next(_counter)}"
     args = list(call.args)
     rets: tuple = ()
     if args and isinstance(args[0], ir.Args):
@@ -170,20 +166,22 @@ def _instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err) ->
     return out
 
 
-def inline_all_calls(module: ir.Module, funcs: list[ir.Function], kernel: str) -> ir.Function:
+def inline_all_calls(module: ir.Module, funcs: list[ir.Function], kernel: str,
+                     keep: frozenset[str] = frozenset()) -> ir.Function:
     """The kernel `kernel` with every call of a defined device function inlined (copied, not
-    mutated); calls of `.extern` functions (vprintf, __assertfail, malloc) stay calls.
+    mutated); calls of `.extern` functions (vprintf, __assertfail, malloc) and of the
+    functions in `keep` (the recursive ones: passes/call_stack.py) stay calls.
 
     For backends without a call stack of their own (Vulkan's SPIR-V has no recursion and no
     function pointers). A guarded call becomes a branch around the inlined body; recursion
-    and indirect calls are refused with the call's line."""
+    outside `keep` and indirect calls are refused with the call's line."""
     by_name = {f.name: f for f in funcs}
     fn = by_name[kernel]
-    defined = {n for n, f in by_name.items() if f.is_definition and not f.is_entry}
+    defined = {n for n, f in by_name.items() if f.is_definition and not f.is_entry} - keep
     for st in fn.body or ():
         if isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) is None:
             raise UnsupportedError("an indirect call (a function pointer)", st.line, st.text())
-    body = _unguard_calls(list(fn.body or ()), defined)
+    body = unguard_calls(list(fn.body or ()), defined)
     new = copy.copy(fn)
     new.regs = dict(fn.regs)
     new.reg_vec = dict(fn.reg_vec)
@@ -193,7 +191,13 @@ def inline_all_calls(module: ir.Module, funcs: list[ir.Function], kernel: str) -
     return new
 
 
-def _unguard_calls(body: list, defined: set[str]) -> list:
+def expand_calls(body: list, host: ir.Function, by_name: dict[str, ir.Function],
+                 defined: set[str]) -> list:
+    """`body` (of `host`) with every call of a function in `defined` inlined, recursively."""
+    return _expand_all(unguard_calls(body, defined), host, by_name, defined, [])
+
+
+def unguard_calls(body: list, defined: set[str]) -> list:
     """`@p call f` → `@!p bra skip; call f; skip:` (inlining copies a body, not a guard)."""
     out: list = []
     for st in body:
@@ -221,7 +225,7 @@ def _expand_all(body: list, host: ir.Function, by_name, defined: set[str], stack
             raise UnsupportedError(f"the recursive device function {name} (this backend has no "
                                    "call stack)", st.line, st.text())
         stack.append(name)
-        copied = _unguard_calls(_instantiate(st, by_name[name], host, UnsupportedError), defined)
+        copied = unguard_calls(instantiate(st, by_name[name], host, UnsupportedError), defined)
         out.extend(_expand_all(copied, host, by_name, defined, stack))
         stack.pop()
     return out

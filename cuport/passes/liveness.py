@@ -71,12 +71,13 @@ def live_in_and_blends(cfg: Cfg, div: Divergence) -> tuple[list[set[str]], set[s
         blend = new
 
 
-def live_in(cfg: Cfg, div: Divergence, blend: set[str] | None = None) -> list[set[str]]:
+def live_in(cfg: Cfg, div: Divergence | None, blend: set[str] | None = None) -> list[set[str]]:
     """Live-in sets; `blend`: the registers whose split-block writes are blended (default:
-    every varying register)."""
+    every varying register). Without `div` (one thread's view: the Vulkan backend) no
+    block is split: only guarded writes keep old values."""
     blocks = cfg.blocks
     if blend is None:
-        blend = div.varying
+        blend = div.varying if div is not None else set()
     def_blocks: dict[str, set[int]] = {}
     for b in blocks:
         for ins in b.instrs:
@@ -102,7 +103,7 @@ def live_in(cfg: Cfg, div: Divergence, blend: set[str] | None = None) -> list[se
         g: set[str] = set()
         k: set[str] = set()
         written: set[str] = set()
-        split = b.index in div.split_blocks
+        split = div is not None and b.index in div.split_blocks
         for ins in b.instrs:
             for r in uses(ins):
                 if r.name not in k:
@@ -130,3 +131,19 @@ def live_in(cfg: Cfg, div: Divergence, blend: set[str] | None = None) -> list[se
                 live[b.index] = new
                 changed = True
     return live
+
+
+def live_after(cfg: Cfg, live: list[set[str]], block: int, ins) -> set[str]:
+    """The registers live just after the instruction `ins` of block `block`, from the
+    live-in sets `live` (a guarded write does not end a register's life)."""
+    b = cfg.blocks[block]
+    out: set[str] = set()
+    for s in b.succs:
+        out |= live[s]
+    for x in reversed(b.instrs):
+        if x is ins:
+            return out
+        if x.guard is None:
+            out -= {r.name for r in defs(x)}
+        out |= {r.name for r in uses(x)}
+    raise ValueError(f"{ins.text()} is not in block {block}")

@@ -20,7 +20,9 @@ way: `mov` of a shared variable gives its shared-space address), so:
   address of shared or local memory means something only to the block or thread that
   made it, so no one else can have stored one for it: libcudadevrt's error table, read
   through a pointer in a module variable at every device-side launch, is global);
-- a pointer made any other way may point anywhere.
+- a pointer made any other way may point anywhere;
+- a register spilled across a recursive call (passes/call_stack.py, `spills`: the store
+  and the load that restores it) keeps its value: neither is a store or a load of one.
 
 An access with several possible spaces gets a run-time test of the address (the backend's
 windows); with one, none.
@@ -134,8 +136,9 @@ def _seed(ins: ir.Instr, kernel_params: set[str], loaded: frozenset[str],
     return unknown
 
 
-def analyze(fn: ir.Function) -> Spaces:
-    body = [s for s in fn.body or () if isinstance(s, ir.Instr)]
+def analyze(fn: ir.Function, spills: frozenset[int] = frozenset()) -> Spaces:
+    """`spills`: the ids of instructions that save a register to memory or restore it."""
+    body = [s for s in fn.body or () if isinstance(s, ir.Instr) and id(s) not in spills]
     private = any(
         s.op == "cvta" and "to" not in s.mods
         and any(m.split("::")[0] in ("shared", "local") for m in s.mods)

@@ -70,3 +70,64 @@ def reachable_shared(module: ir.Module, kernel: ir.Function,
     for f in funcs:
         out += [v for v in f.locals if v.space == "shared"]
     return out
+
+
+def call_target(ins: ir.Instr) -> str | None:
+    """The function a `call` names directly (None for a call through a register)."""
+    args = [a for a in ins.args if not isinstance(a, ir.Args)]
+    if args and isinstance(args[0], ir.Sym):
+        return args[0].name
+    return None
+
+
+def callees(fn: ir.Function) -> set[str]:
+    """The functions `fn` calls by name."""
+    return {t for st in fn.body or () if isinstance(st, ir.Instr) and st.op == "call"
+            and (t := call_target(st)) is not None}
+
+
+def recursive_components(funcs: list[ir.Function]) -> list[frozenset[str]]:
+    """The strongly connected components of the call graph among `funcs` that hold a cycle
+    (a function that calls itself, or functions that call each other): the functions a
+    backend without a call stack cannot inline. Tarjan's algorithm, without recursion."""
+    by_name = {f.name: f for f in funcs if f.is_definition}
+    succ = {n: sorted(callees(f) & by_name.keys()) for n, f in by_name.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[frozenset[str]] = []
+    for root in by_name:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, k = work[-1]
+            if k < len(succ[v]):
+                work[-1] = (v, k + 1)
+                w = succ[v][k]
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, 0))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in succ[v]:
+                    out.append(frozenset(comp))
+    return out

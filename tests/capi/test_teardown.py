@@ -167,6 +167,31 @@ def test_runtime_calls_in_exit_handlers(tmp_path, cudart):
     assert lines[2].startswith("global destructor cudaFree: "), r.stdout
 
 
+STREAM_ONLY_PROGRAM = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+int main() {
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 3;
+    std::printf("PASS\n");
+    return 0;
+}
+"""
+
+
+def test_exit_with_a_stream_and_no_kernel(tmp_path):
+    """The runtime's exit handler releases the context, which waits for its streams: that
+    used to build the CPU backend there (nothing had made it yet), whose start-up hashes
+    with OpenSSL after OpenSSL's own exit handler had cleaned up: SIGSEGV after PASS."""
+    nvcc = need_nvcc()
+    src, exe = tmp_path / "stream.cu", tmp_path / "stream"
+    src.write_text(STREAM_ONLY_PROGRAM)
+    r = run([nvcc, "-o", str(exe), str(src)], timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = cuport_run([str(exe)])
+    assert r.returncode == 0 and r.stdout == "PASS\n", (r.returncode, r.stdout, r.stderr)
+
+
 # -- a daemon thread calling into the driver while Python finalises -------------------------
 
 def test_calls_racing_interpreter_shutdown():

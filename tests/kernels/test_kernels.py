@@ -33,9 +33,9 @@ def _devices() -> list[str]:
 
 
 #: what a Vulkan device may refuse, by the backend's own words: the test is then skipped
-#: with that reason (recursion has no SPIR-V form; on devices whose subgroups are not 32
-#: wide, warp collectives need the whole block; lavapipe runs kernels in-process)
-VULKAN_LIMITS = ("the recursive device function", "a warp collective", "a CTA barrier in code that",
+#: with that reason (on devices whose subgroups are not 32 wide, warp collectives need the
+#: whole block; lavapipe runs kernels in-process)
+VULKAN_LIMITS = ("a warp collective", "a CTA barrier in code that",
                  "a loop that waits for another thread of the block",
                  "a guarded shfl",
                  "a guarded vote", "a guarded activemask", "a guarded match")

@@ -32,18 +32,16 @@ _modes: dict | None = None
 
 def device_float_modes() -> dict:
     """The FloatModes fields that describe the device's subnormals, as the backend sets them
-    (VulkanBackend._subnormal_modes: DenormPreserve where it has the mode, f32 emulated where
-    the probe sees it flush; CUPORT_VK_FLUSH32=1 / simulate as there)."""
+    (spirv/probe.py subnormal_modes, with the probe run here; CUPORT_VK_FLUSH32 as there)."""
     global _modes
     if _modes is None:
         import os
 
+        from cuport.backends.vulkan.spirv.probe import subnormal_modes
+
         dev = device()
-        fc = dev.info.float_controls
-        preserve = tuple(w for w in (16, 32, 64) if fc.get(f"shaderDenormPreserveFloat{w}"))
-        env = os.environ.get("CUPORT_VK_FLUSH32", "")
-        flush = 32 not in preserve and (env in ("1", "simulate") or _probe_subnormals(dev))
-        _modes = {"denorm_preserve": preserve, "flush32": flush, "simulate_flush32": env == "simulate"}
+        _modes = subnormal_modes(dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
+                                 lambda preserve: _probe_subnormals(dev, preserve))
     return _modes
 
 
@@ -56,20 +54,20 @@ def on_device(float_modes=None):
     return dataclasses.replace(float_modes or FloatModes(), **device_float_modes())
 
 
-def _probe_subnormals(dev) -> bool:
+def _probe_subnormals(dev, preserve: bool) -> tuple[bool, bool]:
     from cuport.backends.vulkan.spirv import (
         subnormal_probe_flushes,
         subnormal_probe_push,
         subnormal_probe_shader,
     )
 
-    sh = subnormal_probe_shader()
+    sh = subnormal_probe_shader(preserve)
     buf = dev.alloc(64)
     try:
         s = dev.stream()
         s.dispatch(dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size), (1, 1, 1),
                    subnormal_probe_push(buf.address))
-        out = np.zeros(40, np.uint8)
+        out = np.zeros(48, np.uint8)
         s.copy_to_host(out, buf.address)
         s.synchronize()
         return subnormal_probe_flushes(out.tobytes())

@@ -144,83 +144,54 @@ def test_directed_rounding(flushing_device, op, mode) -> None:
     fpm.test_directed_rounding_of_constrained_intrinsics(op, np.float32, mode)
 
 
-# ---------------------------------------------------------------- block-level speculation
-@pytest.fixture
-def speculated(monkeypatch):
-    """Counts the runs of f32 operations that went through speculation (spirv/speculate.py),
-    so that a test of it fails if its kernel was emitted operation by operation."""
-    from cuport.backends.vulkan.spirv import speculate
+# ---------------------------------------------------------------- DenormPreserve declared anyway
+def test_int_order32_routes_only_comparisons_and_min_max(flushing_device) -> None:
+    """A device that keeps subnormals once DenormPreserve is declared but whose GLSL FMin/FMax
+    flush (NVIDIA's driver, measured on an H100): under int_order32 min/max and comparisons
+    use the integer order (no FMin/FMax, no float comparison in the SPIR-V), arithmetic is the
+    device's own (no slow path), and the results keep subnormals."""
+    from spvtools import F32, Kernel, disassemble
 
-    runs = []
-    real = speculate.BlockSpeculation.run
-
-    def run(self):
-        runs.append(len(self.insts))
-        return real(self)
-    monkeypatch.setattr(speculate.BlockSpeculation, "run", run)
-    return runs
-
-
-def _tiny_mix(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Values where flushing matters: subnormals, the smallest normals, zeros of both signs,
-    and ordinary values (most of them, as in a real kernel, so most blocks take the fast run)."""
-    tiny = np.finfo(np.float32).tiny
-    pool = np.concatenate([special_f32(), np.float32([tiny, -tiny, 2 * tiny, 2.0 ** -140, 0.0, -0.0])])
-    x = (rng.standard_normal(n) * rng.choice([1.0, 2.0 ** -60, 2.0 ** -63, 2.0 ** -124, 2.0 ** 20], n)).astype(np.float32)
-    pick = rng.random(n) < 0.15
-    x[pick] = rng.choice(pool, int(pick.sum()))
-    return x
-
-
-def test_speculated_mul_add_chain(flushing_device, speculated) -> None:
-    """A block of dependent f32 mul/add/sub (one speculation run): subnormal operands,
-    results that go subnormal midway and cancellations, bit for bit against numpy's IEEE
-    float32, step by step."""
-    rng = np.random.default_rng(31)
-    a, b, c, d = (_tiny_mix(rng, 4000) for _ in range(4))
-
-    def build(k, v):
-        x, y, z, w = v
-        r = k.b.fmul(x, y)
-        r = k.b.fadd(r, z)
-        r = k.b.fmul(r, w)
-        r = k.b.fsub(r, x)
-        r = k.b.fmul(r, z)
-        return k.b.fadd(k.b.fadd(r, k.b.fmul(y, w)), k.b.fsub(z, w))  # (z - w: small normals)
-    got = apply(build, [a, b, c, d], np.float32)
-    with np.errstate(all="ignore"):
-        want = (((a * b + c) * d - a) * c + b * d) + (c - d)
-    ok = same_floats(got, want)
-    assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], d[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
-    assert len(speculated) == 1 and speculated[0] >= 8
-
-
-def test_speculated_fma_chain(flushing_device, speculated) -> None:
-    """sgemm's shape: an accumulator through a run of fmas of loaded factors. The factors
-    have short significands (lavapipe's Fma rounds the product first: on exact products it
-    is a fused one), tiny and subnormal ones among them, so that the accumulator goes through
-    subnormal values and cancellations; reference: each fma rounded once, exactly."""
     from cuport.backends.vulkan.spirv import FloatModes
 
-    rng = np.random.default_rng(32)
-    n = 3000
+    modes = FloatModes(fused_fma=True, denorm_preserve=(32,), int_order32=True)
+    k = Kernel("mm")
+    p = k.push_ptr(0)
+    x = k.b.load(k.element(p, k.global_id(64), F32), typ=F32)
+    y = k.b.fadd(x, x)
+    lo = k.intrinsic("llvm.minnum.f32", F32, [x, y])
+    hi = k.intrinsic("llvm.maxnum.f32", F32, [x, y])
+    lt = k.b.fcmp_ordered("<", lo, hi)
+    k.b.store(k.b.select(lt, lo, hi), k.element(p, k.global_id(64), F32))
+    k.b.ret_void()
+    text = disassemble(k.shader((64, 1, 1), modes).spirv)
+    assert "FMin" not in text and "FMax" not in text and "OpFOrdLessThan" not in text
+    assert "OpFAdd" in text and "OpFunctionCall" not in text  # the sum is the device's own
 
-    def factor():
-        k = rng.integers(1, 1 << 10, n) * rng.choice([-1, 1], n)
-        e = rng.choice([-150, -140, -130, -75, -70, -10, 0, 5], n) + rng.integers(0, 4, n)
-        return (k * np.exp2(e.astype(np.float64))).astype(np.float32)
-    fs = [factor() for _ in range(6)]
-    acc0 = np.where(rng.random(n) < 0.5, 0.0, fs[0] * np.float32(2.0 ** -20)).astype(np.float32)
+    a, c = pairs(special_f32(), np.random.default_rng(8), 500)
+    for name, ref in (("minnum", np.fmin), ("maxnum", np.fmax)):
+        got = apply(lambda k, v, name=name: k.intrinsic(f"llvm.{name}.f32", v[0].type, v), [a, c], np.float32,
+                    device_modes=False, float_modes=FloatModes(int_order32=True, simulate_flush32=False))
+        zeros = (a == 0) & (c == 0)
+        want = np.where(zeros, 0, ref(a, c)).astype(np.float32)
+        assert same_floats(np.where(zeros, 0, got).astype(np.float32), want).all()
 
-    def build(k, v):
-        acc = v[0]
-        for j in range(3):
-            acc = k.intrinsic("llvm.fma.f32", acc.type, [v[1 + 2 * j], v[2 + 2 * j], acc])
-        return acc
-    got = apply(build, [acc0, *fs], np.float32, float_modes=FloatModes(fused_fma=True))
-    want = acc0
-    for j in range(3):
-        want = np.float32(fpm._fma_ref(fs[2 * j], fs[2 * j + 1], want, np.float32))
-    ok = same_floats(got, want)
-    assert ok.all(), list(zip(acc0[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
-    assert speculated, "the fma chain was not speculated"
+
+@pytest.mark.parametrize("found, modes", [
+    # (probe without the mode, probe with it) -> what the backend uses
+    ({False: (False, False)}, {"denorm_preserve": (), "flush32": False, "int_order32": False}),
+    ({False: (True, True), True: (False, True)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": True}),
+    ({False: (True, True), True: (False, False)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": False}),
+    ({False: (True, True), True: (True, True)}, {"denorm_preserve": (), "flush32": True, "int_order32": False}),
+])
+def test_subnormal_modes_from_the_probes(found, modes) -> None:
+    """How a device's f32 subnormal handling follows from what the probes measured
+    (spirv/probe.py subnormal_modes, which the backend and these tests' spvrun use)."""
+    from cuport.backends.vulkan.spirv.probe import subnormal_modes
+
+    fc = {"shaderDenormPreserveFloat16": True, "shaderDenormPreserveFloat64": True}
+    got = subnormal_modes(fc, "", lambda preserve: found[preserve])
+    want = dict(modes, denorm_preserve=tuple(sorted((16, 64, *modes["denorm_preserve"]))))
+    assert {k: got[k] for k in want} == want
+    assert subnormal_modes(fc, "1", lambda preserve: found[preserve])["flush32"]
+    assert not subnormal_modes(fc, "0", lambda preserve: found[preserve])["flush32"]

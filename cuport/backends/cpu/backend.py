@@ -13,6 +13,8 @@ import signal
 import threading
 import time
 
+import numpy as np
+
 from ... import __version__
 from ...ptx import ir
 from .. import cache, facts, host_pages
@@ -31,7 +33,7 @@ from ..base import (
 )
 from ..device_launch import function_token
 from ..facts import kernel_info, pack_init
-from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit
+from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit, launch_queue
 from . import layout as L
 from .compiler import (
     MAX_RESIDENT_SLOTS,
@@ -53,39 +55,57 @@ class HostBuffer:
         self.address = (base + align - 1) // align * align
 
 
+class Scratch:
+    """A scratch area per worker (`size` bytes each) and the array of their addresses that a
+    LaunchCtx points to."""
+
+    def __init__(self, n: int, size: int) -> None:
+        self.size = size
+        self.buffers = [HostBuffer(max(size, 1 << 16), 4096) for _ in range(n)] if size else []
+        self._ptrs = (ctypes.c_void_p * n)(*(b.address for b in self.buffers))
+        self.pointers = ctypes.addressof(self._ptrs)
+
+
+class Spec:
+    """A kernel's code for one block shape, and what its launches need of it."""
+
+    __slots__ = ("linked", "ck", "scratch_base", "hooked")
+
+    def __init__(self, linked: jit.Linked, ck: CompiledKernelInfo) -> None:
+        self.linked, self.ck = linked, ck
+        self.scratch_base = ck.scratch_bytes(0)  # (+ the launch's dynamic shared memory)
+        # kernels that launch kernels: their grids' launches run after them (device_launch.py)
+        self.hooked = any(s.startswith("cuport_cnpv2_") for s in ck.host_symbols)
+
+
 class CpuKernel:
     def __init__(self, module: CpuModule, fn: ir.Function) -> None:
         self.module = module
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
-        self._specs: dict[tuple, tuple[jit.Linked, CompiledKernelInfo]] = {}
+        self._specs: dict[tuple, Spec] = {}
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
 
-    def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS
-                       ) -> tuple[jit.Linked, CompiledKernelInfo]:
+    def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS) -> Spec:
+        spec = self._specs.get((block, resident))
+        if spec is not None:
+            return spec
         with self._lock:
             spec = self._specs.get((block, resident))
             if spec is None:
-                spec = self.module.backend.compile(self.module, self.fn.name, block, resident)
+                spec = Spec(*self.module.backend.compile(self.module, self.fn.name, block, resident))
                 self._specs[(block, resident)] = spec
             return spec
 
     def prepare(self, block: tuple[int, int, int]) -> None:
         """Compile (or load from the cache) the code for this block shape ahead of a launch."""
-        self.specialization(tuple(int(x) for x in block))
+        self.specialization(block if block.__class__ is tuple else tuple(int(x) for x in block))
 
-    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False, depth: int = 0) -> None:
-        """Run the grid. A cooperative launch (grid-wide sync) keeps all its blocks resident
-        at once: each worker may hold as many blocks as the grid needs, and waiting blocks
-        step aside for the others. Then the grids it launched from device code
-        (device_launch.py; `depth`: how deep this grid is nested)."""
-        grid = tuple(int(x) for x in grid)
-        block = tuple(int(x) for x in block)
-        nthreads = block[0] * block[1] * block[2]
+    def _spec(self, grid, block, cooperative: bool) -> Spec:
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
+        nthreads = block[0] * block[1] * block[2]
         if nthreads > self.info.max_threads_per_block:
             raise BackendError(
                 CUDA_ERROR_INVALID_VALUE,
@@ -94,11 +114,38 @@ class CpuKernel:
         resident = RESIDENT_SLOTS
         if cooperative:
             resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
-        linked, ck = self.specialization(block, resident)
-        launches = self.module.backend.run(linked, ck, grid, dynamic_shared_bytes, params,
-                                           self.fn.name, cooperative, self.module, depth)
+        return self.specialization(block, resident)
+
+    def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
+               cooperative: bool = False, depth: int = 0) -> None:
+        """Run the grid and return when it is done (after the launches queued before it).
+        A cooperative launch (grid-wide sync) keeps all its blocks resident at once: each
+        worker may hold as many blocks as the grid needs, and waiting blocks step aside for
+        the others. Then the grids it launched from device code (device_launch.py; `depth`:
+        how deep this grid is nested)."""
+        grid = tuple(int(x) for x in grid)
+        block = tuple(int(x) for x in block)
+        spec = self._spec(grid, block, cooperative)
+        backend = self.module.backend
+        backend.wait_queued()
+        launches = backend.run(spec.linked, spec.ck, grid, dynamic_shared_bytes, params,
+                               self.fn.name, cooperative, self.module, depth)
         if launches:
             device_launch.run_children(self.module, launches, depth)
+
+    def launch_queued(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      dynamic_shared_bytes: int, params: bytes, what: str = "cuLaunchKernel",
+                      cooperative: bool = False) -> None:
+        """Queue the launch and return (the driver's launches): it runs after everything
+        queued before it; its failure is the next drain's. `what` names the launch then."""
+        backend = self.module.backend
+        if backend.queue is None:  # (no C pool: run now)
+            self.launch(grid, block, dynamic_shared_bytes, params, cooperative)
+            return
+        spec = None if cooperative else self._specs.get((block, RESIDENT_SLOTS))
+        if spec is None or grid[0] < 1 or grid[1] < 1 or grid[2] < 1:  # (else checked before)
+            spec = self._spec(grid, block, cooperative)
+        backend.queue_launch(self, spec, grid, dynamic_shared_bytes, params, what, cooperative)
 
 
 class CpuModule:
@@ -159,10 +206,7 @@ class CpuBackend:
 
     def __init__(self) -> None:
         self.pool = get_pool()
-        self._scratch: list[HostBuffer | None] = [None] * self.pool.n
-        self._scratch_ptrs = (ctypes.c_void_p * self.pool.n)()
-        self._scratch_ptrs_addr = ctypes.addressof(self._scratch_ptrs)
-        self._scratch_size = 0
+        self._scratch = Scratch(self.pool.n, 0)
         self._launch_lock = threading.Lock()
         # what run() fills for every launch (under the lock)
         self._ctx = L.LaunchCtx()
@@ -174,6 +218,15 @@ class CpuBackend:
         self._params_addr = ctypes.addressof(self._params)
         self._faults = (faultaddr.WorkerFault * self.pool.n)()  # runtime.c fills them
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
+        # Launches, copies and fills of device memory run in the order they are handed over
+        # (launch_queue.py), so the driver needs no thread of its own to order them (driver/
+        # stream.py submit_device). Without the C pool (no compiler) launches run where they
+        # are made, and the driver's stream threads keep the order.
+        self.queue = None
+        if self.pool.native is not None:
+            launch_queue.declare(self.pool.native)
+            self.queue = launch_queue.LaunchQueue(self.pool.native, self.pool.n, self._explain)
+        self.queues_launches = self.queue is not None
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
         return CpuModule(self, ptx_texts)
@@ -185,13 +238,16 @@ class CpuBackend:
     def free(self, address: int, size: int) -> None:
         host_pages.free(address, size)
 
-    def share(self, address: int, size: int, name: str) -> int:
-        """Make an allocation mappable by other processes (IPC); its memory file."""
-        return host_pages.share(address, size, name)
+    def shareable(self, address: int) -> bool:
+        return host_pages.shareable(address)
 
-    def map_shared(self, fd: int, size: int) -> int:
-        """Map another process's allocation (a memory file from share)."""
-        return host_pages.map_shared(fd, size)
+    def share(self, address: int, size: int) -> tuple[int, bytes]:
+        """Make an allocation mappable by other processes (IPC): its memory file and description."""
+        return host_pages.share(address, size)
+
+    def map_shared(self, fd: int, description: bytes, size: int) -> int:
+        """Map another process's allocation (a memory file from share); consumes fd."""
+        return host_pages.map_shared(fd, description, size)
 
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
@@ -279,20 +335,94 @@ class CpuBackend:
         return jit.link(obj, symbols), info
 
     # ------------------------------------------------------------ launch
-    def _scratch_for(self, i: int, size: int) -> int:
-        buf = self._scratch[i]
-        if buf is None or buf.size < size:
+    def _scratch_for(self, need: int) -> Scratch:
+        """The per-worker scratch, grown to `need` bytes each (a new set: records queued
+        before keep the old one alive until they have run)."""
+        if need > self._scratch.size:
             try:
-                buf = HostBuffer(max(size, 1 << 16), 4096)
+                self._scratch = Scratch(self.pool.n, need)
             except MemoryError:
-                raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"{size} bytes of per-worker scratch") from None
-            self._scratch[i] = buf
-        return buf.address
+                raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"{need} bytes of per-worker scratch") from None
+        return self._scratch
+
+    def queue_launch(self, kernel: CpuKernel, spec: Spec, grid: tuple[int, int, int],
+                     dyn_smem: int, params: bytes, what: str, cooperative: bool) -> None:
+        """Hand a launch to the queue (launch_queue.py)."""
+        nblocks = grid[0] * grid[1] * grid[2]
+        workers = min(self.pool.n, nblocks)
+        slot = (spec.scratch_base + dyn_smem + 4095) & ~4095
+        scratch = self._scratch_for(slot * spec.ck.resident_slots)
+        # one block per grab in a cooperative grid, so that the workers share it
+        chunk = 1 if cooperative else max(1, min(64, nblocks // (workers * 8)))
+        hook = None
+        if spec.hooked:
+            module = kernel.module
+
+            def hook(phase: int) -> None:
+                if phase == 0:
+                    device_launch.begin(module, 0)
+                    return
+                launches = device_launch.end()
+                if launches:
+                    _on_leader.active = True
+                    try:
+                        device_launch.run_children(module, launches, 0)
+                    finally:
+                        _on_leader.active = False
+
+        record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec), hook)
+        self.queue.kernel(spec.linked.worker_addr, workers, grid, dyn_smem, params,
+                          scratch.pointers, chunk, slot, cooperative, record)
+
+    def pending(self) -> bool:
+        """Whether work handed to the queue has not finished yet."""
+        return self.queue is not None and self.queue.pending()
+
+    def drain(self) -> tuple[str, BackendError] | None:
+        """Wait (the GIL released) until everything queued has run; print the kernels'
+        printf output; the first failure among them, as (the launch, its error), if any."""
+        q = self.queue
+        if q is None:
+            return None
+        if q.pending():
+            q.wait(q.submitted)
+        if hostcalls.output_pending():
+            hostcalls.flush_output()
+        return q.take_failure()
+
+    def wait_queued(self) -> None:
+        """Before a launch that runs at once: let what was queued before it run (not on the
+        leader thread, whose grid is what the launch follows)."""
+        q = self.queue
+        if q is not None and q.pending() and not getattr(_on_leader, "active", False):
+            q.wait(q.submitted)
+
+    def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
+        """A fill of device memory after the work queued before it: done now when nothing
+        is queued, else queued itself."""
+        q = self.queue
+        if q is not None and q.pending():
+            q.fill(dst, value, n, width)
+        elif width == 1:
+            ctypes.memset(dst, value & 0xFF, n)
+        else:
+            dtype = {2: np.uint16, 4: np.uint32}[width]
+            np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(
+                value & ((1 << (8 * width)) - 1))
+
+    def copy_queued(self, dst: int, src: int, n: int) -> None:
+        """A device-to-device copy after the work queued before it (as fill_queued)."""
+        q = self.queue
+        if q is not None and q.pending():
+            q.copy(dst, src, n)
+        else:
+            ctypes.memmove(dst, src, n)
 
     def run(self, linked: jit.Linked, ck: CompiledKernelInfo, grid, dyn_smem: int, params: bytes,
             name: str, cooperative: bool = False, module: CpuModule | None = None,
             depth: int = 0) -> list:
-        """Run one grid to its end; returns the launches its threads made (device_launch.py). On Python's main thread, while ^C means KeyboardInterrupt,
+        """Run one grid to its end on this thread (worker 0); returns the launches its threads
+        made (device_launch.py). On Python's main thread, while ^C means KeyboardInterrupt,
         ^C also stops the launch (guard.c's cuport_interruptible): the exception, pending
         from Python's own handler, is raised as soon as the launch has returned."""
         lib = guard.library()
@@ -308,10 +438,13 @@ class CpuBackend:
             lib.quick_interruptible(0)
 
     def cancel_launches(self, kind: int = L.ERR_INTERRUPTED, timeout: float = 2.0) -> bool:
-        """Stop every launch in flight: each fails with `kind`. True when all stopped."""
+        """Stop every launch in flight, the queued ones included: each fails with `kind`.
+        True when all stopped."""
         lib = guard.library()
         if lib is None:
             return False
+        if self.queue is not None:
+            self.queue.cancel(kind)
         try:
             deadline = time.monotonic() + timeout
             while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
@@ -329,11 +462,7 @@ class CpuBackend:
         with self._launch_lock:
             workers = min(self.pool.n, nblocks)
             slot = (ck.scratch_bytes(dyn_smem) + 4095) & ~4095
-            need = slot * ck.resident_slots
-            if need > self._scratch_size:
-                for i in range(self.pool.n):
-                    self._scratch_ptrs[i] = self._scratch_for(i, need)
-                self._scratch_size = need
+            scratch = self._scratch_for(slot * ck.resident_slots)
             if len(params) > self._params_len:
                 self._params_len = max(len(params), 2 * self._params_len)
                 self._params = ctypes.create_string_buffer(self._params_len)
@@ -347,7 +476,7 @@ class CpuBackend:
             ctx.grid_x, ctx.grid_y, ctx.grid_z = grid
             ctx.dyn_smem = dyn_smem
             ctx.nblocks = nblocks
-            ctx.scratch = self._scratch_ptrs_addr
+            ctx.scratch = scratch.pointers
             ctx.chunk = max(1, min(64, nblocks // (workers * 8)))
             workspace = None
             if cooperative:  # one block per grab, so that the workers share the grid
@@ -378,7 +507,7 @@ class CpuBackend:
             hostcalls.flush_output()
             del workspace  # (kept alive until every worker is done)
             if ctx.error:
-                self._raise(ctx, ck, name, grid, faults)
+                raise self._error(name, grid, ctx.error, ctx.error_line, ctx.error_block, faults)
         return launches
 
     def _native_faults(self, lib, workers: int, faults: dict[int, int | None]) -> None:
@@ -416,17 +545,23 @@ class CpuBackend:
 
         return call
 
-    def _raise(self, ctx: L.LaunchCtx, ck: CompiledKernelInfo, name: str, grid,
-               faults: dict[int, int | None]) -> None:
-        kind = ctx.error
-        lin = ctx.error_block
+    def _explain(self, record: launch_queue.Record, kind: int, line: int, block: int,
+                 faults: dict[int, int | None]) -> BackendError:
+        """A queued grid's failure (launch_queue.py), as its launch would have raised it."""
+        return self._error(record.name, record.grid, kind, line, block, faults)
+
+    @staticmethod
+    def _error(name: str, grid, kind: int, line: int, lin: int,
+               faults: dict[int, int | None]) -> BackendError:
+        """The error of a grid that failed with error `kind` at PTX line `line` in linear
+        block `lin` (LaunchCtx's error fields); `faults`: worker -> faulting address."""
         bx = lin % grid[0]
         by = (lin // grid[0]) % grid[1]
         bz = lin // (grid[0] * grid[1])
         what = L.ERROR_NAMES.get(kind, f"error {kind}")
         if kind == L.ERR_INTERRUPTED:
             msg = f"kernel {name}: {what}"
-        elif faults and ctx.error_line == 0:  # a memory fault caught by the guard
+        elif faults and line == 0:  # a memory fault caught by the guard
             address = next(iter(faults.values()))
             if address is None:
                 fault = ("a load or store faulted at an address the OS does not report (a "
@@ -438,14 +573,18 @@ class CpuBackend:
                 fault = f"a load or store at {address:#x} faulted ({why})"
             msg = f"kernel {name}: {what}: {fault}; PTX line and block unknown"
         else:
-            msg = f"kernel {name}: {what} (PTX line {ctx.error_line}, block ({bx},{by},{bz}))"
+            msg = f"kernel {name}: {what} (PTX line {line}, block ({bx},{by},{bz}))"
         code = {
             L.ERR_ASSERT: CUDA_ERROR_ASSERT,
             L.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR,
             L.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
             L.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
         }.get(kind, CUDA_ERROR_LAUNCH_FAILED)
-        raise BackendError(code, msg)
+        return BackendError(code, msg)
+
+
+# the leader thread while it runs the grids a queued grid launched (launch_queue.py's hooks)
+_on_leader = threading.local()
 
 
 _backend: CpuBackend | None = None

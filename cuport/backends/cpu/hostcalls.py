@@ -36,6 +36,12 @@ _libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctyp
 _libc.fflush.argtypes = [ctypes.c_void_p]
 
 
+def output_pending() -> bool:
+    """Whether output waits for flush_output (a hint, read without the lock: the kernels
+    that wrote it have finished when a drain asks)."""
+    return bool(_pending)
+
+
 def flush_output() -> None:
     with _out_lock:
         if not _pending:

@@ -10,6 +10,13 @@
  * number, so a late worker cannot join the next one by mistake either). Idle workers
  * sleep in futex_wait (no polling, no spinning); a launch wakes them with one futex_wake
  * when any sleeps.
+ *
+ * Launches are queued (cuport_queue_push): a FIFO of records that one leader thread runs in
+ * order, one grid at a time, as worker 0 of the pool, so that a launch returns to the program
+ * at once (a record holds the worker entry, its LaunchCtx and the worker count; the memory
+ * they point to belongs to the Python side until the record has run). Copies and fills of
+ * device memory are records too, so that they keep their place among the launches. The
+ * first failed grid's fault state is kept (queue.failure) for the Python side to decode.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 int cuport_guarded_call(void *worker, void *ctx, uint32_t id, volatile uint32_t *error_word,
@@ -189,4 +197,233 @@ void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarde
         futex(&j->done, FUTEX_WAIT_PRIVATE, d);
     }
     pthread_mutex_unlock(&pool.lock);
+}
+
+/* ---------------------------------------------------------------- the launch queue */
+
+#define QUEUE_CAP 256            /* records in flight (a power of two; pool.py's SLOTS) */
+
+enum { REC_KERNEL = 0, REC_COPY = 1, REC_FILL = 2 };
+
+struct record {
+    uint32_t kind;               /* REC_* */
+    uint32_t nworkers;           /* kernel: workers; fill: element width (1, 2, 4) */
+    uint32_t hooked;             /* kernel: call the hook before and after the grid */
+    uint32_t pad;
+    void *worker;                /* kernel: the compiled worker; copy: the source */
+    void *ctx;                   /* kernel: the LaunchCtx; copy, fill: the destination */
+    uint64_t count;              /* copy: bytes; fill: elements */
+    uint64_t value;              /* fill: the element */
+};
+
+/* The first failed grid since the Python side last took it (cuport_queue_take_failure). */
+struct failure {
+    uint64_t seq;                /* the record's number + 1; 0: none */
+    uint32_t error, error_line;  /* LaunchCtx's error fields, copied (its slot may be reused) */
+    uint64_t error_block;
+    struct fault fault;          /* the first faulting worker's state (sig 0: no fault) */
+};
+
+typedef void (*queue_hook)(uint64_t seq, uint32_t phase);
+
+static struct {
+    pthread_mutex_t push_lock;
+    struct record ring[QUEUE_CAP];
+    uint64_t head;               /* records handed over */
+    uint64_t tail;               /* records finished */
+    uint32_t head_gen, tail_gen; /* futex words: bumped with head and tail */
+    uint32_t leader_sleeping, waiters;
+    uint32_t started;
+    uint64_t cancel_below;       /* records below this number are failed, not run */
+    uint32_t cancel_kind;
+    uint32_t failures;           /* failed grids so far (the Python side polls it) */
+    uint32_t error_offset, illegal, misaligned;
+    queue_hook hook;
+    struct fault *faults;        /* per worker, for the leader's grids */
+    struct failure failure;
+} queue = {PTHREAD_MUTEX_INITIALIZER};
+
+void cuport_guard_install(void);
+
+static void fill_elements(void *dst, uint64_t value, uint64_t n, uint32_t width)
+{
+    if (width == 1) {
+        memset(dst, (int)(value & 0xFF), n);
+    } else if (width == 2) {
+        uint16_t *p = dst, v = (uint16_t)value;
+        for (uint64_t i = 0; i < n; i++)
+            p[i] = v;
+    } else {
+        uint32_t *p = dst, v = (uint32_t)value;
+        for (uint64_t i = 0; i < n; i++)
+            p[i] = v;
+    }
+}
+
+static void note_failure(struct record *r, uint64_t seq, uint32_t *err)
+{
+    uint32_t n = r->nworkers;
+    struct failure *f = &queue.failure;
+    if (__atomic_load_n(&f->seq, __ATOMIC_ACQUIRE) == 0) {
+        uint32_t *words = (uint32_t *)r->ctx;
+        f->error = *err;
+        f->error_line = words[queue.error_offset / 4 + 1];
+        memcpy(&f->error_block, (char *)r->ctx + queue.error_offset + 8, 8);
+        f->fault.sig = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (queue.faults[i].sig) {
+                memcpy(&f->fault, &queue.faults[i], sizeof f->fault);
+                break;
+            }
+        __atomic_store_n(&f->seq, seq + 1, __ATOMIC_RELEASE);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        queue.faults[i].sig = 0;
+    __atomic_add_fetch(&queue.failures, 1, __ATOMIC_RELEASE);
+}
+
+static void run_record(struct record *r, uint64_t seq)
+{
+    if (r->kind == REC_COPY) {
+        memmove(r->ctx, r->worker, r->count);
+        return;
+    }
+    if (r->kind == REC_FILL) {
+        fill_elements(r->ctx, r->value, r->count, r->nworkers);
+        return;
+    }
+    uint32_t *err = (uint32_t *)((char *)r->ctx + queue.error_offset);
+    if (seq < __atomic_load_n(&queue.cancel_below, __ATOMIC_ACQUIRE)) {
+        *err = queue.cancel_kind;
+        note_failure(r, seq, err);
+        return;
+    }
+    if (r->hooked)
+        queue.hook(seq, 0);
+    cuport_guard_install();
+    cuport_pool_run(r->worker, r->ctx, r->nworkers, 1, err, queue.illegal, queue.misaligned,
+                    queue.faults);
+    if (__atomic_load_n(err, __ATOMIC_ACQUIRE))
+        note_failure(r, seq, err);
+    if (r->hooked)
+        queue.hook(seq, 1);
+}
+
+/* The leader's idle states (queue.leader_sleeping). While a program hands work over, the
+ * leader naps (NAP_NS at a time, NAPS times after its last record) instead of sleeping until
+ * woken: a push then needs no futex wake, which costs the launching thread a system call and
+ * often its CPU to the woken leader (most of a launch's time on a busy machine). A record
+ * handed over while it naps starts within NAP_NS, or at once when somebody waits for it. */
+enum { AWAKE = 0, NAPPING = 1, ASLEEP = 2 };
+#define NAP_NS 200000
+#define NAPS 100
+
+static void *leader_main(void *arg)
+{
+    (void)arg;
+    uint32_t naps = 0;
+    for (;;) {
+        uint64_t t = queue.tail;
+        if (__atomic_load_n(&queue.head, __ATOMIC_ACQUIRE) == t) {
+            uint32_t g = __atomic_load_n(&queue.head_gen, __ATOMIC_SEQ_CST);
+            uint32_t state = naps < NAPS ? NAPPING : ASLEEP;
+            __atomic_store_n(&queue.leader_sleeping, state, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&queue.head, __ATOMIC_SEQ_CST) == t) {
+                struct timespec nap = {0, NAP_NS};
+                syscall(SYS_futex, &queue.head_gen, FUTEX_WAIT_PRIVATE, g,
+                        state == NAPPING ? &nap : NULL, NULL, 0);
+                naps++;
+            }
+            __atomic_store_n(&queue.leader_sleeping, AWAKE, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        naps = 0;
+        run_record(&queue.ring[t & (QUEUE_CAP - 1)], t);
+        __atomic_store_n(&queue.tail, t + 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&queue.tail_gen, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&queue.waiters, __ATOMIC_SEQ_CST))
+            futex(&queue.tail_gen, FUTEX_WAKE_PRIVATE, INT32_MAX);
+    }
+    return NULL;
+}
+
+/* Set up the queue (once): the LaunchCtx error word's offset, the fault kinds, the hook
+ * hooked records call, the per-worker fault records. Returns the address of the counters
+ * the Python side reads: {head, tail} (u64), then failures (u32). */
+void *cuport_queue_setup(uint32_t error_offset, uint32_t illegal, uint32_t misaligned,
+                         queue_hook hook, struct fault *faults)
+{
+    pthread_mutex_lock(&queue.push_lock);
+    queue.error_offset = error_offset;
+    queue.illegal = illegal;
+    queue.misaligned = misaligned;
+    queue.hook = hook;
+    queue.faults = faults;
+    pthread_mutex_unlock(&queue.push_lock);
+    return &queue.head;
+}
+
+uint32_t *cuport_queue_failures(void) { return &queue.failures; }
+struct failure *cuport_queue_failure(void) { return &queue.failure; }
+
+/* Hand a record over (copied: the caller's may be reused at once). Returns its number + 1,
+ * or 0 when QUEUE_CAP records are unfinished (wait for the oldest and push again) or the
+ * leader thread cannot start. */
+uint64_t cuport_queue_push(const struct record *given)
+{
+    pthread_mutex_lock(&queue.push_lock);
+    uint64_t h = queue.head;
+    if (h - __atomic_load_n(&queue.tail, __ATOMIC_ACQUIRE) >= QUEUE_CAP) {
+        pthread_mutex_unlock(&queue.push_lock);
+        return 0;
+    }
+    if (!queue.started) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 8u << 20); /* worker 0: device recursion runs here */
+        int failed = pthread_create(&t, &a, leader_main, NULL);
+        pthread_attr_destroy(&a);
+        if (failed) {
+            pthread_mutex_unlock(&queue.push_lock);
+            return 0;
+        }
+        pthread_detach(t);
+        queue.started = 1;
+    }
+    queue.ring[h & (QUEUE_CAP - 1)] = *given;
+    __atomic_store_n(&queue.head, h + 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&queue.head_gen, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&queue.leader_sleeping, __ATOMIC_SEQ_CST) == ASLEEP)
+        futex(&queue.head_gen, FUTEX_WAKE_PRIVATE, 1);
+    pthread_mutex_unlock(&queue.push_lock);
+    return h + 1;
+}
+
+/* Wait until `count` records have finished, or `timeout_ms` have passed, or a signal came
+ * (so that the caller, Python, can run its handlers): the records finished so far. */
+uint64_t cuport_queue_wait(uint64_t count, uint32_t timeout_ms)
+{
+    uint64_t t = __atomic_load_n(&queue.tail, __ATOMIC_ACQUIRE);
+    if (t >= count)
+        return t;
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    if (__atomic_load_n(&queue.leader_sleeping, __ATOMIC_SEQ_CST) != AWAKE)
+        futex(&queue.head_gen, FUTEX_WAKE_PRIVATE, 1);  /* (a napping leader: no NAP_NS wait) */
+    uint32_t g = __atomic_load_n(&queue.tail_gen, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&queue.waiters, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&queue.tail, __ATOMIC_SEQ_CST) < count)
+        syscall(SYS_futex, &queue.tail_gen, FUTEX_WAIT_PRIVATE, g, &ts, NULL, 0);
+    __atomic_sub_fetch(&queue.waiters, 1, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&queue.tail, __ATOMIC_ACQUIRE);
+}
+
+/* ^C: the records handed over so far that have not started fail with `kind` instead of
+ * running (the one running is stopped by guard.c's cuport_cancel). */
+void cuport_queue_cancel(uint32_t kind)
+{
+    pthread_mutex_lock(&queue.push_lock);
+    queue.cancel_kind = kind;
+    __atomic_store_n(&queue.cancel_below, queue.head, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&queue.push_lock);
 }

@@ -2,7 +2,7 @@
 
 Values come from the device's properties (runtime.DeviceInfo), never guessed: what Vulkan
 does not tell (clock rates, L2 size) is 0, what cuport does not offer on Vulkan yet
-(textures in hardware, IPC) is 0 too. Multiprocessors, residency and COOPERATIVE_LAUNCH
+(textures in hardware) is 0 too. Multiprocessors, residency and COOPERATIVE_LAUNCH
 come from cooperative.py (1 only where cuport knows how many workgroups run at once). The
 shared-memory sizes are CUDA's (48 KiB per block, 227 KiB by opt-in, as on an H200): a kernel
 whose shared memory does not fit the device's workgroup memory keeps it in device memory

@@ -25,12 +25,14 @@ import struct
 import sys
 import threading
 
+from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, facts
 from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
     CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
@@ -44,11 +46,18 @@ from ..printf import format_printf
 from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
-from .compiler import compile_kernel
+from .compiler import compile_kernel, reachable
 from .lower import DeviceCaps
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
-          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS}
+          V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
+          V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
+#: the most stack a thread gets (cudaLimitStackSize, passes/call_stack.py) where a driver
+#: cannot afford more: lavapipe turns every access to a dynamically indexed Function array
+#: into code that grows with the array, so a kernel's compile time and memory grow with the
+#: stack (measured on Mesa 22.3: 1 KiB 1 s, 16 KiB 5 s, 64 KiB 22 s and 0.7 GB, 128 KiB
+#: 100 s and 1.3 GB, 768 KiB past 5 minutes and 7 GB). A deeper recursion fails the launch.
+_STACK_CAP = {"MESA_LLVMPIPE": 64 << 10}
 _libc = ctypes.CDLL(None)
 try:
     _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
@@ -127,8 +136,24 @@ class VulkanKernel:
         """Whether the kernel may launch kernels (or otherwise use the launch area)."""
         return device_launch.may_launch(self.module, self.fn)
 
-    def specialization(self, block: tuple[int, int, int], dyn_smem: int):
-        key = (block, dyn_smem)
+    @functools.cached_property
+    def needs_stack_limit(self) -> bool:
+        """Whether the kernel calls recursive functions: its stack (passes/call_stack.py) is
+        the context's cudaLimitStackSize, compiled in, so prepare and launch take it."""
+        return bool(recursive_functions(reachable(self.module.ptx, self.fn)))
+
+    def stack_for(self, stack_bytes: int) -> int:
+        """The stack this kernel is compiled with for a stack limit of `stack_bytes`: none
+        without recursion, at most the driver's _STACK_CAP."""
+        if not self.needs_stack_limit:
+            return 0
+        cap = _STACK_CAP.get(self.module.backend.info.driver_id)
+        return min(int(stack_bytes), cap) if cap else int(stack_bytes)
+
+    def specialization(self, block: tuple[int, int, int], dyn_smem: int,
+                       stack_bytes: int = DEFAULT_STACK_BYTES):
+        stack_bytes = self.stack_for(stack_bytes)
+        key = (block, dyn_smem, stack_bytes)
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
@@ -137,7 +162,7 @@ class VulkanKernel:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
-                spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps)
+                spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps, stack_bytes)
                 pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
                                        32 if be.caps.subgroup_size == 32 and
                                        be.info.min_subgroup_size != be.info.max_subgroup_size else None)
@@ -149,25 +174,26 @@ class VulkanKernel:
         """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
         calibration, tests) for launches of its block shape and dynamic shared memory."""
         be = self.module.backend
-        key = (tuple(c.block), c.dyn_smem)
+        key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
         with self._lock:
             self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
                                                V.PUSH_BYTES, None)
             self._slices[key] = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
 
-    def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int) -> int:
+    def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
+                    stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
         """The bytes of a block's slice of device memory (0: its shared memory is workgroup
         memory), once the specialization exists."""
-        return self._slices.get((block, dyn_smem), 0)
+        return self._slices.get((block, dyn_smem, self.stack_for(stack_bytes)), 0)
 
-    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps
+    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int
                ) -> tuple[bytes, tuple[int, int, int], int]:
         """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory)
         of the kernel for this launch shape: from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
-        push constants), so the key is the PTX, the kernel, the shape, cuport's code and the
-        device's capabilities; a kernel reading %globaltimer holds this run's clock
+        push constants), so the key is the PTX, the kernel, the shape, the stack size (0 for
+        a kernel without recursion), cuport's code and the device's capabilities; a kernel reading %globaltimer holds this run's clock
         calibration, which the key then includes (it is compiled again in the next run).
         CUPORT_SPIRV_VALIDATE=1 reads nothing from the cache, so that spirv-val sees all."""
         key = None
@@ -175,7 +201,8 @@ class VulkanKernel:
             flags = dataclasses.replace(caps, zero_page=int(bool(caps.zero_page)),
                                         sink_page=int(bool(caps.sink_page)))
             key = cache.make_key("vulkan-spirv", cache.code_fingerprint(), self.module.source_hash,
-                                 self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags))
+                                 self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags),
+                                 str(stack_bytes))
             hit = cache.load(key)
             if hit is not None:
                 spirv, meta = hit
@@ -186,7 +213,8 @@ class VulkanKernel:
                 except (KeyError, TypeError, ValueError):
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
-            c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps)
+            c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps,
+                               stack_bytes=stack_bytes or DEFAULT_STACK_BYTES)
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
@@ -196,24 +224,25 @@ class VulkanKernel:
                                                       "slice_bytes": in_memory})
         return c.shader.spirv, local_size, in_memory
 
-    def prepare(self, block: tuple[int, int, int]) -> None:
-        self.specialization(tuple(int(x) for x in block), 0)
+    def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+        self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
 
     def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
         """The occupancy calculator's answer on this device (driver/launch.py)."""
         return cooperative_.occupancy(self, threads, dynamic_shared)
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False) -> None:
+               cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         grid = tuple(int(x) for x in grid)
         block = tuple(int(x) for x in block)
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
         if cooperative:
             cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
-        pipe = self.specialization(block, int(dynamic_shared_bytes))
+        pipe = self.specialization(block, int(dynamic_shared_bytes), stack_bytes)
         self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative,
-                                self.slice_bytes(block, int(dynamic_shared_bytes)))
+                                self.slice_bytes(block, int(dynamic_shared_bytes), stack_bytes),
+                                stack_bytes)
 
 
 class VulkanModule:
@@ -355,27 +384,29 @@ class VulkanBackend:
         self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
 
     def _subnormal_modes(self) -> dict:
-        """DeviceCaps' subnormal fields: DenormPreserve where the device has the mode; for
-        f32 without it, emulation if the probe sees the device flush (NVIDIA's driver).
-        CUPORT_VK_FLUSH32=1 emulates anyway, =simulate also makes the device's f32
-        instructions flush (tests: lavapipe behaving as NVIDIA's driver), =0 never emulates
-        (faster; f32 subnormals are then the device's, not CUDA's)."""
-        fc = self.dev.info.float_controls
-        preserve = tuple(w for w in (16, 32, 64) if fc.get(f"shaderDenormPreserveFloat{w}"))
-        env = os.environ.get("CUPORT_VK_FLUSH32", "")
-        flush = 32 not in preserve and env != "0" and (env in ("1", "simulate") or self._probe_subnormals())
-        return {"denorm_preserve": preserve, "flush32": flush, "simulate_flush32": env == "simulate"}
+        """DeviceCaps' subnormal fields (spirv/probe.py subnormal_modes: the policy)."""
+        from .spirv.probe import subnormal_modes
 
-    def _probe_subnormals(self) -> bool:
+        return subnormal_modes(self.dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
+                               self._probe_subnormals)
+
+    def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool]:
+        """(f32 arithmetic flushes, f32 min/max flush) on this device, with or without the
+        DenormPreserve mode declared; a device that refuses the probe's pipeline flushes."""
+        from .runtime import VulkanError
         from .spirv import subnormal_probe_flushes, subnormal_probe_push, subnormal_probe_shader
 
-        sh = subnormal_probe_shader()
+        sh = subnormal_probe_shader(preserve)
         buf = self.allocate_buffer(64, "host")
         try:
             pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
             self.stream.dispatch(pipe, (1, 1, 1), subnormal_probe_push(buf.address))
             self.stream.synchronize()
-            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 40))
+            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 48))
+        except VulkanError:
+            if not preserve:
+                raise
+            return True, True
         finally:
             self.dev.free(buf)
 
@@ -456,6 +487,45 @@ class VulkanBackend:
         if buf is not None:
             self.dev.free(buf)  # (the runtime reuses the memory only after queued work ran)
 
+    def shareable(self, address: int) -> bool:
+        """Whether cuIpcGetMemHandle can export this device memory (exportable blocks)."""
+        buf = self._owned.get(address)
+        return buf is not None and buf.block.exportable
+
+    def share(self, address: int, size: int) -> tuple[int, bytes]:
+        """A descriptor of the device memory at `address` and its description, for another
+        process's map_shared (driver/ipc.py)."""
+        from . import runtime
+
+        buf = self._owned.get(address)
+        if buf is None:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"0x{address:x} is not device memory "
+                                                         "of this backend")
+        try:
+            return self.dev.export_memory(buf)
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, str(e)) from None
+
+    def map_shared(self, fd: int, description: bytes, size: int) -> int:
+        """Another process's device memory (share there) at an address of this process's;
+        the descriptor is consumed."""
+        from . import runtime
+
+        try:
+            buf = self.dev.import_memory(fd, description)
+        except ValueError as e:
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, str(e)) from None
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, str(e)) from None
+        except runtime.OutOfDeviceMemory as e:
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
+        if buf.size != size:
+            self.dev.free(buf)
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, f"the shared memory holds {buf.size} "
+                                                         f"bytes, its handle says {size}")
+        self._owned[buf.address] = buf
+        return buf.address
+
     def host_accessible(self, address: int) -> bool:
         """Whether the host may use [address...] directly (else: copy_* and fill)."""
         if address in self._host_only:
@@ -464,7 +534,7 @@ class VulkanBackend:
 
         try:
             buf = self.dev.find(address)
-            if self.copies_only and buf.kind == runtime.DEVICE:
+            if self.copies_only and buf.kind in (runtime.DEVICE, runtime.IMPORTED):
                 return False
             return buf.same_address
         except runtime.BadAddress:
@@ -534,21 +604,24 @@ class VulkanBackend:
     #                ones go to launch_buf, in host memory)
 
     def run(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
-            cooperative: bool = False, slice_bytes: int = 0) -> None:
+            cooperative: bool = False, slice_bytes: int = 0,
+            stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         """Queue the launch; it completes on the GPU (drain finds out how it went). With
         CUPORT_VK_SYNC=1 every launch is waited for, and so is a kernel that may launch
         kernels: its children are dispatched when it is done (device_launch.py). A kernel
         whose shared memory is in device memory (`slice_bytes` a block) is dispatched in
-        chunks (slices.py)."""
+        chunks (slices.py). `stack_bytes`: the stack limit, its children's too."""
         if len(params) > 64 * 1024:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"{len(params)} bytes of kernel parameters")
         with self._lock:
-            failed = self._dispatch(k, pipe, grid, dyn_smem, params, cooperative, 0, slice_bytes)
+            failed = self._dispatch(k, pipe, grid, dyn_smem, params, cooperative, 0, slice_bytes,
+                                    stack_bytes)
         if failed is not None:
             raise failed[1]
 
     def _dispatch(self, k: VulkanKernel, pipe, grid, dyn_smem: int, params: bytes,
-                  cooperative: bool, depth: int, slice_bytes: int) -> tuple[str, BackendError] | None:
+                  cooperative: bool, depth: int, slice_bytes: int,
+                  stack_bytes: int = DEFAULT_STACK_BYTES) -> tuple[str, BackendError] | None:
         """Record one grid (under the lock; `depth`: how deep it is nested in device-side
         launches), and for a kernel that may launch, wait for it and run its children; the
         first failure found meanwhile."""
@@ -598,7 +671,8 @@ class VulkanBackend:
         if slot is None or self.sync_launches or area:
             failed = failed or self._retire()
         if area and failed is None:
-            failed = self._run_children(k.module, self._launch_area.read(k.module), depth)
+            failed = self._run_children(k.module, self._launch_area.read(k.module), depth,
+                                        stack_bytes)
         return failed
 
     def launch_area(self) -> device_launch.LaunchArea:
@@ -606,8 +680,8 @@ class VulkanBackend:
             self._launch_area = device_launch.LaunchArea(self, device_launch.queue_records())
         return self._launch_area
 
-    def _run_children(self, module: VulkanModule, launches: list, depth: int
-                      ) -> tuple[str, BackendError] | None:
+    def _run_children(self, module: VulkanModule, launches: list, depth: int,
+                      stack_bytes: int = DEFAULT_STACK_BYTES) -> tuple[str, BackendError] | None:
         """Dispatch a completed grid's launches by the shared rules (a child that may launch
         is waited for, with its own children, before the next); the first failure."""
         failed = None
@@ -616,9 +690,9 @@ class VulkanBackend:
             nonlocal failed
             if failed is None:
                 child = module.kernel(x.kernel)
-                pipe = child.specialization(x.block, x.shared)
+                pipe = child.specialization(x.block, x.shared, stack_bytes)
                 failed = self._dispatch(child, pipe, x.grid, x.shared, x.params, False, child_depth,
-                                        child.slice_bytes(x.block, x.shared))
+                                        child.slice_bytes(x.block, x.shared, stack_bytes), stack_bytes)
 
         device_launch_rules.run_children(launches, depth, launch)
         return failed
@@ -693,6 +767,12 @@ class VulkanBackend:
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"
+        if kind == V.ERR_STACK:
+            cap = _STACK_CAP.get(self.info.driver_id)
+            what += (f": the stack is {f['arg']} bytes a thread, the most cuport gives one on "
+                     f"{self.info.name}" if f["arg"] == cap else
+                     f": the stack is {f['arg']} bytes a thread; cudaDeviceSetLimit("
+                     "cudaLimitStackSize) raises it")
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
 

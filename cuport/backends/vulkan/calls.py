@@ -2,7 +2,8 @@
 cudaGraphSetConditional, and libcudadevrt's `__cuda_syscall_cnpv2*` calls (dynamic
 parallelism: lower_launch.py).
 
-Device functions are inlined before lowering (passes/inline.py), so the only calls left are
+Device functions are inlined before lowering (passes/inline.py; recursive ones become
+branches around a dispatch loop, passes/call_stack.py), so the only calls left are
 `.extern` ones. `vprintf(fmt, args)` appends a record to the launch's printf ring (layout.py):
 the format's device address and a copy of the argument buffer, which lives in the thread's
 local memory (bytes from the argument pointer to the end of the thread's local frame, at most

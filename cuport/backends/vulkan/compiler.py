@@ -15,6 +15,7 @@ from ...isa.memory import space_of
 from ...passes import cfg as cfgmod
 from ...passes import divergence
 from ...passes import spaces as spaces_pass
+from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions, stack_recursive_calls
 from ...passes.inline import inline_all_calls
 from ...passes.yields import observes_others
 from ...ptx import ir
@@ -31,6 +32,8 @@ class Compilation:
     block: tuple[int, int, int]
     dyn_smem: int
     caps: DeviceCaps
+    stack_bytes: int = DEFAULT_STACK_BYTES  # cudaLimitStackSize: the recursive calls' stack
+    funcs: list[ir.Function] = field(default_factory=list)  # the functions the kernel reaches
     fn: ir.Function | None = None
     cfg: cfgmod.Cfg | None = None
     div: divergence.Divergence | None = None
@@ -42,7 +45,7 @@ class Compilation:
     notes: dict = field(default_factory=dict)
 
 
-def _reachable(ptx: ir.Module, kernel: ir.Function) -> list[ir.Function]:
+def reachable(ptx: ir.Module, kernel: ir.Function) -> list[ir.Function]:
     seen: dict[str, ir.Function] = {}
     work = [kernel]
     while work:
@@ -64,7 +67,14 @@ def inline(c: Compilation) -> Compilation:
     k = c.ptx.functions.get(c.kernel)
     if k is None or not k.is_entry:
         raise UnsupportedError(f"no kernel named {c.kernel}")
-    c.fn = inline_all_calls(c.ptx, _reachable(c.ptx, k), c.kernel)
+    c.funcs = reachable(c.ptx, k)
+    c.fn = inline_all_calls(c.ptx, c.funcs, c.kernel, keep=recursive_functions(c.funcs))
+    return c
+
+
+def stack_calls(c: Compilation) -> Compilation:
+    c.fn, stack = stack_recursive_calls(c.funcs, c.fn, c.stack_bytes)
+    c.notes["stack_frames"], c.notes["spills"] = stack.frames, stack.spills
     return c
 
 
@@ -117,7 +127,7 @@ def _may_be_shared(c: Compilation, ins: ir.Instr) -> bool:
 
 
 def infer_spaces(c: Compilation) -> Compilation:
-    c.spaces = spaces_pass.analyze(c.fn)
+    c.spaces = spaces_pass.analyze(c.fn, c.notes.get("spills", frozenset()))
     return c
 
 
@@ -160,8 +170,12 @@ def translate(c: Compilation) -> Compilation:
 
 #: (name, step, why it is here)
 PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
-    ("inline", inline, "SPIR-V shaders have no call stack: every device function is copied "
-                       "into the kernel first, so later steps see one function"),
+    ("inline", inline, "SPIR-V shaders have no call stack: every device function but the "
+                       "recursive ones (a cycle of the call graph) is copied into the kernel first"),
+    ("call_stack", stack_calls, "each call of a recursive function becomes pushes onto a "
+                                "per-invocation stack in local memory and branches around a "
+                                "dispatch loop (passes/call_stack.py), so later steps see one "
+                                "function, its CFG still reducible"),
     ("cfg", build_cfg, "basic blocks of the inlined kernel; irreducible flow is refused here"),
     ("divergence", analyze_divergence, "needs the CFG: which collectives may run with part of a "
                                        "warp or block (emulated collectives need the whole block)"),
@@ -178,8 +192,10 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
 
 
 def dump(c: Compilation, step: str) -> str:
-    if step == "inline":
-        return "\n".join(s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ())
+    if step in ("inline", "call_stack"):
+        frames = [f"// {name}: {n} bytes of stack a level (of {c.stack_bytes})"
+                  for name, n in c.notes.get("stack_frames", {}).items()] if step == "call_stack" else []
+        return "\n".join(frames + [s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ()])
     if step == "cfg":
         return "\n".join(f"{b.name}: succs={b.succs} instrs={len(b.instrs)}" for b in c.cfg.blocks)
     if step == "divergence":
@@ -213,8 +229,9 @@ def dump(c: Compilation, step: str) -> str:
 
 
 def compile_kernel(ptx: ir.Module, kernel: str, block: tuple[int, int, int], dyn_smem: int = 0,
-                   caps: DeviceCaps | None = None, dump_after: str | None = None) -> Compilation:
-    c = Compilation(ptx, kernel, tuple(block), dyn_smem, caps or DeviceCaps())
+                   caps: DeviceCaps | None = None, dump_after: str | None = None,
+                   stack_bytes: int = DEFAULT_STACK_BYTES) -> Compilation:
+    c = Compilation(ptx, kernel, tuple(block), dyn_smem, caps or DeviceCaps(), stack_bytes)
     names = [n for n, _, _ in PIPELINE]
     if dump_after is not None and dump_after not in names:
         raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(names)}")

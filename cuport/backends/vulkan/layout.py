@@ -48,7 +48,8 @@ STATUS_FIELDS = (
     ("line", 4, "u32"),
     ("ctaid_x", 8, "u32"), ("ctaid_y", 12, "u32"), ("ctaid_z", 16, "u32"),
     ("tid_x", 20, "u32"), ("tid_y", 24, "u32"), ("tid_z", 28, "u32"),
-    ("arg", 32, "u64"),  # kind-specific: the faulting address, the assert message pointer
+    ("arg", 32, "u64"),  # kind-specific: the faulting address, the assert message pointer,
+    #                      the stack limit
     ("file", 40, "u64"),  # assert: file name pointer
     ("func", 48, "u64"),  # assert: function name pointer
     ("aline", 56, "u32"),  # assert: source line
@@ -57,7 +58,7 @@ STATUS_FIELDS = (
 STATUS = {name: off for name, off, _ in STATUS_FIELDS}
 STATUS_BYTES = 64
 
-ERR_TRAP, ERR_ASSERT, ERR_ILLEGAL_ADDRESS, ERR_MISALIGNED, ERR_LOOP_LIMIT = 1, 2, 3, 4, 5
+ERR_TRAP, ERR_ASSERT, ERR_ILLEGAL_ADDRESS, ERR_MISALIGNED, ERR_LOOP_LIMIT, ERR_STACK = 1, 2, 3, 4, 5, 6
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
     ERR_ASSERT: "a device-side assert failed",
@@ -66,6 +67,7 @@ ERROR_NAMES = {
     ERR_LOOP_LIMIT: "a thread's loops ran longer than this Vulkan driver lets a shader loop "
                     "(lavapipe ends them after 65535 iterations in all, so the results would "
                     "be wrong; backends/vulkan/loops.py)",
+    ERR_STACK: "the per-thread stack overflowed (deep recursion)",  # arg: the stack's bytes
 }
 FAILURE_KINDS = {"trap": ERR_TRAP, "assert": ERR_ASSERT, "illegal_address": ERR_ILLEGAL_ADDRESS,
                  "misaligned": ERR_MISALIGNED}

@@ -93,6 +93,7 @@ class DeviceCaps:
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
     denorm_preserve: tuple[int, ...] = ()  # float widths with the DenormPreserve mode
     flush32: bool = False  # f32 subnormals flushed by the device: emulated (spirv/subnormal.py)
+    int_order32: bool = False  # f32 comparisons and min/max in the integer order (FloatModes)
     simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
     workgroup_memory: int = 48 * 1024  # bytes; a kernel needing more uses device memory (slices.py)
 
@@ -102,7 +103,7 @@ class DeviceCaps:
         return FloatModes(fused_fma=self.fused_fma, float64=self.float64,
                           signed_zero_inf_nan=self.signed_zero_inf_nan,
                           denorm_preserve=self.denorm_preserve, flush32=self.flush32,
-                          simulate_flush32=self.simulate_flush32)
+                          int_order32=self.int_order32, simulate_flush32=self.simulate_flush32)
 
 
 @dataclass
@@ -332,7 +333,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             return
         if t.op == "trap":
             def fail() -> None:
-                self.record_failure(V.ERR_TRAP)
+                if "stack" in t.mods:  # passes/call_stack.py: a call would pass the stack's end
+                    self.record_failure(V.ERR_STACK, arg=ll.Constant(I64, t.args[0].value))
+                else:
+                    self.record_failure(V.ERR_TRAP)
                 b.branch(self.ret_bb)
             if t.guard is not None:
                 go = self.llfn.append_basic_block("trap")

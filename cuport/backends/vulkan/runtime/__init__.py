@@ -15,14 +15,14 @@ Nothing here knows about PTX or CUDA's API: the backend maps CUDA's calls onto t
 
 from .device import Device, Queue, open
 from .errors import DeviceLost, OutOfDeviceMemory, Unsupported, VulkanError, VulkanUnavailable
-from .memory import DEVICE, HOST, MANAGED, REGISTERED, BadAddress, Buffer
+from .memory import DEVICE, HOST, IMPORTED, MANAGED, REGISTERED, BadAddress, Buffer
 from .pipeline import Pipeline
 from .probe import devices, unavailable_reason
 from .properties import DeviceInfo, Limits, MemoryHeap, MemoryType, QueueFamily
 from .stream import Stream, Timestamp, elapsed_ms
 
 __all__ = [
-    "DEVICE", "HOST", "MANAGED", "REGISTERED", "BadAddress", "Buffer", "Device", "DeviceInfo",
+    "DEVICE", "HOST", "IMPORTED", "MANAGED", "REGISTERED", "BadAddress", "Buffer", "Device", "DeviceInfo",
     "DeviceLost", "Limits", "MemoryHeap", "MemoryType", "OutOfDeviceMemory", "Pipeline",
     "Queue", "QueueFamily", "Stream", "Timestamp", "Unsupported", "VulkanError",
     "VulkanUnavailable", "devices", "elapsed_ms", "open", "unavailable_reason",

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import external
 from . import features as F
 from . import instance as _instance
 from .binding import DeviceCommands
@@ -170,6 +171,24 @@ class Device:
     def register_host(self, ptr: int, size: int) -> Buffer:
         self._check()
         return self.memory.register_host(ptr, size)
+
+    def export_memory(self, buf: Buffer) -> tuple[int, bytes]:
+        """A descriptor of `buf`'s memory (the caller closes it) and the description another
+        process's import_memory needs (external.py)."""
+        self._check()
+        fd, desc = self.memory.export_fd(buf)
+        return fd, desc.pack()
+
+    def import_memory(self, fd: int, description: bytes) -> Buffer:
+        """Another process's exported memory, at a device address of this process's; the
+        descriptor is consumed. ValueError if the description is not this device's."""
+        try:
+            self._check()
+            desc = external.Description.unpack(description)
+        except BaseException:
+            os.close(fd)
+            raise
+        return self.memory.import_fd(fd, desc)
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes of the device-local heaps (cuMemGetInfo)."""

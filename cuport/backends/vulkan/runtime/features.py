@@ -107,6 +107,8 @@ EXTENSIONS = (
     ("VK_EXT_external_memory_host",
      "host memory imported into the device: cuMemHostRegister, managed memory at one address"),
     ("VK_EXT_memory_budget", "free device memory (cuMemGetInfo)"),
+    ("VK_KHR_external_memory_fd",
+     "device memory shared with other processes (cuIpcGetMemHandle, cuIpcOpenMemHandle)"),
 )
 
 # Subgroup operation bits (VkSubgroupFeatureFlagBits) cuport's warp collectives use.

@@ -23,16 +23,22 @@ One address for host and device ("same address"):
 - otherwise host and device pointers differ and "managed" is refused.
 Unified addressing: every block whose device address is not host memory of its own reserves
 that range on the host (PROT_NONE), so no host object ever has a device allocation's address.
+
+Sharing with other processes (external.py): where the device can, every "device" block is
+allocated exportable; export_fd hands out a descriptor of an allocation's block, import_fd
+makes another process's allocation an "imported" buffer here, its block this process's own
+VkDeviceMemory of the same payload, freed with the buffer.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import hostmap
+from . import external, hostmap
 from .errors import OutOfDeviceMemory, Unsupported, VulkanError
 
 if TYPE_CHECKING:
@@ -41,7 +47,7 @@ if TYPE_CHECKING:
 ALIGN = 512  # what cudaMalloc gives on NVIDIA (256 guaranteed; 512 = TEXTURE_ALIGNMENT, which
 #               programs binding cudaMalloc memory to linear textures rely on)
 BLOCK = 32 << 20
-DEVICE, HOST, MANAGED, REGISTERED = "device", "host", "managed", "registered"
+DEVICE, HOST, MANAGED, REGISTERED, IMPORTED = "device", "host", "managed", "registered", "imported"
 KINDS = (DEVICE, HOST, MANAGED)
 _RESERVE_TRIES = 4
 
@@ -64,7 +70,8 @@ class Block:
     reserved: bool = False  # [address, address+size) held on the host (unified addressing)
     free: list[list[int]] = field(default_factory=list)  # [offset, size], sorted, coalesced
     used: int = 0
-    bytes: int = 0  # device memory it holds (0 for imported host pages)
+    bytes: int = 0  # device memory it holds (0 for imported host pages and other processes' memory)
+    exportable: bool = False  # allocated with VkExportMemoryAllocateInfo (external.py)
     start: int = 0  # first offset whose address is ALIGN-aligned
 
     def take(self, size: int) -> int | None:
@@ -132,6 +139,12 @@ class Memory:
         # the lowest and highest device address any block ever had: kernels check that
         # their global addresses lie inside (a wild pointer hangs a GPU's queue)
         self.lowest, self.highest = 1 << 64, 0
+        # why "device" memory cannot be shared with other processes here (None: it can), and
+        # whether new "device" blocks are allocated exportable (external.wanted)
+        self.export_refusal = external.refusal(self.vk, dev.physical, dev.enabled_extensions,
+                                               self._usage)
+        want, self._not_wanted = external.wanted(dev.info.driver_id)
+        self.exportable = self.export_refusal is None and want
         self._probe()
 
     # -- public ---------------------------------------------------------------------------------
@@ -182,7 +195,7 @@ class Memory:
     def _release(self, buf: Buffer) -> None:
         with self._lock:
             blk = buf.block
-            if buf.kind == REGISTERED:
+            if buf.kind in (REGISTERED, IMPORTED):
                 self._destroy_block(blk)
                 return
             blk.give(buf.offset, buf.reserved_size)
@@ -230,6 +243,78 @@ class Memory:
             self._insert(buf)
             return buf
 
+    def export_fd(self, buf: Buffer) -> tuple[int, external.Description]:
+        """A new descriptor of the memory behind `buf` (its whole block; the caller closes it)
+        and what another process needs to import it (import_fd)."""
+        if self.export_refusal is not None:
+            raise Unsupported(f"device memory cannot be shared with other processes: "
+                              f"{self.export_refusal}", "vkGetMemoryFdKHR")
+        blk = buf.block
+        if buf.kind != DEVICE:
+            raise Unsupported(f"{buf.kind} memory cannot be shared with other processes",
+                              "vkGetMemoryFdKHR")
+        if not blk.exportable:
+            why = self._not_wanted or "its block was made while new blocks were not exportable"
+            raise Unsupported(f"the device memory at 0x{buf.address:x} was not allocated "
+                              f"exportable: {why}", "vkGetMemoryFdKHR")
+        vk, ffi = self.vk, self.vk.ffi
+        info = vk.new("VkMemoryGetFdInfoKHR", memory=blk.memory, handleType=external.handle_type(vk))
+        fd = ffi.new("int*")
+        vk.check(self.cmd.vkGetMemoryFdKHR(self.dev.handle, info, fd), "vkGetMemoryFdKHR")
+        dev = self.dev.info
+        return fd[0], external.Description(dev.uuid, dev.driver_uuid, blk.bytes, blk.type_index,
+                                           blk.size, buf.offset, buf.size)
+
+    def import_fd(self, fd: int, desc: external.Description) -> Buffer:
+        """Another process's allocation (export_fd there) as an "imported" buffer with a device
+        address of this process's. The descriptor is consumed: the driver owns it once the
+        import succeeds, and it is closed if the import fails."""
+        vk, cmd, dev = self.vk, self.cmd, self.dev
+        ffi, lib = vk.ffi, vk.lib
+        try:
+            desc.check(dev.info.uuid, dev.info.driver_uuid, len(self._types))
+            if self.export_refusal is not None:
+                raise Unsupported(f"this device cannot import shared memory: {self.export_refusal}",
+                                  "vkAllocateMemory")
+            handles = external.handle_type(vk)
+            ext = vk.new("VkExternalMemoryBufferCreateInfo", handleTypes=handles)
+            buffer, req = self._create_buffer(desc.block_size, ext)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            if not req.memoryTypeBits & (1 << desc.type_index) or req.size > desc.allocation_size:
+                raise ValueError("the shared memory's size or type does not fit a buffer here")
+            imp = vk.new("VkImportMemoryFdInfoKHR", handleType=handles, fd=fd)
+            flags = vk.new("VkMemoryAllocateFlagsInfo", pNext=imp,
+                           flags=lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
+            info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=desc.allocation_size,
+                          memoryTypeIndex=desc.type_index)
+            mem = ffi.new("VkDeviceMemory*")
+            vk.check(cmd.vkAllocateMemory(dev.handle, info, ffi.NULL, mem), "vkAllocateMemory")
+        except BaseException:
+            cmd.vkDestroyBuffer(dev.handle, buffer, ffi.NULL)
+            os.close(fd)
+            raise
+        try:  # (from here the driver owns the descriptor)
+            blk = self._bind(buffer, mem[0], desc.block_size, IMPORTED, desc.type_index)
+        except BaseException:
+            cmd.vkFreeMemory(dev.handle, mem[0], ffi.NULL)
+            raise
+        with self._lock:
+            try:
+                self._map(blk)
+                if not self._reserve(blk):
+                    self.unified = False
+            except BaseException:
+                self._destroy_block(blk)
+                raise
+            host = blk.host_ptr + desc.offset if blk.host_ptr is not None else None
+            buf = Buffer(address=blk.address + desc.offset, size=desc.size, kind=IMPORTED,
+                         block=blk, offset=desc.offset, reserved_size=desc.size, host_ptr=host)
+            self._insert(buf)
+            return buf
+
     def buffers(self) -> list[Buffer]:
         with self._lock:
             return [self._by_start[s] for s in self._starts]
@@ -237,7 +322,7 @@ class Memory:
     def release_all(self) -> None:
         with self._lock:
             for buf in list(self._by_start.values()):
-                if buf.kind == REGISTERED:
+                if buf.kind in (REGISTERED, IMPORTED):
                     self._destroy_block(buf.block)
             self._by_start.clear()
             self._starts.clear()
@@ -259,7 +344,7 @@ class Memory:
     def _insert(self, buf: Buffer) -> None:
         bisect.insort(self._starts, buf.address)
         self._by_start[buf.address] = buf
-        if buf.host_ptr is not None and buf.kind != DEVICE:
+        if buf.host_ptr is not None and buf.kind not in (DEVICE, IMPORTED):
             bisect.insort(self._host_starts, buf.host_ptr)
             self._by_host[buf.host_ptr] = buf
 
@@ -313,11 +398,17 @@ class Memory:
     def _plain_block(self, size: int, kind: str) -> Block:
         vk, cmd, dev = self.vk, self.cmd, self.dev
         ffi = vk.ffi
-        buffer, req = self._create_buffer(size)
+        exporting = kind == DEVICE and self.exportable
+        handles = external.handle_type(vk)
+        ext = vk.new("VkExternalMemoryBufferCreateInfo", handleTypes=handles) if exporting else None
+        buffer, req = self._create_buffer(size, ext)
         last: Exception | None = None
         for ti in self._type_candidates(kind, req.memoryTypeBits):
             flags = vk.new("VkMemoryAllocateFlagsInfo",
                            flags=vk.lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
+            if exporting:
+                export = vk.new("VkExportMemoryAllocateInfo", handleTypes=handles)
+                flags.pNext = export
             info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=req.size,
                           memoryTypeIndex=ti)
             mem = ffi.new("VkDeviceMemory*")
@@ -328,14 +419,8 @@ class Memory:
                 continue
             try:
                 blk = self._bind(buffer, mem[0], size, kind, ti)
-                if {"host_visible", "host_coherent"} <= self._types[ti].flags:
-                    p = ffi.new("void**")
-                    vk.check(cmd.vkMapMemory(dev.handle, mem[0], 0, 0xFFFFFFFFFFFFFFFF, 0, p),
-                             "vkMapMemory")
-                    blk.host_ptr = int(ffi.cast("uintptr_t", p[0]))
-                    flags_t = self._types[ti].flags
-                    blk.host_reads_fast = ("host_coherent" in flags_t
-                                           and ("host_cached" in flags_t or self._uma))
+                self._map(blk)
+                blk.exportable = exporting
                 blk.bytes = req.size
                 self.allocated += req.size
                 return blk
@@ -345,6 +430,18 @@ class Memory:
         cmd.vkDestroyBuffer(dev.handle, buffer, ffi.NULL)
         raise OutOfDeviceMemory(f"out of {kind} memory allocating {size} bytes"
                                 + (f" ({last})" if last else ""), "vkAllocateMemory")
+
+    def _map(self, blk: Block) -> None:
+        """Map a block of host-visible, coherent memory (host_ptr); others stay unmapped."""
+        vk, ffi = self.vk, self.vk.ffi
+        flags = self._types[blk.type_index].flags
+        if not {"host_visible", "host_coherent"} <= flags:
+            return
+        p = ffi.new("void**")
+        vk.check(self.cmd.vkMapMemory(self.dev.handle, blk.memory, 0, 0xFFFFFFFFFFFFFFFF, 0, p),
+                 "vkMapMemory")
+        blk.host_ptr = int(ffi.cast("uintptr_t", p[0]))
+        blk.host_reads_fast = "host_cached" in flags or self._uma
 
     def _alias_block(self, size: int, kind: str) -> Block:
         """Host-visible pages at one address for host and device (see the module's docstring).

@@ -98,6 +98,7 @@ class DeviceInfo:
     missing: tuple[str, ...] = field(default=())  # required first ("required: ..."), then wanted
     usable: bool = False
     warps_per_multiprocessor: int | None = None  # VK_NV_shader_sm_builtins' shaderWarpsPerSM
+    driver_uuid: bytes = b""  # 16 bytes: with uuid, who may import this device's memory (external.py)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (sets as sorted lists, bytes as hex), for `cuport info --json`."""
@@ -284,6 +285,7 @@ def query(inst: Instance, pd: Any, index: int) -> DeviceInfo:
     else:
         driver_name, driver_info, driver_id = "", "", "?"
     uuid = bytes(ffi.buffer(idp.deviceUUID, 16)) if idp is not None else bytes(props.pipelineCacheUUID)
+    driver_uuid = bytes(ffi.buffer(idp.driverUUID, 16)) if idp is not None else b""
 
     mps = None
     smb = by.get("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV")
@@ -334,6 +336,7 @@ def query(inst: Instance, pd: Any, index: int) -> DeviceInfo:
         multiprocessors=mps,
         managed_memory=managed,
         warps_per_multiprocessor=warps,
+        driver_uuid=driver_uuid,
     )
     missing = _missing(info, api)
     usable = not any(m.startswith("required: ") for m in missing)

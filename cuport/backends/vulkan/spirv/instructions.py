@@ -152,7 +152,7 @@ def _fcmp(tr, ins) -> None:
         nan = tr.op(OP.OpLogicalOr, rt, tr.op(OP.OpIsNan, rt, x), tr.op(OP.OpIsNan, rt, y))
         tr.define(ins, nan if p == "uno" else tr.op(OP.OpLogicalNot, rt, nan))
         return
-    if subnormal.active(tr, a.type):
+    if subnormal.order_active(tr, a.type):
         tr.define(ins, subnormal.fcmp(tr, p, a.type, a, b))
         return
     tr.define(ins, tr.op(_FCMP[p], rt, x, y))

@@ -182,7 +182,7 @@ def _num_pick(tr, t, a, b, lower: bool) -> int:
     (the bits of equal values ORed for the minimum, ANDed for the maximum)."""
     it = int_type_like(t)
     ti = tr.ty(it)
-    if subnormal.active(tr, t):
+    if subnormal.order_active(tr, t):
         m, eq = subnormal.pick(tr, t, a, b, lower)
     else:
         m = tr.ext(tr.ty(t), GLSL.FMin if lower else GLSL.FMax, a, b)
@@ -200,7 +200,7 @@ def _minmax(lower: bool, nan_wins: bool, zero_order: bool):
         na, nb = isnan(tr, t, a), isnan(tr, t, b)
         if zero_order:
             r = _num_pick(tr, t, a, b, lower)
-        elif subnormal.active(tr, t):
+        elif subnormal.order_active(tr, t):
             r = subnormal.pick(tr, t, a, b, lower)[0]
         else:
             r = tr.ext(tr.ty(t), GLSL.FMin if lower else GLSL.FMax, a, b)

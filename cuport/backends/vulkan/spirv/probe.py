@@ -12,6 +12,7 @@ The operands come from push constants, so no compiler can fold the Fma with its 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from llvmlite import ir as ll
 
@@ -64,14 +65,17 @@ def fma_probe_fused(data: bytes) -> tuple[bool, bool]:
 # f32 operations whose exact results involve subnormals, on operands from push constants:
 # (a, b, c) = (2^-140, 1.5, 1.5 * 2^-126), d = -2^-126; the probe stores the bits of
 # a + a, a * b, fma(a, b, a), c + d (a subnormal sum of normal numbers), a > 0, -a, and
-# a converted to f64. A device that keeps subnormals gives SUBNORMAL_EXPECTED.
+# a converted to f64, then min(a, c) and max(a, -c). A device that keeps subnormals gives
+# SUBNORMAL_EXPECTED and MINMAX_EXPECTED.
 _SUB_IN = (2.0 ** -140, 1.5, 1.5 * 2.0 ** -126, -(2.0 ** -126))
 SUBNORMAL_EXPECTED = (0x00000400, 0x00000300, 0x00000500, 0x00400000, 1, 0x80000200, 0x3730000000000000)
+MINMAX_EXPECTED = (0x00000400, 0x00000400)
 
 
-def subnormal_probe_shader() -> Shader:
-    """The probe, translated with no emulation and no float-control modes (so what it
-    measures is the device's own f32 arithmetic)."""
+def subnormal_probe_shader(preserve: bool = False) -> Shader:
+    """The probe, translated with no emulation (so what it measures is the device's own f32
+    arithmetic), and with the DenormPreserve mode for f32 where `preserve` (NVIDIA's driver
+    does not advertise the mode for f32 but honours it: measured on an H100, driver 580)."""
     m = ll.Module()
     fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), "subnormal_probe")
     b = ll.IRBuilder(fn.append_basic_block())
@@ -89,15 +93,49 @@ def subnormal_probe_shader() -> Shader:
         v = w if w.type == i32 else b.bitcast(w, i32)
         b.store(v, b.gep(out, [ll.Constant(i32, k)], source_etype=i32)).align = 4
     b.store(b.bitcast(b.fpext(a, f64), i64), b.gep(out, [ll.Constant(i32, 4)], source_etype=i64)).align = 8
+    for k, (name, y) in enumerate((("minnum", c), ("maxnum", b.fneg(c)))):
+        f = ll.Function(m, ll.FunctionType(f32, [f32, f32]), f"llvm.{name}.f32")
+        r = b.bitcast(b.call(f, [a, y]), i32)
+        b.store(r, b.gep(out, [ll.Constant(i32, 10 + k)], source_etype=i32)).align = 4
     b.ret_void()
-    return translate(m, "subnormal_probe", (1, 1, 1), FloatModes(fused_fma=True, signed_zero_inf_nan=()))
+    modes = FloatModes(fused_fma=True, signed_zero_inf_nan=(), denorm_preserve=(32,) if preserve else ())
+    return translate(m, "subnormal_probe", (1, 1, 1), modes)
 
 
 def subnormal_probe_push(out_address: int) -> bytes:
     return struct.pack("<Q4f", out_address, *_SUB_IN)
 
 
-def subnormal_probe_flushes(data: bytes) -> bool:
-    """Whether the device's f32 arithmetic lost a subnormal (from the probe's 40 bytes)."""
+def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool]:
+    """(whether the device's f32 arithmetic lost a subnormal, whether its min/max did), from
+    the probe's 48 bytes."""
     got = struct.unpack("<6I", bytes(data[:24])) + struct.unpack("<Q", bytes(data[32:40]))
-    return tuple(got) != SUBNORMAL_EXPECTED
+    return tuple(got) != SUBNORMAL_EXPECTED, struct.unpack("<2I", bytes(data[40:48])) != MINMAX_EXPECTED
+
+
+def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool]]) -> dict:
+    """The FloatModes (and DeviceCaps) subnormal fields for a device: DenormPreserve where it
+    has the mode. For f32 without it, `probe(preserve)` (the subnormal probe run on the
+    device, with or without the mode declared: (arithmetic flushes, min/max flush)) asks
+    whether the device flushes; where it does, whether it keeps them once the mode is
+    declared anyway (NVIDIA's driver does, but for GLSL's FMin/FMax: measured on an H100,
+    driver 580): then the mode is declared and only comparisons and min/max go through the
+    integer order of floats (int_order32); else f32 arithmetic is emulated (flush32,
+    subnormal.py: 4x slower in bench/gpu's sgemm on the H200). `env` is CUPORT_VK_FLUSH32:
+    1 emulates anyway, simulate also makes the device's f32 instructions flush (tests:
+    lavapipe behaving as NVIDIA's driver), 0 never emulates (f32 subnormals are then the
+    device's, not CUDA's)."""
+    preserve = tuple(w for w in (16, 32, 64) if float_controls.get(f"shaderDenormPreserveFloat{w}"))
+    modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False,
+             "simulate_flush32": env == "simulate"}
+    if 32 in preserve or env == "0":
+        return modes
+    if env in ("1", "simulate"):
+        return dict(modes, flush32=True)
+    arith, minmax = probe(False)
+    if arith:
+        arith, minmax = probe(True)
+        if arith:
+            return dict(modes, flush32=True)
+        preserve = tuple(sorted((*preserve, 32)))
+    return dict(modes, denorm_preserve=preserve, int_order32=minmax)

@@ -44,6 +44,15 @@ def active(tr, t: ll.Type) -> bool:
     return tr.float_modes.flush32 and isinstance(e, ll.FloatType)
 
 
+def order_active(tr, t: ll.Type) -> bool:
+    """Whether comparisons and min/max of type t go through the integer order of floats: under
+    the emulation, and on a device whose min/max flush though its arithmetic keeps subnormals
+    (FloatModes.int_order32; comparisons too: NVIDIA's compiler turns a comparison and a
+    select of its operands into a min/max)."""
+    e = t.element if isinstance(t, ll.VectorType) else t
+    return (tr.float_modes.flush32 or tr.float_modes.int_order32) and isinstance(e, ll.FloatType)
+
+
 class _U:
     """u32 operations on ids (scalar, or vectors of n)."""
 

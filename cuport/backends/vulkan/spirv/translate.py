@@ -86,6 +86,9 @@ class FloatModes:
     and the subnormal probe saw it flush: NVIDIA's driver flushes the operands and results
     of every f32 arithmetic instruction, comparisons and f32->f64 conversions included);
     the f32 operations whose results would then differ are emulated (subnormal.py).
+    `int_order32`: the device keeps f32 subnormals (DenormPreserve) but its comparisons
+    or min/max may not (NVIDIA's GLSL FMin/FMax flush even with the mode), so those alone
+    use the integer order of floats, as under flush32.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
     results explicitly."""
@@ -96,6 +99,7 @@ class FloatModes:
     denorm_flush: tuple[int, ...] = ()
     rounding_rte: tuple[int, ...] = ()
     flush32: bool = False
+    int_order32: bool = False
     simulate_flush32: bool = False
 
 
@@ -238,7 +242,6 @@ class _Translator:
         self.t_bool = m.t_bool()
         self._sim = float_modes.simulate_flush32
         self._sim_raw: dict[int, int] = {}  # flushed result -> the instruction's own (simulation)
-        self._users: dict | None = None  # LLVM value -> [(block, index) of its users] (used_after)
 
     # ------------------------------------------------------------------ errors
     def error(self, message: str, ins=None) -> TranslateError:
@@ -893,46 +896,22 @@ class _Translator:
 
     # ------------------------------------------------------------------ blocks' code
     def code(self, b: int) -> None:
-        for insts, spec in speculate.segments(self, self.llblocks[b].instructions[:-1]):
-            if spec:
-                speculate.BlockSpeculation(self, insts, self.instruction).run()
-                continue
-            for ins in insts:
-                self.instruction(ins)
-        self.ins = None
-
-    def instruction(self, ins) -> None:
-        """Translate one LLVM instruction (not a terminator) into the current block."""
-        self.ins = ins
-        h = HANDLERS.get(type(ins))
-        if h is None:
-            h = HANDLERS.get(ins.opname)
+        insts = self.llblocks[b].instructions
+        handlers = HANDLERS
+        for ins in insts[:-1]:
+            self.ins = ins
+            h = handlers.get(type(ins))
             if h is None:
-                raise self.error(f"LLVM instruction `{ins.opname}` not supported")
-        try:
-            h(self, ins)
-        except (TranslateError, KeyboardInterrupt):
-            raise
-        except SpirvError as e:
-            raise self.error(str(e)) from None
-
-    def used_after(self, ins, last) -> bool:
-        """Whether LLVM value `ins` is used after instruction `last` of its block or in
-        another block."""
-        if self._users is None:
-            self._users = {}
-            for f in self.llmod.functions:
-                for blk in f.blocks:
-                    for k, user in enumerate(blk.instructions):
-                        used = list(getattr(user, "operands", ()))
-                        if isinstance(user, ll.PhiInstr):
-                            used += [v for v, _ in user.incomings]
-                        for v in used:
-                            if isinstance(v, ll.Instruction):
-                                self._users.setdefault(v, []).append((blk, k))
-        blk = last.parent
-        pos = blk.instructions.index(last)
-        return any(b is not blk or k > pos for b, k in self._users.get(ins, ()))
+                h = handlers.get(ins.opname)
+                if h is None:
+                    raise self.error(f"LLVM instruction `{ins.opname}` not supported")
+            try:
+                h(self, ins)
+            except (TranslateError, KeyboardInterrupt):
+                raise
+            except SpirvError as e:
+                raise self.error(str(e)) from None
+        self.ins = None
 
     def copy(self, src: int, dst: int) -> None:
         srcb = self.llblocks[src]
@@ -1022,7 +1001,6 @@ def float_bits(t: ll.Type, x: float) -> int:
 
 
 # handlers: LLVM instruction class or opname -> function(translator, instruction)
-from . import speculate  # noqa: E402 (uses the subnormal emulation, which uses this module)
 from .instructions import HANDLERS  # noqa: E402 (the table refers to this module's helpers)
 
 __all__ = ["translate", "Shader", "FloatModes", "TranslateError", "GLSL"]

@@ -1,0 +1,235 @@
+"""The launch queue: launches, copies and fills handed to the C worker pool, in order.
+
+runtime.c keeps a FIFO of records that its leader thread runs one at a time (a grid on the
+whole pool, the leader being worker 0), so that a launch returns to the program at once
+instead of waiting for its grid, and nothing needs a Python thread to keep the order. This
+side owns the memory the records point to: a slot per record in flight (its LaunchCtx, a
+cooperative grid's workspace and the parameters) and whatever the record's `keep` holds
+(larger parameters, the scratch buffers it runs in), until the record has run. A slot is
+reused once the record SLOTS places before it has finished, which runtime.c's capacity
+(QUEUE_CAP) guarantees.
+
+A grid that fails leaves its error and its first worker's fault in runtime.c's failure
+record; `collect` turns it into the BackendError the launch would have raised, kept (the
+first one only, as a GPU reports the first fault) until `take_failure`. Kernels that
+launch kernels (device_launch.py) are `hooked`: the leader calls back into Python before
+their grid (to open its launch queue) and after it (to run the grids it launched).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from collections.abc import Callable
+
+from ..base import CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, CUDA_ERROR_UNKNOWN, BackendError
+from . import faultaddr
+from . import layout as L
+
+SLOTS = 256  # runtime.c's QUEUE_CAP
+SLOT_BYTES = 4096 + 256
+# within a slot: the LaunchCtx, the record handed to runtime.c (copied there), a cooperative
+# grid's workspace, the parameters
+RECORD_AT, WORKSPACE_AT, PARAMS_AT = 104, 160, 256
+PARAMS_MAX = SLOT_BYTES - PARAMS_AT
+KERNEL, COPY, FILL = 0, 1, 2  # runtime.c's REC_*
+WAIT_MS = 50  # a wait returns this often, so that Python can run its signal handlers (^C)
+
+# runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value
+RECORD = struct.Struct("<IIIIQQQQ")
+# LaunchCtx's fields in order (layout.py; checked against it below), then the record
+CTX = struct.Struct("<QIIIIQQQIIQQQIIQQ")
+CTX_RECORD = struct.Struct("<QIIIIQQQIIQQQIIQQ" + "IIIIQQQQ")
+assert CTX.size == ctypes.sizeof(L.LaunchCtx) == RECORD_AT
+assert L.LaunchCtx.grid_workspace.offset == CTX.size - 8
+assert RECORD_AT + RECORD.size <= WORKSPACE_AT and CTX_RECORD.size == RECORD_AT + RECORD.size
+
+HOOK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint32)
+
+
+class Failure(ctypes.Structure):
+    """runtime.c's struct failure: the first failed grid not yet taken."""
+
+    _fields_ = [("seq", ctypes.c_uint64), ("error", ctypes.c_uint32),
+                ("error_line", ctypes.c_uint32), ("error_block", ctypes.c_uint64),
+                ("fault", faultaddr.WorkerFault)]
+
+
+def declare(lib) -> None:
+    """The queue's entry points in guard.py's library."""
+    lib.cuport_queue_setup.restype = ctypes.c_void_p
+    lib.cuport_queue_setup.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, HOOK,
+                                       ctypes.c_void_p]
+    lib.cuport_queue_failures.restype = ctypes.c_void_p
+    lib.cuport_queue_failure.restype = ctypes.c_void_p
+    lib.cuport_queue_wait.restype = ctypes.c_uint64  # (releases the GIL while it waits)
+    lib.cuport_queue_wait.argtypes = [ctypes.c_uint64, ctypes.c_uint32]
+    lib.cuport_queue_cancel.restype = None
+    lib.cuport_queue_cancel.argtypes = [ctypes.c_uint32]
+    # never blocks: called without releasing the GIL (as pool.py's quick calls)
+    lib.quick_queue_push = ctypes.PYFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(
+        ctypes.cast(lib.cuport_queue_push, ctypes.c_void_p).value)
+
+
+class Record:
+    """What the Python side keeps of a record in flight."""
+
+    __slots__ = ("what", "name", "grid", "keep", "hook")
+
+    def __init__(self, what: str, name: str, grid: tuple, keep: object,
+                 hook: Callable[[int], None] | None) -> None:
+        self.what, self.name, self.grid, self.keep, self.hook = what, name, grid, keep, hook
+
+
+class LaunchQueue:
+    def __init__(self, lib, nworkers: int,
+                 explain: Callable[[Record, int, int, int, dict], BackendError]) -> None:
+        self.lib = lib
+        self._explain = explain  # (record, error kind, line, block, faults) -> its error
+        self._raw = ctypes.create_string_buffer(SLOTS * SLOT_BYTES + 64)
+        self._base = (ctypes.addressof(self._raw) + 63) & ~63
+        self._view = memoryview((ctypes.c_char * (SLOTS * SLOT_BYTES)).from_address(self._base)
+                                ).cast("B")
+        self._records: list[Record | None] = [None] * SLOTS
+        self._faults = (faultaddr.WorkerFault * nworkers)()
+        self._hook = HOOK(self._on_hook)
+        counters = lib.cuport_queue_setup(L.LaunchCtx.error.offset, L.ERR_ILLEGAL_ADDRESS,
+                                          L.ERR_MISALIGNED, self._hook, self._faults)
+        self._tail = ctypes.c_uint64.from_address(counters + 8)
+        self._failures = ctypes.c_uint32.from_address(lib.cuport_queue_failures())
+        self._failure = Failure.from_address(lib.cuport_queue_failure())
+        self._push_record = lib.quick_queue_push
+        self._seen_failures = 0
+        self.submitted = 0  # records handed over (runtime.c's head: this is its one producer)
+        self.lock = threading.Lock()  # one producer at a time
+        self._fail_lock = threading.Lock()
+        self._failed: tuple[int, str, BackendError] | None = None  # (record, what, error)
+
+    # -- handing over -------------------------------------------------------------------
+    def _next(self) -> int:
+        """The next record's number, once its slot is free and runtime.c has room (lock
+        held)."""
+        n = self.submitted
+        if n - self._tail.value >= SLOTS:
+            self.wait(n - SLOTS + 1)
+        if self._failures.value != self._seen_failures:
+            self.collect()  # (before the failed record's slot can be reused)
+        return n
+
+    def _push(self, n: int) -> None:
+        """Hand over the record in slot n's record area (lock held)."""
+        if not self._push_record(self._base + (n & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT):
+            raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                               "cannot start the launch queue's thread")
+        self.submitted = n + 1
+
+    def kernel(self, worker: int, nworkers: int, grid: tuple[int, int, int], dyn_smem: int,
+               params: bytes, scratch: int, chunk: int, slot_bytes: int, cooperative: bool,
+               record: Record) -> None:
+        with self.lock:
+            n = self.submitted
+            if n - self._tail.value >= SLOTS or self._failures.value != self._seen_failures:
+                n = self._next()
+            slot = n & (SLOTS - 1)
+            off = slot * SLOT_BYTES
+            at = self._base + off
+            size = len(params)
+            if size <= PARAMS_MAX:
+                self._view[off + PARAMS_AT:off + PARAMS_AT + size] = params
+                paddr = at + PARAMS_AT
+            else:
+                big = ctypes.create_string_buffer(params, size)
+                record.keep = (record.keep, big)
+                paddr = ctypes.addressof(big)
+            workspace = 0
+            if cooperative:
+                struct.pack_into("<II", self._view, off + WORKSPACE_AT, 8, 0)  # {wsSize, barrier}
+                workspace = at + WORKSPACE_AT
+            CTX_RECORD.pack_into(self._view, off, paddr, grid[0], grid[1], grid[2], dyn_smem,
+                                 grid[0] * grid[1] * grid[2], 0, scratch, 0, 0, 0, 0, 0, chunk,
+                                 0, slot_bytes, workspace,
+                                 KERNEL, nworkers, record.hook is not None, 0, worker, at, 0, 0)
+            self._records[slot] = record
+            if not self._push_record(at + RECORD_AT):
+                raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                                   "cannot start the launch queue's thread")
+            self.submitted = n + 1
+
+    def copy(self, dst: int, src: int, n: int) -> None:
+        with self.lock:
+            k = self._next()
+            RECORD.pack_into(self._view, (k & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT,
+                             COPY, 0, 0, 0, src, dst, n, 0)
+            self._push(k)
+
+    def fill(self, dst: int, value: int, n: int, width: int) -> None:
+        with self.lock:
+            k = self._next()
+            RECORD.pack_into(self._view, (k & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT,
+                             FILL, width, 0, 0, 0, dst, n, value)
+            self._push(k)
+
+    # -- finding out --------------------------------------------------------------------
+    def pending(self) -> bool:
+        return self._tail.value < self.submitted
+
+    def wait(self, count: int) -> None:
+        """Until `count` records have run (the GIL released; ^C raises KeyboardInterrupt)."""
+        wait = self.lib.cuport_queue_wait
+        while wait(count, WAIT_MS) < count:
+            pass
+
+    def collect(self) -> None:
+        """Turn runtime.c's failure record into the launch's error (kept: take_failure)."""
+        with self._fail_lock:
+            self._seen_failures = self._failures.value
+            f = self._failure
+            if not f.seq:
+                return
+            n = f.seq - 1
+            record = self._records[n & (SLOTS - 1)]
+            faults: dict[int, int | None] = {}
+            w = f.fault
+            if w.sig in (11, 7):  # SIGSEGV, SIGBUS
+                if w.sig == 11 and w.code == faultaddr.SI_KERNEL:
+                    faults[0] = faultaddr.decode(self.lib, list(w.regs), bytes(w.fp[:w.fp_size]))
+                else:
+                    faults[0] = w.where or 0
+            error = self._explain(record, f.error, f.error_line, f.error_block, faults)
+            f.seq = 0
+            self._note(n, record.what, error)
+
+    def _note(self, n: int, what: str, error: BackendError) -> None:
+        if self._failed is None or n < self._failed[0]:
+            self._failed = (n, what, error)
+
+    def note(self, n: int, what: str, error: BackendError) -> None:
+        """A record's failure found outside runtime.c (a grid its kernel launched)."""
+        with self._fail_lock:
+            self._note(n, what, error)
+
+    def take_failure(self) -> tuple[str, BackendError] | None:
+        """The first failure since the last call, as (the launch, its error), or None."""
+        if self._failures.value != self._seen_failures:
+            self.collect()
+        if self._failed is None:
+            return None
+        with self._fail_lock:
+            failed, self._failed = self._failed, None
+        return (failed[1], failed[2]) if failed else None
+
+    def cancel(self, kind: int) -> None:
+        """The records not started yet fail with `kind` instead of running."""
+        self.lib.cuport_queue_cancel(kind)
+
+    def _on_hook(self, n: int, phase: int) -> None:
+        """The leader thread, before (phase 0) and after (1) a hooked record's grid."""
+        record = self._records[n & (SLOTS - 1)]
+        try:
+            record.hook(phase)
+        except BackendError as e:
+            self.note(n, record.what, e)
+        except BaseException as e:  # noqa: BLE001 - nothing may reach the leader thread
+            self.note(n, record.what, BackendError(CUDA_ERROR_UNKNOWN, "internal error running "
+                                                   f"{record.name}'s launches: {e!r}"))

@@ -1,0 +1,27 @@
+"""Queued launches on the CPU backend (backends/cpu/launch_queue.py), as a CUDA program
+sees them: tests/driver/c/launch_queue.cu, built with nvcc, under `cuport run`.
+
+A launch returns before its kernel has run (a kernel waiting for the host to set a flag
+ends once the host sets it after the launch), the stream and an event recorded after it
+say cudaErrorNotReady meanwhile, memsets and copies between launches see the launches
+before them (more launches than the queue holds at once), and a kernel's trap is the next
+synchronising call's error, naming the kernel.
+"""
+
+from __future__ import annotations
+
+from test_nvcc_regressions import build, cuport_run
+
+
+def test_launches_are_queued_and_ordered(tmp_path):
+    exe = build(tmp_path, "launch_queue", ["launch_queue.cu"])
+    r = cuport_run(exe, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "handshake: cudaErrorNotReady cudaErrorNotReady, then 1",
+        "order: 307 300",
+        "launch: cudaSuccess",
+        "synchronize: cudaErrorLaunchFailure",
+    ], r.stdout + r.stderr
+    assert "cuport: cuLaunchKernel(_Z4trapv): CUDA_ERROR_LAUNCH_FAILED: kernel _Z4trapv: the " \
+           "kernel executed trap" in r.stderr, r.stderr
