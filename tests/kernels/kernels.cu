@@ -92,6 +92,30 @@ extern "C" __global__ void barrier_in_loop(const int* trips, int* out) {
   out[blockIdx.x * blockDim.x + t] = acc;
 }
 
+// barriers in code every warp runs whole but not every warp reaches (PTX counts arrivals at
+// barrier 0 whichever bar.sync a warp executes): even warps meet at an extra barrier first
+extern "C" __global__ void warps_at_different_barriers(int* out) {
+  __shared__ int s[256];
+  int t = threadIdx.x;
+  s[t] = t;
+  if (((t / 32) & 1) == 0) {
+    __syncthreads();
+    s[t] += s[t ^ 32] * 1000;  // the odd partner's slot, which it never writes again
+  }
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + t] = s[t];
+}
+
+// __syncthreads_count / _or / _and in a loop, and whole warps that exit before the barriers
+extern "C" __global__ void barrier_reductions(const int* x, const int* live, int* out, int rounds) {
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  if (t >= live[blockIdx.x]) return;
+  int acc = 0;
+  for (int r = 0; r < rounds; r++) acc += __syncthreads_count(x[i] > r);
+  acc += 1000 * __syncthreads_or(x[i] == 3) + 10000 * __syncthreads_and(x[i] >= 1);
+  out[i] = acc;
+}
+
 // a per-thread local array, indexed dynamically, live across barriers
 extern "C" __global__ void local_across_barrier(const int* in, int* out, int k) {
   __shared__ int s[128];

@@ -151,6 +151,31 @@ def test_barrier_inside_loop_with_per_thread_trip_count(mod):
     assert out.tolist() == expect
 
 
+def test_warps_that_reach_different_barriers(mod):
+    blocks, bs = 2, 256
+    out = np.zeros(blocks * bs, np.int32)
+    mod.kernel("warps_at_different_barriers")(blocks, bs, (out,))
+    t = np.arange(bs)
+    expect = np.where((t // 32) % 2 == 0, t + (t ^ 32) * 1000, t)
+    assert out.tolist() == np.tile(expect, blocks).tolist()
+
+
+def test_barrier_reductions_with_warps_that_exited(mod):
+    rng = np.random.default_rng(8)
+    blocks, bs, rounds = 4, 160, 5
+    x = rng.integers(0, 7, blocks * bs, dtype=np.int32)
+    live = np.array([160, 70, 64, 1], np.int32)  # threads of each block that stay
+    out = np.full(blocks * bs, -1, np.int32)
+    mod.kernel("barrier_reductions")(blocks, bs, (x, live, out, rounds))
+    expect = []
+    for b in range(blocks):
+        xs = x[b * bs:b * bs + live[b]]
+        acc = sum(int((xs > r).sum()) for r in range(rounds))
+        acc += 1000 * int((xs == 3).any()) + 10000 * int((xs >= 1).all())
+        expect += [acc] * int(live[b]) + [-1] * int(bs - live[b])
+    assert out.tolist() == expect
+
+
 def test_local_array_lives_across_barriers(mod):
     bs, k = 100, 5
     x = np.arange(bs, dtype=np.int32) * 3 - 40

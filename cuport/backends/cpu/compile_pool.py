@@ -37,7 +37,8 @@ from . import compile_worker
 AHEAD_MAX_KERNELS = 64
 
 #: environment variables that change the code a compile makes (sent with each job)
-CODE_ENV = ("CUPORT_CHECK_CONVERGENCE", "CUPORT_NO_YIELDS", "CUPORT_NO_OPT", "CUPORT_NO_FORMS")
+CODE_ENV = ("CUPORT_CHECK_CONVERGENCE", "CUPORT_NO_YIELDS", "CUPORT_NO_OPT", "CUPORT_NO_FORMS",
+            "CUPORT_NO_REGION_LOOPS", "CUPORT_NO_INTERLEAVE")
 
 
 def worker_count() -> int:

@@ -19,7 +19,7 @@ from llvmlite import ir as ll
 
 from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
-from ...passes import divergence, liveness
+from ...passes import divergence, liveness, regions
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
@@ -354,6 +354,18 @@ class ModuleCompiler:
     def _step_barriers(self) -> None:
         self.simple_barriers = self._all_barriers_simple()
 
+    def _step_regions(self) -> None:
+        self.kernel_regions = None
+        if not self.simple_barriers or os.environ.get("CUPORT_NO_REGION_LOOPS") == "1":
+            return
+        g = self.kernel_cfg
+        edges = [] if os.environ.get("CUPORT_NO_INTERLEAVE") == "1" else regions.interleave_edges(g)
+        bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+        if edges:
+            self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
+        if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
+            self.kernel_regions = regions.split(g, self.kernel_div, bars)
+
     def _step_emit(self) -> None:
         self._declare_runtime()
         self._emitters: dict[str, FunctionEmitter] = {}
@@ -468,7 +480,8 @@ class ModuleCompiler:
         b = ll.IRBuilder(bi.append_basic_block("entry"))
         for off in range(L.BS_EXITED, L.BS_LINEAR, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
-        for off in range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
+        # the simple protocol keeps no per-barrier counts: only barrier 0's bar.red sum
+        for off in (L.BS_RED,) if simple else range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
         loop = bi.append_basic_block("clear")
         after = bi.append_basic_block("cleared")
@@ -478,7 +491,8 @@ class ModuleCompiler:
         w = b.phi(I32)
         w.add_incoming(i32c(0), pre)
         p = b.gep(ws, [b.mul(b.zext(w, I64), i64c(wsb))], source_etype=I8)
-        for off in (L.WS_RESUME, L.WS_WAITING, L.WS_YCOUNT):
+        # (region loops read only WS_RESUME of these)
+        for off in (L.WS_RESUME,) if self.kernel_regions else (L.WS_RESUME, L.WS_WAITING, L.WS_YCOUNT):
             b.store(i32c(0), b.gep(p, [i64c(off)], source_etype=I8))
         nxt = b.add(w, i32c(1))
         w.add_incoming(nxt, loop)
@@ -492,6 +506,11 @@ class ModuleCompiler:
         rb.linkage = "internal"
         ctx, blk, ws = rb.args
         b = ll.IRBuilder(rb.append_basic_block("entry"))
+        if self.kernel_regions is not None:
+            # region loops: the kernel's function runs the whole block (region_loops.py)
+            b.ret(b.call(kfn, [ctx, blk, ws, i32c(0)]))
+            self._emit_worker(rb, nw, wsb)
+            return
         round_bb = rb.append_basic_block("round")
         b.branch(round_bb)
         b.position_at_end(round_bb)
@@ -785,6 +804,11 @@ PIPELINE: list[tuple[str, Step, str]] = [
     ("barriers", ModuleCompiler._step_barriers,
      "needs divergence: whether every barrier is in converged code (the simple protocol: "
      "warps in rounds, no per-barrier waits)"),
+    ("regions", ModuleCompiler._step_regions,
+     "needs the simple protocol: a kernel whose barriers are all converged (and that has no "
+     "yield points) runs each stretch between barriers as a loop over the block's warps, "
+     "warps stepping aside now and then in loops that read global memory "
+     "(passes/regions.py), unless duplicated code would more than double it"),
     ("emit", ModuleCompiler._step_emit,
      "LLVM IR of the kernel's warp function and the device functions it calls, through "
      "cuport/isa's families"),
@@ -820,6 +844,13 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
         lines = [f"{b.name}: {sorted(mc.kernel_live[b.index])}" for b in mc.kernel_cfg.blocks]
         blend = mc.kernel_div.blend
         return "\n".join(lines) + f"\nblended in split blocks: {sorted(blend) if blend is not None else 'all'}"
+    if step == "regions":
+        if mc.kernel_regions is None:
+            return "no region loops (warps suspend at barriers)"
+        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
+                         + (" (interleaved)" if r.interleave else "") + ": "
+                         + " ".join(mc.kernel_cfg.blocks[x].name for x in r.blocks)
+                         for k, r in enumerate(mc.kernel_regions))
     if step == "barriers":
         bars = [b.name for b in mc.kernel_cfg.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
         return (f"barriers and yields: {bars}\nsimple protocol: "

@@ -57,6 +57,7 @@ from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
 from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
+from .region_loops import RegionLoops
 from .warp_ops import WarpOps
 
 W = L.WARP
@@ -97,7 +98,7 @@ def i64c(v: int) -> ll.Constant:
     return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
 
 
-class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
+class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
     """Lowers one PTX function (kernel entry or device function) for one block shape."""
 
     def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
@@ -146,18 +147,15 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         self.active_slot = b.alloca(I32, name="active")
         # ---- lanes
         self.lane = ll.Constant(vec(I32), list(range(W)))
-        nthreads = self.mc.nthreads
-        if self.is_kernel:
-            remaining = b.sub(i32c(nthreads), b.mul(self.warp, i32c(W)))
-            full = b.icmp_unsigned(">=", remaining, i32c(W))
-            partial = b.sub(b.shl(i32c(1), remaining), i32c(1))
-            self.live_mask = b.select(full, i32c(ALL), partial, name="live")
-        else:
-            self.live_mask = fn.args[4]
         self.shared_base = b.load(b.gep(self.blk, [i64c(L.BS_SHARED)], source_etype=I8), typ=PTR)
-        local_all = b.load(b.gep(self.blk, [i64c(L.BS_LOCAL)], source_etype=I8), typ=PTR)
-        win = self.mc.local_window
-        self.local_warp = b.gep(local_all, [b.mul(b.zext(self.warp, I64), i64c(W * win))], source_etype=I8)
+        self.local_all = b.load(b.gep(self.blk, [i64c(L.BS_LOCAL)], source_etype=I8), typ=PTR)
+        # a kernel in region loops (region_loops.py) runs the block's warps in loops: the
+        # function's `ws` argument is the first warp's state, the rest are the loop's
+        self.regions = self.mc.kernel_regions if self.is_kernel else None
+        if self.is_kernel and self.regions is None:
+            self._set_warp(self.warp, self.ws)
+        elif not self.is_kernel:
+            self._set_warp(self.warp, self.ws, live=fn.args[4])
         # ---- dispatch state: targets of pending lanes
         self._plan_dispatch()
         from ...passes.shapes import predict
@@ -166,6 +164,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         # ---- frames: this function's .local variables, .param variables of calls
         self._layout_locals()
         self._layout_params()
+        if self.regions is not None:
+            self._emit_regions()
+            return
         # ---- LLVM blocks
         self.llblocks = [fn.append_basic_block(blk.name.replace("$", "_")) for blk in self.blocks]
         self.dispatch_bb = fn.append_basic_block("dispatch")
@@ -181,6 +182,20 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             self._emit_block(blk)
         self._emit_dispatch()
         self._emit_done()
+
+    def _set_warp(self, warp: ll.Value, ws: ll.Value, live: ll.Value | None = None) -> None:
+        """The values that depend on which warp runs: its index, state, live lanes, local
+        memory (computed where the builder is)."""
+        b = self.b
+        self.warp, self.ws = warp, ws
+        if live is None:
+            remaining = b.sub(i32c(self.mc.nthreads), b.mul(warp, i32c(W)))
+            full = b.icmp_unsigned(">=", remaining, i32c(W))
+            partial = b.sub(b.shl(i32c(1), remaining), i32c(1))
+            live = b.select(full, i32c(ALL), partial, name="live")
+        self.live_mask = live
+        win = self.mc.local_window
+        self.local_warp = b.gep(self.local_all, [b.mul(b.zext(warp, I64), i64c(W * win))], source_etype=I8)
 
     # ---------------------------------------------------------------- planning
     def _plan_dispatch(self) -> None:
@@ -632,7 +647,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         return self.b.bitcast(p, I32)
 
     def goto(self, target: int, mask: ll.Value) -> None:
-        """Send `mask` lanes to block `target`, deferring them if lower blocks are pending."""
+        """Send `mask` lanes to block `target`, deferring them if lower blocks are pending
+        (along an interleave edge the warp may step aside first: region_loops.py)."""
+        if not self.interleave_goto(target, mask):
+            self._goto_plain(target, mask)
+
+    def _goto_plain(self, target: int, mask: ll.Value) -> None:
         b = self.b
         tb = self.blocks[target]
         if tb.exit_sink:
@@ -721,11 +741,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         b = self.b
         ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
         b.store(b.or_(b.load(ep, typ=I32), mask), ep)
-        cnt = b.ctpop(mask)
-        xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
-        b.store(b.add(b.load(xp, typ=I32), cnt), xp)
         if not self.mc.simple_barriers:
-            # (the simple protocol's rounds need neither: see compiler._emit_runner)
+            # (the simple protocol's rounds need none of these: see compiler._emit_runner)
+            cnt = b.ctpop(mask)
+            xp = b.gep(self.blk, [i64c(L.BS_EXITED)], source_etype=I8)
+            b.store(b.add(b.load(xp, typ=I32), cnt), xp)
             self.mc.bump_events(b, self.blk)
             if self.mc.uses_barriers:
                 b.call(self.mc.barrier_check_fn, [self.blk, i32c(-1)])
@@ -752,7 +772,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         if t.op == "yield":
             self._yield_now(blk)
         if idx not in self.general_points:
-            self._emit_simple_barrier(blk, t, idx)
+            if self.regions is not None:
+                self._region_arrive(blk, t, idx)
+            else:
+                self._emit_simple_barrier(blk, t, idx)
             return
         if t.op == "yield":
             self._emit_yield_wait(blk, idx)
@@ -836,12 +859,21 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         saves the registers the continuation needs and returns; the block runner calls it
         again when all warps have arrived (a round), and it resumes right after."""
         b = self.b
-        args = list(t.args)
-        dest = None
-        if t.op == "yield":
-            args = []
+        self._arrive_simple(t, idx)
+        b.store(i32c(L.WS_SIMPLE_BASE + idx), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
+        b.ret(i32c(YIELDED if t.op == "yield" else SUSPENDED))
+        saved_block = self.block
+        b.position_at_end(self._simple_resume[idx])
+        self._resume_simple(blk, t, idx)
+        b.branch(self.llblocks[blk.succs[0]])
+        self.block = saved_block
+
+    def _arrive_simple(self, t: ir.Instr, idx: int) -> None:
+        """At converged barrier `idx`: add the warp's bar.red contribution and save what the
+        continuation reads (passes/barrier_state.py) into the warp's state."""
+        b = self.b
         if "red" in t.mods:
-            dest = args.pop(0)
+            args = list(t.args)
             kind = next(m for m in t.mods if m in ("popc", "and", "or"))
             pred_bits = self._pred_bits(args[-1])
             if kind == "and":
@@ -854,11 +886,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             for k, (slot, _rt) in enumerate(self._saved_slots(name)):
                 if slot is not None:
                     b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8))
-        b.store(i32c(L.WS_SIMPLE_BASE + idx), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
-        b.ret(i32c(YIELDED if t.op == "yield" else SUSPENDED))
-        # the resume side
-        saved_block = self.block
-        b.position_at_end(self._simple_resume[idx])
+
+    def _resume_simple(self, blk: cfgmod.Block, t: ir.Instr, idx: int) -> None:
+        """After converged barrier `idx` completed (the builder where the warp resumes): its
+        registers back, every live lane active, bar.red's result written."""
+        b = self.b
         for name in self.bstate.load[self.bstate_index[idx]]:
             for k, (slot, rt) in enumerate(self._saved_slots(name)):
                 if slot is not None:
@@ -868,13 +900,16 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
         active = b.and_(self.live_mask, b.not_(ex))
         b.store(active, self.active_slot)
         # recompute what is cheaper to recompute than to keep (see passes/barrier_state.py)
+        self.block = blk
         self.active = active
         self.split = False
         self.version = None
         self._mask_cache = {}
         for ins in self.bstate.remat[self.bstate_index[idx]]:
             self._emit_instr(ins)
-        if dest is not None:
+        if "red" in t.mods:
+            dest = t.args[0]
+            kind = next(m for m in t.mods if m in ("popc", "and", "or"))
             total = b.load(b.gep(self.blk, [i64c(L.BS_REDOUT)], source_etype=I8), typ=I32)
             if kind == "popc":
                 val, ptype = total, "u32"
@@ -888,8 +923,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             self._mask_cache = {}
             self.vec = isinstance(dest, ir.Reg) and dest.name in self.div.varying
             self.write(dest, ptype, self.splat(val) if self.vec else val)
-        b.branch(self.llblocks[blk.succs[0]])
-        self.block = saved_block
 
     def _saved_slots(self, name: str) -> list[tuple[ll.Value, ll.Type]]:
         """The stack slots of a register that a converged barrier saves, with their types."""
@@ -1076,6 +1109,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms):
             b.store(i32c(1), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
             b.ret(i32c(YIELDED))
         b.position_at_end(self.done_bb)
+        if self.regions is not None:
+            self._region_done()
+            return
         if self.is_kernel:
             b.store(i32c(2), b.gep(self.ws, [i64c(L.WS_RESUME)], source_etype=I8))
         elif self.frame_size:

@@ -263,10 +263,13 @@ class LaneForms:
                 for c in corners:
                     conds.append(b.icmp_signed(">=", c, ll.Constant(I64, lo_b)))
                     conds.append(b.icmp_signed("<=", c, ll.Constant(I64, hi_b)))
+            # a run's host addresses must not wrap around 2^64 (they cannot in shared
+            # memory: the shared window's address plus a 32-bit offset)
             limit = ll.Constant(I64, 2**64 - 1 - size * (s - 1))
-            for a in leaders:
-                conds.append(b.icmp_unsigned("<=", a, limit))
-            ok = conds[0]
+            if space != "shared":
+                for a in leaders:
+                    conds.append(b.icmp_unsigned("<=", a, limit))
+            ok = conds[0] if conds else None
             for c in conds[1:]:
                 ok = b.and_(ok, c)
         return FormPtrs(kind, s, ok, [b.inttoptr(a, PTR) for a in leaders], v, size)

@@ -51,6 +51,7 @@ ERR_MISALIGNED = 5
 ERR_ILLEGAL_ADDRESS = 6
 ERR_CONVERGENCE = 7
 ERR_INTERRUPTED = 8  # stopped from outside (guard.c's cuport_cancel): ^C in a Python program
+ERR_REGION = 9  # lanes pending at a block outside the region a warp runs (a cuport bug)
 
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
@@ -62,6 +63,8 @@ ERROR_NAMES = {
     ERR_INTERRUPTED: "interrupted (SIGINT) before it finished: the launch was stopped",
     ERR_CONVERGENCE: "internal error: a converged block ran with part of the warp (cuport bug; "
                      "CUPORT_CHECK_CONVERGENCE found it)",
+    ERR_REGION: "internal error: a warp had lanes waiting outside the region it ran (cuport bug: "
+                "region loops; CUPORT_NO_REGION_LOOPS=1 avoids it)",
 }
 
 # BlockState: fixed header followed by per-barrier arrays

@@ -1,0 +1,224 @@
+"""Region loops (passes/regions.py, backends/cpu/region_loops.py): a kernel whose barriers
+are all converged runs each stretch between barriers as a loop over the block's warps.
+These check where the CPU backend uses them, and rounds in which warps wait at different
+barriers, against the results PTX's barrier semantics give."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import cuport
+from cuport.backends import facts
+from cuport.backends.cpu import compiler
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+
+SOURCE = r"""
+#define T 16
+// two barriers in a loop: the code before the first is part of two regions
+extern "C" __global__ void tiled(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[T][T], Bs[T][T];
+  int tx = threadIdx.x, ty = threadIdx.y, row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += T) {
+    As[ty][tx] = A[row * n + k0 + tx];
+    Bs[ty][tx] = B[(k0 + ty) * n + col];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  C[row * n + col] = acc;
+}
+
+__device__ unsigned warp_index() { unsigned w; asm("mov.u32 %0, %%warpid;" : "=r"(w)); return w; }
+
+// %warpid is the same in every lane of a warp, so these barriers are in converged code, yet
+// only even warps reach the first (PTX counts arrivals at barrier 0 whichever bar.sync or
+// bar.red a warp executes). Completion 1: even warps at the first, odd ones at the
+// second. Then, in one round, even warps run to the second and odd ones to the
+// __syncthreads_count, which completion 2 answers with the odd threads' 128 arrivals (had
+// the even warps run on past the second in the same round, 256). Completion 3: even warps
+// at the __syncthreads_count (odd ones finished): 128.
+extern "C" __global__ void uneven(int* out) {
+  __shared__ int s[256];
+  int t = threadIdx.x;
+  bool even = (warp_index() & 1) == 0;
+  s[t] = t;
+  if (even) {
+    __syncthreads();
+    s[t] += s[t ^ 32] * 1000;  // the odd partner's slot, which it does not write again
+  }
+  __syncthreads();
+  if (even) s[t] += 7;
+  out[blockIdx.x * blockDim.x + t] = s[t] + 100000 * __syncthreads_count(1);
+}
+
+// three barriers of which a block reaches one (the condition is the same for the block),
+// each followed by the same long stretch: emitting it once per region would triple it
+extern "C" __global__ void three_ways(const float* x, float* out, int which) {
+  __shared__ float s[128];
+  int t = threadIdx.x;
+  s[t] = x[t];
+  if (which == 0) { s[t] *= 2.0f; __syncthreads(); }
+  else if (which == 1) { s[t] *= 3.0f; __syncthreads(); }
+  else { s[t] *= 5.0f; __syncthreads(); }
+  float v = s[(t + 1) % 128];
+  #pragma unroll
+  for (int i = 0; i < 40; i++) v = v * 1.0001f + s[(t + i) % 128];
+  out[t] = v;
+}
+
+// a loop reading global memory whose trips differ per lane (lanes pending while others loop):
+// warps step aside in it every few iterations, then the block meets at a tree of barriers
+extern "C" __global__ void uneven_strides(const int* x, int n, int* out, int* block_out) {
+  __shared__ int s[128];
+  int t = threadIdx.x;
+  int acc = 0;
+  for (int i = blockIdx.x * 128 + t; i < n; i += gridDim.x * 128 * (1 + t % 3)) acc += x[i] * (i % 7);
+  s[t] = acc;
+  __syncthreads();
+  for (int w = 64; w > 0; w >>= 1) {
+    if (t < w) s[t] += s[t + w];
+    __syncthreads();
+  }
+  out[blockIdx.x * 128 + t] = acc;
+  if (t == 0) block_out[blockIdx.x] = s[0];
+}
+
+// no barrier: the loop is interleaved all the same
+extern "C" __global__ void gather_loop(const int* idx, const float* x, float* y, int n, int m) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  float acc = 0.0f;
+  for (int j = 0; j < m + t % 5; j++) acc += x[idx[(t * 7 + j) % n]];
+  y[t] = acc;
+}
+
+// lanes of the else wait while the others loop: the warp steps aside with lanes pending
+// outside the loop, and the warp after it starts with none
+extern "C" __global__ void loop_in_branch(const int* x, int* out, int n) {
+  int t = threadIdx.x, acc = 0;
+  if (t % 3 != 0) {
+    for (int i = t; i < n; i += 96) acc += x[i] * (i & 7);
+    acc *= 2;
+  } else {
+    acc = x[t] - 1000;
+    out[blockDim.x + t] = acc;
+  }
+  out[t] = acc;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("regions")
+    (d / "k.cu").write_text(SOURCE)
+    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
+    return (d / "k.ptx").read_text()
+
+
+def _regions(ptx: str, kernel: str, block) -> list | None:
+    mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+    return compiler.run_pipeline(mc, until="regions").kernel_regions
+
+
+def test_a_loop_with_two_barriers_is_three_regions(ptx):
+    regions = _regions(ptx, "tiled", (16, 16, 1))
+    assert regions is not None and len(regions) == 3
+    start, after_load, after_use = regions
+    assert start.barrier is None and after_load.barrier == 0 and after_use.barrier == 1
+    # the loads before the first barrier follow both the entry and the loop's back edge
+    assert set(start.blocks) & set(after_use.blocks)
+    assert not set(after_load.blocks) & (set(start.blocks) | set(after_use.blocks))
+
+
+def test_tiled_matmul_in_region_loops(ptx):
+    n = 48
+    rng = np.random.default_rng(0)
+    A, B = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    C = np.zeros((n, n), np.float32)
+    cuport.Module(ptx).kernel("tiled")((n // 16, n // 16), (16, 16), (A, B, C, n))
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B.astype(np.float64), rtol=1e-5)
+
+
+def test_warps_waiting_at_different_barriers(ptx):
+    assert _regions(ptx, "uneven", (256, 1, 1)) is not None
+    out = np.zeros(2 * 256, np.int32)
+    cuport.Module(ptx).kernel("uneven")(2, 256, (out,))
+    t = np.arange(256)
+    even = (t // 32) % 2 == 0
+    expect = np.where(even, t + (t ^ 32) * 1000 + 7, t) + 100000 * 128
+    assert out.tolist() == np.tile(expect, 2).tolist()
+
+
+def test_code_that_would_more_than_double_keeps_warp_suspension(ptx):
+    assert _regions(ptx, "three_ways", (128, 1, 1)) is None
+    x = np.arange(128, dtype=np.float32)
+    for which, f in ((0, 2.0), (1, 3.0), (2, 5.0)):
+        out = np.zeros(128, np.float32)
+        cuport.Module(ptx).kernel("three_ways")(1, 128, (x, out, which))
+        s = (x * np.float32(f)).astype(np.float32)
+        v = s[(np.arange(128) + 1) % 128]
+        for i in range(40):
+            v = (v * np.float32(1.0001)).astype(np.float32) + s[(np.arange(128) + i) % 128]
+        np.testing.assert_allclose(out, v, rtol=1e-6)
+
+
+def test_loops_reading_global_memory_interleave_warps(ptx):
+    regions = _regions(ptx, "uneven_strides", (128, 1, 1))
+    assert regions is not None and any(r.interleave for r in regions)
+    rng = np.random.default_rng(1)
+    n, grid = 30_000, 5
+    x = rng.integers(-50, 50, n, dtype=np.int32)
+    out = np.zeros(grid * 128, np.int32)
+    block_out = np.zeros(grid, np.int32)
+    cuport.Module(ptx).kernel("uneven_strides")(grid, 128, (x, n, out, block_out))
+    expect = []
+    for b in range(grid):
+        for t in range(128):
+            i, acc = b * 128 + t, 0
+            while i < n:
+                acc += int(x[i]) * (i % 7)
+                i += grid * 128 * (1 + t % 3)
+            expect.append(acc)
+    assert out.tolist() == expect
+    assert block_out.tolist() == [sum(expect[b * 128:(b + 1) * 128]) for b in range(grid)]
+
+
+def test_a_kernel_without_barriers_interleaves_its_loop(ptx):
+    regions = _regions(ptx, "gather_loop", (96, 1, 1))
+    assert regions is not None and len(regions) > 1 and all(r.interleave for r in regions[1:])
+    rng = np.random.default_rng(2)
+    n, m = 1000, 21
+    idx = rng.integers(0, n, n, dtype=np.int32)
+    x = rng.random(n, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    cuport.Module(ptx).kernel("gather_loop")((n + 95) // 96, 96, (idx, x, y, n, m))
+    expect = np.zeros(n, np.float32)
+    for t in range(n):
+        acc = np.float32(0)
+        for j in range(m + t % 5):
+            acc = np.float32(acc + x[idx[(t * 7 + j) % n]])
+        expect[t] = acc
+    assert y.tobytes() == expect.tobytes()
+
+
+def test_a_warp_steps_aside_with_lanes_waiting_outside_the_loop(ptx):
+    regions = _regions(ptx, "loop_in_branch", (96, 1, 1))
+    assert regions is not None and any(r.interleave for r in regions)
+    n = 5000
+    x = np.arange(n, dtype=np.int32) % 13
+    out = np.zeros(192, np.int32)
+    cuport.Module(ptx).kernel("loop_in_branch")(1, 96, (x, out, n))
+    expect = np.zeros(192, np.int32)
+    for t in range(96):
+        if t % 3:
+            expect[t] = 2 * sum(int(x[i]) * (i & 7) for i in range(t, n, 96))
+        else:
+            expect[t] = expect[96 + t] = x[t] - 1000
+    assert out.tolist() == expect.tolist()
