@@ -12,13 +12,12 @@ as for a device whose threads progress independently.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 from spvtools import validate
 
 from cuport.backends.base import BackendError
@@ -30,12 +29,7 @@ PROGRAMS = HERE.parent / "programs"
 
 
 def _ptx(tmp_path_factory, src: Path) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("async") / (src.stem + ".ptx")
-    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-O3", "-o", str(out), str(src)], check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, src, "sm_90")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 from spvtools import validate
 
 import cuport
@@ -38,13 +39,7 @@ def _backend():
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("big_shared") / "big_shared.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-O3", "-o", str(out), str(HERE / "big_shared.cu")],
-                   check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, HERE / "big_shared.cu", "sm_90")
 
 
 @pytest.fixture(autouse=True)

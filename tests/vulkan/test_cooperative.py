@@ -8,7 +8,6 @@ probes, a few lines of PTX; results are checked against numpy.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 
 from cuport.backends.base import BackendError
 from cuport.backends.vulkan import cooperative
@@ -52,13 +52,7 @@ def _from_device(be, addr: int, like: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def coop_ptx(tmp_path_factory) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("coop") / "cooperative.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-O3", "-o", str(out), str(HERE / "cooperative.cu")],
-                   check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, HERE / "cooperative.cu", "sm_80")
 
 
 # ---------------------------------------------------------------- residency

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 
 import cuport
 from cuport.backends.base import (
@@ -38,13 +39,7 @@ def _devices() -> list[str]:
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("recursion") / "recursion.ptx"
-    subprocess.run([nvcc, "-ptx", "-O3", "-arch=sm_75", "-o", str(out), str(HERE / "recursion.cu")],
-                   check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, HERE / "recursion.cu", "sm_75")
 
 
 @pytest.fixture(scope="module", params=_devices())

@@ -9,13 +9,12 @@ made generic (the load is a plain global one). Results are checked against numpy
 
 from __future__ import annotations
 
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 
 HERE = Path(__file__).resolve().parent
 N = 5
@@ -24,13 +23,7 @@ THREADS = 32
 
 @pytest.fixture(scope="module")
 def spaces_ptx(tmp_path_factory) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("spaces") / "spaces.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-O3", "-o", str(out), str(HERE / "spaces.cu")],
-                   check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, HERE / "spaces.cu", "sm_80")
 
 
 def _reloaded_access(ptx: str, kernel: str) -> frozenset[str]:

@@ -8,14 +8,13 @@ of the sum for floats), so that the two backends cannot agree on a wrong answer.
 
 from __future__ import annotations
 
-import shutil
 import struct
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nvcc_ptx import ptx_of
 
 import cuport
 
@@ -66,13 +65,7 @@ STORE = {"f16": np.float16, "bf16": np.uint16, "tf32": np.float32, "f64": np.flo
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is needed to build the kernels")
-    out = tmp_path_factory.mktemp("wmma") / "wmma_kernels.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-O3", "-o", str(out), str(HERE / "wmma_kernels.cu")],
-                   check=True)
-    return out.read_text()
+    return ptx_of(tmp_path_factory, HERE / "wmma_kernels.cu", "sm_80")
 
 
 def _vulkan():
