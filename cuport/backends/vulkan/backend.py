@@ -122,6 +122,14 @@ _FMA_PROBE = """
 """
 
 
+_NO_STATUS = bytes(V.STATUS_BYTES)  # a launch's status record, cleared
+
+
+def _view(address: int, size: int) -> memoryview:
+    """`size` bytes of host memory at `address` as a writable memoryview."""
+    return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+
+
 class VulkanKernel:
     def __init__(self, module: VulkanModule, fn: ir.Function) -> None:
         self.module = module
@@ -360,6 +368,11 @@ class VulkanBackend:
         # waves waiting on the parameter loads). Written from the host where the memory is
         # mapped (resizable BAR, UMA), else by vkCmdUpdateBuffer before the dispatch.
         self.param_slots = self.allocate_buffer(self.PARAMS * self.SLOTS)
+        # the slots' host memory as views: a launch writes them by slice assignment (a ctypes
+        # memset/memmove costs microseconds of call overhead each, every launch)
+        self._slots_view = _view(self.slots.host_ptr, self.SLOT * self.SLOTS)
+        self._params_view = (_view(self.param_slots.host_ptr, self.PARAMS * self.SLOTS)
+                             if self.param_slots.host_ptr is not None and not self.copies_only else None)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
         self._inflight: list[tuple[str, int, int | None]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
@@ -642,15 +655,18 @@ class VulkanBackend:
             dev = self.slots.address + slot * self.SLOT
             host = self.slots.host_ptr + slot * self.SLOT
             pdev = self.param_slots.address + slot * self.PARAMS
-        ctypes.memset(host, 0, V.STATUS_BYTES)
-        if params:
-            if big:
-                ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-            elif self.param_slots.host_ptr is not None and not self.copies_only:
-                ctypes.memmove(self.param_slots.host_ptr + slot * self.PARAMS, params,
-                               len(params))
-            else:
-                self.stream.update(pdev, params)
+        if big:
+            ctypes.memset(host, 0, V.STATUS_BYTES)
+            ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+        else:
+            at = slot * self.SLOT
+            self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
+            if params:
+                if self._params_view is not None:
+                    at = slot * self.PARAMS
+                    self._params_view[at:at + len(params)] = params
+                else:
+                    self.stream.update(pdev, params)
         area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
         memory = self.dev.memory
 
