@@ -99,29 +99,37 @@ class Kernel:
         if self._backend.name == "cpu":
             self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, args))
             return
-        # device memory is not host memory: stage every array through a device buffer
+        # device memory is not host memory: stage every array through a device buffer, by
+        # the backend's copies where the host cannot touch it (a discrete GPU's)
         import ctypes
 
+        be = self._backend
         staged, bufs = [], []
         try:
             for a in args:
                 if isinstance(a, np.ndarray):
                     a = np.ascontiguousarray(a) if not a.flags.c_contiguous else a
-                    addr = self._backend.allocate(max(a.nbytes, 1))
+                    addr = be.allocate(max(a.nbytes, 1))
                     bufs.append((addr, a))
-                    ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+                    if be.host_accessible(addr):
+                        ctypes.memmove(addr, a.ctypes.data, a.nbytes)
+                    elif a.nbytes:
+                        be.copy_htod(addr, a.ctypes.data, a.nbytes)
                     staged.append(Pointer(addr))
                 else:
                     staged.append(a)
             self._k.launch(_dims(grid), _dims(block), int(shared), pack_params(self.info, staged))
-            failed = self._backend.drain() if hasattr(self._backend, "drain") else None
+            failed = be.drain() if hasattr(be, "drain") else None
             if failed is not None:
                 raise failed[1]
         finally:
             for addr, a in bufs:
-                if a.flags.writeable:
-                    ctypes.memmove(a.ctypes.data, addr, a.nbytes)
-                self._backend.free(addr, max(a.nbytes, 1))
+                if a.flags.writeable and a.nbytes:
+                    if be.host_accessible(addr):
+                        ctypes.memmove(a.ctypes.data, addr, a.nbytes)
+                    else:
+                        be.copy_dtoh(a.ctypes.data, addr, a.nbytes)
+                be.free(addr, max(a.nbytes, 1))
 
 
 class Module:
@@ -154,5 +162,9 @@ class Module:
         import ctypes
 
         addr, size = self.global_address(name)
+        accessible = getattr(self._backend, "host_accessible", None)
+        if accessible is not None and not accessible(addr):
+            raise ValueError(f"{name} is in device memory the host cannot map on this device (a "
+                             "discrete GPU's): global_array needs host-visible memory")
         n = size // np.dtype(dtype).itemsize
         return np.ctypeslib.as_array((ctypes.c_char * size).from_address(addr)).view(dtype)[:n]
