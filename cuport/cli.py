@@ -166,8 +166,10 @@ def _device_lines() -> list[str]:
     what it lacks."""
     from cuport.driver import device
 
-    out = [f"cpu       {device.devices()[0].name if device.device_spec()[0][0] == 'cpu' else 'the host CPU'}, "
-           f"{device.core_count()} cores (CUPORT_DEVICE=cpu, the default)"]
+    default = device.default_device()
+    name = device.devices()[0].name if device.device_spec()[0][0] == "cpu" else "the host CPU"
+    out = [f"cpu       {name}, {device.core_count()} cores (CUPORT_DEVICE=cpu"
+           + (", the default)" if default[0] == "cpu" else ")")]
     try:
         from cuport.backends.vulkan import runtime
 
@@ -175,7 +177,10 @@ def _device_lines() -> list[str]:
         if not infos:
             out.append(f"vulkan    none: {runtime.unavailable_reason()}")
         for info in infos:
-            out += info.describe()
+            lines = info.describe()
+            if default == ("vulkan", info.index):
+                lines[0] += " (the default)"
+            out += lines
     except Exception as e:  # noqa: BLE001 - a broken Vulkan setup is worth showing, not raising
         out.append(f"vulkan    unavailable: {e}")
     return out
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cuport", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a CUDA program on the CPU or a Vulkan device")
-    run.add_argument("--device", help="cpu (default), vulkan or vulkan:N; a comma-separated "
+    run.add_argument("--device", help="cpu, vulkan, vulkan:N or auto (default: a GPU if there is one, else cpu); a comma-separated "
                                       "list presents several devices (sets CUPORT_DEVICE)")
     run.add_argument("program")
     run.add_argument("args", nargs=argparse.REMAINDER)
