@@ -22,6 +22,7 @@ from nvcc_ptx import ptx_of
 import cuport
 from cuport.backends.base import (
     CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
     CUDA_ERROR_NOT_SUPPORTED,
     BackendError,
 )
@@ -178,6 +179,27 @@ def test_stack_overflow_is_the_launchs_error(mod):
         mod.kernel("depth")(1, 32, (depths, out, sink))
     assert e.value.code == CUDA_ERROR_HARDWARE_STACK_ERROR
     assert "kernel depth" in e.value.message and "stack" in e.value.message
+
+
+@pytest.mark.skipif("vulkan" not in _devices(), reason="no Vulkan device")
+def test_a_stack_the_driver_cannot_make_is_the_launchs_error(ptx, monkeypatch):
+    """NVIDIA's driver (580, H100) fails vkCreateComputePipelines with VK_ERROR_UNKNOWN for a
+    32 KiB call stack per invocation: the launch fails as a launch beyond the device's
+    resources, naming the kernel and the stack limit, not as an internal error."""
+    from cuport.backends.vulkan import runtime
+
+    def refuse(self, *args, **kwargs):
+        raise runtime.VulkanError("vkCreateComputePipelines failed: VK_ERROR_UNKNOWN",
+                                  "vkCreateComputePipelines", -13)
+
+    monkeypatch.setattr(runtime.Device, "pipeline", refuse)
+    m = cuport.Module(ptx, device="vulkan")
+    out = np.zeros(32, np.int32)
+    with pytest.raises(BackendError) as e:
+        m.kernel("depth")(1, 32, (np.zeros(32, np.int32), out, np.zeros(1, np.int32)))
+    assert e.value.code == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    assert "kernel depth" in e.value.message and "VK_ERROR_UNKNOWN" in e.value.message
+    assert "cudaLimitStackSize" in e.value.message
 
 
 def test_a_barrier_inside_recursion_is_refused_by_name(mod):

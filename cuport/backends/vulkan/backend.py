@@ -36,6 +36,7 @@ from ..base import (
     CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
     CUDA_ERROR_MISALIGNED_ADDRESS,
     CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_OUT_OF_MEMORY,
@@ -165,18 +166,34 @@ class VulkanKernel:
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
+                from . import runtime
+
                 be = self.module.backend
                 try:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
                 spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps, stack_bytes)
-                pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
-                                       32 if be.caps.subgroup_size == 32 and
-                                       be.info.min_subgroup_size != be.info.max_subgroup_size else None)
+                try:
+                    pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
+                                           32 if be.caps.subgroup_size == 32 and
+                                           be.info.min_subgroup_size != be.info.max_subgroup_size else None)
+                except runtime.VulkanError as e:
+                    raise self._refused(e, block, stack_bytes) from None
                 self._specs[key] = pipe
                 self._slices[key] = in_memory
             return pipe
+
+    def _refused(self, e: Exception, block: tuple[int, int, int], stack_bytes: int) -> BackendError:
+        """The launch's error when the driver cannot make the kernel's pipeline: what CUDA
+        answers for a launch beyond the device's resources, naming the kernel, the driver's
+        answer and, for a kernel with a call stack, the stack (private memory per
+        invocation: NVIDIA's driver 580 refuses a 32 KiB one with VK_ERROR_UNKNOWN)."""
+        why = f"kernel {self.fn.name} (block {block}): the Vulkan driver could not create its pipeline: {e}"
+        if stack_bytes:
+            why += (f"; the kernel keeps a call stack of {stack_bytes} bytes per thread "
+                    "(cudaLimitStackSize) in private memory: a smaller limit may fit")
+        return BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, why)
 
     def install(self, c) -> None:
         """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
