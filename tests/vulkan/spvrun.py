@@ -41,7 +41,8 @@ def device_float_modes() -> dict:
 
         dev = device()
         _modes = subnormal_modes(dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
-                                 lambda preserve: _probe_subnormals(dev, preserve))
+                                 lambda preserve: _probe_subnormals(dev, preserve),
+                                 os.environ.get("CUPORT_VK_FMA32", ""))
     return _modes
 
 
@@ -54,7 +55,7 @@ def on_device(float_modes=None):
     return dataclasses.replace(float_modes or FloatModes(), **device_float_modes())
 
 
-def _probe_subnormals(dev, preserve: bool) -> tuple[bool, bool]:
+def _probe_subnormals(dev, preserve: bool) -> tuple[bool, bool, bool]:
     from cuport.backends.vulkan.spirv import (
         subnormal_probe_flushes,
         subnormal_probe_push,

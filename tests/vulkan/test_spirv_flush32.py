@@ -178,11 +178,20 @@ def test_int_order32_routes_only_comparisons_and_min_max(flushing_device) -> Non
 
 
 @pytest.mark.parametrize("found, modes", [
-    # (probe without the mode, probe with it) -> what the backend uses
-    ({False: (False, False)}, {"denorm_preserve": (), "flush32": False, "int_order32": False}),
-    ({False: (True, True), True: (False, True)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": True}),
-    ({False: (True, True), True: (False, False)}, {"denorm_preserve": (32,), "flush32": False, "int_order32": False}),
-    ({False: (True, True), True: (True, True)}, {"denorm_preserve": (), "flush32": True, "int_order32": False}),
+    # (probe without the mode, probe with it): (arithmetic, Fma, min/max flush) -> what the
+    # backend uses
+    ({False: (False, False, False)}, {"denorm_preserve": (), "flush32": False, "int_order32": False, "fma32": ""}),
+    ({False: (True, True, True), True: (False, False, True)},
+     {"denorm_preserve": (32,), "flush32": False, "int_order32": True, "fma32": ""}),
+    ({False: (True, True, True), True: (False, False, False)},
+     {"denorm_preserve": (32,), "flush32": False, "int_order32": False, "fma32": ""}),
+    # NVIDIA's driver on an H100: the mode keeps them everywhere but in FMin/FMax and Fma
+    ({False: (True, True, True), True: (False, True, True)},
+     {"denorm_preserve": (32,), "flush32": False, "int_order32": True, "fma32": "guard"}),
+    ({False: (False, True, False), True: (False, True, False)},
+     {"denorm_preserve": (32,), "flush32": False, "int_order32": False, "fma32": "guard"}),
+    ({False: (True, True, True), True: (True, True, True)},
+     {"denorm_preserve": (), "flush32": True, "int_order32": False, "fma32": "guard"}),
 ])
 def test_subnormal_modes_from_the_probes(found, modes) -> None:
     """How a device's f32 subnormal handling follows from what the probes measured
@@ -195,3 +204,94 @@ def test_subnormal_modes_from_the_probes(found, modes) -> None:
     assert {k: got[k] for k in want} == want
     assert subnormal_modes(fc, "1", lambda preserve: found[preserve])["flush32"]
     assert not subnormal_modes(fc, "0", lambda preserve: found[preserve])["flush32"]
+    f64 = subnormal_modes(fc, "", lambda preserve: found[preserve], "f64")["fma32"]
+    assert f64 == ("f64" if modes["fma32"] else "")
+
+
+def test_the_probe_tells_fma_from_the_rest() -> None:
+    """The probe's words: the Fma word alone wrong is (False, True, ...)."""
+    import struct
+
+    from cuport.backends.vulkan.spirv.probe import (
+        MINMAX_EXPECTED,
+        SUBNORMAL_EXPECTED,
+        subnormal_probe_flushes,
+    )
+
+    def data(words, minmax=MINMAX_EXPECTED):
+        return struct.pack("<6I8xQ2I", *words[:6], words[6], *minmax)
+
+    assert subnormal_probe_flushes(data(SUBNORMAL_EXPECTED)) == (False, False, False)
+    fma_flushed = list(SUBNORMAL_EXPECTED)
+    fma_flushed[2] = 0
+    assert subnormal_probe_flushes(data(fma_flushed)) == (False, True, False)
+    add_flushed = list(SUBNORMAL_EXPECTED)
+    add_flushed[0] = 0
+    assert subnormal_probe_flushes(data(add_flushed, (0, 0))) == (True, False, True)
+
+
+def _fma_cases(n: int = 4000):
+    """Random f32 triples over the whole range, subnormals, zeros, cancellations and the
+    specials (the f64 path never uses the device's Fma, so any inputs do)."""
+    rng = np.random.default_rng(33)
+    pool = special_f32()
+    tiny = np.finfo(np.float32).tiny
+    a = np.concatenate([rng.choice(pool, n), (rng.standard_normal(n) * tiny * 2.0 ** rng.integers(-24, 60, n))])
+    b = np.concatenate([rng.choice(pool, n), (rng.standard_normal(n) * 2.0 ** rng.integers(-70, 10, n))])
+    c = np.concatenate([rng.choice(pool, n), -(a[n:].astype(np.float64) * b[n:])
+                        * (1 + rng.choice([0, 2.0 ** -23, -(2.0 ** -22), 2.0 ** -30], n))])
+    return a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
+
+
+@pytest.mark.parametrize("flush", [True, False], ids=["flushing", "preserving"])
+def test_fma32_through_f64(monkeypatch, flush) -> None:
+    """FloatModes.fma32 f64 (CUPORT_VK_FMA32=f64): fma always in f64 rounded to odd, on a
+    device that flushes (simulated) and on one that keeps subnormals but whose Fma may not
+    (NVIDIA's with DenormPreserve): CUDA's fma.rn.f32, bit for bit, with no branch."""
+    from spvtools import disassemble
+
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    spvrun.device()
+    modes = dict(NVIDIA, fma32="f64") if flush else {"denorm_preserve": (), "flush32": False,
+                                                      "simulate_flush32": False, "fma32": "f64"}
+    monkeypatch.setattr(spvrun, "_modes", modes)
+    a, b, c = _fma_cases()
+    got = apply(lambda k, v: k.intrinsic("llvm.fma.f32", v[0].type, v), [a, b, c], np.float32,
+                float_modes=FloatModes(fused_fma=True))
+    want = fpm._fma_ref(a, b, c, np.float32)
+    ok = same_floats(got, want)
+    assert ok.all(), list(zip(a[~ok][:4], b[~ok][:4], c[~ok][:4], got[~ok][:4], want[~ok][:4], strict=True))
+    from spvtools import F32, Kernel
+
+    k = Kernel("f")
+    p = k.push_ptr(0)
+    x = k.b.load(k.element(p, k.global_id(64), F32), typ=F32)
+    k.b.store(k.intrinsic("llvm.fma.f32", F32, [x, x, x]), k.element(p, k.global_id(64), F32))
+    k.b.ret_void()
+    text = disassemble(k.shader((64, 1, 1), FloatModes(fused_fma=True, **{
+        key: v for key, v in modes.items() if key != "simulate_flush32"})).spirv)
+    assert "Fma" not in text and "OpBranchConditional" not in text and "OpFConvert" in text
+
+
+def test_fma32_guard_over_a_preserving_device(monkeypatch) -> None:
+    """fma32 guard with DenormPreserve (NVIDIA's case): the device's Fma and the guard, the
+    rest of f32 the device's own. lavapipe's Fma rounds twice, so the products are exact."""
+    from spvtools import F32, Kernel, disassemble
+
+    from cuport.backends.vulkan.spirv import FloatModes
+
+    spvrun.device()
+    modes = {"denorm_preserve": (), "flush32": False, "simulate_flush32": False, "fma32": "guard"}
+    monkeypatch.setattr(spvrun, "_modes", modes)
+    k = Kernel("g")
+    p = k.push_ptr(0)
+    x = k.b.load(k.element(p, k.global_id(64), F32), typ=F32)
+    y = k.b.fadd(x, x)
+    k.b.store(k.intrinsic("llvm.fma.f32", F32, [x, y, y]), k.element(p, k.global_id(64), F32))
+    k.b.ret_void()
+    text = disassemble(k.shader((64, 1, 1), FloatModes(fused_fma=True, fma32="guard")).spirv)
+    assert "Fma" in text and "OpFunctionCall" in text  # the guard's rare branch to the helper
+    assert text.count("OpBranchConditional") == 1  # ... for the fma alone: the add is the device's
+    test_fma_over_the_devices_fma(None)
+    test_mul_fma_with_zeros(None)

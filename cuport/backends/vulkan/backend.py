@@ -418,11 +418,12 @@ class VulkanBackend:
         from .spirv.probe import subnormal_modes
 
         return subnormal_modes(self.dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
-                               self._probe_subnormals)
+                               self._probe_subnormals, os.environ.get("CUPORT_VK_FMA32", ""))
 
-    def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool]:
-        """(f32 arithmetic flushes, f32 min/max flush) on this device, with or without the
-        DenormPreserve mode declared; a device that refuses the probe's pipeline flushes."""
+    def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool, bool]:
+        """(f32 arithmetic flushes, f32 Fma flushes, f32 min/max flush) on this device, with or
+        without the DenormPreserve mode declared; a device that refuses the probe's pipeline
+        flushes."""
         from .runtime import VulkanError
         from .spirv import subnormal_probe_flushes, subnormal_probe_push, subnormal_probe_shader
 
@@ -436,7 +437,7 @@ class VulkanBackend:
         except VulkanError:
             if not preserve:
                 raise
-            return True, True
+            return True, True, True
         finally:
             self.dev.free(buf)
 

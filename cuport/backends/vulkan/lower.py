@@ -94,6 +94,7 @@ class DeviceCaps:
     denorm_preserve: tuple[int, ...] = ()  # float widths with the DenormPreserve mode
     flush32: bool = False  # f32 subnormals flushed by the device: emulated (spirv/subnormal.py)
     int_order32: bool = False  # f32 comparisons and min/max in the integer order (FloatModes)
+    fma32: str = ""  # how f32 fma is made exact where the device's Fma flushes (FloatModes)
     simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
     workgroup_memory: int = 48 * 1024  # bytes; a kernel needing more uses device memory (slices.py)
 
@@ -103,7 +104,8 @@ class DeviceCaps:
         return FloatModes(fused_fma=self.fused_fma, float64=self.float64,
                           signed_zero_inf_nan=self.signed_zero_inf_nan,
                           denorm_preserve=self.denorm_preserve, flush32=self.flush32,
-                          int_order32=self.int_order32, simulate_flush32=self.simulate_flush32)
+                          int_order32=self.int_order32, fma32=self.fma32,
+                          simulate_flush32=self.simulate_flush32)
 
 
 @dataclass

@@ -280,7 +280,7 @@ class _F:
         if tr.float_modes.fused_fma:
             return self.ext(GLSL.Fma, a, b, c)
         if self.w == 32 and tr.float_modes.float64:
-            return _fma32_via_f64(tr, a, b, c)
+            return fma32_via_f64(tr, a, b, c)
         return _fma_emulated(self, a, b, c)
 
     def fma_near_one(self, a, b, c):
@@ -289,7 +289,7 @@ class _F:
         if self.tr.float_modes.fused_fma:
             return self.ext(GLSL.Fma, a, b, c)
         if self.w == 32 and self.tr.float_modes.float64:
-            return _fma32_via_f64(self.tr, a, b, c)
+            return fma32_via_f64(self.tr, a, b, c)
         uh, ul = self.two_prod(a, b)
         th, tl = self.two_sum(c, uh)
         v = self.round_odd(*self.two_sum(tl, ul))
@@ -297,7 +297,7 @@ class _F:
 
 
 # ---------------------------------------------------------------------- fma
-def _fma32_via_f64(tr, a, b, c):
+def fma32_via_f64(tr, a, b, c):
     """f32 fma: the product of two f32 is exact in f64, their sum with c is rounded to odd
     (exact two_sum), then once to f32 (53 >= 24 + 2 bits: no double rounding). Infinities
     and NaNs come out of the f64 sum as they should; the product cannot overflow."""
@@ -320,7 +320,7 @@ def fma_exact32(tr, a, b, c):
     """The f32 fma rounded once, subnormals and all, on a device that flushes them (the
     slow path of subnormal.fma)."""
     if tr.float_modes.float64:
-        return _fma32_via_f64(tr, a, b, c)
+        return fma32_via_f64(tr, a, b, c)
     return _fma_emulated(_F(tr, 32), a, b, c)
 
 
@@ -406,7 +406,7 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn") -> int:
     if mode == "rn" and tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
         from . import subnormal
 
-        if subnormal.active(tr, t):
+        if subnormal.fma_active(tr, t):
             return subnormal.fma(tr, t, a, b, c)
         return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
     return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar, mode))

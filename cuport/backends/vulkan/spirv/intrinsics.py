@@ -97,6 +97,8 @@ def _fmuladd(tr, ins, args):
         if tr.float_modes.fused_fma:
             return subnormal.fma(tr, t, a, b, c)
         return subnormal.fadd(tr, t, subnormal.fmul(tr, t, a, b), c)
+    if subnormal.fma_active(tr, t) and tr.float_modes.fused_fma:
+        return subnormal.fma(tr, t, a, b, c)
     return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
 
 

@@ -106,36 +106,46 @@ def subnormal_probe_push(out_address: int) -> bytes:
     return struct.pack("<Q4f", out_address, *_SUB_IN)
 
 
-def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool]:
-    """(whether the device's f32 arithmetic lost a subnormal, whether its min/max did), from
-    the probe's 48 bytes."""
+def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool, bool]:
+    """(whether the device's f32 arithmetic other than Fma lost a subnormal, whether its Fma
+    did, whether its min/max did), from the probe's 48 bytes."""
     got = struct.unpack("<6I", bytes(data[:24])) + struct.unpack("<Q", bytes(data[32:40]))
-    return tuple(got) != SUBNORMAL_EXPECTED, struct.unpack("<2I", bytes(data[40:48])) != MINMAX_EXPECTED
+    fma = 2  # (the word of fma(a, b, a))
+    arith = any(g != w for k, (g, w) in enumerate(zip(got, SUBNORMAL_EXPECTED, strict=True)) if k != fma)
+    return (arith, got[fma] != SUBNORMAL_EXPECTED[fma],
+            struct.unpack("<2I", bytes(data[40:48])) != MINMAX_EXPECTED)
 
 
-def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool]]) -> dict:
+def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool, bool]],
+                    fma_env: str = "") -> dict:
     """The FloatModes (and DeviceCaps) subnormal fields for a device: DenormPreserve where it
     has the mode. For f32 without it, `probe(preserve)` (the subnormal probe run on the
-    device, with or without the mode declared: (arithmetic flushes, min/max flush)) asks
-    whether the device flushes; where it does, whether it keeps them once the mode is
-    declared anyway (NVIDIA's driver does, but for GLSL's FMin/FMax: measured on an H100,
-    driver 580): then the mode is declared and only comparisons and min/max go through the
-    integer order of floats (int_order32); else f32 arithmetic is emulated (flush32,
-    subnormal.py: 4x slower in bench/gpu's sgemm on the H200). `env` is CUPORT_VK_FLUSH32:
-    1 emulates anyway, simulate also makes the device's f32 instructions flush (tests:
-    lavapipe behaving as NVIDIA's driver), 0 never emulates (f32 subnormals are then the
-    device's, not CUDA's)."""
+    device, with or without the mode declared: (arithmetic other than fma flushes, Fma
+    flushes, min/max flush)) asks whether the device flushes; where it does, whether it
+    keeps them once the mode is declared anyway (NVIDIA's driver keeps them in add, mul,
+    comparisons and conversions but not in GLSL's FMin/FMax, measured on an H100, driver
+    580; and on an H100 the mode did not make its Fma keep them): then the mode is declared,
+    comparisons and min/max go through the integer order of floats (int_order32) and,
+    where Fma still flushes, fma alone is made exact (fma32); else all f32 arithmetic is
+    emulated (flush32, subnormal.py: 3.5x slower in bench/gpu's sgemm on the H100).
+    `env` is CUPORT_VK_FLUSH32: 1 emulates anyway, simulate also makes the device's f32
+    instructions flush (tests: lavapipe behaving as NVIDIA's driver), 0 never emulates (f32
+    subnormals are then the device's, not CUDA's). `fma_env` is CUPORT_VK_FMA32, how an
+    emulated fma is made exact: guard (the default: the device's Fma, and a branch to an
+    exact helper where an operand or the result is tiny) or f64 (always through f64,
+    rounded to odd, no branch: subnormal.py)."""
     preserve = tuple(w for w in (16, 32, 64) if float_controls.get(f"shaderDenormPreserveFloat{w}"))
-    modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False,
+    fma32 = "f64" if fma_env == "f64" else "guard"
+    modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False, "fma32": "",
              "simulate_flush32": env == "simulate"}
     if 32 in preserve or env == "0":
         return modes
     if env in ("1", "simulate"):
-        return dict(modes, flush32=True)
-    arith, minmax = probe(False)
-    if arith:
-        arith, minmax = probe(True)
+        return dict(modes, flush32=True, fma32=fma32)
+    arith, fma, minmax = probe(False)
+    if arith or fma:
+        arith, fma, minmax = probe(True)
         if arith:
-            return dict(modes, flush32=True)
+            return dict(modes, flush32=True, fma32=fma32)
         preserve = tuple(sorted((*preserve, 32)))
-    return dict(modes, denorm_preserve=preserve, int_order32=minmax)
+    return dict(modes, denorm_preserve=preserve, int_order32=minmax, fma32=fma32 if fma else "")

@@ -44,6 +44,13 @@ def active(tr, t: ll.Type) -> bool:
     return tr.float_modes.flush32 and isinstance(e, ll.FloatType)
 
 
+def fma_active(tr, t: ll.Type) -> bool:
+    """Whether f32 fma of type t is made exact here (FloatModes.fma32): under the emulation,
+    and where DenormPreserve is declared but the device's Fma flushes all the same."""
+    e = t.element if isinstance(t, ll.VectorType) else t
+    return bool(tr.float_modes.fma32 or tr.float_modes.flush32) and isinstance(e, ll.FloatType)
+
+
 def order_active(tr, t: ll.Type) -> bool:
     """Whether comparisons and min/max of type t go through the integer order of floats: under
     the emulation, and on a device whose min/max flush though its arithmetic keeps subnormals
@@ -209,8 +216,13 @@ def fmul(tr, t: ll.Type, a: int, b: int) -> int:
 
 
 def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
-    """a * b + c rounded once, with subnormals kept, from the device's fused Fma."""
+    """a * b + c rounded once, with subnormals kept: from the device's fused Fma and a guard
+    (FloatModes.fma32 guard), or always in f64, rounded to odd (fma32 f64: no branch, about
+    ten f64 and integer instructions, for devices with fast f64)."""
     from . import fpmath
+
+    if tr.float_modes.fma32 == "f64" and tr.float_modes.float64:
+        return _scalarised(tr, t, (a, b, c), lambda x, y, z: fpmath.fma32_via_f64(tr, x, y, z))
 
     def one(x, y, z):
         u = _U(tr)

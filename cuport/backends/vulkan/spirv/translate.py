@@ -89,6 +89,10 @@ class FloatModes:
     `int_order32`: the device keeps f32 subnormals (DenormPreserve) but its comparisons
     or min/max may not (NVIDIA's GLSL FMin/FMax flush even with the mode), so those alone
     use the integer order of floats, as under flush32.
+    `fma32`: how f32 fma is made exact where the device's Fma flushes (under flush32, or
+    with DenormPreserve declared where Fma alone still flushes, as NVIDIA's does): "guard"
+    (the device's Fma, a branch to an exact helper where it may be wrong) or "f64" (always
+    in f64, rounded to odd; no branch); "" where the device's Fma is exact.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
     results explicitly."""
@@ -100,6 +104,7 @@ class FloatModes:
     rounding_rte: tuple[int, ...] = ()
     flush32: bool = False
     int_order32: bool = False
+    fma32: str = ""
     simulate_flush32: bool = False
 
 
