@@ -74,3 +74,58 @@ def test_global_accesses_are_checked_against_the_devices_memory() -> None:
     checked = _dis(DeviceCaps(sink_page=0x20000, zero_page=0x10000))
     plain = _dis(DeviceCaps())
     assert checked.count("OpUGreaterThanEqual") >= 5 > plain.count("OpUGreaterThanEqual")
+
+
+# a warp-synchronous exchange through shared memory as nvcc 13 emits __syncwarp() between a
+# store and the load of another lane's word, and once more under a divergent branch
+SYNCWARP_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry swap(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<3>;
+    .shared .align 4 .b8 s[128];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, s;
+    add.s32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    bar.warp.sync -1;
+    xor.b32 %r5, %r2, 4;
+    add.s32 %r6, %r3, %r5;
+    ld.shared.u32 %r7, [%r6];
+    setp.lt.u32 %p1, %r1, 16;
+    @!%p1 bra DONE;
+    bar.warp.sync 65535;
+DONE:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd2, %rd1, %rd2;
+    st.global.u32 [%rd2], %r7;
+    ret;
+}
+"""
+
+
+@needs_dis
+@pytest.mark.parametrize("divergent_ok", [True, False])
+def test_syncwarp_orders_the_warps_accesses_where_a_warp_is_a_subgroup(divergent_ok) -> None:
+    """__syncwarp on 32-wide subgroups: a subgroup-scope acquire-release memory barrier over
+    workgroup and buffer memory (no control barrier: the subgroup runs together, and a
+    partial mask's is in code the rest of the warp skips); in divergent code only where the
+    device's memory barriers do not act as workgroup barriers there (quirks.py)."""
+    caps = DeviceCaps(subgroup_size=32, independent_threads=True, divergent_barriers=True,
+                      divergent_memory_barriers=divergent_ok)
+    c = compile_kernel(parse(SYNCWARP_PTX), "swap", (32, 1, 1), 0, caps)
+    validate(c.shader.spirv)
+    dis = disassemble(c.shader.spirv)
+    consts = {m.group(1): int(m.group(2)) for m in re.finditer(r"(%\d+) = OpConstant %\d+ (\d+)", dis)}
+    barriers = [(consts[a], consts[b]) for a, b in re.findall(r"OpMemoryBarrier (%\d+) (%\d+)", dis)]
+    subgroup, acq_rel, workgroup_mem, uniform_mem = 3, 0x8, 0x100, 0x40
+    warp = [sem for scope, sem in barriers if scope == subgroup]
+    assert len(warp) == (2 if divergent_ok else 1), dis
+    assert all(sem & acq_rel and sem & workgroup_mem and sem & uniform_mem for sem in warp)
+    assert "OpControlBarrier" not in dis

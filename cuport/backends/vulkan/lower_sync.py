@@ -261,10 +261,18 @@ class SyncOps:
                 "through workgroup memory there and needs the whole block)")
 
     def warp_barrier(self) -> None:
-        """bar.warp.sync: where a warp is a subgroup nothing (isa/control.py); where it spans
-        several (lavapipe), the block meets, so that what the warp's threads wrote to shared
-        memory before it is there for them after it (wmma tiles staged by the warp)."""
+        """bar.warp.sync: where a warp is a subgroup, a subgroup-scope memory barrier: CUDA's
+        __syncwarp orders the warp's shared and global accesses around it, and without one
+        the driver's compiler may move a load of another lane's word above it (the subgroup
+        runs together already; a control barrier would need all of it, which code part of
+        the warp skips does not give). Where a warp spans several subgroups (lavapipe), the
+        block meets, so that what the warp's threads wrote to shared memory before it is
+        there for them after it (wmma tiles staged by the warp)."""
         if not self.emulated:
+            if self.plan.caps.divergent_memory_barriers or \
+                    self.block.index not in self.plan.block_div.split_blocks:
+                sem = with_visibility(SEM_ACQ_REL | SEM_WORKGROUP | SEM_UNIFORM)
+                self.spv("OpMemoryBarrier", ll.VoidType(), [_c32(SUBGROUP), _c32(sem)])
             return
         if self.ins.guard is not None or self.block.index in self.plan.block_div.split_blocks:
             raise self.error(
