@@ -129,3 +129,46 @@ def test_syncwarp_orders_the_warps_accesses_where_a_warp_is_a_subgroup(divergent
     assert len(warp) == (2 if divergent_ok else 1), dis
     assert all(sem & acq_rel and sem & workgroup_mem and sem & uniform_mem for sem in warp)
     assert "OpControlBarrier" not in dis
+
+
+# a spin on a shared flag another thread of the block sets (volatile, as nvcc emits for a
+# `volatile __shared__ int flag`): the load must stay in the loop
+VOLATILE_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry spin(.param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    .shared .align 4 .u32 flag;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra WAIT;
+    st.volatile.shared.u32 [flag], 1;
+WAIT:
+    ld.volatile.shared.u32 %r2, [flag];
+    setp.eq.s32 %p2, %r2, 0;
+    @%p2 bra WAIT;
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+@needs_dis
+@pytest.mark.parametrize("workgroup_memory", [48 * 1024, 0], ids=["workgroup", "slice"])
+def test_volatile_shared_accesses_stay_volatile(workgroup_memory) -> None:
+    """ld/st.volatile.shared carry the Volatile memory operand (and are made visible /
+    available at workgroup scope), in workgroup memory and in a device-memory slice; a plain
+    shared access does not."""
+    caps = DeviceCaps(subgroup_size=32, workgroup_memory=workgroup_memory)
+    c = compile_kernel(parse(VOLATILE_PTX), "spin", (32, 1, 1), 0, caps)
+    validate(c.shader.spirv)
+    dis = disassemble(c.shader.spirv)
+    volatile = re.findall(r"(OpLoad|OpStore)[^\n]*Volatile", dis)
+    assert sorted(set(volatile)) == ["OpLoad", "OpStore"], dis
+    plain = compile_kernel(parse(VOLATILE_PTX.replace(".volatile", "")), "spin", (32, 1, 1), 0, caps)
+    assert "Volatile" not in disassemble(plain.shader.spirv)

@@ -604,7 +604,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         def go(space: str, addr: ll.Value) -> list[ll.Value]:
             if space == "global":
                 return self._global_load(addr, et, acc, n)
-            return [self._word_load(space, self._offset(space, addr, i * acc.size), et) for i in range(n)]
+            volatile = space == "shared" and (acc.volatile or acc.order is not None)
+            return [self._word_load(space, self._offset(space, addr, i * acc.size), et, volatile)
+                    for i in range(n)]
 
         return self._by_space(where, a, go, [et] * n)
 
@@ -625,8 +627,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             elif space == "global":
                 self._global_store(addr, vals, acc)
             else:
+                volatile = space == "shared" and (acc.volatile or acc.order is not None)
                 for i, v in enumerate(vals):
-                    self._word_store(space, self._offset(space, addr, i * acc.size), v)
+                    self._word_store(space, self._offset(space, addr, i * acc.size), v, volatile)
             return []
 
         if offsets is not None:
@@ -836,37 +839,48 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         bit = b.shl(b.and_(a32, ll.Constant(I32, wb // 8 - 1)), ll.Constant(I32, 3))
         return idx, bit
 
-    def _word_load(self, space: str, a: ll.Value, et: ll.Type) -> ll.Value:
+    def _word_load(self, space: str, a: ll.Value, et: ll.Type, volatile: bool = False) -> ll.Value:
+        """A load from shared or local memory; `volatile` (ld.volatile.shared, or an ordered
+        one): the driver's compiler must read memory each time (a spin on a flag another
+        thread sets)."""
         b = self.b
         if space == "shared" and self.shared is None:  # device memory: a load of its own width
-            return b.load(self._slice_ptr(a), typ=et, align=et.width // 8)
+            ld = b.load(self._slice_ptr(a), typ=et, align=et.width // 8)
+            ld.volatile = volatile
+            return ld
         wb = self._word_bits(space)
         wt = ll.IntType(wb)
         if et.width > wb:  # 64-bit value in 32-bit words
-            lo = self._word_load(space, a, I32)
-            hi = self._word_load(space, self._offset(space, a, 4), I32)
+            lo = self._word_load(space, a, I32, volatile)
+            hi = self._word_load(space, self._offset(space, a, 4), I32, volatile)
             return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ll.Constant(I64, 32)))
         idx, bit = self._split(space, a)
         w = b.load(self._word_ptr(space, idx), typ=wt, align=wb // 8)
+        w.volatile = volatile
         if et.width == wb:
             return w
         return b.trunc(b.lshr(w, b.zext(bit, wt) if wb > 32 else bit), et)
 
-    def _word_store(self, space: str, a: ll.Value, v: ll.Value) -> None:
+    def _word_store(self, space: str, a: ll.Value, v: ll.Value, volatile: bool = False) -> None:
+        """A store to shared or local memory (`volatile`: as for _word_load; a part of a
+        shared word is stored by atomics, which no compiler drops or merges)."""
         b = self.b
         if space == "shared" and self.shared is None:  # device memory: bytes are addressable
-            b.store(v, self._slice_ptr(a, write=True), align=v.type.width // 8)
+            st = b.store(v, self._slice_ptr(a, write=True), align=v.type.width // 8)
+            st.volatile = volatile
             return
         wb = self._word_bits(space)
         wt = ll.IntType(wb)
         if v.type.width > wb:
-            self._word_store(space, a, b.trunc(v, I32))
-            self._word_store(space, self._offset(space, a, 4), b.trunc(b.lshr(v, ll.Constant(I64, 32)), I32))
+            self._word_store(space, a, b.trunc(v, I32), volatile)
+            self._word_store(space, self._offset(space, a, 4), b.trunc(b.lshr(v, ll.Constant(I64, 32)), I32),
+                             volatile)
             return
         idx, bit = self._split(space, a)
         p = self._word_ptr(space, idx)
         if v.type.width == wb:
-            b.store(v, p, align=wb // 8)
+            st = b.store(v, p, align=wb // 8)
+            st.volatile = volatile
             return
         sh = b.zext(bit, wt) if wb > 32 else bit
         mask = b.shl(ll.Constant(wt, (1 << v.type.width) - 1), sh)
