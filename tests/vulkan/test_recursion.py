@@ -342,10 +342,44 @@ def stack_limit_program(tmp_path_factory) -> Path:
     (0, ["limit 1024: cudaErrorHardwareStackError"]),  # NVIDIA's default is too small for 300
     (32768, ["limit 32768: cudaSuccess", "300 299"]),
 ])
-def test_cuda_device_set_limit_sizes_the_stack(stack_limit_program, limit, lines):
+@pytest.mark.parametrize("private", [None, "0"], ids=["default", "all-local-in-device-memory"])
+def test_cuda_device_set_limit_sizes_the_stack(stack_limit_program, limit, lines, private):
+    """The 32 KiB stack is past DeviceCaps.private_memory, so it lives in the blocks' slices
+    of device memory (NVIDIA's driver refused it as a private array); with
+    CUPORT_VK_PRIVATE_BYTES=0 every kernel's local memory does."""
     from capi_support import clean_env, cuport_command, run
 
+    extra = {"CUPORT_VK_PRIVATE_BYTES": private} if private is not None else {}
     r = run([*cuport_command(), "run", str(stack_limit_program), str(limit), "300"],
-            env=clean_env(CUPORT_DEVICE="vulkan", CUPORT_SPIRV_VALIDATE="1"), timeout=600)
+            env=clean_env(CUPORT_DEVICE="vulkan", CUPORT_SPIRV_VALIDATE="1", **extra), timeout=600)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:len(lines)] == lines, r.stdout + r.stderr
+
+
+def test_local_memory_past_the_private_limit_is_in_the_slice(ptx):
+    """The layout (cuport ptx --dump-after layout): a kernel whose local memory passes
+    DeviceCaps.private_memory keeps none in a private array; its slice holds every thread's
+    words after the shared memory."""
+    from spvtools import disassemble, validate
+
+    from cuport.backends.vulkan.compiler import compile_kernel
+    from cuport.backends.vulkan.lower import DeviceCaps
+    from cuport.ptx.parser import parse
+
+    module = parse(ptx)
+    small = compile_kernel(module, "depth", (32, 1, 1), 0, DeviceCaps(subgroup_size=8), stack_bytes=1024)
+    big = compile_kernel(module, "depth", (32, 1, 1), 0, DeviceCaps(subgroup_size=8, private_memory=0),
+                         stack_bytes=1024)
+    assert not small.plan.local_in_memory and small.plan.slice_bytes == 0
+    assert big.plan.local_in_memory
+    assert big.plan.slice_bytes >= 32 * big.plan.local_bytes >= 32 * 1024
+    validate(big.shader.spirv)
+
+    def private_arrays(shader) -> int:
+        import re
+
+        dis = disassemble(shader.spirv)
+        arrays = set(re.findall(r"(%\d+) = OpTypeArray", dis))
+        return sum(1 for t in re.findall(r"= OpTypePointer Function (%\d+)", dis) if t in arrays)
+
+    assert private_arrays(small.shader) == 1 and private_arrays(big.shader) == 0

@@ -88,6 +88,7 @@ def caps_of(info) -> DeviceCaps:
                                   if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
         workgroup_memory=workgroup_memory(info),
+        private_memory=int(os.environ.get("CUPORT_VK_PRIVATE_BYTES") or DeviceCaps.private_memory),
     )
 
 
@@ -203,7 +204,7 @@ class VulkanKernel:
         with self._lock:
             self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
                                                V.PUSH_BYTES, None)
-            self._slices[key] = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
+            self._slices[key] = c.plan.slice_bytes
 
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
                     stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
@@ -243,7 +244,7 @@ class VulkanKernel:
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
-        in_memory = slices.slice_bytes(c.plan.shared_bytes) if c.plan.shared_in_memory else 0
+        in_memory = c.plan.slice_bytes
         if key is not None:
             cache.store(key, bytes(c.shader.spirv), {"local_size": list(local_size),
                                                       "slice_bytes": in_memory})

@@ -210,7 +210,8 @@ def dump(c: Compilation, step: str) -> str:
         return (f"shared {p.shared_offsets} static={p.static_shared} dyn@{p.dyn_shared_offset} "
                 f"scratch@{p.scratch_offset} total={p.shared_bytes} words={p.shared_word_bits}"
                 f"{' in device memory (slices.py)' if p.shared_in_memory else ''}\n"
-                f"local {p.local_offsets} bytes={p.local_bytes}\nparams {p.kernel_param_offsets}\n"
+                f"local {p.local_offsets} bytes={p.local_bytes}"
+                f"{' in device memory (slices.py)' if p.local_in_memory else ''}\nparams {p.kernel_param_offsets}\n"
                 f"globals {p.global_index}")
     if step in ("lower", "count_trips"):
         return str(c.llmod)

@@ -26,6 +26,7 @@ backends/vulkan/spirv (translate.py), which cuport then turns into SPIR-V itself
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
@@ -97,6 +98,10 @@ class DeviceCaps:
     fma32: str = ""  # how f32 fma is made exact where the device's Fma flushes (FloatModes)
     simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
     workgroup_memory: int = 48 * 1024  # bytes; a kernel needing more uses device memory (slices.py)
+    # bytes of local memory per thread kept in a private (Function) array; more goes to the
+    # block's slice of device memory (slices.py): NVIDIA's driver 580 refuses a pipeline
+    # with a 32 KiB private array (VK_ERROR_UNKNOWN), and lavapipe's compile time grows with it
+    private_memory: int = 8 * 1024
 
     def float_modes(self):
         from .spirv.translate import FloatModes
@@ -133,6 +138,21 @@ class KernelPlan:
     scratch_offset: int = 0  # byte offset of the collectives' scratch in shared memory
     shared_bytes: int = 0  # everything in the Workgroup array (or the slice)
     shared_in_memory: bool = False  # more than the workgroup memory: a slice of device memory
+    local_in_memory: bool = False  # more than DeviceCaps.private_memory: in the slice, after shared
+
+    @property
+    def shared_slice(self) -> int:
+        """Bytes of a block's slice that hold its shared memory (0: workgroup memory)."""
+        return slice_bytes(self.shared_bytes) if self.shared_in_memory else 0
+
+    @property
+    def slice_bytes(self) -> int:
+        """The stride of the blocks' slices of device memory (0: the kernel needs none): the
+        shared memory, then every thread's local memory, word w of thread t at word
+        w * threads + t (neighbouring threads' words side by side, as CUDA lays out local
+        memory)."""
+        local = self.local_bytes * math.prod(self.local_size) if self.local_in_memory else 0
+        return slice_bytes(self.shared_slice + local) if self.shared_in_memory or local else 0
 
     @property
     def nthreads(self) -> int:
@@ -197,6 +217,7 @@ def plan_layout(plan: KernelPlan) -> None:
             plan.local_offsets[v.name] = off
             off += max(v.size, 1)
     plan.local_bytes = _align(max(off, 4), 8)
+    plan.local_in_memory = plan.local_bytes > plan.caps.private_memory
     off = 0
     for p in fn.params:
         off = _align(off, p.alignment)
@@ -246,7 +267,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self.shared = None if plan.shared_in_memory else \
             ll.GlobalVariable(self.llmod, self.shared_arr, name="cuport.shared", addrspace=3)
         self.local_arr = ll.ArrayType(I32, plan.local_bytes // 4)
-        self.local = b.alloca(self.local_arr, name="cuport.local")
+        self.local = None if plan.local_in_memory else b.alloca(self.local_arr, name="cuport.local")
         self.regs: dict[str, tuple[ll.Value, ll.Type]] = {}
         if any(isinstance(s, ir.Instr) and ("cc" in s.mods or s.op in ("addc", "subc", "madc"))
                for s in self.fn.body or ()):
@@ -761,9 +782,23 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             for k in "yx":
                 lin = eb.add(eb.mul(lin, wide(self.push(f"grid_{k}"))), wide(self.builtin(f"WorkgroupId.{k}")))
             slot = eb.sub(lin, self.push("shared_first"))
-            size = ll.Constant(I64, slice_bytes(self.plan.shared_bytes))
+            size = ll.Constant(I64, self.plan.slice_bytes)
             v = self._builtins["slice"] = eb.add(self.push("shared_pool"), eb.mul(slot, size))
         return v
+
+    def _local_word_ptr(self, index: ll.Value) -> ll.Value:
+        """A pointer to word `index` of this thread's local memory in the block's slice
+        (KernelPlan.slice_bytes: after the shared memory, the threads' words interleaved)."""
+        b = self.b
+        base = self._builtins.get("local")
+        if base is None:
+            eb = self.entry_builder
+            tid = eb.zext(self.linear_tid(), I64)
+            first = eb.add(self._slice_base(), ll.Constant(I64, self.plan.shared_slice))
+            base = self._builtins["local"] = eb.add(first, eb.mul(tid, ll.Constant(I64, 4)))
+        stride = ll.Constant(I64, 4 * math.prod(self.plan.local_size))
+        idx = b.zext(index, I64) if index.type.width < 64 else index
+        return b.inttoptr(b.add(base, b.mul(idx, stride)), PTR)
 
     def _slice_ptr(self, a: ll.Value, write: bool = False) -> ll.Value:
         """A pointer to byte `a` of shared memory kept in device memory. Where global
@@ -821,6 +856,8 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         if space == "shared":
             p = b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
             p.type = ll.PointerType(addrspace=3)  # llvmlite types it as the array's pointer
+        elif self.local is None:
+            p = self._local_word_ptr(index)
         else:
             p = b.gep(self.local, [zero, index], source_etype=self.local_arr)
             p.type = PTR
