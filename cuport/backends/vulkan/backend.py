@@ -53,12 +53,6 @@ from .lower import DeviceCaps
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
           V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
           V.ERR_STACK: CUDA_ERROR_HARDWARE_STACK_ERROR}
-#: the most stack a thread gets (cudaLimitStackSize, passes/call_stack.py) where a driver
-#: cannot afford more: lavapipe turns every access to a dynamically indexed Function array
-#: into code that grows with the array, so a kernel's compile time and memory grow with the
-#: stack (measured on Mesa 22.3: 1 KiB 1 s, 16 KiB 5 s, 64 KiB 22 s and 0.7 GB, 128 KiB
-#: 100 s and 1.3 GB, 768 KiB past 5 minutes and 7 GB). A deeper recursion fails the launch.
-_STACK_CAP = {"MESA_LLVMPIPE": 64 << 10}
 _libc = ctypes.CDLL(None)
 try:
     _c_stdout = ctypes.c_void_p.in_dll(_libc, "stdout")
@@ -154,11 +148,11 @@ class VulkanKernel:
 
     def stack_for(self, stack_bytes: int) -> int:
         """The stack this kernel is compiled with for a stack limit of `stack_bytes`: none
-        without recursion, at most the driver's _STACK_CAP."""
-        if not self.needs_stack_limit:
-            return 0
-        cap = _STACK_CAP.get(self.module.backend.info.driver_id)
-        return min(int(stack_bytes), cap) if cap else int(stack_bytes)
+        without recursion. (A stack past DeviceCaps.private_memory is in device memory:
+        lavapipe turns every access to a dynamically indexed Function array into code that
+        grows with the array, so there a 64 KiB private stack took 22 s and 0.7 GB to
+        compile, 768 KiB past 5 minutes; in device memory a 256 KiB one takes under 1 s.)"""
+        return int(stack_bytes) if self.needs_stack_limit else 0
 
     def specialization(self, block: tuple[int, int, int], dyn_smem: int,
                        stack_bytes: int = DEFAULT_STACK_BYTES):
@@ -803,10 +797,7 @@ class VulkanBackend:
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"
         if kind == V.ERR_STACK:
-            cap = _STACK_CAP.get(self.info.driver_id)
-            what += (f": the stack is {f['arg']} bytes a thread, the most cuport gives one on "
-                     f"{self.info.name}" if f["arg"] == cap else
-                     f": the stack is {f['arg']} bytes a thread; cudaDeviceSetLimit("
+            what += (f": the stack is {f['arg']} bytes a thread; cudaDeviceSetLimit("
                      "cudaLimitStackSize) raises it")
         raise BackendError(_CODES.get(kind, CUDA_ERROR_LAUNCH_FAILED), f"kernel {name}: {what} ({where})")
 
