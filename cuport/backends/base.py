@@ -9,6 +9,7 @@ Device memory is owned by the driver (on the CPU backend it is host memory, so a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -67,6 +68,14 @@ class KernelInfo:
     max_threads_per_block: int  # 1024 unless .maxntid / .reqntid lower it
     reqntid: tuple[int, int, int] | None = None
     attributes: dict[str, int] = field(default_factory=dict)
+    registers: Callable[[], int] | None = None  # CU_FUNC_ATTRIBUTE_NUM_REGS, when asked
+
+    def num_regs(self) -> int:
+        if self.registers is None:
+            return 32
+        if "num_regs" not in self.attributes:
+            self.attributes["num_regs"] = self.registers()
+        return self.attributes["num_regs"]
 
 
 class Kernel(Protocol):

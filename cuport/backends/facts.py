@@ -124,4 +124,44 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     # the 560 kernels of tests/differential: 256, the size of the one __constant__ array)
     const = sum(v.size for v in module.variables if v.space == "const")
     return KernelInfo(fn.name, params, off, soff, local, maxt, req,
-                      attributes={"const_size_bytes": const})
+                      attributes={"const_size_bytes": const},
+                      registers=lambda: register_estimate(fn))
+
+
+def register_estimate(fn: ir.Function) -> int:
+    """CU_FUNC_ATTRIBUTE_NUM_REGS for `fn`. A CPU or a Vulkan device has no register file to
+    count, so this is the count ptxas would need at least: the most 32-bit words of PTX
+    registers live at once in the kernel's own body (a 64-bit register takes two,
+    predicates none), rounded up to an even count of at least 8 as ptxas allocates them,
+    at most its .maxnreg and 255. Against ptxas -v (sm_90) on the 57 kernels of
+    tests/programs it is within -65%..+60%, mostly below. Programs size launches by it
+    (numba-cuda checks that max_registers lowers it). Computed when a program asks: one
+    liveness pass over the kernel."""
+    from ..isa.operands import defs, uses
+    from ..passes import cfg as cfgmod
+    from ..passes.liveness import live_in
+
+    def words(name: str) -> int:
+        t = fn.regs.get(name, "b32")
+        if t == "pred":
+            return 0
+        return max(ir.TYPE_BITS.get(t, 32) // 32, 1) * fn.reg_vec.get(name, 1)
+
+    try:
+        g = cfgmod.build(fn)
+    except cfgmod.CfgError:  # (refused at launch anyway): every register
+        return min(fn.maxnreg or 255, 255, max(8, sum(words(r) for r in fn.regs)))
+    live = live_in(g, None)
+    most = 0
+    for b in g.blocks:
+        now: set[str] = set()
+        for s in b.succs:
+            now |= live[s]
+        most = max(most, sum(words(r) for r in now))
+        for ins in reversed(b.instrs):
+            if ins.guard is None:
+                now -= {r.name for r in defs(ins)}
+            now |= {r.name for r in uses(ins)}
+            most = max(most, sum(words(r) for r in now))
+    most = max(8, most + (most & 1))
+    return min(most, fn.maxnreg or 255, 255)

@@ -561,13 +561,14 @@ def kernel_get_name(handle: int) -> int:
 
 def function_attribute(f: Function, attrib: int) -> int:
     info = f.info
+    if attrib == K.CU_FUNC_ATTRIBUTE_NUM_REGS:  # (a liveness pass: only when asked)
+        return info.num_regs()
     values = {
         K.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: min(info.max_threads_per_block,
                                                        device.MAX_THREADS_PER_BLOCK),
         K.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: info.static_shared_bytes,
         K.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: info.attributes.get("const_size_bytes", 0),
         K.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: info.local_bytes_per_thread,
-        K.CU_FUNC_ATTRIBUTE_NUM_REGS: info.attributes.get("num_regs", 32),
         K.CU_FUNC_ATTRIBUTE_PTX_VERSION: f.module.ptx_version,
         K.CU_FUNC_ATTRIBUTE_BINARY_VERSION: _device_cc(),
         K.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: 0,
