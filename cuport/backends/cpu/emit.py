@@ -1581,6 +1581,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         """A load through FormPtrs: per run when the form allows, else a gather."""
         b = self.b
         vt = vec(t)
+        self.exec_mask()  # (cached here, before the paths part: both use it)
 
         def gather() -> ll.Value:
             return self.intrinsic("llvm.masked.gather",
@@ -1611,6 +1612,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
     def _form_store(self, p: FormPtrs, value: ll.Value, align: int) -> None:
         b = self.b
+        self.exec_mask()  # (cached here, before the paths part: both use it)
         if not isinstance(value.type, ll.VectorType):
             value = self.splat(value)
 
