@@ -148,10 +148,16 @@ def predicate_short_branches(fn: ir.Function, cfg: Cfg, div: Divergence) -> ir.F
     while i < len(body):
         if i in replace:
             new_body.extend(replace[i])
-            i = ends[i]  # (the label stays: other branches may lead there)
+            i = ends[i]  # (the label stays while other branches lead there)
             continue
         new_body.append(body[i])
         i += 1
+    # labels no instruction names any more go, so that a stretch around this one can be
+    # predicated in a next round
+    ended = {body[j].name for _, j in stretches}
+    named = {a.name for s in new_body if isinstance(s, ir.Instr) for a in s.args if isinstance(a, ir.Sym)}
+    new_body = [s for s in new_body if not (isinstance(s, ir.Label) and s.name in ended
+                                            and s.name not in named)]
     out = copy.copy(fn)
     out.body = new_body
     out.regs = regs

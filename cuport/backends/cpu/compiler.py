@@ -10,12 +10,10 @@ object (and its disk cache entry) serves every load.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import sys
-import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
@@ -29,6 +27,7 @@ from ...passes.yields import insert_yields
 from ...ptx import ir
 from ...ptx.callgraph import reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
+from ..gc_pause import gc_paused
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
@@ -905,12 +904,20 @@ def run_pipeline(mc: ModuleCompiler, until: str = "codegen", dump_after: str | N
     if dump_after is not None and dump_after not in STEPS:
         raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(STEPS)}")
     last = dump_after or until
+    times: list[tuple[str, float]] | None = [] if os.environ.get("CUPORT_COMPILE_TIMES") else None
     for name, step, _ in PIPELINE:
+        t0 = time.thread_time()
         step(mc)
+        if times is not None:
+            times.append((name, time.thread_time() - t0))
         if name == dump_after:
             (out or sys.stdout).write(_dump(mc, name) + "\n")
         if name == last:
             break
+    if times:
+        print(f"cuport: compile of {mc.llmod.name} {mc.block}: {sum(t for _, t in times):.2f} s CPU ("
+              + ", ".join(f"{n} {t:.2f}" for n, t in times if t >= 0.005) + ")",
+              file=sys.stderr, flush=True)
     return mc
 
 
@@ -921,29 +928,3 @@ def compile_object(ptx: ir.Module, kernel: str, block: tuple[int, int, int], **k
         mc = run_pipeline(ModuleCompiler(ptx, kernel, block, **kw))
         return mc.object, mc.info
 
-
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = False
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off while a kernel compiles (on again when the last
-    compile of the process ends). A compile makes ~400,000 llvmlite objects, which start
-    full collections that each walk them and the parsed module (200,000 objects for
-    Thrust's): they took 5 of the 30 s of CPU that compiling thrust_cub.cu's kernels took.
-    The compile's garbage is collected afterwards, once."""
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
