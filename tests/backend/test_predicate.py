@@ -5,6 +5,7 @@ only the lanes that took the stretch, in global, shared and local memory."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -54,6 +55,21 @@ extern "C" __global__ void local_array(const int* in, int* out, int k) {
   if (v % 3 == 0) a[(v >> 2) & 15] = v * 5;
   if (t % 5 < 2) a[(t + k) & 15] += 7;
   out[t] = a[(t * 3 + k) & 15] + a[v & 15];
+}
+
+// Hillis-Steele: `t >= off ? buf[p][t - off] : 0` becomes a guarded shared load whose
+// address, in the warps where no lane takes it, wraps below the shared window
+extern "C" __global__ void scan(const int* in, int* out) {
+  __shared__ int buf[2][256];
+  int t = threadIdx.x, p = 0;
+  buf[0][t] = in[blockIdx.x * 256 + t];
+  __syncthreads();
+  for (int off = 1; off < 256; off <<= 1) {
+    buf[1 - p][t] = buf[p][t] + (t >= off ? buf[p][t - off] : 0);
+    p = 1 - p;
+    __syncthreads();
+  }
+  out[blockIdx.x * 256 + t] = buf[p][t];
 }
 
 // warp-level work in the stretch keeps its branch: which lanes shuffle together matters
@@ -195,6 +211,29 @@ def test_guarded_local_stores_and_loads(ptx, monkeypatch):
             a[(t + k) & 15] += 7
         expect.append(a[(t * 3 + k) & 15] + a[v & 15])
     assert out.tolist() == expect == out0.tolist()
+
+
+def test_masked_loads_of_runs_without_lanes_read_a_dummy(ptx, monkeypatch):
+    """A run of lanes none of which executes a contiguous load or store (a warp that
+    skips a predicated one) accesses a stack slot instead of its address: a masked access
+    with no lane enabled still takes a microcode assist of hundreds of cycles where the
+    address is unmapped (the guarded load above, at shared + 2^32 - 4 * off: 2.6x slower)."""
+    mc = compiler.run_pipeline(compiler.ModuleCompiler(facts.load_ptx([ptx]), "scan", (256, 1, 1)),
+                               until="emit")
+    assert _branches(mc.kernel) == 0
+    text = str(mc.llmod)
+    selects = set(re.findall(r'(%"?[.\w]+"?) = select\s+i1 %"?[.\w]+"?, ptr %"?[.\w]+"?, ptr %"dummy_run"', text))
+    pointers = re.findall(r"call .*@\"?llvm\.masked\.(?:load[^(]*\(ptr|store[^(]*\(<[^>]*> %\"?[.\w]+\"?, ptr) (%\"?[.\w]+\"?)", text)
+    assert len(pointers) >= 8 and set(pointers) <= selects
+    x = np.random.default_rng(5).integers(-99, 99, 3 * 256, dtype=np.int32)
+
+    def run():
+        out = np.zeros(3 * 256, np.int32)
+        cuport.Module(ptx).kernel("scan")(3, 256, (x, out))
+        return out
+    out, out0 = _both_ways(monkeypatch, run)
+    expect = np.cumsum(x.reshape(3, 256), axis=1, dtype=np.int32).reshape(-1)
+    assert out.tolist() == expect.tolist() == out0.tolist()
 
 
 def test_a_shuffle_keeps_its_branch(ptx, monkeypatch):

@@ -1126,6 +1126,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             self._dummy.type = PTR
         return self._dummy
 
+    def dummy_run(self) -> ll.Value:
+        """Stack space for a run's masked load or store in which no lane executes: its
+        real address may be garbage (a lane that skips a predicated load computed it), and
+        a masked access whose masked-off lanes touch an unmapped page takes the CPU a
+        microcode assist of hundreds of cycles even when no lane is enabled."""
+        if getattr(self, "_dummy_run", None) is None:
+            self._dummy_run = self.entry_alloca(ll.ArrayType(I64, W), "dummy_run")
+            self._dummy_run.align = 64
+            self._dummy_run.type = PTR
+        return self._dummy_run
+
     def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
         """A stack slot allocated once in the entry block (never inside a loop)."""
         eb = ll.IRBuilder(self.llfn.entry_basic_block)
@@ -1682,6 +1693,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             p = leaders[j]
             if kind == "contiguous":
                 st = vec(t, seg)
+                p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
                 if seg == W:
                     m = self.exec_mask_vec()
                 else:
@@ -1710,7 +1722,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
     def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
         b = self.b
         for j in range(W // seg):
-            p = leaders[j]
+            p = b.select(self._segment_mask(j, seg), leaders[j], self.dummy_run())
             if seg == W:
                 part, m = value, self.exec_mask_vec()
             else:
