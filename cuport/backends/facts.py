@@ -4,51 +4,38 @@ initialised module variable."""
 
 from __future__ import annotations
 
-import pickle
 import struct
-import sys
 
 from .. import ptx
 from ..ptx import ir
 from ..ptx.callgraph import reachable_shared
 from ..ptx.errors import UnsupportedError
 from ..ptx.lexer import PtxSyntaxError
-from . import cache
+from . import module_cache
 from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
 from .gc_pause import gc_paused
 
 MAX_THREADS = 1024
-
-#: PTX texts at least this long (in all) keep their parsed module in the kernel cache:
-#: Thrust's 1.7 MB module takes a second to parse and check, half that to unpickle, and a
-#: run whose kernels all come from the cache spent half its time parsing
-CACHED_MODULE_CHARS = 256 * 1024
 
 
 def load_ptx(texts: list[str]) -> ir.Module:
     """The module of a load: parsed, checked as ptxas would check it (cuport.ptx.validate)
     and linked; invalid PTX is a BackendError with NVIDIA's code, ptxas' words and, in
     `log`, what CU_JIT_ERROR_LOG_BUFFER gets. A big module comes from the kernel cache
-    (pickled) when an earlier load put it there."""
-    big = sum(len(t) for t in texts) >= CACHED_MODULE_CHARS and cache.enabled()
-    key = cache.make_key("ptx module", *texts, cache.code_fingerprint(), sys.version) if big else ""
+    when an earlier load put it there (module_cache.py)."""
+    key = module_cache.key(texts)
     with gc_paused():
-        if big:
-            # an entry's tag makes it as trustworthy as the native code the cache holds
-            hit = cache.load(key)
-            if hit is not None:
-                try:
-                    return pickle.loads(hit[0])
-                except Exception:  # noqa: BLE001 - a bad entry only costs the parse
-                    pass
+        mod = module_cache.load(key) if key else None
+        if mod is not None:
+            return mod
         try:
             mod = ptx.load(texts)
         except PtxSyntaxError as e:
             err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
             err.log = ptx.log_of(e)
             raise err from None
-        if big:
-            cache.store(key, pickle.dumps(mod, protocol=pickle.HIGHEST_PROTOCOL), {"ptx module": True})
+        if key:
+            module_cache.store(key, mod)
         return mod
 
 

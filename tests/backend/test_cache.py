@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,9 +132,9 @@ def test_cache_keeps_to_its_size_limit_dropping_least_recently_used(tmp_path, mo
 def test_a_big_module_is_parsed_once(cache_dir, monkeypatch):
     """A module of 256 KiB or more keeps its parsed, checked form in the cache: a second
     load does not parse, and an entry whose tag fails is parsed again."""
-    from cuport.backends import facts
+    from cuport.backends import facts, module_cache
 
-    big = PTX + "// " + "x" * facts.CACHED_MODULE_CHARS + "\n"
+    big = PTX + "// " + "x" * module_cache.CACHED_CHARS + "\n"
     run = []
     parse = facts.ptx.load
 
@@ -161,3 +162,22 @@ def test_a_big_module_is_parsed_once(cache_dir, monkeypatch):
     run_scale(4)
     run_scale(5)
     assert run == [1, 1, 1, 1]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the modules")
+@pytest.mark.parametrize("program", ["textures", "warp_vote", "wmma", "atomics"])
+def test_a_cached_module_is_the_module(program, tmp_path):
+    """The pickle module_cache keeps (equal operands stored once, objects rebuilt by their
+    classes) loads as a module equal to the parsed one: texture addresses, predicate
+    pairs, negations, vectors and initialised variables included."""
+    import pickle
+
+    from cuport import ptx
+    from cuport.backends import module_cache
+
+    src = Path(__file__).resolve().parents[1] / "programs" / f"{program}.cu"
+    out = tmp_path / "m.ptx"
+    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_90", "-o", str(out), str(src)], check=True)
+    mod = ptx.load([out.read_text()])
+    again = pickle.loads(module_cache.dumps(mod))
+    assert again == mod and len(again.functions) == len(mod.functions) > 0
