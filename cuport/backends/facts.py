@@ -11,7 +11,9 @@ from ..ptx import ir
 from ..ptx.callgraph import reachable_shared
 from ..ptx.errors import UnsupportedError
 from ..ptx.lexer import PtxSyntaxError
+from . import module_cache
 from .base import CUDA_ERROR_INVALID_PTX, BackendError, KernelInfo, ParamInfo
+from .gc_pause import gc_paused
 
 MAX_THREADS = 1024
 
@@ -19,13 +21,22 @@ MAX_THREADS = 1024
 def load_ptx(texts: list[str]) -> ir.Module:
     """The module of a load: parsed, checked as ptxas would check it (cuport.ptx.validate)
     and linked; invalid PTX is a BackendError with NVIDIA's code, ptxas' words and, in
-    `log`, what CU_JIT_ERROR_LOG_BUFFER gets."""
-    try:
-        return ptx.load(texts)
-    except PtxSyntaxError as e:
-        err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
-        err.log = ptx.log_of(e)
-        raise err from None
+    `log`, what CU_JIT_ERROR_LOG_BUFFER gets. A big module comes from the kernel cache
+    when an earlier load put it there (module_cache.py)."""
+    key = module_cache.key(texts)
+    with gc_paused():
+        mod = module_cache.load(key) if key else None
+        if mod is not None:
+            return mod
+        try:
+            mod = ptx.load(texts)
+        except PtxSyntaxError as e:
+            err = BackendError(getattr(e, "code", CUDA_ERROR_INVALID_PTX), getattr(e, "summary", str(e)))
+            err.log = ptx.log_of(e)
+            raise err from None
+        if key:
+            module_cache.store(key, mod)
+        return mod
 
 
 def pack_init(v: ir.Var, resolve) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,57 @@ def test_cache_keeps_to_its_size_limit_dropping_least_recently_used(tmp_path, mo
     assert 2 in kept and 9 in kept and 0 not in kept and 1 not in kept
     assert len(kept) * 1000 <= 6 * 1100 * 0.8 + 1000
     assert not (tmp_path / "stale.tmp").exists()
+
+
+def test_a_big_module_is_parsed_once(cache_dir, monkeypatch):
+    """A module of 256 KiB or more keeps its parsed, checked form in the cache: a second
+    load does not parse, and an entry whose tag fails is parsed again."""
+    from cuport.backends import facts, module_cache
+
+    big = PTX + "// " + "x" * module_cache.CACHED_CHARS + "\n"
+    run = []
+    parse = facts.ptx.load
+
+    def counting_load(texts, *a):
+        run.append(len(texts))
+        return parse(texts, *a)
+    monkeypatch.setattr(facts.ptx, "load", counting_load)
+
+    def scale(seed: int) -> None:
+        x = np.arange(1000, dtype=np.float32) + seed
+        cuport.Module(big).kernel("scale")(8, 128, (x, 2.0, 1000))
+        assert (x == (np.arange(1000, dtype=np.float32) + seed) * 2).all()
+
+    scale(1)
+    assert run == [1] and len(list(cache_dir.glob("*.k"))) == 2  # the module and the kernel
+    scale(2)
+    assert run == [1]  # from the cache
+    (module_entry,) = [p for p in cache_dir.glob("*.k") if b'"ptx module"' in p.read_bytes()]
+    data = bytearray(module_entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    module_entry.write_bytes(bytes(data))
+    scale(3)
+    assert run == [1, 1]  # parsed again
+    # a small module is parsed each time
+    run_scale(4)
+    run_scale(5)
+    assert run == [1, 1, 1, 1]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the modules")
+@pytest.mark.parametrize("program", ["textures", "warp_vote", "wmma", "atomics"])
+def test_a_cached_module_is_the_module(program, tmp_path):
+    """The pickle module_cache keeps (equal operands stored once, objects rebuilt by their
+    classes) loads as a module equal to the parsed one: texture addresses, predicate
+    pairs, negations, vectors and initialised variables included."""
+    import pickle
+
+    from cuport import ptx
+    from cuport.backends import module_cache
+
+    src = Path(__file__).resolve().parents[1] / "programs" / f"{program}.cu"
+    out = tmp_path / "m.ptx"
+    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_90", "-o", str(out), str(src)], check=True)
+    mod = ptx.load([out.read_text()])
+    again = pickle.loads(module_cache.dumps(mod))
+    assert again == mod and len(again.functions) == len(mod.functions) > 0

@@ -95,6 +95,33 @@ def test_a_module_of_many_kernels_is_left_to_its_launches(ahead, monkeypatch):
     assert be.stats["compiles"] == c0 + 1  # only the kernel launched
 
 
+def test_later_runs_compile_ahead_only_what_earlier_runs_launched(ahead, monkeypatch, tmp_path):
+    """The cache remembers which of a module's kernels were launched; a later load of the
+    module compiles ahead only those (a library's others would take cores every run)."""
+    be = get_cpu_backend()
+    text = module_ptx(31, 33, 35)
+    monkeypatch.setenv("CUPORT_COMPILE_WORKERS", "0")
+    c0 = be.stats["compiles"]
+    launch(cuport.Module(text), 33)  # the first run: no workers, one kernel launched
+    assert be.stats["compiles"] == c0 + 1
+    monkeypatch.setenv("CUPORT_COMPILE_WORKERS", "1")
+    module = cuport.Module(text)  # a later run: 33 is cached, 31 and 35 were never launched
+    assert ahead.wait(300)
+    assert be.stats["compiles"] == c0 + 1
+    launch(module, 35)  # compiled by its launch, and remembered
+    assert be.stats["compiles"] == c0 + 2
+    # evicted from the cache: the next load compiles both launched kernels ahead, not 31
+    for entry in (tmp_path / "cache").glob("*.k"):
+        if b"launched kernels" not in entry.read_bytes() and b"ptx module" not in entry.read_bytes():
+            entry.unlink()
+    module = cuport.Module(text)
+    assert ahead.wait(300)
+    assert be.stats["compiles"] == c0 + 4
+    launch(module, 33)
+    launch(module, 35)
+    assert be.stats["compiles"] == c0 + 4
+
+
 def test_no_workers_when_turned_off(ahead, monkeypatch):
     monkeypatch.setenv("CUPORT_COMPILE_WORKERS", "0")
     be = get_cpu_backend()

@@ -8,6 +8,7 @@ code is specialised for it), through the disk cache.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import threading
@@ -158,6 +159,9 @@ class CpuModule:
         self.globals: dict[str, tuple[int, int]] = {}
         self._allocate_globals()
         self._kernels: dict[str, CpuKernel] = {}
+        # the kernels launched in this run and earlier ones (kept in the cache where the
+        # module has kernels to compile ahead: CpuBackend.compile_ahead)
+        self.launched: set[str] | None = None
         backend.compile_ahead(self)
 
     def _allocate_globals(self) -> None:
@@ -270,8 +274,15 @@ class CpuBackend:
 
     def compile_ahead(self, module: CpuModule) -> None:
         """Queue the module's kernels whose block shape the PTX declares for the compile
-        workers (compile_pool.py), unless cached already."""
+        workers (compile_pool.py), unless cached already; where earlier runs said which of
+        them they launched (_launched_before), only those."""
         ahead = [f for f in module.ptx.kernels() if f.is_definition and (f.reqntid or f.maxntid)]
+        if not ahead:
+            return
+        known = self._launched_before(module)
+        module.launched = set(known or ())
+        if known is not None:
+            ahead = [f for f in ahead if f.name in known]
         if not ahead or len(ahead) > compile_pool.AHEAD_MAX_KERNELS or compile_pool.worker_count() == 0:
             return
         pool = compile_pool.get_compile_pool()
@@ -285,6 +296,32 @@ class CpuBackend:
                 continue
             pool.submit(key, module.text_key, module.texts, f.name, block, RESIDENT_SLOTS,
                         self.pool.n, len(f.body or ()))
+
+    @staticmethod
+    def _launched_key(module: CpuModule) -> str:
+        return cache.make_key("launched kernels", module.text_key)
+
+    def _launched_before(self, module: CpuModule) -> set[str] | None:
+        """The kernels of this module that earlier runs launched, or None where no run has
+        said. A program uses the same few of a library's kernels run after run (Thrust's
+        module has 45, a sort and some reductions use 23): compiling the others ahead in
+        every run, the cached ones included, only takes cores from the launches."""
+        hit = cache.load(self._launched_key(module))
+        if hit is None:
+            return None
+        try:
+            names = json.loads(hit[0])
+        except ValueError:
+            return None
+        return set(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
+
+    def _note_launched(self, module: CpuModule, kernel: str) -> None:
+        launched = module.launched
+        if launched is None or kernel in launched:
+            return
+        launched.add(kernel)
+        cache.store(self._launched_key(module), json.dumps(sorted(launched)).encode(),
+                    {"launched kernels": True})
 
     def _store_ahead(self, job, reply) -> bool:
         """A compile worker's result into the disk cache; True when it went there."""
@@ -300,6 +337,7 @@ class CpuBackend:
 
     def compile(self, module: CpuModule, kernel: str, block: tuple[int, int, int],
                 resident: int = RESIDENT_SLOTS):
+        self._note_launched(module, kernel)
         key = self._key(module, kernel, block, resident)
         hit = cache.load(key)
         if hit is None:

@@ -56,7 +56,7 @@ def main() -> int:
         pass
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
-    from ...ptx import load
+    from ..facts import load_ptx
     from .compiler import compile_object
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -75,7 +75,7 @@ def main() -> int:
                     os.environ[k] = v
             module = modules.get(key)
             if module is None:
-                module = load(texts)  # as the launching process loaded it (facts.load_ptx)
+                module = load_ptx(texts)  # as the launching process loaded it (from the cache if big)
                 if len(modules) > 8:
                     modules.clear()
                 modules[key] = module

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,10 +22,12 @@ from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness, regions
 from ...passes.inline import inline_barrier_functions
+from ...passes.predicate import predicate_short_branches
 from ...passes.yields import insert_yields
 from ...ptx import ir
 from ...ptx.callgraph import reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
+from ..gc_pause import gc_paused
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
@@ -267,8 +270,7 @@ class ModuleCompiler:
         """The emitter of `fn`; device functions get their analyses here, the kernel from
         the pipeline's cfg/divergence/liveness steps."""
         if g is None:
-            g = _cfg(fn)
-            div = divergence.analyze(g, self.block)
+            fn, g, div = self._predicated(fn)
             live, blend = liveness.live_in_and_blends(g, div)
             div.blend = blend
         if "%__cc" in div.varying or any(
@@ -345,6 +347,32 @@ class ModuleCompiler:
 
     def _step_divergence(self) -> None:
         self.kernel_div = divergence.analyze(self.kernel_cfg, self.block)
+
+    def _predicated(self, fn: ir.Function, g: cfgmod.Cfg | None = None,
+                    div: divergence.Divergence | None = None
+                    ) -> tuple[ir.Function, cfgmod.Cfg, divergence.Divergence]:
+        """`fn` with the short stretches behind its divergent branches predicated
+        (passes/predicate.py), its CFG and its divergence; again while a round predicates
+        more (a stretch around a predicated one)."""
+        if g is None:
+            g = _cfg(fn)
+            div = divergence.analyze(g, self.block)
+        if os.environ.get("CUPORT_NO_PREDICATE") == "1":
+            return fn, g, div
+        while True:
+            new = predicate_short_branches(fn, g, div)
+            if new is fn:
+                return fn, g, div
+            fn = new
+            g = _cfg(fn)
+            div = divergence.analyze(g, self.block)
+
+    def _step_predicate(self) -> None:
+        fn, self.kernel_cfg, self.kernel_div = self._predicated(self.kernel, self.kernel_cfg,
+                                                                self.kernel_div)
+        if fn is not self.kernel:
+            self.funcs = [fn if f is self.kernel else f for f in self.funcs]
+            self.kernel = fn
 
     def _step_liveness(self) -> None:
         live, blend = liveness.live_in_and_blends(self.kernel_cfg, self.kernel_div)
@@ -798,6 +826,11 @@ PIPELINE: list[tuple[str, Step, str]] = [
     ("divergence", ModuleCompiler._step_divergence,
      "needs the CFG and the block shape: registers that differ between a warp's lanes, blocks "
      "where only part of the warp may run"),
+    ("predicate", ModuleCompiler._step_predicate,
+     "needs divergence: short straight-line code that a divergent branch jumps over runs "
+     "predicated instead (passes/predicate.py), so that its two ends are no places where "
+     "lanes wait (whose every live register LLVM merges at each); then CFG and divergence "
+     "again"),
     ("liveness", ModuleCompiler._step_liveness,
      "needs divergence: what lives across blocks, and which writes in split blocks must keep "
      "the other lanes' values"),
@@ -827,7 +860,7 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
 
     if step == "reachable":
         return "\n".join(f.name for f in mc.funcs)
-    if step in ("inline", "yields"):
+    if step in ("inline", "yields", "predicate"):
         return body(mc.kernel)
     if step == "layout":
         return (f"shared {mc.shared_offsets} static={mc.static_shared} dyn@{mc.dyn_shared_offset}\n"
@@ -871,17 +904,27 @@ def run_pipeline(mc: ModuleCompiler, until: str = "codegen", dump_after: str | N
     if dump_after is not None and dump_after not in STEPS:
         raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(STEPS)}")
     last = dump_after or until
+    times: list[tuple[str, float]] | None = [] if os.environ.get("CUPORT_COMPILE_TIMES") else None
     for name, step, _ in PIPELINE:
+        t0 = time.thread_time()
         step(mc)
+        if times is not None:
+            times.append((name, time.thread_time() - t0))
         if name == dump_after:
             (out or sys.stdout).write(_dump(mc, name) + "\n")
         if name == last:
             break
+    if times:
+        print(f"cuport: compile of {mc.llmod.name} {mc.block}: {sum(t for _, t in times):.2f} s CPU ("
+              + ", ".join(f"{n} {t:.2f}" for n, t in times if t >= 0.005) + ")",
+              file=sys.stderr, flush=True)
     return mc
 
 
 def compile_object(ptx: ir.Module, kernel: str, block: tuple[int, int, int], **kw
                    ) -> tuple[bytes, CompiledKernelInfo]:
     """The whole pipeline: the object file of `kernel` for `block`, and what the launcher needs."""
-    mc = run_pipeline(ModuleCompiler(ptx, kernel, block, **kw))
-    return mc.object, mc.info
+    with gc_paused():
+        mc = run_pipeline(ModuleCompiler(ptx, kernel, block, **kw))
+        return mc.object, mc.info
+

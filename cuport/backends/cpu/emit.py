@@ -23,6 +23,7 @@ ISA families (cuport.isa.*) lower instructions through the small API of this cla
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
@@ -1126,6 +1127,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             self._dummy.type = PTR
         return self._dummy
 
+    def dummy_run(self) -> ll.Value:
+        """Stack space for a run's masked load or store in which no lane executes: its
+        real address may be garbage (a lane that skips a predicated load computed it), and
+        a masked access whose masked-off lanes touch an unmapped page takes the CPU a
+        microcode assist of hundreds of cycles even when no lane is enabled."""
+        if getattr(self, "_dummy_run", None) is None:
+            self._dummy_run = self.entry_alloca(ll.ArrayType(I64, W), "dummy_run")
+            self._dummy_run.align = 64
+            self._dummy_run.type = PTR
+        return self._dummy_run
+
     def entry_alloca(self, t: ll.Type, name: str = "") -> ll.Value:
         """A stack slot allocated once in the entry block (never inside a loop)."""
         eb = ll.IRBuilder(self.llfn.entry_basic_block)
@@ -1515,6 +1527,36 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return p
         return self.b.inttoptr(self.splat(self.b.ptrtoint(p, I64)), vec(PTR))
 
+    def _lanes_may_all_skip(self, ptrs) -> bool:
+        """Whether the current instruction has a varying guard and per-lane addresses: then
+        it may run with no lane executing it (a predicated stretch, passes/predicate.py, in
+        a warp none of whose lanes takes it)."""
+        if not self.vec or self.ins is None or self.ins.guard is None:
+            return False
+        if not isinstance(ptrs, (SegPtrs, FormPtrs)):
+            ptrs = getattr(ptrs, "cuport_scalar", None) or ptrs
+            if not isinstance(ptrs.type, ll.VectorType):
+                return False  # (one access for the warp: it checks for itself)
+        return self.guard_value(self.ins).type != I1
+
+    def _if_some_lane(self, access: Callable[[], ll.Value | None]) -> ll.Value | None:
+        """access() where some lane executes the current instruction; else nothing is
+        accessed and the value is zero. Warps that skip a predicated access whole (a tree
+        reduction's `if (t < w)`) skip it as their branch did."""
+        b = self.b
+        any_ = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
+        self.active_vec()  # (cached before the branch: later instructions use it)
+        pre = b.block
+        with b.if_then(any_, likely=True):
+            v = access()
+            then = b.block
+        if v is None:
+            return None
+        phi = b.phi(v.type)
+        phi.add_incoming(v, then)
+        phi.add_incoming(ll.Constant(v.type, None), pre)
+        return phi
+
     def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
         """Load `t` from one pointer (uniform) or a vector of pointers.
 
@@ -1522,6 +1564,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         (in runs of ntid.x lanes) or shared by each run, the prediction is checked at run
         time and the access done with vector or scalar loads; otherwise a masked gather.
         """
+        if self._lanes_may_all_skip(ptrs):
+            return self._if_some_lane(lambda: self._load(ptrs, t, align, volatile))
+        return self._load(ptrs, t, align, volatile)
+
+    def _load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool) -> ll.Value:
         b = self.b
         if isinstance(ptrs, SegPtrs):
             return self._segment_load(ptrs.ptrs, t, align, ptrs.kind, ptrs.seg)
@@ -1581,6 +1628,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         """A load through FormPtrs: per run when the form allows, else a gather."""
         b = self.b
         vt = vec(t)
+        self.exec_mask()  # (cached here, before the paths part: both use it)
 
         def gather() -> ll.Value:
             return self.intrinsic("llvm.masked.gather",
@@ -1611,6 +1659,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
     def _form_store(self, p: FormPtrs, value: ll.Value, align: int) -> None:
         b = self.b
+        self.exec_mask()  # (cached here, before the paths part: both use it)
         if not isinstance(value.type, ll.VectorType):
             value = self.splat(value)
 
@@ -1680,6 +1729,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             p = leaders[j]
             if kind == "contiguous":
                 st = vec(t, seg)
+                if seg != W:  # (a whole warp without lanes never gets here: _if_some_lane)
+                    p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
                 if seg == W:
                     m = self.exec_mask_vec()
                 else:
@@ -1708,7 +1759,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
     def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
         b = self.b
         for j in range(W // seg):
-            p = leaders[j]
+            p = leaders[j] if seg == W else b.select(self._segment_mask(j, seg), leaders[j], self.dummy_run())
             if seg == W:
                 part, m = value, self.exec_mask_vec()
             else:
@@ -1764,6 +1815,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self.splat(phi) if self.vec else phi
 
     def store(self, ptrs, value: ll.Value, align: int, volatile: bool = False) -> None:
+        if self._lanes_may_all_skip(ptrs):
+            self._if_some_lane(lambda: self._store(ptrs, value, align, volatile))
+        else:
+            self._store(ptrs, value, align, volatile)
+
+    def _store(self, ptrs, value: ll.Value, align: int, volatile: bool) -> None:
         b = self.b
         if isinstance(ptrs, SegPtrs):
             if not isinstance(value.type, ll.VectorType):
