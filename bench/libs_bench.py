@@ -33,7 +33,7 @@ def best(fn, reps: int = 5) -> float:
 
 def main() -> int:
     if "CUPORT_BENCH_CHILD" not in os.environ:
-        env = dict(os.environ, CUPORT_BENCH_CHILD="1")
+        env = dict(os.environ, CUPORT_BENCH_CHILD="1", CUPORT_DEVICE="cpu")  # (the CPU libraries are measured)
         return subprocess.call([sys.executable, "-m", "cuport.cli", "run", sys.executable,
                                 __file__], env=env)
     import scipy.fft

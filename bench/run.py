@@ -316,6 +316,9 @@ def geomean(xs: list[float]) -> float:
 
 def main(argv: list[str]) -> int:
     names = argv or [*KERNELS, "overhead", "thrust"]
+    # the CPU backend is what this measures; a GPU is the default device where there is one
+    # (on the H100 host the programs ran on its Vulkan driver until this was set)
+    os.environ["CUPORT_DEVICE"] = "cpu"
     workers = pool.default_workers()
     os.environ.setdefault("OMP_NUM_THREADS", str(workers))
     print(f"{workers} worker threads (CUPORT_THREADS), OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
