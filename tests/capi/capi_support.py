@@ -51,8 +51,11 @@ def need_nvcc() -> str:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment a user's program gets: no cuport switches left over from the tests."""
+    """The environment a user's program gets: no cuport switches left over from the tests,
+    and the CPU device unless `extra` names one (a GPU is the default device where there is
+    one; the tests that want it say CUPORT_DEVICE=vulkan)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    env["CUPORT_DEVICE"] = "cpu"
     env.update(extra)
     return env
 

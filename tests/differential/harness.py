@@ -163,7 +163,9 @@ def cuport_prefix() -> list[str]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """No cuport switches but the cache's; the CPU device unless `extra` names one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_") or k == "CUPORT_CACHE_DIR"}
+    env["CUPORT_DEVICE"] = "cpu"
     env.update(extra)
     return env
 
