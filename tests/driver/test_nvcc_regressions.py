@@ -16,6 +16,10 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
 - vector_load_dests: `ld.shared.v2 {%a, %b}` with %b varying and %a not was refused
   (cuda-samples segmentationTreeThrust, behind its shared-memory failure).
+- cluster_barrier: cooperative_groups' generic `thread_group::sync()` on sm_90 holds
+  `barrier.cluster.arrive/wait` and reads %cluster_ctarank (its cluster case), which the
+  validator refused at load (cuda-samples simpleCooperativeGroups); `this_cluster().sync()`
+  runs them (a block is a cluster of one without a cluster launch).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -146,3 +150,22 @@ def test_a_loop_counter_widened_in_a_loop_with_a_divergent_exit(tmp_path):
     exe = build(tmp_path, "divergent_loop_counter", ["divergent_loop_counter.cu"], "-O3")
     r = cuport_run(exe)
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_cluster_barriers_in_one_block_clusters(tmp_path, device):
+    """On Vulkan only the kernel that runs cluster.sync(): the other's generic sync() also
+    holds the grid group's spin loop, which lavapipe (lock step) refuses."""
+    exe = build(tmp_path, "cluster_barrier", ["cluster_barrier.cu"], "-arch=sm_90")
+    args = [] if device == "cpu" else ["cluster"]
+    r = cuport_run(exe, *args, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+def test_a_kernel_for_clusters_of_two_blocks_is_refused(tmp_path):
+    """cuport runs every cluster as one block, so `__cluster_dims__(2, 1, 1)` (PTX
+    .reqnctapercluster) must fail the launch, not run with wrong cluster ranks (an H200 runs
+    it: "20 21 20 21", ranks 0 and 1 in clusters of 2)."""
+    exe = build(tmp_path, "cluster_barrier", ["cluster_barrier.cu"], "-arch=sm_90")
+    r = cuport_run(exe, "dims")
+    assert r.returncode == 2 and r.stdout.splitlines() == ["cudaErrorNotSupported"], r.stdout + r.stderr

@@ -401,7 +401,7 @@ class ModuleCompiler:
 
     def _all_barriers_simple(self) -> bool:
         """True when every barrier is an unguarded `bar.sync 0` / `barrier.sync 0` (or bar.red
-        on barrier 0) without a thread count, in converged code: then warps only ever wait for
+        on barrier 0, or barrier.cluster.wait) without a thread count, in converged code: then warps only ever wait for
         the whole block, and a round-robin over the warps implements the barrier."""
         g, div = self.kernel_cfg, self.kernel_div
         for blk in g.blocks:
@@ -412,13 +412,10 @@ class ModuleCompiler:
                 continue  # a yield in split code waits the general way (emit.py)
             if t.guard is not None or blk.index in div.split_blocks:
                 return False
-            args = list(t.args)
-            if "red" in t.mods:
-                args = args[1:]
-                if len(args) != 2:
-                    return False
-                args = args[:1]
-            if len(args) != 1 or not isinstance(args[0], ir.Imm) or args[0].value != 0:
+            # bar.red: dest, number, predicate; barrier.cluster.wait: none; else the number
+            operands = 3 if "red" in t.mods else 0 if "cluster" in t.mods else 1
+            number = cfgmod.barrier_number(t) if len(t.args) == operands else None
+            if not isinstance(number, ir.Imm) or number.value != 0:
                 return False
         return True
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.memory import space_of
 from ...isa.operands import defs, uses
 from ...isa.types import (
@@ -1312,6 +1313,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return self._v(b.trunc(ws, I32))
         if name.startswith("%envreg"):
             return self._c32(0)
+        alias = ONE_BLOCK_CLUSTER.get(name)
+        if alias is not None:
+            return self.special(alias) if isinstance(alias, str) else self._c32(alias)
         raise self.error(f"the special register {name} is not supported")
 
     def _c32(self, v: int) -> ll.Value:
