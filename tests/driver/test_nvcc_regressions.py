@@ -20,6 +20,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   `barrier.cluster.arrive/wait` and reads %cluster_ctarank (its cluster case), which the
   validator refused at load (cuda-samples simpleCooperativeGroups); `this_cluster().sync()`
   runs them (a block is a cluster of one without a cluster launch).
+- ptx_version_rdc: cudaFuncAttributes.ptxVersion of a -rdc compute_90 program was 121,
+  libcudadevrt's PTX target (cuda-samples radixSortThrust: CUB failed with
+  cudaErrorInvalidDeviceFunction).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -169,3 +172,10 @@ def test_a_kernel_for_clusters_of_two_blocks_is_refused(tmp_path):
     exe = build(tmp_path, "cluster_barrier", ["cluster_barrier.cu"], "-arch=sm_90")
     r = cuport_run(exe, "dims")
     assert r.returncode == 2 and r.stdout.splitlines() == ["cudaErrorNotSupported"], r.stdout + r.stderr
+
+
+def test_ptx_version_is_that_of_the_kernels_own_ptx_in_an_rdc_program(tmp_path):
+    exe = build(tmp_path, "ptx_version_rdc", ["ptx_version_rdc.cu"], "-rdc=true",
+                "-gencode", "arch=compute_90,code=compute_90")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["ptxVersion 90", "PASS"], r.stdout + r.stderr
