@@ -23,6 +23,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - ptx_version_rdc: cudaFuncAttributes.ptxVersion of a -rdc compute_90 program was 121,
   libcudadevrt's PTX target (cuda-samples radixSortThrust: CUB failed with
   cudaErrorInvalidDeviceFunction).
+- vmm: virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
+  cuMemSetAccess) was not implemented: cuda-samples vectorAddMMAP waived.
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -38,7 +40,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "capi"))
 
-from capi_support import clean_env, cuport_command, need_nvcc, run  # noqa: E402
+from capi_support import clean_env, cuport_command, library, need_nvcc, run  # noqa: E402
 
 C = HERE / "c"
 
@@ -179,3 +181,29 @@ def test_ptx_version_is_that_of_the_kernels_own_ptx_in_an_rdc_program(tmp_path):
                 "-gencode", "arch=compute_90,code=compute_90")
     r = cuport_run(exe)
     assert r.returncode == 0 and r.stdout.splitlines() == ["ptxVersion 90", "PASS"], r.stdout + r.stderr
+
+
+VMM_LINES = [
+    "vmm 1", "granularity 2097152", "access 3", "retained the handle of c: 1",
+    # cuport's refusals (an H200 recording, tests/driver/record_gpu_issue8.sh, confirms them)
+    "cudaFree of mapped memory: cudaErrorInvalidValue",
+    "cuMemMap over a mapping: CUDA_ERROR_INVALID_VALUE",
+    "cuMemCreate of granularity + 1 bytes: CUDA_ERROR_INVALID_VALUE",
+    "cuMemUnmap of half a mapping: CUDA_ERROR_INVALID_VALUE",
+    "PASS",
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_virtual_memory_management(tmp_path, device):
+    """Reserved ranges, physical allocations mapped into them (one twice, aliased), a kernel
+    over them; on Vulkan (device memory that is not host pages) the attribute is 0 and the
+    first call is refused."""
+    exe = build(tmp_path, "vmm", ["vmm.cu"], f"-L{library().parent}", "-lcuda")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    if device == "cpu":
+        assert r.returncode == 0 and r.stdout.splitlines() == VMM_LINES, r.stdout + r.stderr
+    else:
+        assert r.returncode == 2 and r.stdout.splitlines() == [
+            "vmm 0", "cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM): "
+            "CUDA_ERROR_NOT_SUPPORTED"], r.stdout + r.stderr
