@@ -207,8 +207,37 @@ def lower_redux(em, ins: ir.Instr) -> None:
         raise em.error(f"redux.sync.{op}.{t}")
     name, ident = _REDUX_INT[key]
     a = em.read_bits(ins.args[1], "b32")
+    if not isinstance(ins.args[2], ir.Imm):
+        em.write(ins.args[0], t, _redux_per_mask(em, name, a, ident, ins.args[2]))
+        return
     x = b.select(mine, a, em.const_int(32, ident))
     em.write(ins.args[0], t, em.broadcast(em.warp_reduce(name, x, ident)))
+
+
+_COMBINE = {"add": "add", "and": "and_", "or": "or_", "xor": "xor"}
+_PICK = {"umin": "<", "umax": ">", "smin": "<", "smax": ">"}
+
+
+def _redux_per_mask(em, name: str, a: ll.Value, ident: int, mask: ir.Operand) -> ll.Value:
+    """redux.sync whose member mask is a register: lanes may pass different masks, one per
+    group (cooperative_groups' cg::reduce over a labeled_partition or a tile: each lane's
+    mask is its group's), and each lane's result combines the participants of its own mask
+    (cuda-samples warpAggregatedAtomicsCG got one maximum for all its buckets). Lane i folds
+    lane j's value where bit j of its mask is set: 32 reads of one lane each."""
+    b = em.b
+    everyone = em.broadcast(em.warp_participants(ir.Imm(0xFFFFFFFF)))
+    take = b.and_(em.read_bits(mask, "b32"), everyone)
+    values = em.warp_reads(a, [em.broadcast(_i32(j)) for j in range(W)])
+    acc = em.const_int(32, ident)
+    for j, v in enumerate(values):
+        v = b.select(b.trunc(b.lshr(take, em.const_int(32, j)), em.bty("pred")), v,
+                     em.const_int(32, ident))
+        if name in _COMBINE:
+            acc = getattr(b, _COMBINE[name])(acc, v)
+        else:
+            cmp = b.icmp_signed if name[0] == "s" else b.icmp_unsigned
+            acc = b.select(cmp(_PICK[name], v, acc), v, acc)
+    return acc
 
 
 def _redux_float(em, ins: ir.Instr, op: str, a: ll.Value, mine: ll.Value) -> ll.Value:

@@ -25,6 +25,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   cudaErrorInvalidDeviceFunction).
 - vmm: virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
   cuMemSetAccess) was not implemented: cuda-samples vectorAddMMAP waived.
+- labeled_reduce: redux.sync with a register member mask, a different one per group
+  (cg::reduce over a labeled_partition), combined the whole warp (cuda-samples
+  warpAggregatedAtomicsCG FAILED).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -207,3 +210,10 @@ def test_virtual_memory_management(tmp_path, device):
         assert r.returncode == 2 and r.stdout.splitlines() == [
             "vmm 0", "cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM): "
             "CUDA_ERROR_NOT_SUPPORTED"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_redux_with_a_member_mask_per_group(tmp_path, device):
+    exe = build(tmp_path, "labeled_reduce", ["labeled_reduce.cu"], "-arch=sm_90")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
