@@ -107,19 +107,28 @@ def lower_vote(em, ins: ir.Instr) -> None:
     sync = "sync" in ins.mods
     if len(ins.args) != (3 if sync else 2):
         raise em.error("vote takes d, p" + (", membermask" if sync else ""))
-    part = em.warp_participants(ins.args[2] if sync else None)
-    yes = b.and_(part, em.warp_ballot(em.read_bits(ins.args[1], "pred")))
+    votes = em.warp_ballot(em.read_bits(ins.args[1], "pred"))
+    if sync and not isinstance(ins.args[2], ir.Imm):
+        # a register mask may differ between lanes (__ballot_sync(lanemask_lt, p): HeCBench
+        # bscan; cooperative groups' tiles): each lane votes over the lanes of its own mask
+        part = b.and_(em.read_bits(ins.args[2], "b32"),
+                      em.broadcast(em.warp_participants(ir.Imm(0xFFFFFFFF))))
+        yes, zero = b.and_(part, em.broadcast(votes)), em.const_int(32, 0)
+        per_lane = True
+    else:
+        part = em.warp_participants(ins.args[2] if sync else None)
+        yes, zero = b.and_(part, votes), _i32(0)
+        per_lane = False
     if mode == "ballot":
-        em.write(ins.args[0], "b32", em.broadcast(yes))
+        em.write(ins.args[0], "b32", yes if per_lane else em.broadcast(yes))
         return
-    zero = _i32(0)
     if mode == "all":
         r = b.icmp_unsigned("==", yes, part)
     elif mode == "any":
         r = b.icmp_unsigned("!=", yes, zero)
     else:
         r = b.or_(b.icmp_unsigned("==", yes, part), b.icmp_unsigned("==", yes, zero))
-    em.write(ins.args[0], "pred", em.broadcast(r))
+    em.write(ins.args[0], "pred", r if per_lane else em.broadcast(r))
 
 
 @lowers("activemask")

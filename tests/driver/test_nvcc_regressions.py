@@ -28,6 +28,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - labeled_reduce: redux.sync with a register member mask, a different one per group
   (cg::reduce over a labeled_partition), combined the whole warp (cuda-samples
   warpAggregatedAtomicsCG FAILED).
+- ballot_lane_masks: vote.sync with a register member mask that differs between lanes
+  (__ballot_sync(lanemask_lt, p)) voted over the first lane's mask (HeCBench bscan FAILED).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -215,5 +217,12 @@ def test_virtual_memory_management(tmp_path, device):
 @pytest.mark.parametrize("device", ["cpu", "vulkan"])
 def test_redux_with_a_member_mask_per_group(tmp_path, device):
     exe = build(tmp_path, "labeled_reduce", ["labeled_reduce.cu"], "-arch=sm_90")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_votes_with_a_member_mask_per_lane(tmp_path, device):
+    exe = build(tmp_path, "ballot_lane_masks", ["ballot_lane_masks.cu"])
     r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
