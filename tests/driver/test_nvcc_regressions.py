@@ -30,6 +30,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   warpAggregatedAtomicsCG FAILED).
 - ballot_lane_masks: vote.sync with a register member mask that differs between lanes
   (__ballot_sync(lanemask_lt, p)) voted over the first lane's mask (HeCBench bscan FAILED).
+- virtual_call_rdc: a virtual call in a -rdc program (compute_90 PTX only) took every
+  function with its parameter count as a target, libcudadevrt's too, and one of them calls
+  a syscall cuport lacks: the kernel failed (cuda-samples newdelete).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -225,4 +228,11 @@ def test_redux_with_a_member_mask_per_group(tmp_path, device):
 def test_votes_with_a_member_mask_per_lane(tmp_path, device):
     exe = build(tmp_path, "ballot_lane_masks", ["ballot_lane_masks.cu"])
     r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+def test_a_virtual_call_reaches_only_functions_whose_address_is_taken(tmp_path):
+    exe = build(tmp_path, "virtual_call_rdc", ["virtual_call_rdc.cu"], "-rdc=true",
+                "-gencode", "arch=compute_90,code=compute_90")
+    r = cuport_run(exe)
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr

@@ -23,7 +23,7 @@ from ...passes import divergence, liveness, regions
 from ...passes.inline import inline_barrier_functions
 from ...passes.yields import insert_yields
 from ...ptx import ir
-from ...ptx.callgraph import reachable_shared
+from ...ptx.callgraph import address_taken, reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
 from . import jit
 from . import layout as L
@@ -105,6 +105,13 @@ class ModuleCompiler:
         self.check_convergence = os.environ.get("CUPORT_CHECK_CONVERGENCE") == "1"
 
     # ------------------------------------------------------------ analysis helpers
+    def address_taken(self) -> set[str]:
+        """The module's functions a call through a register may reach (ptx/callgraph.py)."""
+        taken = getattr(self, "_address_taken", None)
+        if taken is None:
+            taken = self._address_taken = address_taken(self.ptx)
+        return taken
+
     def _reachable(self) -> list[ir.Function]:
         seen: dict[str, ir.Function] = {}
         work = [self.kernel]

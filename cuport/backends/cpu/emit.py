@@ -1889,10 +1889,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.vec = saved_vec
         from ...passes.inline import has_barrier
 
+        taken = self.mc.address_taken()
         candidates = [
             f for f in self.mc.ptx.functions.values()
             if f.is_definition and not f.is_entry and len(f.params) == nparams
-            and len(f.rets) == nrets and not has_barrier(f)
+            and len(f.rets) == nrets and not has_barrier(f) and f.name in taken
         ]
         remaining = self.entry_alloca(I32)
         b.store(mask, remaining)
