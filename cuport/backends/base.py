@@ -67,6 +67,7 @@ class KernelInfo:
     local_bytes_per_thread: int
     max_threads_per_block: int  # 1024 unless .maxntid / .reqntid lower it
     reqntid: tuple[int, int, int] | None = None
+    cluster: tuple[int, int, int] = (1, 1, 1)  # .reqnctapercluster (__cluster_dims__)
     attributes: dict[str, int] = field(default_factory=dict)
     registers: Callable[[], int] | None = None  # CU_FUNC_ATTRIBUTE_NUM_REGS, when asked
 

@@ -134,7 +134,8 @@ def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:
     # the H200 reports the module's user constant bank for every kernel, used or not (each of
     # the 560 kernels of tests/differential: 256, the size of the one __constant__ array)
     const = sum(v.size for v in module.variables if v.space == "const")
-    return KernelInfo(fn.name, params, off, soff, local, maxt, req,
+    cluster = tuple((list(fn.reqnctapercluster or ()) + [1, 1, 1])[:3])
+    return KernelInfo(fn.name, params, off, soff, local, maxt, req, cluster,
                       attributes={"const_size_bytes": const},
                       registers=lambda: register_estimate(fn))
 

@@ -64,9 +64,10 @@ def _thp_always() -> bool:
         return False
 
 
-def _mmap(address, length: int, flags: int, fd: int = -1) -> int:
-    got = _libc.mmap(address, length, _RW, flags, fd, 0)
-    if got in (None, _MAP_FAILED) or (address is not None and got != address):
+def _mmap(address, length: int, flags: int, fd: int = -1, prot: int = _RW, offset: int = 0,
+          hint: bool = False) -> int:
+    got = _libc.mmap(address, length, prot, flags, fd, offset)
+    if got in (None, _MAP_FAILED) or (address is not None and got != address and not hint):
         raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"mmap of {length} bytes failed "
                                                      f"(errno {ctypes.get_errno()})")
     return got
@@ -151,3 +152,29 @@ def map_file(fd: int, length: int) -> int:
 
 def unmap(address: int, length: int) -> None:
     _libc.munmap(address, length)
+
+
+# -- address ranges for virtual memory management (driver/vmm.py) --------------------------
+
+def reserve(length: int, hint: int | None = None) -> int:
+    """An inaccessible range of `length` bytes, near `hint` if the kernel agrees (a reserved
+    range takes no memory until a file is mapped into it)."""
+    return _mmap(hint, length, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE,
+                 prot=0, hint=True)
+
+
+def reserve_at(address: int, length: int) -> None:
+    """Make [address, address+length) inaccessible and reserved again (after a mapping)."""
+    _mmap(address, length, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE | _MAP_FIXED,
+          prot=0)
+
+
+def map_file_at(address: int, length: int, fd: int, offset: int, prot: int) -> None:
+    """Map part of a memory file over reserved addresses, shared (two mappings of one
+    file see the same bytes)."""
+    _mmap(address, length, mmap.MAP_SHARED | _MAP_FIXED, fd, prot, offset)
+
+
+def protect(address: int, length: int, prot: int) -> None:
+    if _libc.mprotect(address, length, prot) != 0:
+        raise BackendError(CUDA_ERROR_INVALID_VALUE, f"mprotect failed (errno {ctypes.get_errno()})")

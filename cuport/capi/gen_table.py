@@ -81,6 +81,8 @@ FULL_STRUCTS = {
     "CUDA_ARRAY_DESCRIPTOR", "CUDA_ARRAY3D_DESCRIPTOR", "CUlaunchConfig",
     "CUlaunchAttribute", "CUctxCreateParams", "CUexecAffinityParam",
     "CUmemLocation", "CUDA_POINTER_ATTRIBUTE_P2P_TOKENS",
+    # virtual memory management (driver/vmm.py) and pools (driver/mempool.py)
+    "CUmemAllocationProp", "CUmemAccessDesc",
     # graphs (driver/graph.py)
     "CUDA_KERNEL_NODE_PARAMS_v1", "CUDA_KERNEL_NODE_PARAMS_v2", "CUDA_MEMSET_NODE_PARAMS",
     "CUDA_HOST_NODE_PARAMS", "CUDA_MEM_ALLOC_NODE_PARAMS_v1", "CUgraphNodeParams",

@@ -29,4 +29,5 @@ from cuport.driver import (  # noqa: F401 - imported for their registrations
     stream_attrs,
     texture,
     user_objects,
+    vmm,
 )

@@ -109,6 +109,8 @@ def _check_geometry(f: module.Function, grid: tuple[int, int, int],
     if info.reqntid is not None and tuple(block) != tuple(info.reqntid):
         raise CudaError(E.INVALID_VALUE, f"the kernel requires blocks of {info.reqntid} "
                                          f"(.reqntid), not {block}", subject=f.name)
+    if info.cluster != (1, 1, 1):
+        _cluster_dims(info.cluster, f.name)
     if dynamic_shared > f.max_dynamic_shared:
         raise CudaError(E.INVALID_VALUE,
                         f"{_kib(dynamic_shared)} of dynamic shared memory asked for, "
@@ -218,11 +220,15 @@ def launch_cooperative(handle: int, gx: int, gy: int, gz: int, bx: int, by: int,
 # CUlaunchAttributeID -> None (a hint cuport may ignore) or a check of the value.
 
 
-def _cluster(value) -> None:
-    dims = (value.clusterDim.x, value.clusterDim.y, value.clusterDim.z)
+def _cluster_dims(dims: tuple[int, int, int], subject: str | None = None) -> None:
+    """cuport runs every cluster as one block (isa/cluster.py): larger ones are refused."""
     if any(d > 1 for d in dims):
         raise CudaError(E.NOT_SUPPORTED, f"thread block clusters of {dims[0]}x{dims[1]}x{dims[2]} "
-                                         "blocks are not supported by cuport")
+                                         "blocks are not supported by cuport", subject=subject)
+
+
+def _cluster(value) -> None:
+    _cluster_dims((value.clusterDim.x, value.clusterDim.y, value.clusterDim.z))
 
 
 def access_policy_window(value) -> None:

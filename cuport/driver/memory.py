@@ -48,6 +48,7 @@ class Allocation:
     graph_memory: bool = False  # a mem alloc node's: mapped until its context goes
     imported: bool = False  # another process's, from cuIpcOpenMemHandle (ipc.py)
     host_ok: bool = True  # the host can use the memory at its address (False: copy through the backend)
+    mapping: object | None = None  # the vmm.Physical a cuMemMap mapping shows (vmm.py)
 
     @property
     def end(self) -> int:
@@ -454,6 +455,9 @@ def check_freeable(address: int, kinds: tuple[str, ...], call_for_others: str) -
     if a.imported:
         raise CudaError(E.INVALID_VALUE, f"{hex(address)} is another process's memory, from "
                                          "cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle")
+    if a.mapping is not None:
+        raise CudaError(E.INVALID_VALUE, f"{hex(address)} is mapped with cuMemMap: unmap it with "
+                                         "cuMemUnmap")
     return a
 
 
@@ -576,7 +580,8 @@ _U32, _I32, _U64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64
 
 def cumemalloc_memory(a: Allocation) -> bool:
     """cuMemAlloc memory of this process: what cuIpcGetMemHandle may export."""
-    return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported
+    return a.kind == "device" and a.pool is None and not a.graph_memory and not a.imported \
+        and a.mapping is None
 
 
 def ipc_capable(a: Allocation) -> bool:

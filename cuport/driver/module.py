@@ -142,16 +142,25 @@ class Module:
         self.image = backend().load_module([e.text for e in entries])
         self.functions: dict[str, Function] = {}
         self.globals: dict[str, memory.Allocation] = {}
+        self._ptx_versions: dict[str, int] = {}  # kernel -> ptx_version
         self.inflight = 0
         self.idle = threading.Condition()
         self.handle = handles.new(self)
 
-    @property
-    def ptx_version(self) -> int:
-        """What cudaFuncAttributes.ptxVersion means: the virtual architecture the PTX was
-        compiled for (75 for compute_75), not the PTX ISA version; CUB/Thrust pick their
-        tuning policies (and kernels) from it."""
-        return max(e.arch for e in self.entries)
+    def ptx_version(self, kernel: str) -> int:
+        """What cudaFuncAttributes.ptxVersion means: the virtual architecture the kernel's
+        PTX was compiled for (75 for compute_75), not the PTX ISA version; CUB/Thrust pick
+        their tuning policies (and kernels) from it. The PTX module that defines the kernel
+        answers: a -rdc program links libcudadevrt's PTX for sm_121 beside its own
+        compute_90 (cuda-samples radixSortThrust: CUB read 121 and failed with
+        cudaErrorInvalidDeviceFunction)."""
+        arch = self._ptx_versions.get(kernel)
+        if arch is None:
+            entry = re.compile(rf"\.entry\s+{re.escape(kernel)}(?![\w$])")
+            arch = next((e.arch for e in self.entries if entry.search(e.text)),
+                        max(e.arch for e in self.entries))
+            self._ptx_versions[kernel] = arch
+        return arch
 
     def function(self, name: str | None) -> Function:
         if name is None:
@@ -569,7 +578,7 @@ def function_attribute(f: Function, attrib: int) -> int:
         K.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: info.static_shared_bytes,
         K.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: info.attributes.get("const_size_bytes", 0),
         K.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: info.local_bytes_per_thread,
-        K.CU_FUNC_ATTRIBUTE_PTX_VERSION: f.module.ptx_version,
+        K.CU_FUNC_ATTRIBUTE_PTX_VERSION: f.module.ptx_version(f.name),
         K.CU_FUNC_ATTRIBUTE_BINARY_VERSION: _device_cc(),
         K.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: 0,
         K.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: f.max_dynamic_shared,

@@ -107,19 +107,28 @@ def lower_vote(em, ins: ir.Instr) -> None:
     sync = "sync" in ins.mods
     if len(ins.args) != (3 if sync else 2):
         raise em.error("vote takes d, p" + (", membermask" if sync else ""))
-    part = em.warp_participants(ins.args[2] if sync else None)
-    yes = b.and_(part, em.warp_ballot(em.read_bits(ins.args[1], "pred")))
+    votes = em.warp_ballot(em.read_bits(ins.args[1], "pred"))
+    if sync and not isinstance(ins.args[2], ir.Imm):
+        # a register mask may differ between lanes (__ballot_sync(lanemask_lt, p): HeCBench
+        # bscan; cooperative groups' tiles): each lane votes over the lanes of its own mask
+        part = b.and_(em.read_bits(ins.args[2], "b32"),
+                      em.broadcast(em.warp_participants(ir.Imm(0xFFFFFFFF))))
+        yes, zero = b.and_(part, em.broadcast(votes)), em.const_int(32, 0)
+        per_lane = True
+    else:
+        part = em.warp_participants(ins.args[2] if sync else None)
+        yes, zero = b.and_(part, votes), _i32(0)
+        per_lane = False
     if mode == "ballot":
-        em.write(ins.args[0], "b32", em.broadcast(yes))
+        em.write(ins.args[0], "b32", yes if per_lane else em.broadcast(yes))
         return
-    zero = _i32(0)
     if mode == "all":
         r = b.icmp_unsigned("==", yes, part)
     elif mode == "any":
         r = b.icmp_unsigned("!=", yes, zero)
     else:
         r = b.or_(b.icmp_unsigned("==", yes, part), b.icmp_unsigned("==", yes, zero))
-    em.write(ins.args[0], "pred", em.broadcast(r))
+    em.write(ins.args[0], "pred", r if per_lane else em.broadcast(r))
 
 
 @lowers("activemask")
@@ -207,8 +216,37 @@ def lower_redux(em, ins: ir.Instr) -> None:
         raise em.error(f"redux.sync.{op}.{t}")
     name, ident = _REDUX_INT[key]
     a = em.read_bits(ins.args[1], "b32")
+    if not isinstance(ins.args[2], ir.Imm):
+        em.write(ins.args[0], t, _redux_per_mask(em, name, a, ident, ins.args[2]))
+        return
     x = b.select(mine, a, em.const_int(32, ident))
     em.write(ins.args[0], t, em.broadcast(em.warp_reduce(name, x, ident)))
+
+
+_COMBINE = {"add": "add", "and": "and_", "or": "or_", "xor": "xor"}
+_PICK = {"umin": "<", "umax": ">", "smin": "<", "smax": ">"}
+
+
+def _redux_per_mask(em, name: str, a: ll.Value, ident: int, mask: ir.Operand) -> ll.Value:
+    """redux.sync whose member mask is a register: lanes may pass different masks, one per
+    group (cooperative_groups' cg::reduce over a labeled_partition or a tile: each lane's
+    mask is its group's), and each lane's result combines the participants of its own mask
+    (cuda-samples warpAggregatedAtomicsCG got one maximum for all its buckets). Lane i folds
+    lane j's value where bit j of its mask is set: 32 reads of one lane each."""
+    b = em.b
+    everyone = em.broadcast(em.warp_participants(ir.Imm(0xFFFFFFFF)))
+    take = b.and_(em.read_bits(mask, "b32"), everyone)
+    values = em.warp_reads(a, [em.broadcast(_i32(j)) for j in range(W)])
+    acc = em.const_int(32, ident)
+    for j, v in enumerate(values):
+        v = b.select(b.trunc(b.lshr(take, em.const_int(32, j)), em.bty("pred")), v,
+                     em.const_int(32, ident))
+        if name in _COMBINE:
+            acc = getattr(b, _COMBINE[name])(acc, v)
+        else:
+            cmp = b.icmp_signed if name[0] == "s" else b.icmp_unsigned
+            acc = b.select(cmp(_PICK[name], v, acc), v, acc)
+    return acc
 
 
 def _redux_float(em, ins: ir.Instr, op: str, a: ll.Value, mine: ll.Value) -> ll.Value:

@@ -32,6 +32,15 @@ def is_barrier(ins: ir.Instr) -> bool:
     return True
 
 
+def barrier_number(ins: ir.Instr) -> ir.Operand:
+    """The number of the CTA barrier `ins` (a blocking barrier: `is_barrier`) waits at.
+    barrier.cluster.wait has none: a cluster is one block (isa/cluster.py), so it waits at
+    the block's barrier 0, as `__syncthreads` does."""
+    if "cluster" in ins.mods:
+        return ir.Imm(0)
+    return ins.args[1] if "red" in ins.mods else ins.args[0]
+
+
 def is_suspend(ins: ir.Instr) -> bool:
     """A point where a warp may suspend: a CTA barrier, or a `yield` (passes/yields.py)."""
     return ins.op == "yield" or is_barrier(ins)

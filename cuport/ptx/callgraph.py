@@ -80,6 +80,30 @@ def call_target(ins: ir.Instr) -> str | None:
     return None
 
 
+def address_taken(module: ir.Module) -> set[str]:
+    """The functions whose address the module takes (`mov %rd, f`, `generic(f)` in an
+    initialiser: virtual-function tables), other than as a call's target: the only ones a
+    call through a register can reach. (An -rdc program links libcudadevrt, whose device
+    runtime functions would otherwise all be candidates of every indirect call, and one
+    that calls a syscall cuport lacks made every kernel with a virtual call fail:
+    cuda-samples newdelete.)"""
+    out: set[str] = set()
+    for fn in module.functions.values():
+        for st in fn.body or ():
+            if isinstance(st, ir.Instr):
+                args = st.args
+                if st.op == "call" and call_target(st) is not None:
+                    first = next(i for i, a in enumerate(args) if not isinstance(a, ir.Args))
+                    args = args[:first] + args[first + 1:]
+                for a in args:
+                    _names(a, out)
+        for v in fn.locals:
+            out.update(x.name for x in v.init or () if isinstance(x, ir.SymAddr))
+    for v in module.variables:
+        out.update(x.name for x in v.init or () if isinstance(x, ir.SymAddr))
+    return {n for n in out if n in module.functions}
+
+
 def callees(fn: ir.Function) -> set[str]:
     """The functions `fn` calls by name."""
     return {t for st in fn.body or () if isinstance(st, ir.Instr) and st.op == "call"

@@ -233,6 +233,7 @@ class Function:
     reqntid: tuple[int, ...] | None = None
     minnctapersm: int | None = None
     maxnreg: int | None = None
+    reqnctapercluster: tuple[int, ...] | None = None  # __cluster_dims__
     noreturn: bool = False
     prototypes: dict[str, Function] = field(default_factory=dict)  # .callprototype labels
     line: int = 0

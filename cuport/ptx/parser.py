@@ -440,12 +440,14 @@ class _Parser:
                     fn.minnctapersm = v
                 elif t == ".maxnreg":
                     fn.maxnreg = v
-            elif t in (".reqnctapercluster", ".explicitcluster"):
+            elif t == ".reqnctapercluster":
                 self.i += 1
-                if self.kinds[self.i] == INT:
-                    self.int_()
-                    while self.accept(","):
-                        self.int_()
+                dims = [self.int_()]
+                while self.accept(","):
+                    dims.append(self.int_())
+                fn.reqnctapercluster = tuple(dims)
+            elif t == ".explicitcluster":
+                self.i += 1
             elif t == ".noreturn":
                 fn.noreturn = True
                 self.i += 1

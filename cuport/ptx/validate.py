@@ -1284,6 +1284,8 @@ class _Context:
         if isinstance(a, ir.FImm):  # ptxas takes a hex literal of the width as bits too
             return t in FLT or t in ("f16", "bf16") or t == f"b{a.width}", None
         if isinstance(a, ir.Special):
+            if a.name == "%is_explicit_cluster":  # the one predicate: mov.pred only (ptxas)
+                return (op == "mov" and t == "pred"), None
             # ptxas: only mov and cvt read special registers, and only as integers
             if not form.specials or t[:1] not in "bus" or \
                     (op == "cvt" and any(m[:1] == "f" or m[:2] == "bf" for m in _types_of(self.ins.mods))):
@@ -1430,6 +1432,9 @@ class _Context:
 
     def check_barrier(self, ins: ir.Instr) -> None:
         op, mods = ins.op, set(ins.mods)
+        if op == "barrier" and "cluster" in mods:
+            self.check_cluster_barrier(ins)
+            return
         allowed = {"sync", "arrive", "red", "popc", "and", "or", "cta", "warp", "u32", "pred"}
         if op == "barrier":
             allowed |= {"aligned", "cluster", "wait", "relaxed", "acquire", "release"}
@@ -1496,6 +1501,26 @@ class _Context:
                 self.bad("Number of threads participating in barrier must be in multiple of warp size")
             elif not isinstance(n, (ir.Imm, ir.Reg)):
                 self.bad(f"Arguments mismatch for instruction '{ins.op}'")
+
+    def check_cluster_barrier(self, ins: ir.Instr) -> None:
+        """barrier.cluster.arrive{.release,.relaxed}{.aligned} and
+        barrier.cluster.wait{.acquire}{.aligned}: no operands (ptxas 13.0's messages)."""
+        mods = [m for m in ins.mods if m != "cluster"]
+        kind = mods[0] if mods else ""
+        if kind not in ("arrive", "wait"):
+            self.bad("Not a name of any known instruction: 'barrier.cluster'")
+            return
+        allowed = {"arrive": ("release", "relaxed", "aligned"), "wait": ("acquire", "aligned")}[kind]
+        name = f"barrier.cluster.{kind}"
+        for m in mods[1:]:
+            if m not in allowed:
+                self.bad(f"Illegal modifier '.{m}' for instruction '{name}'")
+                return
+        if "release" in mods and "relaxed" in mods:
+            self.bad("Duplicate .release modifier")
+            return
+        if ins.args:
+            self.bad(f"Arguments mismatch for instruction '{name}'")
 
     def check_atom(self, ins: ir.Instr) -> None:
         spaces = [m for m in ins.mods if m in SPACES]
@@ -1575,6 +1600,8 @@ def _needs_target(ins: ir.Instr) -> tuple[int, str] | None:
         return (90 if m & {"try_wait", "expect_tx"} else 80), f"Feature 'mbarrier.{ins.mods[0]}'"
     if op == "redux":
         return 80, "Feature 'redux'"
+    if op == "barrier" and "cluster" in m:
+        return 90, f"Feature '{'.'.join((op, *ins.mods[:2]))}'"
     if op in ("nanosleep", "bmsk", "match", "fence"):
         return 70, f"Instruction '{op}'"
     orders = m & set(_ORDERS_SM70)

@@ -30,14 +30,22 @@ build device_assert $C/device_assert.cu
 build graph_memory_reuse $C/graph_memory_reuse.cu
 build const_size $C/const_size.cu
 build vector_load_dests -O3 $C/vector_load_dests.cu
+build cluster_barrier -arch=sm_90 $C/cluster_barrier.cu
+build vmm $C/vmm.cu -lcuda
+build labeled_reduce -arch=sm_90 $C/labeled_reduce.cu
+build ballot_lane_masks $C/ballot_lane_masks.cu
+build virtual_call_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/virtual_call_rdc.cu
+build ptx_version_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/ptx_version_rdc.cu
 build ipc -O3 $P/ipc.cu
 build graph_conditional -O3 $P/graph_conditional.cu
 build async_copy -O3 -arch=sm_90 $P/async_copy.cu
 build dynamic_parallelism -O3 -rdc=true $P/dynamic_parallelism.cu
 for name in rdc_shared l2_attributes device_assert graph_memory_reuse const_size vector_load_dests ipc \
-            graph_conditional async_copy dynamic_parallelism; do
+            graph_conditional async_copy dynamic_parallelism cluster_barrier ptx_version_rdc vmm \
+            labeled_reduce ballot_lane_masks virtual_call_rdc; do
     record $name "$OUT/bin/$name"
 done
 record near_bounds_alone "$OUT/bin/near_bounds"
 record near_bounds_neighbours "$OUT/bin/near_bounds" neighbours
+record cluster_barrier_dims "$OUT/bin/cluster_barrier" dims
 cat "$OUT/summary.txt"

@@ -16,6 +16,23 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - const_size: CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES read 0 (numba-cuda).
 - vector_load_dests: `ld.shared.v2 {%a, %b}` with %b varying and %a not was refused
   (cuda-samples segmentationTreeThrust, behind its shared-memory failure).
+- cluster_barrier: cooperative_groups' generic `thread_group::sync()` on sm_90 holds
+  `barrier.cluster.arrive/wait` and reads %cluster_ctarank (its cluster case), which the
+  validator refused at load (cuda-samples simpleCooperativeGroups); `this_cluster().sync()`
+  runs them (a block is a cluster of one without a cluster launch).
+- ptx_version_rdc: cudaFuncAttributes.ptxVersion of a -rdc compute_90 program was 121,
+  libcudadevrt's PTX target (cuda-samples radixSortThrust: CUB failed with
+  cudaErrorInvalidDeviceFunction).
+- vmm: virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
+  cuMemSetAccess) was not implemented: cuda-samples vectorAddMMAP waived.
+- labeled_reduce: redux.sync with a register member mask, a different one per group
+  (cg::reduce over a labeled_partition), combined the whole warp (cuda-samples
+  warpAggregatedAtomicsCG FAILED).
+- ballot_lane_masks: vote.sync with a register member mask that differs between lanes
+  (__ballot_sync(lanemask_lt, p)) voted over the first lane's mask (HeCBench bscan FAILED).
+- virtual_call_rdc: a virtual call in a -rdc program (compute_90 PTX only) took every
+  function with its parameter count as a target, libcudadevrt's too, and one of them calls
+  a syscall cuport lacks: the kernel failed (cuda-samples newdelete).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -31,7 +48,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "capi"))
 
-from capi_support import clean_env, cuport_command, need_nvcc, run  # noqa: E402
+from capi_support import clean_env, cuport_command, library, need_nvcc, run  # noqa: E402
 
 C = HERE / "c"
 
@@ -144,5 +161,78 @@ def test_destinations_of_a_vector_load_share_their_kind(tmp_path):
 
 def test_a_loop_counter_widened_in_a_loop_with_a_divergent_exit(tmp_path):
     exe = build(tmp_path, "divergent_loop_counter", ["divergent_loop_counter.cu"], "-O3")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_cluster_barriers_in_one_block_clusters(tmp_path, device):
+    """On Vulkan only the kernel that runs cluster.sync(): the other's generic sync() also
+    holds the grid group's spin loop, which lavapipe (lock step) refuses."""
+    exe = build(tmp_path, "cluster_barrier", ["cluster_barrier.cu"], "-arch=sm_90")
+    args = [] if device == "cpu" else ["cluster"]
+    r = cuport_run(exe, *args, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+def test_a_kernel_for_clusters_of_two_blocks_is_refused(tmp_path):
+    """cuport runs every cluster as one block, so `__cluster_dims__(2, 1, 1)` (PTX
+    .reqnctapercluster) must fail the launch, not run with wrong cluster ranks (an H200 runs
+    it: "20 21 20 21", ranks 0 and 1 in clusters of 2)."""
+    exe = build(tmp_path, "cluster_barrier", ["cluster_barrier.cu"], "-arch=sm_90")
+    r = cuport_run(exe, "dims")
+    assert r.returncode == 2 and r.stdout.splitlines() == ["cudaErrorNotSupported"], r.stdout + r.stderr
+
+
+def test_ptx_version_is_that_of_the_kernels_own_ptx_in_an_rdc_program(tmp_path):
+    exe = build(tmp_path, "ptx_version_rdc", ["ptx_version_rdc.cu"], "-rdc=true",
+                "-gencode", "arch=compute_90,code=compute_90")
+    r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["ptxVersion 90", "PASS"], r.stdout + r.stderr
+
+
+VMM_LINES = [
+    "vmm 1", "granularity 2097152", "access 3", "retained the handle of c: 1",
+    # cuport's refusals (an H200 recording, tests/driver/record_gpu_issue8.sh, confirms them)
+    "cudaFree of mapped memory: cudaErrorInvalidValue",
+    "cuMemMap over a mapping: CUDA_ERROR_INVALID_VALUE",
+    "cuMemCreate of granularity + 1 bytes: CUDA_ERROR_INVALID_VALUE",
+    "cuMemUnmap of half a mapping: CUDA_ERROR_INVALID_VALUE",
+    "PASS",
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_virtual_memory_management(tmp_path, device):
+    """Reserved ranges, physical allocations mapped into them (one twice, aliased), a kernel
+    over them; on Vulkan (device memory that is not host pages) the attribute is 0 and the
+    first call is refused."""
+    exe = build(tmp_path, "vmm", ["vmm.cu"], f"-L{library().parent}", "-lcuda")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    if device == "cpu":
+        assert r.returncode == 0 and r.stdout.splitlines() == VMM_LINES, r.stdout + r.stderr
+    else:
+        assert r.returncode == 2 and r.stdout.splitlines() == [
+            "vmm 0", "cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM): "
+            "CUDA_ERROR_NOT_SUPPORTED"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_redux_with_a_member_mask_per_group(tmp_path, device):
+    exe = build(tmp_path, "labeled_reduce", ["labeled_reduce.cu"], "-arch=sm_90")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_votes_with_a_member_mask_per_lane(tmp_path, device):
+    exe = build(tmp_path, "ballot_lane_masks", ["ballot_lane_masks.cu"])
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+def test_a_virtual_call_reaches_only_functions_whose_address_is_taken(tmp_path):
+    exe = build(tmp_path, "virtual_call_rdc", ["virtual_call_rdc.cu"], "-rdc=true",
+                "-gencode", "arch=compute_90,code=compute_90")
     r = cuport_run(exe)
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr

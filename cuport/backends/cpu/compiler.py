@@ -25,7 +25,7 @@ from ...passes.inline import inline_barrier_functions
 from ...passes.predicate import predicate_short_branches
 from ...passes.yields import insert_yields
 from ...ptx import ir
-from ...ptx.callgraph import reachable_shared
+from ...ptx.callgraph import address_taken, reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
 from ..gc_pause import gc_paused
 from . import jit
@@ -108,6 +108,13 @@ class ModuleCompiler:
         self.check_convergence = os.environ.get("CUPORT_CHECK_CONVERGENCE") == "1"
 
     # ------------------------------------------------------------ analysis helpers
+    def address_taken(self) -> set[str]:
+        """The module's functions a call through a register may reach (ptx/callgraph.py)."""
+        taken = getattr(self, "_address_taken", None)
+        if taken is None:
+            taken = self._address_taken = address_taken(self.ptx)
+        return taken
+
     def _reachable(self) -> list[ir.Function]:
         seen: dict[str, ir.Function] = {}
         work = [self.kernel]
@@ -429,7 +436,7 @@ class ModuleCompiler:
 
     def _all_barriers_simple(self) -> bool:
         """True when every barrier is an unguarded `bar.sync 0` / `barrier.sync 0` (or bar.red
-        on barrier 0) without a thread count, in converged code: then warps only ever wait for
+        on barrier 0, or barrier.cluster.wait) without a thread count, in converged code: then warps only ever wait for
         the whole block, and a round-robin over the warps implements the barrier."""
         g, div = self.kernel_cfg, self.kernel_div
         for blk in g.blocks:
@@ -440,13 +447,10 @@ class ModuleCompiler:
                 continue  # a yield in split code waits the general way (emit.py)
             if t.guard is not None or blk.index in div.split_blocks:
                 return False
-            args = list(t.args)
-            if "red" in t.mods:
-                args = args[1:]
-                if len(args) != 2:
-                    return False
-                args = args[:1]
-            if len(args) != 1 or not isinstance(args[0], ir.Imm) or args[0].value != 0:
+            # bar.red: dest, number, predicate; barrier.cluster.wait: none; else the number
+            operands = 3 if "red" in t.mods else 0 if "cluster" in t.mods else 1
+            number = cfgmod.barrier_number(t) if len(t.args) == operands else None
+            if not isinstance(number, ir.Imm) or number.value != 0:
                 return False
         return True
 

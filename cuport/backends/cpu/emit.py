@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.memory import space_of
 from ...isa.operands import defs, uses
 from ...isa.types import (
@@ -1324,6 +1325,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return self._v(b.trunc(ws, I32))
         if name.startswith("%envreg"):
             return self._c32(0)
+        alias = ONE_BLOCK_CLUSTER.get(name)
+        if alias is not None:
+            return self.special(alias) if isinstance(alias, str) else self._c32(alias)
         raise self.error(f"the special register {name} is not supported")
 
     def _c32(self, v: int) -> ll.Value:
@@ -1942,10 +1946,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.vec = saved_vec
         from ...passes.inline import has_barrier
 
+        taken = self.mc.address_taken()
         candidates = [
             f for f in self.mc.ptx.functions.values()
             if f.is_definition and not f.is_entry and len(f.params) == nparams
-            and len(f.rets) == nrets and not has_barrier(f)
+            and len(f.rets) == nrets and not has_barrier(f) and f.name in taken
         ]
         remaining = self.entry_alloca(I32)
         b.store(mask, remaining)

@@ -31,7 +31,11 @@ def _init() -> dict:
             target = llvm.Target.from_default_triple()
             cpu = llvm.get_host_cpu_name()
             features = llvm.get_host_cpu_features().flatten()
-            tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+            # the JIT's code model (large on x86-64): RuntimeDyld maps code and data apart,
+            # and the small model's 32-bit offsets between them aborted programs whose
+            # mappings landed 2 GiB apart (tests/backend/test_jit_relocations.py)
+            tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+                                              codemodel="jitdefault")
             _state["tm"] = tm
             _state["cpu"] = cpu
             _state["features"] = features

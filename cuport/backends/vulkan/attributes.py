@@ -64,6 +64,7 @@ def device_attributes(info) -> dict[str, int]:
         "HOST_REGISTER_SUPPORTED": int(same),
         "COOPERATIVE_LAUNCH": 0,  # cooperative.attributes below
         "MEMORY_POOLS_SUPPORTED": 1,
+        "VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED": 0,  # driver/vmm.py maps host pages only
         "MAX_THREADS_PER_MULTIPROCESSOR": max(threads, 2048),
         "GLOBAL_MEMORY_BUS_WIDTH": 0,
         "PCI_BUS_ID": info.pci[1] if info.pci else 0,

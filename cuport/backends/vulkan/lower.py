@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir as ll
 
 from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
+from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.memory import Access, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
@@ -547,6 +548,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             return b.trunc(ws, I32)
         if name.startswith("%envreg"):
             return c(32, 0)
+        alias = ONE_BLOCK_CLUSTER.get(name)
+        if alias is not None:
+            return self.special(alias) if isinstance(alias, str) else c(32, alias)
         raise self.error(f"the special register {name} is not supported")
 
     # ---------------------------------------------------------------- symbols

@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ...isa.atomics import Atomic, combine
 from ...isa.types import F32, F64, I1, I32, I64
-from ...passes.cfg import is_barrier
+from ...passes.cfg import barrier_number, is_barrier
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 from . import layout as V
@@ -199,14 +199,15 @@ class SyncOps:
         red = "red" in t.mods
         dst = args.pop(0) if red else None
         cond = args.pop() if red else None
-        if not args or not isinstance(args[0], ir.Imm):
+        number = barrier_number(t)
+        if not isinstance(number, ir.Imm):
             raise self.error("a CTA barrier whose number is not an immediate")
         if len(args) > 1:
             n = args[1]
             need = (self.plan.nthreads + 31) // 32 * 32
             if not isinstance(n, ir.Imm) or n.value not in (self.plan.nthreads, need):
                 raise self.error("a CTA barrier for part of the block (a thread count)")
-        if args[0].value != 0 and self._barrier_ids() != {args[0].value}:
+        if number.value != 0 and self._barrier_ids() != {number.value}:
             raise self.error("named barriers (several barrier numbers in one kernel)")
         if not red:
             self.control_barrier()
@@ -217,7 +218,7 @@ class SyncOps:
         ids = set()
         for s in self.fn.body or ():
             if isinstance(s, ir.Instr) and is_barrier(s):
-                a = s.args[1] if "red" in s.mods else s.args[0]
+                a = barrier_number(s)
                 ids.add(a.value if isinstance(a, ir.Imm) else -1)
         return ids
 
