@@ -1,6 +1,7 @@
 // __ballot_sync / __any_sync / __all_sync whose member mask differs between lanes: lane i
-// votes over the lanes below it (HeCBench bscan's warp scan: popc(ballot(lanemask_lt, p))),
-// so each lane's result covers its own mask only.
+// votes over the lanes up to it (as HeCBench bscan's warp scan counts the lanes below it),
+// so each lane's result covers its own mask only. A mask must hold the calling lane: on an
+// H100 __ballot_sync(lanemask_lt, p) is cudaErrorIllegalInstruction in lane 0.
 #include <cstdio>
 
 __global__ void votes(const int *x, unsigned *ballot, int *any, int *all)
@@ -8,7 +9,7 @@ __global__ void votes(const int *x, unsigned *ballot, int *any, int *all)
     unsigned lane = threadIdx.x & 31, below = (1u << lane) - 1;
     bool p = x[threadIdx.x] > 0;
     unsigned mine = below | (1u << lane);  // the lanes up to and including this one
-    ballot[threadIdx.x] = __ballot_sync(below, p);
+    ballot[threadIdx.x] = __ballot_sync(mine, p) & below;
     any[threadIdx.x] = __any_sync(mine, p);
     all[threadIdx.x] = __all_sync(mine, p);
 }
