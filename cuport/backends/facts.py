@@ -164,16 +164,22 @@ def register_estimate(fn: ir.Function) -> int:
     except cfgmod.CfgError:  # (refused at launch anyway): every register
         return min(fn.maxnreg or 255, 255, max(8, sum(words(r) for r in fn.regs)))
     live = live_in(g, None)
+    size = {r: words(r) for r in fn.regs}
     most = 0
-    for b in g.blocks:
+    for b in g.blocks:  # (the backward walk of liveness.live_after, keeping the live words' sum)
         now: set[str] = set()
         for s in b.succs:
             now |= live[s]
-        most = max(most, sum(words(r) for r in now))
+        total = sum(size.get(r, 1) for r in now)
+        most = max(most, total)
         for ins in reversed(b.instrs):
             if ins.guard is None:
-                now -= {r.name for r in defs(ins)}
-            now |= {r.name for r in uses(ins)}
-            most = max(most, sum(words(r) for r in now))
+                for r in {r.name for r in defs(ins)} & now:
+                    now.discard(r)
+                    total -= size.get(r, 1)
+            for r in {r.name for r in uses(ins)} - now:
+                now.add(r)
+                total += size.get(r, 1)
+            most = max(most, total)
     most = max(8, most + (most & 1))
     return min(most, fn.maxnreg or 255, 255)
