@@ -21,6 +21,16 @@ def lower_nop(em, ins: ir.Instr) -> None:
     """Hints with no effect on the result: sleeping, profiler events, breakpoints."""
 
 
+@lowers("griddepcontrol")
+def lower_griddepcontrol(em, ins: ir.Instr) -> None:
+    """Programmatic dependent launch (sm_90; CUB's kernels use it through Thrust): cuport
+    starts a grid only once the grids before it in its stream have finished, their writes
+    visible (driver/launch.py serialises launches that allow the overlap), so `.wait` has
+    nothing left to wait for and `.launch_dependents` nothing to start early."""
+    if set(ins.mods) not in ({"wait"}, {"launch_dependents"}):
+        raise em.error(f"griddepcontrol with modifiers {'.'.join(ins.mods) or '(none)'}")
+
+
 @lowers("membar", "fence")
 def lower_fence(em, ins: ir.Instr) -> None:
     """Memory fences: a sequentially consistent fence is at least as strong as any PTX scope."""

@@ -33,6 +33,10 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - virtual_call_rdc: a virtual call in a -rdc program (compute_90 PTX only) took every
   function with its parameter count as a target, libcudadevrt's too, and one of them calls
   a syscall cuport lacks: the kernel failed (cuda-samples newdelete).
+- programmatic_launch: griddepcontrol.launch_dependents / .wait (programmatic dependent
+  launch, sm_90, cudaTriggerProgrammaticLaunchCompletion and cudaGridDependencySynchronize)
+  were refused: CUB's merge sort kernels use them (cuda-samples segmentationTreeThrust
+  failed with cudaErrorNotSupported).
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -235,4 +239,11 @@ def test_a_virtual_call_reaches_only_functions_whose_address_is_taken(tmp_path):
     exe = build(tmp_path, "virtual_call_rdc", ["virtual_call_rdc.cu"], "-rdc=true",
                 "-gencode", "arch=compute_90,code=compute_90")
     r = cuport_run(exe)
+    assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_programmatic_dependent_launch(tmp_path, device):
+    exe = build(tmp_path, "programmatic_launch", ["programmatic_launch.cu"], "-arch=sm_90")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
