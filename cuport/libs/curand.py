@@ -37,6 +37,7 @@ import numpy as np
 
 from cuport.driver import handles
 from cuport.libs import curand_engines as eng
+from cuport.libs import curand_mt19937 as mt19937
 from cuport.libs import curand_order as order
 from cuport.libs import curand_poisson as poisson_methods
 from cuport.libs import device, table
@@ -58,7 +59,7 @@ QUASI_DEFAULT = K["CURAND_RNG_QUASI_DEFAULT"]
 LANED = {XORWOW: eng.Xorwow, MRG32K3A: eng.Mrg32k3a}  # curand_order.Lanes
 QUASI = {SOBOL32: (32, False), SCRAMBLED_SOBOL32: (32, True), SOBOL64: (64, False),
          SCRAMBLED_SOBOL64: (64, True)}
-SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, DEFAULT, QUASI_DEFAULT, *QUASI}
+SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, MT19937, DEFAULT, QUASI_DEFAULT, *QUASI}
 NAMES = {v: k for k, v in K.items() if k.startswith("CURAND_RNG_")}
 ORDERINGS = {v: k for k, v in K.items() if k.startswith("CURAND_ORDERING_")}
 SEEDED, DYNAMIC = K["CURAND_ORDERING_PSEUDO_SEEDED"], K["CURAND_ORDERING_PSEUDO_DYNAMIC"]
@@ -91,6 +92,11 @@ def uniform_double_hq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def uniform_double_32(x: np.ndarray) -> np.ndarray:
     """_curand_uniform_double of one 32-bit draw: x 2^-32 + 2^-32."""
     return x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE
+
+
+def uniform_double_mt19937(x: np.ndarray) -> np.ndarray:
+    """MT19937's uniform double of a draw: x 2^-32 + 2^-33 (its float is this, rounded)."""
+    return x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
 
 
 def uniform_double_64(x: np.ndarray) -> np.ndarray:
@@ -212,7 +218,7 @@ class Generator:
         call's units (XORWOW, MRG32k3a), by the values generated so far div 4 (Philox; a call
         of fewer than 4 by its count), not at all for MTGP32; a quasirandom generator's by
         its points (quasi_draws)."""
-        if self.quasi or self.rng_type == MTGP32:
+        if self.quasi or self.rng_type in (MTGP32, MT19937):
             return
         if self.rng_type == PHILOX and units >= 4:
             # the values generated are summed, the offset is their total div 4 (the H200:
@@ -234,6 +240,8 @@ class Generator:
             elif self.rng_type == MTGP32:
                 self._order = order.MtgpOrder(self.seed, 64 if legacy else MTGP_BLOCKS,
                                               self.offset)
+            elif self.rng_type == MT19937:
+                self._order = mt19937.Mt19937Order(self.seed)
             else:
                 raise Unsupported(f"the {NAMES[self.rng_type]} generator is not implemented")
         return self._order
@@ -243,8 +251,8 @@ class Generator:
         return self.order().units(count, k)
 
     def draws(self, count: int) -> np.ndarray:
-        """XORWOW / MRG32k3a / MTGP32: the next `count` draws, one per output."""
-        if self.rng_type == MTGP32:
+        """XORWOW / MRG32k3a / MTGP32 / MT19937: the next `count` draws, one per output."""
+        if self.rng_type in (MTGP32, MT19937):
             return self.order().draws(count)
         return self.order().units(count, 1)[0]
 
@@ -562,6 +570,8 @@ def uniform(g: Generator, n: int) -> np.ndarray:
     if g.rng_type == PHILOX:
         return g.philox(n, 1, uniform_float)
     d = g.draws(n)
+    if g.rng_type == MT19937:
+        return uniform_double_mt19937(d).astype(F32)
     return (d * eng.MRG_NORM).astype(F32) if g.rng_type == MRG32K3A else uniform_float(d)
 
 
@@ -573,6 +583,8 @@ def uniform_double(g: Generator, n: int) -> np.ndarray:
         return g.draws(n) * eng.MRG_NORM
     if g.rng_type == MTGP32:
         return uniform_double_32(g.draws(n))
+    if g.rng_type == MT19937:
+        return uniform_double_mt19937(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 2, lambda w: np.stack(
             [uniform_double_hq(w[:, i], w[:, i + 1]) for i in range(0, 8, 2)], axis=1))
@@ -586,7 +598,7 @@ def _philox_normals(w: np.ndarray) -> np.ndarray:
 def normal(g: Generator, n: int) -> np.ndarray:
     if g.quasi:
         return normal_icdf(g.quasi_draws(n))
-    if g.rng_type == MTGP32:
+    if g.rng_type in (MTGP32, MT19937):
         return normal_icdf(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 1, _philox_normals)
@@ -597,7 +609,7 @@ def normal(g: Generator, n: int) -> np.ndarray:
 def normal_double(g: Generator, n: int) -> np.ndarray:
     if g.quasi:
         return normal_icdf_double(g.quasi_draws(n))
-    if g.rng_type == MTGP32:
+    if g.rng_type in (MTGP32, MT19937):
         return normal_icdf_double(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 2, lambda w: _quads(box_muller_double(*(w[:, i] for i in range(4))),
@@ -619,6 +631,11 @@ def poisson(g: Generator, n: int, lam: float) -> np.ndarray:
             return pm.inversion(d, lam)
         high = (d >> U64(32)).astype(U32) if d.dtype == U64 else d
         return pm.normal_approximation(normal_icdf_double(high), lam)
+    if g.rng_type == MT19937:
+        d = g.draws(n)
+        if lam < 2000:
+            return pm.square_histogram(d, lam)
+        return pm.normal_approximation_float(normal_icdf(d), lam)
     if g.rng_type == MTGP32:
         d = g.draws(n)
         if lam < 32:
