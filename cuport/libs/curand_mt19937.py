@@ -178,16 +178,20 @@ def _jump_kernel():
     return jit.link(jit.optimize_and_emit(_JUMP_IR), {})
 
 
+def jump_table() -> list[int]:
+    """q_m (bit i: the coefficient of z^i), m = 0, 1, ...: tables/mt19937_jumps.txt."""
+    return [int(line.split()[1], 16) for line in TABLE.read_text().splitlines()
+            if line and not line.startswith("#")]
+
+
 @cache
 def jump_terms() -> tuple[np.ndarray, ...]:
-    """The exponents of q_m's terms (int32), m = 0, 1, ...: tables/mt19937_jumps.txt."""
+    """The exponents of q_m's terms (int32)."""
     out = []
-    for line in TABLE.read_text().splitlines():
-        if line and not line.startswith("#"):
-            q = int(line.split()[1], 16)
-            bits = np.unpackbits(np.frombuffer(q.to_bytes(DEGREE // 8 + 1, "little"), np.uint8),
-                                 bitorder="little")
-            out.append(np.flatnonzero(bits).astype(np.int32))
+    for q in jump_table():
+        bits = np.unpackbits(np.frombuffer(q.to_bytes(DEGREE // 8 + 1, "little"), np.uint8),
+                             bitorder="little")
+        out.append(np.flatnonzero(bits).astype(np.int32))
     return tuple(out)
 
 
@@ -213,11 +217,15 @@ def _jump_rows(states: np.ndarray, rows: int, terms: np.ndarray) -> None:
         t.join()
 
 
-@lru_cache(maxsize=2)
 def initial_states(seed: int) -> np.ndarray:
     """The 8192 generators' states for `seed` (read-only: copied by whoever steps them)."""
+    return _initial_states(seed & 0xFFFFFFFF)  # NVIDIA ignores the seed's high word
+
+
+@lru_cache(maxsize=2)
+def _initial_states(seed: int) -> np.ndarray:
     states = np.empty((GENERATORS, N), U32)
-    states[0] = init_genrand(seed & 0xFFFFFFFF)
+    states[0] = init_genrand(seed)
     terms = jump_terms()
     for m in range(GENERATORS.bit_length() - 1):
         _jump_rows(states, 1 << m, terms[m])
@@ -278,7 +286,8 @@ def characteristic_polynomial() -> int:
     return int(f"{c:0{DEGREE + 1}b}"[::-1], 2)  # the connection polynomial, reversed
 
 
-def _square_mod(a: int, p: int) -> int:
+def square_mod(a: int, p: int) -> int:
+    """a^2 mod p over GF(2)."""
     sq = int("0".join(f"{a:b}"), 2)  # squaring over GF(2) spreads the bits
     while sq.bit_length() > DEGREE:
         sq ^= p << (sq.bit_length() - 1 - DEGREE)
@@ -290,10 +299,10 @@ def jump_polynomials(count: int = 13) -> list[int]:
     p = characteristic_polynomial()
     q = 2
     for _ in range(JUMP_LOG2):
-        q = _square_mod(q, p)
+        q = square_mod(q, p)
     out = [q]
     for _ in range(count - 1):
-        out.append(_square_mod(out[-1], p))
+        out.append(square_mod(out[-1], p))
     return out
 
 

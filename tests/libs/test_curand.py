@@ -14,6 +14,7 @@ nvidia-curand generates on the CPU, giving the H200's bits).
 from __future__ import annotations
 
 import ctypes
+import itertools
 import struct
 from functools import cache
 from pathlib import Path
@@ -295,10 +296,10 @@ def test_mrg32k3a_subsequence_matrix_is_nvidias():
 HOST = RECORDED / "curand_host.txt"
 EXACT_CALLS = {"raw", "longlong", "uniform", "uniform_double", "poisson"}
 # What cuport does not implement, answering CURAND_STATUS_INTERNAL_ERROR (cuRAND has no
-# NOT_SUPPORTED): MT19937's host order, XORWOW's SEEDED ordering (per-state seeds NVIDIA
-# derives in a way not yet known) and DYNAMIC, whose order depends on the request's size
-# and the GPU, except for the stateless Philox.
-NOT_MODELLED = {("MT19937", None), ("XORWOW", "PSEUDO_SEEDED"), ("XORWOW", "PSEUDO_DYNAMIC"),
+# NOT_SUPPORTED): XORWOW's SEEDED ordering (per-state seeds NVIDIA derives in a way not
+# yet known) and DYNAMIC, whose order depends on the request's size and the GPU, except
+# for the stateless Philox.
+NOT_MODELLED = {("XORWOW", "PSEUDO_SEEDED"), ("XORWOW", "PSEUDO_DYNAMIC"),
                 ("MRG32K3A", "PSEUDO_DYNAMIC"), ("MTGP32", "PSEUDO_DYNAMIC")}
 INTERNAL_ERROR = 999
 
@@ -357,7 +358,7 @@ def compare(head: str, want: tuple[int, str], got: tuple[int, str]) -> str | Non
     if ws:
         return None
     from_normals = call == "poisson" and float(f[7]) >= 2000 and name in (
-        "XORWOW", "MRG32K3A", "PHILOX4_32_10")
+        "XORWOW", "MRG32K3A", "PHILOX4_32_10", "MT19937")  # the GPU's normals: a few ulp
     if call in EXACT_CALLS and not from_normals:
         wh, gh = (int(r.split()[r.split().index("hash") + 1], 16) for r in (wrest, grest))
         return None if wh == gh else "the values differ (checksum)"
@@ -544,10 +545,8 @@ def _sequences() -> list:
     return script
 
 
-@pytest.mark.skipif(curand._nvidia_libcurand() is None,
-                    reason="NVIDIA's libcurand.so.10 is not installed (pip install nvidia-curand)")
-def test_host_generators_match_nvidias():
-    script = _sequences()
+def differences(script: list) -> list[str]:
+    """Where cuport's host generators differ from NVIDIA's for the same calls."""
     theirs, ours = run_nvidia(script), run_cuport(script)
     bad = []
     for (gen_type, steps), a, b in zip(script, theirs, ours, strict=True):
@@ -577,4 +576,97 @@ def test_host_generators_match_nvidias():
                     bad.append(f"{where}: {int((diff > 0).sum())} values differ")
             elif not close_to_gpu(vy, vx):
                 bad.append(f"{where}: {vy[:3]} != NVIDIA's {vx[:3]}")
+    return bad
+
+
+NO_NVIDIA = pytest.mark.skipif(curand._nvidia_libcurand() is None, reason="NVIDIA's "
+                               "libcurand.so.10 is not installed (pip install nvidia-curand)")
+
+
+@NO_NVIDIA
+def test_host_generators_match_nvidias():
+    bad = differences(_sequences())
     assert not bad, "\n".join(bad[:40])
+
+
+# -- MT19937 (curand_mt19937.py) -----------------------------------------------------------
+
+MT19937_HOST = RECORDED / "curand_mt19937_host.txt"
+
+
+def mt19937_generate(seed: int, call: str, n: int, *param) -> np.ndarray:
+    """n values of `call` from a fresh host MT19937 generator (cuport's)."""
+    fn, dt, extra = CALLS[call]
+    g = curand.create_generator_host(curand.MT19937)
+    curand.set_seed(g, seed)
+    out = np.zeros(n, dt)
+    IMPLEMENTATIONS[fn].fn(g, out.ctypes.data, n, *(param or extra))
+    curand.destroy_generator(g)
+    return out
+
+
+def test_mt19937_is_nvidias_far_into_the_sequence():
+    """NVIDIA's host generator's values (curand_mt19937_record.py), 16 at a time: the
+    first, across the first slot and round boundaries, at 2^24; a 64-bit seed, whose high
+    word NVIDIA ignores; the transforms (normal doubles to a few ulp: scipy's erfcinv)."""
+    raw: dict[int, np.ndarray] = {}
+    lines = [f.split() for f in MT19937_HOST.read_text().splitlines() if not f.startswith("#")]
+    for _, seed, call, index, *words in lines:
+        seed, index, want = int(seed), int(index), [int(w, 16) for w in words]
+        if call == "raw":
+            if seed not in raw:
+                top = max(int(f[3]) for f in lines if f[1] == str(seed)) + 16
+                raw[seed] = mt19937_generate(seed, "raw", top)
+            assert raw[seed][index:index + 16].tolist() == want, f"seed {seed} at {index}"
+            continue
+        kind, _, lam = call.partition("_")
+        if kind == "poisson":
+            got = mt19937_generate(seed, kind, 16, float(lam))
+        else:
+            got = mt19937_generate(seed, call, 16)
+        bits = got.view({4: U32, 8: U64}[got.itemsize]).tolist()
+        if call == "normal_double":
+            assert close_to_gpu(got, from_bits(call, want, True)), f"{call}: {bits} != {want}"
+        else:
+            assert bits == want, f"{call}: {bits} != {want}"
+    assert len(raw) == 4
+
+
+def test_mt19937_generator_zero_is_the_reference_mt19937():
+    """Thread 0 (outputs 65536 j) is generator 0, Matsumoto and Nishimura's MT19937 seeded
+    with init_genrand (numpy's RandomState), its words in the octo layout's order."""
+    from cuport.libs import curand_mt19937 as mt
+
+    seed = 1234
+    got = mt19937_generate(seed, "raw", mt.PER_ROUND)[::mt.THREADS]
+    reference = np.random.RandomState(seed).randint(0, 1 << 32, size=mt.N, dtype=np.uint64)
+    assert got.tolist() == reference[mt.WORDS[0]].tolist()
+
+
+def test_mt19937_jump_table_is_a_chain_of_squares():
+    """tables/mt19937_jumps.txt: q_(m+1) = q_m^2 mod P, P MT19937's characteristic
+    polynomial (Berlekamp-Massey); q_0 = z^(2^2048) mod P is what NVIDIA's values confirm."""
+    from cuport.libs import curand_mt19937 as mt
+
+    p = mt.characteristic_polynomial()
+    assert p.bit_length() == mt.DEGREE + 1
+    q = mt.jump_table()
+    assert len(q) == 13 and all(x.bit_length() <= mt.DEGREE for x in q)
+    assert all(mt.square_mod(a, p) == b for a, b in itertools.pairwise(q))
+
+
+@NO_NVIDIA
+def test_mt19937_matches_nvidias():
+    """Calls in a row of every kind past the first round (65536 threads * 78 words), the
+    statuses of offsets and orderings, a new seed (which starts over)."""
+    T = curand.K
+    steps = [("seed", 42), ("raw", (5000,)), ("normal", (3001,)), ("uniform_double", (4097,)),
+             ("poisson", (4097, 2000.0)), ("poisson", (777, 10.0)), ("normal_double", (1002,)),
+             ("uniform", (100,)), ("log_normal_double", (64,)), ("log_normal", (7,)),
+             ("poisson", (3000, 400000.0)), ("raw", (5_100_000,)), ("uniform", (20000,)),
+             ("offset", 5), ("order", T["CURAND_ORDERING_PSEUDO_DYNAMIC"]),
+             ("order", T["CURAND_ORDERING_PSEUDO_SEEDED"]), ("raw", (9,)),
+             ("order", T["CURAND_ORDERING_PSEUDO_LEGACY"]), ("raw", (70000,)),
+             ("seed", 0x0123456789ABCDEF), ("normal", (2000,)), ("poisson", (3000, 31.5))]
+    bad = differences([(curand.MT19937, steps)])
+    assert not bad, "\n".join(bad)
