@@ -18,12 +18,13 @@ the distance between generators are cuRAND's own:
   every ordering that MT19937 accepts (DEFAULT, BEST, LEGACY) gives this one.
 
 The jump: the state after N steps is p(A) S for p = z^N mod P, P the characteristic
-polynomial of MT19937's transition A, and p(A) S is the XOR, over p's terms z^i, of the
-624 words of S's sequence from word i on. The 8192 states come by doubling:
-S[2^m + j] = q_m(A) S[j] with q_m = z^(2^(2048 + m)) mod P (tables/mt19937_jumps.txt,
-written by `python -m cuport.libs.curand_mt19937`). That is 8191 jumps of about 10^4
-terms of 624 words each (5e10 XORs), so the loop is native code (LLVM IR, compiled by
-the CPU backend's JIT; a few seconds on one core, as NVIDIA's host generator takes).
+polynomial of MT19937's transition A (degree 19937; p(A) S is the XOR, over p's terms z^i,
+of S's state i steps on). The 8192 states come by doubling: S[2^m + j] = q_m(A) S[j] with
+q_m = z^(2^(2048 + m)) mod P (tables/mt19937_jumps.txt, written by
+`python -m cuport.libs.curand_mt19937`). 8191 such jumps are too much for numpy (each is
+some 10^4 XORs of 624 words), so they are a small native loop: LLVM IR compiled by the
+CPU backend's JIT, Horner's rule a byte of q at a time (0.14 ms a jump; the 8192 states
+of a seed in under a second on two cores, NVIDIA's host generator takes 4.6 s).
 """
 
 from __future__ import annotations
@@ -84,36 +85,21 @@ def temper(y: np.ndarray) -> np.ndarray:
 
 # -- jumping ahead -----------------------------------------------------------------------------
 
-# worker(args, row): args = {in, out, terms, nterms, scratch} (8 bytes each). Writes row
-# `row` of `out` (624 words) = q(A) (row `row` of `in`), q's terms the nterms int32 at
-# `terms`: the row's sequence (DEGREE + 624 words, into scratch), then the XOR of its
-# windows at the terms, 48 words at a time in registers.
+# worker(args, row): args = {in, out, chunks, nchunks, scratch} (8 bytes each). Writes row
+# `row` of `out` (624 words) = q(A) (row `row` of `in`) by Horner's rule on q's bytes
+# (`chunks`, the highest first): acc = A^8 acc ^ T[byte], T[b] the XOR of the windows
+# r of the row's sequence (its state r steps on) for the bits r of b, 256 states built
+# first. acc lives in a buffer as a window of its own sequence: A^8 appends 8 words.
+# scratch: BUFFER words for that sequence, then the table.
+BUFFER = N + 8 * ((DEGREE + 7) // 8 - 1)
 _JUMP_IR = r"""
-define void @worker(ptr %args, i32 %row) {
-entry:
-  %in = load ptr, ptr %args
-  %a1 = getelementptr i64, ptr %args, i64 1
-  %out = load ptr, ptr %a1
-  %a2 = getelementptr i64, ptr %args, i64 2
-  %terms = load ptr, ptr %a2
-  %a3 = getelementptr i64, ptr %args, i64 3
-  %n = load i64, ptr %a3
-  %a4 = getelementptr i64, ptr %args, i64 4
-  %x = load ptr, ptr %a4
-  %r = zext i32 %row to i64
-  %base = mul i64 %r, 624
-  %src = getelementptr i32, ptr %in, i64 %base
-  %dst = getelementptr i32, ptr %out, i64 %base
-  call void @llvm.memcpy.p0.p0.i64(ptr align 4 %x, ptr align 4 %src, i64 2496, i1 false)
-  br label %gen
-gen:
-  %t = phi i64 [624, %entry], [%t.next, %gen]
+define internal void @next(ptr %buf, i64 %t) alwaysinline {
   %i0 = sub i64 %t, 624
   %i1 = sub i64 %t, 623
   %im = sub i64 %t, 227
-  %p0 = getelementptr i32, ptr %x, i64 %i0
-  %p1 = getelementptr i32, ptr %x, i64 %i1
-  %pm = getelementptr i32, ptr %x, i64 %im
+  %p0 = getelementptr i32, ptr %buf, i64 %i0
+  %p1 = getelementptr i32, ptr %buf, i64 %i1
+  %pm = getelementptr i32, ptr %buf, i64 %im
   %v0 = load i32, ptr %p0
   %v1 = load i32, ptr %p1
   %vm = load i32, ptr %pm
@@ -125,50 +111,120 @@ gen:
   %mag = mul i32 %odd, 2567483615
   %w = xor i32 %vm, %half
   %new = xor i32 %w, %mag
-  %pt = getelementptr i32, ptr %x, i64 %t
+  %pt = getelementptr i32, ptr %buf, i64 %t
   store i32 %new, ptr %pt
-  %t.next = add i64 %t, 1
-  %gen.done = icmp eq i64 %t.next, LENGTH
-  br i1 %gen.done, label %tile, label %gen
-tile:
-  %w0 = phi i64 [0, %gen], [%w0.next, %store]
-  br label %sum
-sum:
-  %k = phi i64 [0, %tile], [%k.next, %sum]
-  %sa = phi <16 x i32> [zeroinitializer, %tile], [%sa.next, %sum]
-  %sb = phi <16 x i32> [zeroinitializer, %tile], [%sb.next, %sum]
-  %sc = phi <16 x i32> [zeroinitializer, %tile], [%sc.next, %sum]
-  %pk = getelementptr i32, ptr %terms, i64 %k
-  %term32 = load i32, ptr %pk
-  %term = zext i32 %term32 to i64
-  %at = add i64 %term, %w0
-  %qa = getelementptr i32, ptr %x, i64 %at
-  %qb = getelementptr i32, ptr %qa, i64 16
-  %qc = getelementptr i32, ptr %qa, i64 32
-  %va = load <16 x i32>, ptr %qa, align 4
-  %vb = load <16 x i32>, ptr %qb, align 4
-  %vc = load <16 x i32>, ptr %qc, align 4
-  %sa.next = xor <16 x i32> %sa, %va
-  %sb.next = xor <16 x i32> %sb, %vb
-  %sc.next = xor <16 x i32> %sc, %vc
-  %k.next = add i64 %k, 1
-  %sum.done = icmp eq i64 %k.next, %n
-  br i1 %sum.done, label %store, label %sum
-store:
-  %oa = getelementptr i32, ptr %dst, i64 %w0
-  %ob = getelementptr i32, ptr %oa, i64 16
-  %oc = getelementptr i32, ptr %oa, i64 32
-  store <16 x i32> %sa.next, ptr %oa, align 4
-  store <16 x i32> %sb.next, ptr %ob, align 4
-  store <16 x i32> %sc.next, ptr %oc, align 4
-  %w0.next = add i64 %w0, 48
-  %tile.done = icmp eq i64 %w0.next, 624
-  br i1 %tile.done, label %exit, label %tile
+  ret void
+}
+
+define internal void @xor_into(ptr %dst, ptr %a, ptr %b) alwaysinline {
+entry:
+  br label %loop
+loop:
+  %w = phi i64 [0, %entry], [%w.next, %loop]
+  %pa = getelementptr i32, ptr %a, i64 %w
+  %pb = getelementptr i32, ptr %b, i64 %w
+  %pd = getelementptr i32, ptr %dst, i64 %w
+  %va = load <16 x i32>, ptr %pa, align 4
+  %vb = load <16 x i32>, ptr %pb, align 4
+  %vx = xor <16 x i32> %va, %vb
+  store <16 x i32> %vx, ptr %pd, align 4
+  %w.next = add i64 %w, 16
+  %done = icmp eq i64 %w.next, 624
+  br i1 %done, label %exit, label %loop
 exit:
   ret void
 }
+
+define void @worker(ptr %args, i32 %row) {
+entry:
+  %in = load ptr, ptr %args
+  %a1 = getelementptr i64, ptr %args, i64 1
+  %out = load ptr, ptr %a1
+  %a2 = getelementptr i64, ptr %args, i64 2
+  %bytes = load ptr, ptr %a2
+  %a3 = getelementptr i64, ptr %args, i64 3
+  %nb = load i64, ptr %a3
+  %a4 = getelementptr i64, ptr %args, i64 4
+  %buf = load ptr, ptr %a4
+  %table = getelementptr i32, ptr %buf, i64 BUFLEN
+  %r = zext i32 %row to i64
+  %base = mul i64 %r, 624
+  %src = getelementptr i32, ptr %in, i64 %base
+  %dst = getelementptr i32, ptr %out, i64 %base
+  call void @llvm.memcpy.p0.p0.i64(ptr align 4 %buf, ptr align 4 %src, i64 2496, i1 false)
+  br label %seq
+seq:
+  %t = phi i64 [624, %entry], [%t.next, %seq]
+  call void @next(ptr %buf, i64 %t)
+  %t.next = add i64 %t, 1
+  %seq.done = icmp eq i64 %t.next, 631
+  br i1 %seq.done, label %zero, label %seq
+zero:
+  call void @llvm.memset.p0.i64(ptr align 4 %table, i8 0, i64 2496, i1 false)
+  br label %tb
+tb:
+  %b = phi i64 [1, %zero], [%b.next, %tb]
+  %neg = sub i64 0, %b
+  %low = and i64 %b, %neg
+  %bit = call i64 @llvm.cttz.i64(i64 %b, i1 true)
+  %prev = xor i64 %b, %low
+  %to = mul i64 %b, 624
+  %from = mul i64 %prev, 624
+  %pto = getelementptr i32, ptr %table, i64 %to
+  %pfrom = getelementptr i32, ptr %table, i64 %from
+  %pwin = getelementptr i32, ptr %buf, i64 %bit
+  call void @xor_into(ptr %pto, ptr %pfrom, ptr %pwin)
+  %b.next = add i64 %b, 1
+  %tb.done = icmp eq i64 %b.next, 256
+  br i1 %tb.done, label %first, label %tb
+first:
+  %c0 = load i8, ptr %bytes
+  %c0w = zext i8 %c0 to i64
+  %o0 = mul i64 %c0w, 624
+  %t0 = getelementptr i32, ptr %table, i64 %o0
+  call void @llvm.memcpy.p0.p0.i64(ptr align 4 %buf, ptr align 4 %t0, i64 2496, i1 false)
+  br label %step
+step:
+  %c = phi i64 [1, %first], [%c.next, %gen8]
+  %p = phi i64 [0, %first], [%p.next, %gen8]
+  %g0 = add i64 %p, 624
+  call void @next(ptr %buf, i64 %g0)
+  %g1 = add i64 %p, 625
+  call void @next(ptr %buf, i64 %g1)
+  %g2 = add i64 %p, 626
+  call void @next(ptr %buf, i64 %g2)
+  %g3 = add i64 %p, 627
+  call void @next(ptr %buf, i64 %g3)
+  %g4 = add i64 %p, 628
+  call void @next(ptr %buf, i64 %g4)
+  %g5 = add i64 %p, 629
+  call void @next(ptr %buf, i64 %g5)
+  %g6 = add i64 %p, 630
+  call void @next(ptr %buf, i64 %g6)
+  %g7 = add i64 %p, 631
+  call void @next(ptr %buf, i64 %g7)
+  %p.next = add i64 %p, 8
+  %pc = getelementptr i8, ptr %bytes, i64 %c
+  %cv = load i8, ptr %pc
+  %cw = zext i8 %cv to i64
+  %oc = mul i64 %cw, 624
+  %tc = getelementptr i32, ptr %table, i64 %oc
+  %acc = getelementptr i32, ptr %buf, i64 %p.next
+  call void @xor_into(ptr %acc, ptr %acc, ptr %tc)
+  br label %gen8
+gen8:
+  %c.next = add i64 %c, 1
+  %steps.done = icmp eq i64 %c.next, %nb
+  br i1 %steps.done, label %fin, label %step
+fin:
+  %final = getelementptr i32, ptr %buf, i64 %p.next
+  call void @llvm.memcpy.p0.p0.i64(ptr align 4 %dst, ptr align 4 %final, i64 2496, i1 false)
+  ret void
+}
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-""".replace("LENGTH", str(DEGREE + N))
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare i64 @llvm.cttz.i64(i64, i1)
+""".replace("BUFLEN", str(BUFFER))
 
 
 @cache
@@ -185,26 +241,22 @@ def jump_table() -> list[int]:
 
 
 @cache
-def jump_terms() -> tuple[np.ndarray, ...]:
-    """The exponents of q_m's terms (int32)."""
-    out = []
-    for q in jump_table():
-        bits = np.unpackbits(np.frombuffer(q.to_bytes(DEGREE // 8 + 1, "little"), np.uint8),
-                             bitorder="little")
-        out.append(np.flatnonzero(bits).astype(np.int32))
-    return tuple(out)
+def jump_chunks() -> tuple[np.ndarray, ...]:
+    """q_m's coefficients in bytes (bit r of byte c: the coefficient of z^(8c + r)), the
+    highest byte first."""
+    return tuple(np.frombuffer(q.to_bytes((DEGREE + 7) // 8, "little")[::-1], np.uint8).copy()
+                 for q in jump_table())
 
 
-def _jump_rows(states: np.ndarray, rows: int, terms: np.ndarray) -> None:
-    """states[rows + j] = q(A) states[j] for j < rows (q's terms given), on the cores."""
+def _jump_rows(states: np.ndarray, rows: int, chunks: np.ndarray) -> None:
+    """states[rows + j] = q(A) states[j] for j < rows (q's bytes given), on the cores."""
     kernel = _jump_kernel()
-    terms = np.ascontiguousarray(terms, np.int32)
     out = states[rows:2 * rows]
     workers = max(1, min(len(os.sched_getaffinity(0)), 8, rows))
 
     def run(first: int) -> None:
-        scratch = np.empty(DEGREE + N, U32)
-        args = np.array([states.ctypes.data, out.ctypes.data, terms.ctypes.data, len(terms),
+        scratch = np.empty(BUFFER + 256 * N, U32)
+        args = np.array([states.ctypes.data, out.ctypes.data, chunks.ctypes.data, len(chunks),
                          scratch.ctypes.data], np.uint64)
         for j in range(first, rows, workers):  # ctypes lets go of the GIL during each call
             kernel.worker(args.ctypes.data, j)
@@ -226,9 +278,9 @@ def initial_states(seed: int) -> np.ndarray:
 def _initial_states(seed: int) -> np.ndarray:
     states = np.empty((GENERATORS, N), U32)
     states[0] = init_genrand(seed)
-    terms = jump_terms()
+    chunks = jump_chunks()
     for m in range(GENERATORS.bit_length() - 1):
-        _jump_rows(states, 1 << m, terms[m])
+        _jump_rows(states, 1 << m, chunks[m])
     states.flags.writeable = False
     return states
 
@@ -309,7 +361,7 @@ def jump_polynomials(count: int = 13) -> list[int]:
 def main() -> None:
     lines = ["# MT19937's jump polynomials q_m = z^(2^(2048+m)) mod P, P its characteristic",
              "# polynomial: m, then q_m in hex (bit i: the coefficient of z^i). Written by",
-             "# python -m cuport.libs.curand_mt19937; read by curand_mt19937.jump_terms."]
+             "# python -m cuport.libs.curand_mt19937; read by curand_mt19937.jump_table."]
     lines += [f"{m} {q:x}" for m, q in enumerate(jump_polynomials())]
     TABLE.write_text("\n".join(lines) + "\n")
 
