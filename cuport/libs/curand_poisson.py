@@ -21,7 +21,11 @@ exp(-l + k ln l - lgamma(k + 1)) of every k where that does not underflow, as ma
 columns as values; then passes in increasing index over the columns below the mean
 height 1/n, each topped up from the richest remaining column counted down from the
 highest index (a donor that falls below the mean becomes a column to top up), until
-every column is full.
+every column is full. After a Poisson call NVIDIA's host generator holds two arrays of
+heights in its memory: one equal to these bit for bit (lambda 0.5, 3.5, 10, 31.5, 100,
+1000, 1999.5), the other off at the donor columns by up to 7.4e-12 (lambda 1000). Which
+one it draws from does not matter: no u = (x + 1) 2^-32 of a 32-bit x lies between the
+two in its own column (lambda 10, 100, 1000, 1999.5), so the values are the same.
 """
 
 from __future__ import annotations
