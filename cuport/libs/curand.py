@@ -6,20 +6,26 @@ Poisson methods of curand_poisson.py.
 All of it was read off the H200 (tests/libs/recorded/curand_host.txt, tests/libs/
 curand_record.cu's output there) and NVIDIA's host generators, which give the same bits
 on the CPU; tests/libs/test_curand.py holds cuport to both:
-- the orderings: curand_order.py; PSEUDO_BEST and PSEUDO_DEFAULT are one order,
-  PSEUDO_LEGACY has 4096 MRG32k3a lanes and 64 MTGP32 blocks; Philox's DYNAMIC is its
-  default. Sobol (quasi): n values for D dimensions are n/D points of dimension 0, then
-  of dimension 1, ...; the offset counts points.
+- the orderings: curand_order.py (MT19937's: curand_mt19937.py); PSEUDO_BEST and
+  PSEUDO_DEFAULT are one order, PSEUDO_LEGACY has 4096 MRG32k3a lanes and 64 MTGP32
+  blocks; XORWOW's PSEUDO_SEEDED seeds lane l with seed + 3133713 l instead of skipping
+  to subsequence l (curand_engines.xorwow_seeded). Sobol (quasi): n values for D
+  dimensions are n/D points of dimension 0, then of dimension 1, ...; the offset counts
+  points.
+- PSEUDO_DYNAMIC: NVIDIA's host generators refuse it (CURAND_STATUS_OUT_OF_RANGE, every
+  type), as MT19937 does everywhere. On a GPU the order is the GPU's ("can be different
+  on different GPUs", cuRAND's documentation); cuport's GPU gives PSEUDO_DEFAULT's. The
+  H200's, from its recording: Philox's is its default; XORWOW's raw and uniform doubles
+  are dealt round robin over 2816 subsequences; MRG32k3a's raw, normals and uniform
+  doubles take one subsequence per unit (262144 of them for 262144 values); XORWOW's
+  normals and MTGP32's beyond its first blocks follow patterns the recording is too
+  sparse to pin down.
 - normals: Box-Muller in pairs (XORWOW and MRG32k3a answer an odd count
-  CURAND_STATUS_LENGTH_NOT_MULTIPLE; Philox takes any), the inverse normal CDF for MTGP32
-  and Sobol, rising with the draw (the device header's form falls).
+  CURAND_STATUS_LENGTH_NOT_MULTIPLE; Philox takes any), the inverse normal CDF for
+  MTGP32, MT19937 and Sobol, rising with the draw (the device header's form falls).
 - the offset NVIDIA keeps, where states made anew (a new seed, an ordering) start, moves
-  by a call's units (XORWOW, MRG32k3a), n div 4 (Philox), not at all (MTGP32).
-Not modelled, answering CURAND_STATUS_INTERNAL_ERROR (cuRAND has no NOT_SUPPORTED) with
-the reason: MT19937 (NVIDIA's host library deals its outputs 8 at a time from 8192
-states, state 0 the seed's MT19937 sequence in a blocked order, the others not found
-within its first 2^22 steps: how they are made is not known), XORWOW's SEEDED ordering and DYNAMIC for XORWOW, MRG32k3a and MTGP32 (their
-order depends on the request's size and the GPU).
+  by a call's units (XORWOW, MRG32k3a), by Philox's count of values (Generator.count),
+  not at all (MTGP32, MT19937).
 
 Exactness: raw bits, uniforms and Poisson values below the normal approximation are
 NVIDIA's arithmetic (IEEE operations in the same order); normals and log-normals use
@@ -37,6 +43,7 @@ import numpy as np
 
 from cuport.driver import handles
 from cuport.libs import curand_engines as eng
+from cuport.libs import curand_mt19937 as mt19937
 from cuport.libs import curand_order as order
 from cuport.libs import curand_poisson as poisson_methods
 from cuport.libs import device, table
@@ -58,12 +65,10 @@ QUASI_DEFAULT = K["CURAND_RNG_QUASI_DEFAULT"]
 LANED = {XORWOW: eng.Xorwow, MRG32K3A: eng.Mrg32k3a}  # curand_order.Lanes
 QUASI = {SOBOL32: (32, False), SCRAMBLED_SOBOL32: (32, True), SOBOL64: (64, False),
          SCRAMBLED_SOBOL64: (64, True)}
-SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, DEFAULT, QUASI_DEFAULT, *QUASI}
+SUPPORTED = {XORWOW, MRG32K3A, PHILOX, MTGP32, MT19937, DEFAULT, QUASI_DEFAULT, *QUASI}
 NAMES = {v: k for k, v in K.items() if k.startswith("CURAND_RNG_")}
 ORDERINGS = {v: k for k, v in K.items() if k.startswith("CURAND_ORDERING_")}
 SEEDED, DYNAMIC = K["CURAND_ORDERING_PSEUDO_SEEDED"], K["CURAND_ORDERING_PSEUDO_DYNAMIC"]
-MODELLED_ORDERINGS = {K["CURAND_ORDERING_PSEUDO_DEFAULT"], K["CURAND_ORDERING_PSEUDO_BEST"],
-                      K["CURAND_ORDERING_PSEUDO_LEGACY"]}
 HOST_LANES = {XORWOW: 4096, MRG32K3A: 81920}  # lanes of the host generators (the H200's)
 MTGP_BLOCKS = 192  # MTGP32's blocks (the H200's; 64 under PSEUDO_LEGACY)
 F32 = np.float32
@@ -91,6 +96,11 @@ def uniform_double_hq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def uniform_double_32(x: np.ndarray) -> np.ndarray:
     """_curand_uniform_double of one 32-bit draw: x 2^-32 + 2^-32."""
     return x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE
+
+
+def uniform_double_mt19937(x: np.ndarray) -> np.ndarray:
+    """MT19937's uniform double of a draw: x 2^-32 + 2^-33 (its float is this, rounded)."""
+    return x.astype(np.float64) * TWO_POW32_INV_DOUBLE + TWO_POW32_INV_DOUBLE / 2.0
 
 
 def uniform_double_64(x: np.ndarray) -> np.ndarray:
@@ -195,7 +205,7 @@ class Generator:
         self.rng_type = {DEFAULT: XORWOW, QUASI_DEFAULT: SOBOL32}.get(rng_type, rng_type)
         self.seed = 0
         self.offset = 0  # quasirandom: the next point; pseudorandom: as set (the order counts)
-        self.carry = 0  # Philox: values generated that the offset has not counted yet (< 4)
+        self.values = 0  # Philox: NVIDIA's count behind its offset (count())
         self.quasi = self.rng_type in QUASI
         self.ordering = K["CURAND_ORDERING_QUASI_DEFAULT" if self.quasi else
                           "CURAND_ORDERING_PSEUDO_DEFAULT"]
@@ -209,17 +219,16 @@ class Generator:
 
     def count(self, units: int) -> None:
         """Where states made anew (a new seed or ordering) start: NVIDIA's offset moves by a
-        call's units (XORWOW, MRG32k3a), by the values generated so far div 4 (Philox; a call
-        of fewer than 4 by its count), not at all for MTGP32; a quasirandom generator's by
-        its points (quasi_draws)."""
-        if self.quasi or self.rng_type == MTGP32:
+        call's units (XORWOW, MRG32k3a), not at all for MTGP32 and MT19937; a quasirandom
+        generator's by its points (quasi_draws). Philox's follows a count of values: an
+        offset o sets it to 4 o + o mod 4, every value generated (of any kind) adds one,
+        and the offset is the count div 4, the count itself while it is below 4 (NVIDIA's
+        host generator, calls of 1 to 562151 values in a row from offsets 0 to 4099)."""
+        if self.quasi or self.rng_type in (MTGP32, MT19937):
             return
-        if self.rng_type == PHILOX and units >= 4:
-            # the values generated are summed, the offset is their total div 4 (the H200:
-            # calls of 300001 and 262150 values move it by 140038, one more than 75000+65537)
-            total = self.carry + units
-            self.offset += total // 4
-            self.carry = total % 4
+        if self.rng_type == PHILOX:
+            self.values += units
+            self.offset = self.values if self.values < 4 else self.values // 4
             return
         self.offset += units
 
@@ -228,12 +237,15 @@ class Generator:
             legacy = self.ordering == K["CURAND_ORDERING_PSEUDO_LEGACY"]
             if self.rng_type in LANED:
                 lanes = 4096 if legacy else HOST_LANES[self.rng_type]
-                self._order = order.Lanes(LANED[self.rng_type], self.seed, lanes, self.offset)
+                engine = eng.xorwow_seeded if self.ordering == SEEDED else LANED[self.rng_type]
+                self._order = order.Lanes(engine, self.seed, lanes, self.offset)
             elif self.rng_type == PHILOX:
                 self._order = order.PhiloxOrder(self.seed, self.offset)
             elif self.rng_type == MTGP32:
                 self._order = order.MtgpOrder(self.seed, 64 if legacy else MTGP_BLOCKS,
                                               self.offset)
+            elif self.rng_type == MT19937:
+                self._order = mt19937.Mt19937Order(self.seed)
             else:
                 raise Unsupported(f"the {NAMES[self.rng_type]} generator is not implemented")
         return self._order
@@ -243,8 +255,8 @@ class Generator:
         return self.order().units(count, k)
 
     def draws(self, count: int) -> np.ndarray:
-        """XORWOW / MRG32k3a / MTGP32: the next `count` draws, one per output."""
-        if self.rng_type == MTGP32:
+        """XORWOW / MRG32k3a / MTGP32 / MT19937: the next `count` draws, one per output."""
+        if self.rng_type in (MTGP32, MT19937):
             return self.order().draws(count)
         return self.order().units(count, 1)[0]
 
@@ -392,8 +404,7 @@ def _create(rng_type: int, host: bool) -> int:
     if rng_type not in NAMES:
         raise Status("CURAND_STATUS_TYPE_ERROR", f"curandRngType_t {rng_type}")
     if rng_type not in SUPPORTED:
-        raise Unsupported(f"the {NAMES[rng_type]} generator is not implemented (cuport has "
-                          "XORWOW, MRG32K3A, MTGP32, PHILOX4_32_10 and the Sobol generators)")
+        raise Unsupported(f"the {NAMES[rng_type]} generator is not implemented")
     return Generator(rng_type, host).handle
 
 
@@ -433,7 +444,7 @@ def set_offset(generator: int, offset: int) -> None:
     if g.rng_type in (MTGP32, MT19937):
         raise Status("CURAND_STATUS_TYPE_ERROR", f"{NAMES[g.rng_type]} has no offset")
     g.offset = offset
-    g.carry = 0
+    g.values = 4 * offset + offset % 4
     g.reset()
 
 
@@ -456,12 +467,10 @@ def set_ordering(generator: int, order: int) -> None:
             raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for a quasirandom generator")
     elif (order not in ORDERINGS or order == K["CURAND_ORDERING_QUASI_DEFAULT"]
           or (order == SEEDED and g.rng_type != XORWOW)
-          or (order == DYNAMIC and g.rng_type == MT19937)):
-        raise Status("CURAND_STATUS_OUT_OF_RANGE", f"{name} for {NAMES[g.rng_type]}")
-    elif order not in MODELLED_ORDERINGS and not (order == DYNAMIC and g.rng_type == PHILOX):
-        raise Unsupported(f"{name} for {NAMES[g.rng_type]} is not implemented (its order "
-                          "depends on the request's size and the GPU; cuport has "
-                          "PSEUDO_DEFAULT, BEST and LEGACY)")
+          or (order == DYNAMIC and (g.host or g.rng_type == MT19937))):
+        # NVIDIA's host generators have no DYNAMIC ordering (OUT_OF_RANGE, every type)
+        raise Status("CURAND_STATUS_OUT_OF_RANGE",
+                     f"{name} for {'a host ' if g.host else ''}{NAMES[g.rng_type]}")
     g.ordering = order
     g.reset()
 
@@ -562,6 +571,8 @@ def uniform(g: Generator, n: int) -> np.ndarray:
     if g.rng_type == PHILOX:
         return g.philox(n, 1, uniform_float)
     d = g.draws(n)
+    if g.rng_type == MT19937:
+        return uniform_double_mt19937(d).astype(F32)
     return (d * eng.MRG_NORM).astype(F32) if g.rng_type == MRG32K3A else uniform_float(d)
 
 
@@ -573,6 +584,8 @@ def uniform_double(g: Generator, n: int) -> np.ndarray:
         return g.draws(n) * eng.MRG_NORM
     if g.rng_type == MTGP32:
         return uniform_double_32(g.draws(n))
+    if g.rng_type == MT19937:
+        return uniform_double_mt19937(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 2, lambda w: np.stack(
             [uniform_double_hq(w[:, i], w[:, i + 1]) for i in range(0, 8, 2)], axis=1))
@@ -586,7 +599,7 @@ def _philox_normals(w: np.ndarray) -> np.ndarray:
 def normal(g: Generator, n: int) -> np.ndarray:
     if g.quasi:
         return normal_icdf(g.quasi_draws(n))
-    if g.rng_type == MTGP32:
+    if g.rng_type in (MTGP32, MT19937):
         return normal_icdf(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 1, _philox_normals)
@@ -597,7 +610,7 @@ def normal(g: Generator, n: int) -> np.ndarray:
 def normal_double(g: Generator, n: int) -> np.ndarray:
     if g.quasi:
         return normal_icdf_double(g.quasi_draws(n))
-    if g.rng_type == MTGP32:
+    if g.rng_type in (MTGP32, MT19937):
         return normal_icdf_double(g.draws(n))
     if g.rng_type == PHILOX:
         return g.philox(n, 2, lambda w: _quads(box_muller_double(*(w[:, i] for i in range(4))),
@@ -619,6 +632,11 @@ def poisson(g: Generator, n: int, lam: float) -> np.ndarray:
             return pm.inversion(d, lam)
         high = (d >> U64(32)).astype(U32) if d.dtype == U64 else d
         return pm.normal_approximation(normal_icdf_double(high), lam)
+    if g.rng_type == MT19937:
+        d = g.draws(n)
+        if lam < 2000:
+            return pm.square_histogram(d, lam)
+        return pm.normal_approximation_float(normal_icdf(d), lam)
     if g.rng_type == MTGP32:
         d = g.draws(n)
         if lam < 32:

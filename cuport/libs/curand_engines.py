@@ -94,16 +94,18 @@ class Xorwow:
 
     name = "XORWOW"
 
-    def __init__(self, seed: int, subsequences: np.ndarray, offset: int = 0) -> None:
+    def __init__(self, seed: int | np.ndarray, subsequences: np.ndarray, offset: int = 0) -> None:
+        """Lane i: curand_init(seed, subsequences[i], offset); `seed` may be one per lane."""
         k = len(subsequences)
-        s0 = U32(seed & 0xFFFFFFFF) ^ U32(0xAAD26B49)
-        s1 = U32((seed >> 32) & 0xFFFFFFFF) ^ U32(0xF7DCEFDD)
+        seeds = np.broadcast_to(np.asarray(seed, U64), (k,))
+        s0 = (seeds & U64(0xFFFFFFFF)).astype(U32) ^ U32(0xAAD26B49)
+        s1 = (seeds >> U64(32)).astype(U32) ^ U32(0xF7DCEFDD)
         with np.errstate(over="ignore"):
             t0 = U32(1099087573) * s0
             t1 = U32(2591861531) * s1
-            d = np.full(k, U32(6615241) + t1 + t0, U32)
-            v = np.array([U32(123456789) + t0, U32(362436069) ^ t0, U32(521288629) + t1,
-                          U32(88675123) ^ t1, U32(5783321) + t0], U32)[:, None].repeat(k, axis=1)
+            d = U32(6615241) + t1 + t0
+            v = np.stack([U32(123456789) + t0, U32(362436069) ^ t0, U32(521288629) + t1,
+                          U32(88675123) ^ t1, U32(5783321) + t0])
         v = _skip(v, np.asarray(subsequences), 67)
         self.v = _skip(v, np.full(k, offset, dtype=U64), 0)
         with np.errstate(over="ignore"):
@@ -121,6 +123,18 @@ class Xorwow:
                 d += U32(362437)
                 out[s] = v[4] + d
         return out
+
+
+#: XORWOW under CURAND_ORDERING_PSEUDO_SEEDED: lane l is curand_init(seed + l * this
+#: (mod 2^64), 0, offset) instead of subsequence l (NVIDIA's host generator: every lane of
+#: six seeds, among them 0, 2^32 - 1 and 2^64 - 5)
+SEEDED_STRIDE = 3133713
+
+
+def xorwow_seeded(seed: int, lanes: np.ndarray, offset: int = 0) -> Xorwow:
+    with np.errstate(over="ignore"):
+        seeds = U64(seed) + lanes.astype(U64) * U64(SEEDED_STRIDE)
+    return Xorwow(seeds, np.zeros(len(lanes), U64), offset)
 
 
 # -- MRG32k3a ------------------------------------------------------------------------------

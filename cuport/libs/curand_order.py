@@ -9,7 +9,8 @@ tests/libs/curand_record.cu) and NVIDIA's host generators, which give the same b
   one lane, dealt round-robin from a start lane that moves on by the request's unit
   count; every lane continues from where its last unit left it. An offset o is o raw
   outputs already dealt: lane l has made o div lanes draws, one more if l < o mod lanes,
-  and the next unit goes to lane o mod lanes.
+  and the next unit goes to lane o mod lanes. Under XORWOW's PSEUDO_SEEDED ordering the
+  4096 lanes are seeded instead (curand_engines.xorwow_seeded), dealt alike.
 - Philox4x32-10: output g (counted from the offset over the generator's life) is element
   g mod 4 of group g div 4, made by thread t = group mod 65536 from subsequence t with
   one curand4 block (raw, uniform, normal: Box-Muller on (x, y) and (z, w)) or two
@@ -20,6 +21,7 @@ tests/libs/curand_record.cu) and NVIDIA's host generators, which give the same b
 - MTGP32 runs `blocks` blocks (192; 64 under PSEUDO_LEGACY), block b with NVIDIA's
   parameter set b, each making 256 outputs a round; output g is from round
   g div (256 blocks), block (g div 256) mod blocks, position 256 round + g mod 256.
+- MT19937's 8192 generators of 8 threads: curand_mt19937.py.
 """
 
 from __future__ import annotations
