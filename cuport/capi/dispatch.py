@@ -49,13 +49,7 @@ class Dispatcher:
             def read_str(a):
                 return None if a == ffi.NULL else ffi.string(a).decode("utf-8", "surrogateescape")
             return read_str
-        if ffi.typeof(param.ctype).kind in ("pointer", "function"):
-            cast, uintptr = ffi.cast, ffi.typeof("uintptr_t")
-
-            def read_address(a):
-                return int(cast(uintptr, a))
-            return read_address
-        return None  # numbers, and structs passed by value (cdata)
+        return None  # numbers, addresses (Param.by_address), structs passed by value (cdata)
 
     def _writer(self, param: table.Param) -> Callable:
         ffi, pointee = self.ffi, param.pointee

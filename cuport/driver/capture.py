@@ -46,7 +46,7 @@ MODES = {GLOBAL: "CU_STREAM_CAPTURE_MODE_GLOBAL", THREAD_LOCAL: "CU_STREAM_CAPTU
 _lock = threading.RLock()
 _ids = itertools.count(1)
 _tls = threading.local()
-_active: set[Capture] = set()
+_active: set[Capture] = stream.active_captures
 
 Deps = list[tuple[graph.Node, bytes]]
 

@@ -20,6 +20,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from cuport.capi.types import MEMORY
 from cuport.driver import context, device, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -262,6 +263,11 @@ def queued_backend(*addresses: int):
     return backend
 
 
+#: copies and fills up to this size are made holding the GIL: a foreign call (ctypes.memmove)
+#: releases and takes it again, which costs more than copying a few KiB
+SMALL = 1 << 16
+
+
 def move(dst: int, src: int, n: int) -> None:
     """memmove for the driver's copies: device memory the host cannot touch (a discrete
     GPU's) goes through its backend; everything else is host memory at its address."""
@@ -270,7 +276,10 @@ def move(dst: int, src: int, n: int) -> None:
     _settle(dst, src)
     d, s = _opaque_at(dst), _opaque_at(src)
     if d is None and s is None:
-        ctypes.memmove(dst, src, n)
+        if n <= SMALL:
+            MEMORY[dst:dst + n] = MEMORY[src:src + n]  # (a memmove: overlap allowed)
+        else:
+            ctypes.memmove(dst, src, n)
         return
     owner = d or s
     b = owner.context.device.backend()
@@ -282,12 +291,17 @@ def move(dst: int, src: int, n: int) -> None:
         b.copy_dtoh(dst, src, n)
 
 
+_MASKS = {1: 0xFF, 2: 0xFFFF, 4: 0xFFFFFFFF}
+
+
 def fill(dst: int, value: int, n: int, width: int = 1) -> None:
     """n elements of `width` bytes set to `value`, through the backend where needed."""
     _settle(dst)
     a = _opaque_at(dst)
     if a is None:
-        if width == 1:
+        if n * width <= SMALL:
+            MEMORY[dst:dst + n * width] = (value & _MASKS[width]).to_bytes(width, "little") * n
+        elif width == 1:
             ctypes.memset(dst, value & 0xFF, n)
         else:
             import numpy as np

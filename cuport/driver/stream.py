@@ -40,6 +40,9 @@ LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
 _ids = itertools.count(1)
 _tls = threading.local()
+#: the capture sequences under way in any thread (capture.py's; kept here, where every
+#: synchronous copy asks whether there is one)
+active_captures: set = set()
 
 
 def drain(ctx: context.Context) -> None:
@@ -379,21 +382,49 @@ def idle(s: Stream) -> bool:
         return not s.pending() and not _dependencies(s) and not device_busy(s.context)
 
 
-def idle_default_stream() -> Stream | None:
-    """The calling thread's default stream when work done now on the calling thread is in
-    its order (a synchronous copy or memset): no capture under way, nothing pending on the
-    stream, on what it waits for, or on the device; else None (go the general way). The
-    caller then drains (a finished launch's failure), does the work and check_sticky()s."""
-    if _capture().under_way():
-        return None
-    s = resolve(0)
-    if s.pending() or _dependencies(s) or device_busy(s.context):
-        return None
-    return s
+def settled(s: Stream) -> bool:
+    """Whether work done now on the calling thread is in s's order: nothing pending on s, on
+    the streams s waits for or on the device, and no capture under way anywhere (a capture
+    forbids synchronous work and may hold the legacy stream's dependencies: the general
+    path's checks). If so, the device's failures found meanwhile become the context's error
+    (drain), as they would before work queued behind them. A synchronous copy or memset on
+    the default stream and an event record are done at once when this holds (CUDA's order:
+    each follows everything submitted before it to the streams it depends on)."""
+    if active_captures:
+        return False
+    last = s.last
+    if last is not None and not last.done._set:
+        return False
+    ctx = s.context
+    cs = ctx.streams or streams_of(ctx)
+    if s.kind == "legacy":
+        if cs.created or cs.per_thread:
+            with cs.lock:
+                if _dependencies(s):
+                    return False
+    elif s.blocking and cs.legacy.pending():
+        return False
+    b = ctx.device.loaded_backend()
+    if b is not None:
+        pending = getattr(b, "pending", None)
+        if pending is not None and pending():
+            return False
+    drain(ctx)
+    return True
+
+
+def settled_default(ctx: context.Context) -> bool:
+    """settled() for the calling thread's default stream in ctx (the current context): the
+    legacy stream, or the thread's own in a `_ptds` call."""
+    if getattr(_tls, "ptds", False):
+        return settled(_per_thread(ctx))
+    return settled((ctx.streams or streams_of(ctx)).legacy)
 
 
 def check_sticky(ctx: context.Context) -> None:
     """Return (raise) an asynchronous failure once, the way synchronising calls do."""
+    if ctx.sticky_error is None:  # (read without the lock: set meanwhile is set after this call)
+        return
     with ctx.lock:
         err, ctx.sticky_error = ctx.sticky_error, None
     if err is not None:
