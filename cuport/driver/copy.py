@@ -59,22 +59,26 @@ def _queue(s: stream.Stream | None, fn: Callable[[], None], what: str) -> None:
     stream.submit_device(s, fn, what)
 
 
-def _now(*addresses: int) -> context.Context | None:
+def _now(ctx: context.Context | None, *addresses: int) -> context.Context | None:
     """Whether a synchronous copy or fill of this memory may be done at once on the calling
     thread: the host can use the memory, and nothing orders it (stream.settled_default: the
-    default stream, what it waits for and the device are idle); then its context (the
-    caller does the work and check_sticky()s), else None. A small copy then costs a driver
-    call, not a trip through the stream machinery."""
+    default stream, what it waits for and the device are idle); then the context (ctx, the
+    current one, if the caller has it; the caller does the work with memory.host_copy or
+    host_fill and check_sticky()s), else None. A small copy then costs a driver call, not a
+    trip through the stream machinery. Memory of other devices is not waited for: in CUDA
+    too a stream is ordered only with its own context's work."""
     if not memory.host_accessible(*addresses):
         return None
-    ctx = context.current()
+    if ctx is None:
+        ctx = context.current()
     return ctx if stream.settled_default(ctx) else None
 
 
-def _copy_1d(dst: int, src: int, n: int, what: str) -> None:
-    """A checked synchronous copy of n bytes, in the default stream's order."""
-    if n and (ctx := _now(dst, src)) is not None:
-        memory.move(dst, src, n)
+def _copy_1d(ctx: context.Context | None, dst: int, src: int, n: int, what: str) -> None:
+    """A checked synchronous copy of n bytes, in the default stream's order (ctx: the
+    current context, if the caller has it)."""
+    if n and (ctx := _now(ctx, dst, src)) is not None:
+        memory.host_copy(dst, src, n)
         stream.check_sticky(ctx)
         return
     _copy(_rows(dst, src, n), None, what)
@@ -87,8 +91,8 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     CUDA_MEMCPY2D/3D, if any) that copies whenever the graph runs."""
     if handle is None and len(rows) == 1:
         dst, src, n = rows[0]
-        if (ctx := _now(dst, src)) is not None:
-            memory.move(dst, src, n)
+        if (ctx := _now(None, dst, src)) is not None:
+            memory.host_copy(dst, src, n)
             stream.check_sticky(ctx)
             return
     queued = _queued_copy(rows)
@@ -130,22 +134,25 @@ def _sync(fn: Callable[[], None], what: str) -> None:
 
 # -- 1D copies ----------------------------------------------------------------------------
 
-def _htod(dst: int, src: int, n: int) -> None:
-    context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
+def _htod(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_host_range(src, n, "srcHost")
+    return ctx
 
 
-def _dtoh(dst: int, src: int, n: int) -> None:
-    context.current()
+def _dtoh(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()
     memory.check_host_range(dst, n, "dstHost")
     memory.check_device_range(src, n, "srcDevice")
+    return ctx
 
 
-def _dtod(dst: int, src: int, n: int) -> None:
-    context.current()
+def _dtod(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_device_range(src, n, "srcDevice")
+    return ctx
 
 
 def _unified(dst: int, src: int, n: int) -> None:
@@ -160,25 +167,25 @@ def _rows(dst: int, src: int, n: int) -> Rows:
 @implements("cuMemcpy", "cuMemcpy_ptds")
 def memcpy(dst: int, src: int, n: int) -> None:
     _unified(dst, src, n)
-    _copy_1d(dst, src, n, "cuMemcpy")
+    _copy_1d(None, dst, src, n, "cuMemcpy")
 
 
 @implements("cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds")
 def memcpy_htod(dst: int, src: int, n: int) -> None:
-    _htod(dst, src, n)
-    _copy_1d(dst, src, n, "cuMemcpyHtoD")
+    ctx = _htod(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyHtoD")
 
 
 @implements("cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds")
 def memcpy_dtoh(dst: int, src: int, n: int) -> None:
-    _dtoh(dst, src, n)
-    _copy_1d(dst, src, n, "cuMemcpyDtoH")
+    ctx = _dtoh(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyDtoH")
 
 
 @implements("cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds")
 def memcpy_dtod(dst: int, src: int, n: int) -> None:
-    _dtod(dst, src, n)
-    _copy_1d(dst, src, n, "cuMemcpyDtoD")
+    ctx = _dtod(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyDtoD")
 
 
 def _peer_contexts(dst_ctx: int, src_ctx: int) -> None:
@@ -229,35 +236,35 @@ def memcpy_peer_async(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int,
 def memcpy_htoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_host_range(src, n, "srcHost")
-    _copy_1d(dst, src, n, "cuMemcpyHtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyHtoA")
 
 
 @implements("cuMemcpyAtoH_v2", "cuMemcpyAtoH_v2_ptds")
 def memcpy_atoh(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_host_range(dst, n, "dstHost")
-    _copy_1d(dst, src, n, "cuMemcpyAtoH")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoH")
 
 
 @implements("cuMemcpyDtoA_v2", "cuMemcpyDtoA_v2_ptds")
 def memcpy_dtoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_device_range(src, n, "srcDevice")
-    _copy_1d(dst, src, n, "cuMemcpyDtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyDtoA")
 
 
 @implements("cuMemcpyAtoD_v2", "cuMemcpyAtoD_v2_ptds")
 def memcpy_atod(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_device_range(dst, n, "dstDevice")
-    _copy_1d(dst, src, n, "cuMemcpyAtoD")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoD")
 
 
 @implements("cuMemcpyAtoA_v2", "cuMemcpyAtoA_v2_ptds")
 def memcpy_atoa(dst_arr: int, dst_off: int, src_arr: int, src_off: int, n: int) -> None:
     dst = array.lookup(dst_arr).check(dst_off, n, "dstArray")
     src = array.lookup(src_arr).check(src_off, n, "srcArray")
-    _copy_1d(dst, src, n, "cuMemcpyAtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoA")
 
 
 @implements("cuMemcpyHtoAAsync_v2", "cuMemcpyHtoAAsync_v2_ptsz")
@@ -416,8 +423,8 @@ def _queued_fill(dst: int, pitch: int, value: int, width: int, height: int,
 def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: int,
                what: str) -> None:
     fill = fill_plan(dst, pitch, value, width, height, size)
-    if height == 1 and (ctx := _now(dst)) is not None:
-        fill()
+    if height == 1 and width and (ctx := _now(None, dst)) is not None:
+        memory.host_fill(dst, value, width, size)
         stream.check_sticky(ctx)
         return
     queued = _queued_fill(dst, pitch, value, width, height, size)
@@ -430,8 +437,8 @@ def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: 
 def _memset_sync(what: str, size: int):
     def set_1d(dst: int, value: int, n: int) -> None:
         _check_fill(dst, 0, n, 1, size)
-        if n and (ctx := _now(dst)) is not None:  # (as _fill_sync, without making a plan)
-            memory.fill(dst, value, n, size)
+        if n and (ctx := _now(None, dst)) is not None:  # (as _fill_sync, without a plan)
+            memory.host_fill(dst, value, n, size)
             stream.check_sticky(ctx)
             return
         _fill_sync(dst, 0, value, n, 1, size, what)

@@ -39,7 +39,13 @@ from cuport.driver.errors import CudaError, E, from_exception, note_failure, rep
 LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
 _ids = itertools.count(1)
-_tls = threading.local()
+
+
+class _ThreadState(threading.local):
+    ptds = False  # within a `_ptds`/`_ptsz` call (a default: no exception for a missing one)
+
+
+_tls = _ThreadState()
 #: the capture sequences under way in any thread (capture.py's; kept here, where every
 #: synchronous copy asks whether there is one)
 active_captures: set = set()
@@ -51,6 +57,12 @@ def drain(ctx: context.Context) -> None:
     results: a host callback, an event, a copy, a synchronising call. A kernel failure found
     then becomes the context's asynchronous error, as a failing launch does."""
     b = ctx.device.loaded_backend()  # (none made: nothing in flight)
+    if b is not None:
+        _drain(ctx, b)
+
+
+def _drain(ctx: context.Context, b) -> None:
+    """drain(ctx) with its device's backend b."""
     finish = getattr(b, "drain", None)
     if finish is None:
         return
@@ -217,7 +229,7 @@ def streams_of(ctx: context.Context) -> ContextStreams:
 @contextlib.contextmanager
 def per_thread_default():
     """Within a `_ptds`/`_ptsz` call, stream 0 means the per-thread default stream."""
-    previous = getattr(_tls, "ptds", False)
+    previous = _tls.ptds
     _tls.ptds = True
     try:
         yield
@@ -237,9 +249,10 @@ def _per_thread(ctx: context.Context) -> Stream:
 def resolve(handle: int) -> Stream:
     """The stream a CUstream argument names (0: legacy, or per-thread in a _ptds call)."""
     if handle == 0:
-        handle = PER_THREAD if getattr(_tls, "ptds", False) else LEGACY
+        handle = PER_THREAD if _tls.ptds else LEGACY
     if handle == LEGACY:
-        return streams_of(context.current()).legacy
+        ctx = context.current()
+        return (ctx.streams or streams_of(ctx)).legacy
     if handle == PER_THREAD:
         return _per_thread(context.current())
     s = handles.lookup(handle, Stream, "stream")
@@ -374,14 +387,6 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     check_sticky(s.context)
 
 
-def idle(s: Stream) -> bool:
-    """Whether everything submitted to s so far has finished, on the device too (so that
-    what is submitted now could be done at once)."""
-    cs = streams_of(s.context)
-    with cs.lock:
-        return not s.pending() and not _dependencies(s) and not device_busy(s.context)
-
-
 def settled(s: Stream) -> bool:
     """Whether work done now on the calling thread is in s's order: nothing pending on s, on
     the streams s waits for or on the device, and no capture under way anywhere (a capture
@@ -390,8 +395,12 @@ def settled(s: Stream) -> bool:
     (drain), as they would before work queued behind them. A synchronous copy or memset on
     the default stream and an event record are done at once when this holds (CUDA's order:
     each follows everything submitted before it to the streams it depends on)."""
-    if active_captures:
-        return False
+    return not active_captures and caught_up(s)
+
+
+def caught_up(s: Stream) -> bool:
+    """Whether everything submitted to s, to the streams s waits for and to the device has
+    finished; if so, drained (a finished launch's failure is the context's error now)."""
     last = s.last
     if last is not None and not last.done._set:
         return False
@@ -409,14 +418,14 @@ def settled(s: Stream) -> bool:
         pending = getattr(b, "pending", None)
         if pending is not None and pending():
             return False
-    drain(ctx)
+        _drain(ctx, b)
     return True
 
 
 def settled_default(ctx: context.Context) -> bool:
     """settled() for the calling thread's default stream in ctx (the current context): the
     legacy stream, or the thread's own in a `_ptds` call."""
-    if getattr(_tls, "ptds", False):
+    if _tls.ptds:
         return settled(_per_thread(ctx))
     return settled((ctx.streams or streams_of(ctx)).legacy)
 
@@ -505,12 +514,8 @@ def synchronize(handle: int) -> None:
 def query(handle: int) -> None:
     s = resolve(handle)
     check_capture(s, "cuStreamQuery")
-    cs = streams_of(s.context)
-    with cs.lock:
-        busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
-    if busy:
+    if not caught_up(s):  # (which drains: a finished launch's failure is this call's)
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
-    drain(s.context)  # (nothing to wait for: a finished launch's failure is this call's)
     check_sticky(s.context)
 
 
