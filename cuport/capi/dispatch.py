@@ -89,7 +89,7 @@ class Dispatcher:
                     if args[i] != NULL:
                         write(args[i], value)
             answered = probe and e.code == INVALID_CONTEXT and (
-                probe_arg is None or args[probe_arg] == NULL)
+                probe_arg is None or not args[probe_arg])  # (an address: 0 is NULL)
             if not e.quiet and not answered:
                 errors.report(symbol, e.code, e.message, e.subject)
             return e.code
