@@ -95,8 +95,8 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
             memory.host_copy(dst, src, n)
             stream.check_sticky(ctx)
             return
-    queued = _queued_copy(rows)
     if handle is None:
+        queued = _queued_copy(rows)
         if queued is not None:
             _queue(None, queued, what)
             return
@@ -110,10 +110,17 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
         return
     if not rows:
         return
+    dst, src, n = rows[0]
+    if len(rows) == 1 and n <= memory.SMALL and memory.host_accessible(dst, src) \
+            and stream.settled(s):
+        # the stream has reached it: a small copy is done now (a large one still overlaps
+        # with the program, on the stream's thread)
+        memory.host_copy(dst, src, n)
+        return
+    queued = _queued_copy(rows)
     if queued is not None:
         _queue(s, queued, what)
         return
-    dst, src, _ = rows[0]
     if not memory.accessed_in_stream_order(src):
         chunks = [ctypes.create_string_buffer(ctypes.string_at(a, n), n) for _, a, n in rows]
 
