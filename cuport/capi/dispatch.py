@@ -123,9 +123,9 @@ class Dispatcher:
             body.append(f"values = ({''.join(v + ', ' for v in values)})")
             values = [f"values[{k}]" for k in range(len(values))]
         call = f"_fn({', '.join(values)})"
-        if func.ptds:
-            body.append("with _stream.per_thread_default():")
-            body.append(f"    result = {call}")
+        if func.ptds:  # (stream.per_thread_default, without a context manager's cost)
+            body += ["state = _stream.thread_state", "previous, state.ptds = state.ptds, True",
+                     "try:", f"    result = {call}", "finally:", "    state.ptds = previous"]
         else:
             body.append(f"result = {call}")
         results = ["result"] if len(outs) == 1 else [f"o{k}" for k in range(len(outs))]

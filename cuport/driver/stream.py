@@ -46,6 +46,7 @@ class _ThreadState(threading.local):
 
 
 _tls = _ThreadState()
+thread_state = _tls  # (the dispatcher sets ptds around a `_ptds`/`_ptsz` call)
 #: the capture sequences under way in any thread (capture.py's; kept here, where every
 #: synchronous copy asks whether there is one)
 active_captures: set = set()
@@ -408,9 +409,11 @@ def caught_up(s: Stream) -> bool:
     cs = ctx.streams or streams_of(ctx)
     if s.kind == "legacy":
         if cs.created or cs.per_thread:
-            with cs.lock:
-                if _dependencies(s):
-                    return False
+            with cs.lock:  # (_dependencies, without making the list)
+                for o in itertools.chain(cs.created, cs.per_thread.values()):
+                    last = o.last
+                    if last is not None and not last.done._set and o.blocking:
+                        return False
     elif s.blocking and cs.legacy.pending():
         return False
     b = ctx.device.loaded_backend()
