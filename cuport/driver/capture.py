@@ -190,8 +190,10 @@ def under_way() -> bool:
 
 def check_unsafe(what: str) -> None:
     """Fail (and invalidate the captures that forbid it) a potentially unsafe call."""
+    if not _active:  # (the usual answer, before the thread's mode: a missing one is costly)
+        return
     mode = thread_mode()
-    if mode == RELAXED or not _active:
+    if mode == RELAXED:
         return
     me = threading.get_ident()
     with _lock:

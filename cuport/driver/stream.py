@@ -444,10 +444,15 @@ def check_sticky(ctx: context.Context) -> None:
 
 
 def synchronize_context(ctx: context.Context) -> None:
-    if getattr(ctx, "streams", None) is None:
+    """Wait for every stream of ctx, then for the device (drained once, not per stream)."""
+    cs = ctx.streams
+    if cs is None:
         return
-    for s in streams_of(ctx).all():
-        s.synchronize()
+    for s in cs.all():
+        last = s.last
+        if last is not None:
+            last.done.wait()
+    drain(ctx)
 
 
 def _release(ctx: context.Context) -> None:
@@ -611,9 +616,7 @@ def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
 
 @implements("cuCtxSynchronize")
 def ctx_synchronize() -> None:
-    from cuport.driver import capture
-
-    capture.check_unsafe("cuCtxSynchronize")
+    _capture().check_unsafe("cuCtxSynchronize")
     ctx = context.current()
     synchronize_context(ctx)
     check_sticky(ctx)
@@ -621,9 +624,7 @@ def ctx_synchronize() -> None:
 
 @implements("cuCtxSynchronize_v2")
 def ctx_synchronize_v2(handle: int) -> None:
-    from cuport.driver import capture
-
-    capture.check_unsafe("cuCtxSynchronize")
+    _capture().check_unsafe("cuCtxSynchronize")
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)
