@@ -123,7 +123,7 @@ class Dispatcher:
             body.append(f"values = ({''.join(v + ', ' for v in values)})")
             values = [f"values[{k}]" for k in range(len(values))]
         call = f"_fn({', '.join(values)})"
-        if func.ptds:  # (stream.per_thread_default, without a context manager's cost)
+        if func.ptds:  # stream 0 is the per-thread default stream (stream.thread_state)
             body += ["state = _stream.thread_state", "previous, state.ptds = state.ptds, True",
                      "try:", f"    result = {call}", "finally:", "    state.ptds = previous"]
         else:

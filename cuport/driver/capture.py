@@ -183,11 +183,6 @@ def thread_mode() -> int:
     return getattr(_tls, "mode", GLOBAL)
 
 
-def under_way() -> bool:
-    """Whether any stream capture is under way (in any thread)."""
-    return bool(_active)
-
-
 def check_unsafe(what: str) -> None:
     """Fail (and invalidate the captures that forbid it) a potentially unsafe call."""
     if not _active:  # (the usual answer, before the thread's mode: a missing one is costly)

@@ -42,11 +42,15 @@ _ids = itertools.count(1)
 
 
 class _ThreadState(threading.local):
-    ptds = False  # within a `_ptds`/`_ptsz` call (a default: no exception for a missing one)
+    """Within a `_ptds`/`_ptsz` call (the dispatcher sets `ptds` around it), stream 0 means
+    the calling thread's per-thread default stream. (A class default: a thread-local's
+    missing attribute would raise inside every getattr.)"""
+
+    ptds = False
 
 
 _tls = _ThreadState()
-thread_state = _tls  # (the dispatcher sets ptds around a `_ptds`/`_ptsz` call)
+thread_state = _tls
 #: the capture sequences under way in any thread (capture.py's; kept here, where every
 #: synchronous copy asks whether there is one)
 active_captures: set = set()
@@ -225,17 +229,6 @@ def streams_of(ctx: context.Context) -> ContextStreams:
             if cs is None:
                 cs = ctx.streams = ContextStreams(ctx)
     return cs
-
-
-@contextlib.contextmanager
-def per_thread_default():
-    """Within a `_ptds`/`_ptsz` call, stream 0 means the per-thread default stream."""
-    previous = _tls.ptds
-    _tls.ptds = True
-    try:
-        yield
-    finally:
-        _tls.ptds = previous
 
 
 def _per_thread(ctx: context.Context) -> Stream:
