@@ -28,3 +28,14 @@ def test_launches_are_queued_and_ordered(tmp_path):
     ], r.stdout + r.stderr
     assert "cuport: cuLaunchKernel(_Z4trapv): CUDA_ERROR_LAUNCH_FAILED: kernel _Z4trapv: the " \
            "kernel executed trap" in r.stderr, r.stderr
+
+
+def test_per_thread_default_streams(tmp_path):
+    """`nvcc --default-stream per-thread`: the driver's _ptds/_ptsz entry points, with stream 0
+    the calling thread's own stream, and a copy after 100 queued launches on it sees them."""
+    exe = build(tmp_path, "per_thread_default", ["per_thread_default.cu"],
+                "--default-stream", "per-thread")
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["own stream: 1, another thread's: 1; cudaSuccess 100"], \
+        r.stdout + r.stderr
