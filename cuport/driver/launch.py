@@ -168,7 +168,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's
         try:
-            f.prepare(block, **opts)
+            f.prepare(block, **opts) if opts else f.prepare(block)
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
     if s.capture is not None:  # recorded as a kernel node of the capture's graph

@@ -263,7 +263,7 @@ def resolve_for_work(handle: int) -> Stream:
 
 def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
-    cs = streams_of(s.context)
+    cs = s.context.streams or streams_of(s.context)
     if s.kind == "legacy":
         if not cs.created and not cs.per_thread:
             return []
@@ -320,8 +320,9 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     failure becomes the context's asynchronous error, as the op's would). Else it is queued
     like any other op; `hold` (a module.Module) is then told (launch_started/
     launch_finished), so that the module stays loaded until fn has run."""
-    check_capture(s, what)
-    cs = streams_of(s.context)
+    if active_captures:  # (s's capture, or the legacy stream's on a capturing one)
+        check_capture(s, what)
+    cs = s.context.streams or streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s)
         if not deps and not s.pending():
