@@ -86,7 +86,7 @@ def cdef_text() -> str:
     lines.append(f"extern void *const cuport_slot_entries[{len(export_layout.SLOT_SIGNATURES)}];")
     lines.append('extern "Python" {')
     for f in funcs.values():
-        lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.c_params()});")
+        lines.append(f"  {f.ret} cuport_py_{f.symbol}({f.python_params()});")
     for name, (ret, params) in export_layout.SLOT_SIGNATURES.items():
         lines.append(f"  {ret} cuport_slot_{name}({params});")
     lines.append("  CUresult cuport_unknown_slot(int, int);")
@@ -110,10 +110,10 @@ def c_source(libpython: str) -> str:
     ]
     # Forward declarations of the extern "Python" entries cffi defines further down.
     for f in funcs.values():
-        out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
+        out.append(f"static {f.ret} cuport_py_{f.symbol}({f.python_params()});")
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
-        body = f"    {f.ret} r = cuport_py_{f.symbol}({f.c_args()});\n"
+        body = f"    {f.ret} r = cuport_py_{f.symbol}({f.python_args()});\n"
         if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
             body += "    if (r == 0) cuport_initialized = 1;\n"
         # a ^C that arrived inside the call: Python's handler ran, put cuport's back (guard.c)

@@ -49,13 +49,7 @@ class Dispatcher:
             def read_str(a):
                 return None if a == ffi.NULL else ffi.string(a).decode("utf-8", "surrogateescape")
             return read_str
-        if ffi.typeof(param.ctype).kind in ("pointer", "function"):
-            cast, uintptr = ffi.cast, ffi.typeof("uintptr_t")
-
-            def read_address(a):
-                return int(cast(uintptr, a))
-            return read_address
-        return None  # numbers, and structs passed by value (cdata)
+        return None  # numbers, addresses (Param.by_address), structs passed by value (cdata)
 
     def _writer(self, param: table.Param) -> Callable:
         ffi, pointee = self.ffi, param.pointee
@@ -71,75 +65,92 @@ class Dispatcher:
     # -- the entry ---------------------------------------------------------------------
 
     def entry(self, func: table.Function) -> Callable:
+        """The function cffi calls for func: Python source generated for its parameters
+        (no loops over them, no argument tuples, the checks a symbol does not need left
+        out: a driver call's fixed cost is mostly this function's)."""
         impl = IMPLEMENTATIONS.get(func.symbol)
         if impl is None:
             return self._unimplemented(func)
         NULL = self.ffi.NULL
-        readers = [self._reader(p) for p in func.params]
-        ins = [(i, readers[i]) for i, p in enumerate(func.params) if not p.out]
+        params = func.params
+        names = [f"a{i}" for i in range(len(params))]  # (C names may shadow Python's)
+        readers = [self._reader(p) for p in params]
+        ins = [(i, readers[i]) for i, p in enumerate(params) if not p.out]
         outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
-                for i, p in enumerate(func.params) if p.out]
-        # the in-parameters' positions, and those to convert (by position among them)
-        positions = tuple(i for i, _ in ins) if outs else None
-        convert = tuple((k, r) for k, (_, r) in enumerate(ins) if r)
-        single_out = len(outs) == 1
-        symbol, ptds = func.symbol, func.ptds
-        fn, before_init = impl.fn, impl.before_init
-        do_trace = self.trace
+                for i, p in enumerate(params) if p.out]
+        symbol, do_trace = func.symbol, self.trace
         probe = symbol in CONTEXT_PROBES
-        probe_arg = next((i for i, p in enumerate(func.params)
+        probe_arg = next((i for i, p in enumerate(params)
                           if p.name == CONTEXT_PROBES.get(symbol)), None)
 
-        def probe_answered(code: int, args) -> bool:
-            return probe and code == INVALID_CONTEXT and (
-                probe_arg is None or args[probe_arg] == NULL)
+        def failed(e: CudaError, args: tuple) -> int:
+            if e.outs is not None:
+                for (i, _, _, write), value in zip(outs, e.outs, strict=True):
+                    if args[i] != NULL:
+                        write(args[i], value)
+            answered = probe and e.code == INVALID_CONTEXT and (
+                probe_arg is None or not args[probe_arg])  # (an address: 0 is NULL)
+            if not e.quiet and not answered:
+                errors.report(symbol, e.code, e.message, e.subject)
+            return e.code
 
-        def write_outs(args, values) -> None:
-            for (i, _, _, write), value in zip(outs, values, strict=True):
-                if args[i] != NULL:
-                    write(args[i], value)
+        def crashed(e: Exception) -> int:
+            err = errors.from_exception(e, symbol)
+            errors.report(symbol, err.code, err.message)
+            return err.code
 
-        def call(*args):
-            start = time.perf_counter() if do_trace else 0.0
-            values = ()
-            result = None
-            try:
-                if not before_init and not device.initialized():
-                    raise CudaError(E.NOT_INITIALIZED, "cuInit(0) has not been called yet")
-                errors.check_usable(symbol)
-                for i, name, optional, _ in outs:
-                    if args[i] == NULL and not optional:
-                        raise CudaError(E.INVALID_VALUE, f"{name} is NULL")
-                values = list(args) if positions is None else [args[i] for i in positions]
-                for k, r in convert:
-                    values[k] = r(values[k])
-                if ptds:
-                    with stream.per_thread_default():
-                        result = fn(*values)
-                else:
-                    result = fn(*values)
-                if outs:
-                    write_outs(args, (result,) if single_out else result)
-                code = 0
-            except CudaError as e:
-                code = e.code
-                if e.outs is not None:
-                    write_outs(args, e.outs)
-                if not e.quiet and not probe_answered(e.code, args):
-                    errors.report(symbol, e.code, e.message, e.subject)
-            except Exception as e:  # noqa: BLE001 - nothing may reach C
-                err = errors.from_exception(e, symbol)
-                code = err.code
-                errors.report(symbol, err.code, err.message)
-            except KeyboardInterrupt:  # ^C in a Python program while cuport waited
-                code = stream.interrupted(symbol)
-            if do_trace:
-                trace.print_call(func, values, ins, result, outs, code,
-                                 time.perf_counter() - start)
-            return code
-
-        call.__name__ = symbol
-        return call
+        space = {"NULL": NULL, "CudaError": CudaError, "E": E, "_device": device,
+                 "_errors": errors, "_stream": stream, "_fn": impl.fn, "_symbol": symbol,
+                 "_failed": failed, "_crashed": crashed, "_perf": time.perf_counter,
+                 "_print": trace.print_call, "_func": func, "_ins": ins, "_outs": outs}
+        body = []
+        if not impl.before_init:
+            body.append("if not _device._initialized: raise CudaError(E.NOT_INITIALIZED, "
+                        "'cuInit(0) has not been called yet')")
+        if not errors.UNAFFECTED.fullmatch(symbol):
+            body.append("if _errors._fatal is not None: _errors.check_usable(_symbol)")
+        for i, name, optional, _ in outs:
+            if not optional:
+                body.append(f"if a{i} == NULL: raise CudaError(E.INVALID_VALUE, {name + ' is NULL'!r})")
+        values = []
+        for i, reader in ins:
+            if reader is None:
+                values.append(f"a{i}")
+            else:
+                space[f"_r{i}"] = reader
+                values.append(f"_r{i}(a{i})")
+        if do_trace:  # (the trace shows the converted values)
+            body.append(f"values = ({''.join(v + ', ' for v in values)})")
+            values = [f"values[{k}]" for k in range(len(values))]
+        call = f"_fn({', '.join(values)})"
+        if func.ptds:  # stream 0 is the per-thread default stream (stream.thread_state)
+            body += ["state = _stream.thread_state", "previous, state.ptds = state.ptds, True",
+                     "try:", f"    result = {call}", "finally:", "    state.ptds = previous"]
+        else:
+            body.append(f"result = {call}")
+        results = ["result"] if len(outs) == 1 else [f"o{k}" for k in range(len(outs))]
+        if len(outs) > 1:  # (exactly one value per out-parameter)
+            body.append(f"{', '.join(results)}, = result")
+        for (i, _, optional, write), value in zip(outs, results, strict=True):
+            space[f"_w{i}"] = write
+            guard = f"if a{i} != NULL: " if optional else ""
+            body.append(f"{guard}_w{i}(a{i}, {value})")
+        body.append("code = 0")
+        raw = "".join(n + ", " for n in names)
+        lines = [f"def {symbol}({', '.join(names)}):"]
+        if do_trace:
+            lines.append("    start = _perf(); values = (); result = None")
+        lines += ["    try:", *("        " + b for b in body),
+                  "    except CudaError as e:", f"        code = _failed(e, ({raw}))",
+                  "    except Exception as e:  # nothing may reach C",
+                  "        code = _crashed(e)",
+                  "    except KeyboardInterrupt:  # ^C in a Python program while cuport waited",
+                  "        code = _stream.interrupted(_symbol)"]
+        if do_trace:
+            lines.append("    _print(_func, values, _ins, result, _outs, code, _perf() - start)")
+        lines.append("    return code")
+        exec(compile("\n".join(lines) + "\n", f"<cuport dispatch {symbol}>", "exec"), space)
+        return space[symbol]
 
     def _unimplemented(self, func: table.Function) -> Callable:
         symbol, do_trace = func.symbol, self.trace

@@ -35,9 +35,25 @@ class Param:
         """`CUcontext` for `CUcontext *`: the type an out-parameter holds."""
         return self.ctype[:-1].strip()
 
+    @property
+    def by_address(self) -> bool:
+        """An in-parameter that reaches Python as its address, an int (uintptr_t): pointers,
+        handles and function pointers, but for `const char *` (a string). cffi hands an int
+        over for a fraction of what a pointer object and its conversion cost."""
+        return not self.out and self.ctype != "const char *" and (
+            self.is_pointer or self.ctype in address_types())
+
     def declaration(self) -> str:
         sep = "" if self.is_pointer else " "
         return f"{self.ctype}{sep}{self.name}"
+
+    def python_declaration(self) -> str:
+        """Its declaration in the `extern "Python"` entry's signature."""
+        return f"uintptr_t {self.name}" if self.by_address else self.declaration()
+
+    def python_arg(self) -> str:
+        """The C expression that passes it to the `extern "Python"` entry."""
+        return f"(uintptr_t){self.name}" if self.by_address else self.name
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,13 @@ class Function:
 
     def c_args(self) -> str:
         return ", ".join(p.name for p in self.params)
+
+    def python_params(self) -> str:
+        """The `extern "Python"` entry's parameters (Param.by_address ones as uintptr_t)."""
+        return ", ".join(p.python_declaration() for p in self.params) or "void"
+
+    def python_args(self) -> str:
+        return ", ".join(p.python_arg() for p in self.params)
 
 
 def _parse_function(line: str) -> Function:
@@ -146,6 +169,15 @@ def handle_types() -> frozenset[str]:
     """Typedef names of opaque handles (`typedef struct CUctx_st *CUcontext;`)."""
     pattern = re.compile(r"typedef struct \w+ \*(\w+);")
     return frozenset(m[1] for line in _sections()["types"] if (m := pattern.fullmatch(line)))
+
+
+@cache
+def address_types() -> frozenset[str]:
+    """Typedef names of pointers: handles, `void *` typedefs and function pointers."""
+    pointer = re.compile(r"typedef [^;(]*\*\s*(\w+);")
+    function = re.compile(r"typedef [^;]*\(\s*(?:CUDA_CB\s*)?\*\s*(\w+)\)\s*\(.*")
+    return frozenset(m[1] for line in _sections()["types"]
+                     if (m := pointer.fullmatch(line) or function.fullmatch(line)))
 
 
 @cache

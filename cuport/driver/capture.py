@@ -46,7 +46,7 @@ MODES = {GLOBAL: "CU_STREAM_CAPTURE_MODE_GLOBAL", THREAD_LOCAL: "CU_STREAM_CAPTU
 _lock = threading.RLock()
 _ids = itertools.count(1)
 _tls = threading.local()
-_active: set[Capture] = set()
+_active: set[Capture] = stream.active_captures
 
 Deps = list[tuple[graph.Node, bytes]]
 
@@ -183,15 +183,12 @@ def thread_mode() -> int:
     return getattr(_tls, "mode", GLOBAL)
 
 
-def under_way() -> bool:
-    """Whether any stream capture is under way (in any thread)."""
-    return bool(_active)
-
-
 def check_unsafe(what: str) -> None:
     """Fail (and invalidate the captures that forbid it) a potentially unsafe call."""
+    if not _active:  # (the usual answer, before the thread's mode: a missing one is costly)
+        return
     mode = thread_mode()
-    if mode == RELAXED or not _active:
+    if mode == RELAXED:
         return
     me = threading.get_ident()
     with _lock:

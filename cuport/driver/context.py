@@ -66,6 +66,7 @@ class Context:
         self.shared_config = K.CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE
         self.cls: dict[int, tuple[int, Callable | None]] = {}
         self.sticky_error: CudaError | None = None
+        self.streams = None  # its stream.ContextStreams, made when first asked for
         self.lock = threading.RLock()
         self.usage = 1  # cuCtxAttach/cuCtxDetach (legacy): destroyed when it reaches 0
         self.handle = handles.new(self)
@@ -130,6 +131,18 @@ def current_or_none() -> Context | None:
 
 def current() -> Context:
     """The calling thread's current context, active, else CUDA_ERROR_INVALID_CONTEXT."""
+    s = getattr(_tls, "stack", None)
+    if s:  # (every driver call asks: the usual answer first)
+        ctx = s[-1]
+        if ctx.active and _peek(ctx.handle) is ctx:
+            return ctx
+    return _current_checked()
+
+
+_peek = handles.peek
+
+
+def _current_checked() -> Context:
     s = stack()
     if not s:
         raise CudaError(E.INVALID_CONTEXT,

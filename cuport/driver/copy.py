@@ -59,19 +59,29 @@ def _queue(s: stream.Stream | None, fn: Callable[[], None], what: str) -> None:
     stream.submit_device(s, fn, what)
 
 
-def _now(fn: Callable[[], None], *addresses: int) -> bool:
-    """Run a synchronous copy or fill at once on the calling thread when nothing orders it
-    (stream.idle_default_stream) and the host can use the memory (small copies cost a
-    driver call, not a trip through the stream machinery); False: nothing was done."""
+def _now(ctx: context.Context | None, *addresses: int) -> context.Context | None:
+    """Whether a synchronous copy or fill of this memory may be done at once on the calling
+    thread: the host can use the memory, and nothing orders it (stream.settled_default: the
+    default stream, what it waits for and the device are idle); then the context (ctx, the
+    current one, if the caller has it; the caller does the work with memory.host_copy or
+    host_fill and check_sticky()s), else None. A small copy then costs a driver call, not a
+    trip through the stream machinery. Memory of other devices is not waited for: in CUDA
+    too a stream is ordered only with its own context's work."""
     if not memory.host_accessible(*addresses):
-        return False
-    s = stream.idle_default_stream()
-    if s is None:
-        return False
-    stream.drain(s.context)
-    fn()
-    stream.check_sticky(s.context)
-    return True
+        return None
+    if ctx is None:
+        ctx = context.current()
+    return ctx if stream.settled_default(ctx) else None
+
+
+def _copy_1d(ctx: context.Context | None, dst: int, src: int, n: int, what: str) -> None:
+    """A checked synchronous copy of n bytes, in the default stream's order (ctx: the
+    current context, if the caller has it)."""
+    if n and (ctx := _now(ctx, dst, src)) is not None:
+        memory.host_copy(dst, src, n)
+        stream.check_sticky(ctx)
+        return
+    _copy(_rows(dst, src, n), None, what)
 
 
 def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
@@ -81,10 +91,12 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
     CUDA_MEMCPY2D/3D, if any) that copies whenever the graph runs."""
     if handle is None and len(rows) == 1:
         dst, src, n = rows[0]
-        if _now(lambda: ctypes.memmove(dst, src, n), dst, src):
+        if (ctx := _now(None, dst, src)) is not None:
+            memory.host_copy(dst, src, n)
+            stream.check_sticky(ctx)
             return
-    queued = _queued_copy(rows)
     if handle is None:
+        queued = _queued_copy(rows)
         if queued is not None:
             _queue(None, queued, what)
             return
@@ -98,10 +110,17 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
         return
     if not rows:
         return
+    dst, src, n = rows[0]
+    if len(rows) == 1 and n <= memory.SMALL and memory.host_accessible(dst, src) \
+            and stream.settled(s):
+        # the stream has reached it: a small copy is done now (a large one still overlaps
+        # with the program, on the stream's thread)
+        memory.host_copy(dst, src, n)
+        return
+    queued = _queued_copy(rows)
     if queued is not None:
         _queue(s, queued, what)
         return
-    dst, src, _ = rows[0]
     if not memory.accessed_in_stream_order(src):
         chunks = [ctypes.create_string_buffer(ctypes.string_at(a, n), n) for _, a, n in rows]
 
@@ -122,22 +141,25 @@ def _sync(fn: Callable[[], None], what: str) -> None:
 
 # -- 1D copies ----------------------------------------------------------------------------
 
-def _htod(dst: int, src: int, n: int) -> None:
-    context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
+def _htod(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()  # NVIDIA checks the context first (CUDA_ERROR_INVALID_CONTEXT)
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_host_range(src, n, "srcHost")
+    return ctx
 
 
-def _dtoh(dst: int, src: int, n: int) -> None:
-    context.current()
+def _dtoh(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()
     memory.check_host_range(dst, n, "dstHost")
     memory.check_device_range(src, n, "srcDevice")
+    return ctx
 
 
-def _dtod(dst: int, src: int, n: int) -> None:
-    context.current()
+def _dtod(dst: int, src: int, n: int) -> context.Context:
+    ctx = context.current()
     memory.check_device_range(dst, n, "dstDevice")
     memory.check_device_range(src, n, "srcDevice")
+    return ctx
 
 
 def _unified(dst: int, src: int, n: int) -> None:
@@ -152,25 +174,25 @@ def _rows(dst: int, src: int, n: int) -> Rows:
 @implements("cuMemcpy", "cuMemcpy_ptds")
 def memcpy(dst: int, src: int, n: int) -> None:
     _unified(dst, src, n)
-    _copy(_rows(dst, src, n), None, "cuMemcpy")
+    _copy_1d(None, dst, src, n, "cuMemcpy")
 
 
 @implements("cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds")
 def memcpy_htod(dst: int, src: int, n: int) -> None:
-    _htod(dst, src, n)
-    _copy(_rows(dst, src, n), None, "cuMemcpyHtoD")
+    ctx = _htod(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyHtoD")
 
 
 @implements("cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds")
 def memcpy_dtoh(dst: int, src: int, n: int) -> None:
-    _dtoh(dst, src, n)
-    _copy(_rows(dst, src, n), None, "cuMemcpyDtoH")
+    ctx = _dtoh(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyDtoH")
 
 
 @implements("cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds")
 def memcpy_dtod(dst: int, src: int, n: int) -> None:
-    _dtod(dst, src, n)
-    _copy(_rows(dst, src, n), None, "cuMemcpyDtoD")
+    ctx = _dtod(dst, src, n)
+    _copy_1d(ctx, dst, src, n, "cuMemcpyDtoD")
 
 
 def _peer_contexts(dst_ctx: int, src_ctx: int) -> None:
@@ -221,35 +243,35 @@ def memcpy_peer_async(dst: int, dst_ctx: int, src: int, src_ctx: int, n: int,
 def memcpy_htoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_host_range(src, n, "srcHost")
-    _copy(_rows(dst, src, n), None, "cuMemcpyHtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyHtoA")
 
 
 @implements("cuMemcpyAtoH_v2", "cuMemcpyAtoH_v2_ptds")
 def memcpy_atoh(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_host_range(dst, n, "dstHost")
-    _copy(_rows(dst, src, n), None, "cuMemcpyAtoH")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoH")
 
 
 @implements("cuMemcpyDtoA_v2", "cuMemcpyDtoA_v2_ptds")
 def memcpy_dtoa(arr: int, offset: int, src: int, n: int) -> None:
     dst = array.lookup(arr).check(offset, n, "dstArray")
     memory.check_device_range(src, n, "srcDevice")
-    _copy(_rows(dst, src, n), None, "cuMemcpyDtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyDtoA")
 
 
 @implements("cuMemcpyAtoD_v2", "cuMemcpyAtoD_v2_ptds")
 def memcpy_atod(dst: int, arr: int, offset: int, n: int) -> None:
     src = array.lookup(arr).check(offset, n, "srcArray")
     memory.check_device_range(dst, n, "dstDevice")
-    _copy(_rows(dst, src, n), None, "cuMemcpyAtoD")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoD")
 
 
 @implements("cuMemcpyAtoA_v2", "cuMemcpyAtoA_v2_ptds")
 def memcpy_atoa(dst_arr: int, dst_off: int, src_arr: int, src_off: int, n: int) -> None:
     dst = array.lookup(dst_arr).check(dst_off, n, "dstArray")
     src = array.lookup(src_arr).check(src_off, n, "srcArray")
-    _copy(_rows(dst, src, n), None, "cuMemcpyAtoA")
+    _copy_1d(None, dst, src, n, "cuMemcpyAtoA")
 
 
 @implements("cuMemcpyHtoAAsync_v2", "cuMemcpyHtoAAsync_v2_ptsz")
@@ -370,9 +392,8 @@ def _nonnull(p: int) -> int:
 
 # -- memset -------------------------------------------------------------------------------
 
-def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
-               size: int) -> Callable[[], None]:
-    """Check a (2D) fill of `width` elements of `size` bytes per row and return it."""
+def _check_fill(dst: int, pitch: int, width: int, height: int, size: int) -> None:
+    """A (2D) fill of `width` elements of `size` bytes per row must fit its allocation."""
     if dst % size:
         raise CudaError(E.INVALID_VALUE, f"dstDevice {hex(dst)} is not {size}-byte aligned")
     row = width * size
@@ -380,6 +401,13 @@ def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
         raise CudaError(E.INVALID_VALUE, f"dstPitch {pitch} is less than the row's {row} bytes")
     if row and height:
         memory.check_device_range(dst, (height - 1) * pitch + row, "dstDevice")
+
+
+def fill_plan(dst: int, pitch: int, value: int, width: int, height: int,
+               size: int) -> Callable[[], None]:
+    """Check a (2D) fill of `width` elements of `size` bytes per row and return it."""
+    _check_fill(dst, pitch, width, height, size)
+
     def run() -> None:
         for r in range(height):
             memory.fill(dst + r * pitch, value, width, size)
@@ -402,7 +430,9 @@ def _queued_fill(dst: int, pitch: int, value: int, width: int, height: int,
 def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: int,
                what: str) -> None:
     fill = fill_plan(dst, pitch, value, width, height, size)
-    if height == 1 and _now(fill, dst):
+    if height == 1 and width and (ctx := _now(None, dst)) is not None:
+        memory.host_fill(dst, value, width, size)
+        stream.check_sticky(ctx)
         return
     queued = _queued_fill(dst, pitch, value, width, height, size)
     if queued is not None:
@@ -413,6 +443,11 @@ def _fill_sync(dst: int, pitch: int, value: int, width: int, height: int, size: 
 
 def _memset_sync(what: str, size: int):
     def set_1d(dst: int, value: int, n: int) -> None:
+        _check_fill(dst, 0, n, 1, size)
+        if n and (ctx := _now(None, dst)) is not None:  # (as _fill_sync, without a plan)
+            memory.host_fill(dst, value, n, size)
+            stream.check_sticky(ctx)
+            return
         _fill_sync(dst, 0, value, n, 1, size, what)
     return set_1d
 

@@ -341,6 +341,9 @@ class Device:
 
     def loaded_backend(self):
         """This device's backend if it was made (module.loaded_backend), else None."""
+        b = self.__dict__.get("_backend")  # (made by backend(): asked before every copy)
+        if b is not None:
+            return b
         from cuport.driver import module
 
         return module.loaded_backend(self)

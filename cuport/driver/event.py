@@ -86,8 +86,7 @@ def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
             shared.reached(n)
 
     e.time, e.captured = None, None
-    if stream.idle(s):  # reached at once: nothing before it on the stream or the device
-        stream.drain(s.context)  # (a finished launch's failure: the context's error now)
+    if stream.caught_up(s):  # reached at once: nothing before it on the stream or the device
         mark()
         e.op = stream.FINISHED
         return

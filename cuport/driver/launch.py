@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 
 from cuport.backends.base import BackendError
 from cuport.capi import types
@@ -39,17 +40,40 @@ def pack_params(f: module.Function, kernel_params: int, extra: int) -> bytes:
     if not kernel_params:
         raise CudaError(E.INVALID_VALUE, f"the kernel takes {len(info.params)} parameters but "
                                          "kernelParams and extra are NULL", subject=f.name)
-    # each argument copied once, straight from the program's memory (types.MEMORY)
-    buffer = bytearray(info.param_size)
-    memory = types.MEMORY
-    layout = f.param_layout
-    pointers = memory[kernel_params:kernel_params + 8 * len(layout)].cast("Q").tolist()
-    for (start, end, size, name), address in zip(layout, pointers, strict=True):
-        if not address:
-            raise CudaError(E.INVALID_VALUE, f"kernelParams[{pointers.index(0)}] ({name}) is "
-                                             "NULL", subject=f.name)
-        buffer[start:end] = memory[address:address + size]
-    return bytes(buffer)
+    packer = f.packer
+    if packer is None:
+        packer = f.packer = _packer(f.param_layout, info.param_size)
+    params = packer(kernel_params)
+    if params is None:
+        pointers = types.read_pointers(kernel_params, len(f.param_layout))
+        i = pointers.index(0)
+        raise CudaError(E.INVALID_VALUE, f"kernelParams[{i}] ({f.param_layout[i][3]}) is NULL",
+                        subject=f.name)
+    return params
+
+
+def _packer(layout: tuple[tuple[int, int, int, str], ...], total: int):
+    """pack(kernelParams) -> the parameter buffer (None if a pointer is NULL), as Python code
+    generated for this layout: the pointers read with one struct, each argument's bytes
+    joined straight from the program's memory (types.MEMORY) with the padding between them.
+    A loop over the layout cost a 4-parameter launch 1.5 us; this, 0.5."""
+    pieces, at = [], 0
+    for k, (start, end, size, _) in enumerate(layout):
+        if start > at:
+            pieces.append(f"{bytes(start - at)!r}")
+        pieces.append(f"M[p{k}:p{k} + {size}]")
+        at = end
+    if total > at:
+        pieces.append(f"{bytes(total - at)!r}")
+    names = [f"p{k}" for k in range(len(layout))]
+    source = (f"def pack(kp):\n"
+              f"    {''.join(n + ', ' for n in names)}= S.unpack_from(M, kp)\n"
+              f"    if not ({' and '.join(names)}):\n"
+              f"        return None\n"
+              f"    return b''.join(({''.join(p + ', ' for p in pieces)}))\n")
+    space = {"M": types.MEMORY, "S": struct.Struct(f"<{len(layout)}Q")}
+    exec(compile(source, "<cuport kernel parameters>", "exec"), space)
+    return space["pack"]
 
 
 def _from_extra(f: module.Function, extra: int) -> bytes:
@@ -144,7 +168,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's
         try:
-            f.prepare(block, **opts)
+            f.prepare(block, **opts) if opts else f.prepare(block)
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
@@ -158,7 +182,9 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         capture.add(s, node, f"{what}({f.name})")
         return None
 
-    label = f"{what}({f.name})"
+    label = f.labels.get(what)
+    if label is None:
+        label = f.labels[what] = f"{what}({f.name})"
     if stream.queues_on_device(s.context):
         # the device's queue keeps the order: handed over now when s is idle (submit_device)
         if f.launch_queued is not None:

@@ -20,6 +20,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from cuport.capi.types import MEMORY
 from cuport.driver import context, device, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
@@ -236,7 +237,10 @@ def _settle(*addresses: int) -> None:
     """Before the host touches device memory: let a device whose launches finish
     asynchronously complete them (stream.drain), so the host sees their results and the
     kernels see the host's bytes only after they ran."""
-    if not _async_devices or not any(d.backend().pending() for d in _async_devices):
+    for d in _async_devices:
+        if d.backend().pending():
+            break
+    else:
         return
     for address in addresses:
         a = TABLE.find(address)
@@ -262,15 +266,22 @@ def queued_backend(*addresses: int):
     return backend
 
 
+#: copies and fills up to this size are made holding the GIL: a foreign call (ctypes.memmove)
+#: releases and takes it again, which costs more than copying a few KiB
+SMALL = 1 << 16
+
+
 def move(dst: int, src: int, n: int) -> None:
     """memmove for the driver's copies: device memory the host cannot touch (a discrete
     GPU's) goes through its backend; everything else is host memory at its address."""
     if n <= 0:
         return
     _settle(dst, src)
-    d, s = _opaque_at(dst), _opaque_at(src)
+    d = s = None
+    if _opaque[0]:
+        d, s = _opaque_at(dst), _opaque_at(src)
     if d is None and s is None:
-        ctypes.memmove(dst, src, n)
+        host_copy(dst, src, n)
         return
     owner = d or s
     b = owner.context.device.backend()
@@ -282,20 +293,38 @@ def move(dst: int, src: int, n: int) -> None:
         b.copy_dtoh(dst, src, n)
 
 
+_MASKS = {1: 0xFF, 2: 0xFFFF, 4: 0xFFFFFFFF}
+
+
 def fill(dst: int, value: int, n: int, width: int = 1) -> None:
     """n elements of `width` bytes set to `value`, through the backend where needed."""
     _settle(dst)
-    a = _opaque_at(dst)
+    a = _opaque_at(dst) if _opaque[0] else None
     if a is None:
-        if width == 1:
-            ctypes.memset(dst, value & 0xFF, n)
-        else:
-            import numpy as np
-
-            dtype = {2: np.uint16, 4: np.uint32}[width]
-            np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(value)
+        host_fill(dst, value, n, width)
         return
     a.context.device.backend().fill(dst, value, n, width)
+
+
+def host_copy(dst: int, src: int, n: int) -> None:
+    """memmove of memory the host can use at its address."""
+    if n <= SMALL:
+        MEMORY[dst:dst + n] = MEMORY[src:src + n]  # (a memmove: overlap allowed)
+    else:
+        ctypes.memmove(dst, src, n)
+
+
+def host_fill(dst: int, value: int, n: int, width: int = 1) -> None:
+    """n elements of `width` bytes set to `value`, in memory the host can use at its address."""
+    if n * width <= SMALL:
+        MEMORY[dst:dst + n * width] = (value & _MASKS[width]).to_bytes(width, "little") * n
+    elif width == 1:
+        ctypes.memset(dst, value & 0xFF, n)
+    else:
+        import numpy as np
+
+        dtype = {2: np.uint16, 4: np.uint32}[width]
+        np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(value)
 
 
 def read(address: int, n: int) -> bytes:

@@ -231,6 +231,8 @@ class Function:
         self.launch_queued = getattr(kernel, "launch_queued", None)
         self.param_layout = tuple((p.offset, p.offset + p.size, p.size, p.name)
                                   for p in self.info.params)
+        self.packer = None  # the parameter packer made for the layout (launch.pack_params)
+        self.labels: dict[str, str] = {}  # "cuLaunchKernel" -> "cuLaunchKernel(name)"
         self.checked: tuple | None = None  # the last (grid, block, shared) check_geometry passed
         self.handle = handles.new(self)
 

@@ -39,7 +39,21 @@ from cuport.driver.errors import CudaError, E, from_exception, note_failure, rep
 LEGACY = K.CU_STREAM_LEGACY  # 0x1
 PER_THREAD = K.CU_STREAM_PER_THREAD  # 0x2
 _ids = itertools.count(1)
-_tls = threading.local()
+
+
+class _ThreadState(threading.local):
+    """Within a `_ptds`/`_ptsz` call (the dispatcher sets `ptds` around it), stream 0 means
+    the calling thread's per-thread default stream. (A class default: a thread-local's
+    missing attribute would raise inside every getattr.)"""
+
+    ptds = False
+
+
+_tls = _ThreadState()
+thread_state = _tls
+#: the capture sequences under way in any thread (capture.py's; kept here, where every
+#: synchronous copy asks whether there is one)
+active_captures: set = set()
 
 
 def drain(ctx: context.Context) -> None:
@@ -48,6 +62,12 @@ def drain(ctx: context.Context) -> None:
     results: a host callback, an event, a copy, a synchronising call. A kernel failure found
     then becomes the context's asynchronous error, as a failing launch does."""
     b = ctx.device.loaded_backend()  # (none made: nothing in flight)
+    if b is not None:
+        _drain(ctx, b)
+
+
+def _drain(ctx: context.Context, b) -> None:
+    """drain(ctx) with its device's backend b."""
     finish = getattr(b, "drain", None)
     if finish is None:
         return
@@ -211,17 +231,6 @@ def streams_of(ctx: context.Context) -> ContextStreams:
     return cs
 
 
-@contextlib.contextmanager
-def per_thread_default():
-    """Within a `_ptds`/`_ptsz` call, stream 0 means the per-thread default stream."""
-    previous = getattr(_tls, "ptds", False)
-    _tls.ptds = True
-    try:
-        yield
-    finally:
-        _tls.ptds = previous
-
-
 def _per_thread(ctx: context.Context) -> Stream:
     cs = streams_of(ctx)
     tid = threading.get_ident()
@@ -234,9 +243,10 @@ def _per_thread(ctx: context.Context) -> Stream:
 def resolve(handle: int) -> Stream:
     """The stream a CUstream argument names (0: legacy, or per-thread in a _ptds call)."""
     if handle == 0:
-        handle = PER_THREAD if getattr(_tls, "ptds", False) else LEGACY
+        handle = PER_THREAD if _tls.ptds else LEGACY
     if handle == LEGACY:
-        return streams_of(context.current()).legacy
+        ctx = context.current()
+        return (ctx.streams or streams_of(ctx)).legacy
     if handle == PER_THREAD:
         return _per_thread(context.current())
     s = handles.lookup(handle, Stream, "stream")
@@ -253,7 +263,7 @@ def resolve_for_work(handle: int) -> Stream:
 
 def _dependencies(s: Stream) -> list[Op]:
     """What new work on s must wait for besides s's own earlier work (lock held)."""
-    cs = streams_of(s.context)
+    cs = s.context.streams or streams_of(s.context)
     if s.kind == "legacy":
         if not cs.created and not cs.per_thread:
             return []
@@ -310,8 +320,9 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     failure becomes the context's asynchronous error, as the op's would). Else it is queued
     like any other op; `hold` (a module.Module) is then told (launch_started/
     launch_finished), so that the module stays loaded until fn has run."""
-    check_capture(s, what)
-    cs = streams_of(s.context)
+    if active_captures:  # (s's capture, or the legacy stream's on a capturing one)
+        check_capture(s, what)
+    cs = s.context.streams or streams_of(s.context)
     with cs.lock:
         deps = _dependencies(s)
         if not deps and not s.pending():
@@ -371,29 +382,55 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     check_sticky(s.context)
 
 
-def idle(s: Stream) -> bool:
-    """Whether everything submitted to s so far has finished, on the device too (so that
-    what is submitted now could be done at once)."""
-    cs = streams_of(s.context)
-    with cs.lock:
-        return not s.pending() and not _dependencies(s) and not device_busy(s.context)
+def settled(s: Stream) -> bool:
+    """Whether work done now on the calling thread is in s's order: nothing pending on s, on
+    the streams s waits for or on the device, and no capture under way anywhere (a capture
+    forbids synchronous work and may hold the legacy stream's dependencies: the general
+    path's checks). If so, the device's failures found meanwhile become the context's error
+    (drain), as they would before work queued behind them. A synchronous copy or memset on
+    the default stream and an event record are done at once when this holds (CUDA's order:
+    each follows everything submitted before it to the streams it depends on)."""
+    return not active_captures and caught_up(s)
 
 
-def idle_default_stream() -> Stream | None:
-    """The calling thread's default stream when work done now on the calling thread is in
-    its order (a synchronous copy or memset): no capture under way, nothing pending on the
-    stream, on what it waits for, or on the device; else None (go the general way). The
-    caller then drains (a finished launch's failure), does the work and check_sticky()s."""
-    if _capture().under_way():
-        return None
-    s = resolve(0)
-    if s.pending() or _dependencies(s) or device_busy(s.context):
-        return None
-    return s
+def caught_up(s: Stream) -> bool:
+    """Whether everything submitted to s, to the streams s waits for and to the device has
+    finished; if so, drained (a finished launch's failure is the context's error now)."""
+    last = s.last
+    if last is not None and not last.done._set:
+        return False
+    ctx = s.context
+    cs = ctx.streams or streams_of(ctx)
+    if s.kind == "legacy":
+        if cs.created or cs.per_thread:
+            with cs.lock:  # (_dependencies, without making the list)
+                for o in itertools.chain(cs.created, cs.per_thread.values()):
+                    last = o.last
+                    if last is not None and not last.done._set and o.blocking:
+                        return False
+    elif s.blocking and cs.legacy.pending():
+        return False
+    b = ctx.device.loaded_backend()
+    if b is not None:
+        pending = getattr(b, "pending", None)
+        if pending is not None and pending():
+            return False
+        _drain(ctx, b)
+    return True
+
+
+def settled_default(ctx: context.Context) -> bool:
+    """settled() for the calling thread's default stream in ctx (the current context): the
+    legacy stream, or the thread's own in a `_ptds` call."""
+    if _tls.ptds:
+        return settled(_per_thread(ctx))
+    return settled((ctx.streams or streams_of(ctx)).legacy)
 
 
 def check_sticky(ctx: context.Context) -> None:
     """Return (raise) an asynchronous failure once, the way synchronising calls do."""
+    if ctx.sticky_error is None:  # (read without the lock: set meanwhile is set after this call)
+        return
     with ctx.lock:
         err, ctx.sticky_error = ctx.sticky_error, None
     if err is not None:
@@ -401,10 +438,15 @@ def check_sticky(ctx: context.Context) -> None:
 
 
 def synchronize_context(ctx: context.Context) -> None:
-    if getattr(ctx, "streams", None) is None:
+    """Wait for every stream of ctx, then for the device (drained once, not per stream)."""
+    cs = ctx.streams
+    if cs is None:
         return
-    for s in streams_of(ctx).all():
-        s.synchronize()
+    for s in cs.all():
+        last = s.last
+        if last is not None:
+            last.done.wait()
+    drain(ctx)
 
 
 def _release(ctx: context.Context) -> None:
@@ -474,12 +516,8 @@ def synchronize(handle: int) -> None:
 def query(handle: int) -> None:
     s = resolve(handle)
     check_capture(s, "cuStreamQuery")
-    cs = streams_of(s.context)
-    with cs.lock:
-        busy = s.pending() or bool(_dependencies(s)) or device_busy(s.context)
-    if busy:
+    if not caught_up(s):  # (which drains: a finished launch's failure is this call's)
         raise CudaError(E.NOT_READY, "work is still pending on the stream", quiet=True)
-    drain(s.context)  # (nothing to wait for: a finished launch's failure is this call's)
     check_sticky(s.context)
 
 
@@ -572,9 +610,7 @@ def add_callback(handle: int, fn: int, user_data: int, flags: int) -> None:
 
 @implements("cuCtxSynchronize")
 def ctx_synchronize() -> None:
-    from cuport.driver import capture
-
-    capture.check_unsafe("cuCtxSynchronize")
+    _capture().check_unsafe("cuCtxSynchronize")
     ctx = context.current()
     synchronize_context(ctx)
     check_sticky(ctx)
@@ -582,9 +618,7 @@ def ctx_synchronize() -> None:
 
 @implements("cuCtxSynchronize_v2")
 def ctx_synchronize_v2(handle: int) -> None:
-    from cuport.driver import capture
-
-    capture.check_unsafe("cuCtxSynchronize")
+    _capture().check_unsafe("cuCtxSynchronize")
     ctx = context.resolve(handle)
     synchronize_context(ctx)
     check_sticky(ctx)

@@ -135,3 +135,23 @@ def test_cuda_python():
         "version 13050", "count 1", "name cuport CPU", "warp 32", "roundtrip True",
         "memset True", "double free CUDA_ERROR_INVALID_VALUE"]
     assert "double free" in result.stderr  # the misuse is reported, naming the call
+
+
+PROBE_SCRIPT = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    dev = ctypes.c_int()
+    print(lib.cuInit(0), lib.cuCtxGetDevice_v2(ctypes.byref(dev), None),
+          lib.cuCtxGetDevice_v2(ctypes.byref(dev), ctypes.c_void_p(0x7C0DE0FFFFC0)), flush=True)
+""")
+
+
+def test_context_probes_are_quiet():
+    """Asking for the current context's device with none current (cuCtxGetDevice_v2 with a
+    NULL context: cuda.core and CuPy do at start-up) is an answer, not a misuse: no report;
+    the same call naming a context that does not exist is reported. (The context arrives in
+    Python as an address: its NULL is 0.)"""
+    result = run([sys.executable, "-c", PROBE_SCRIPT, str(library())])
+    assert result.stdout.split() == ["0", "201", "201"], result.stdout + result.stderr
+    reports = [line for line in result.stderr.splitlines() if line.startswith("cuport:")]
+    assert len(reports) == 1 and "cuCtxGetDevice_v2" in reports[0], result.stderr

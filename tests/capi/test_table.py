@@ -61,6 +61,20 @@ def test_signatures_match_the_headers(tmp_path):
     assert result.returncode == 0, result.stderr[:4000]
 
 
+def test_parameters_passed_by_address_are_the_pointers():
+    """The C entries hand every pointer, handle and function pointer to Python as an int
+    (Param.by_address): what the table's regular expressions call one must be exactly what
+    the types' declarations make a pointer or a function (cffi's reading of them)."""
+    ffi = types.ffi()
+    for f in table.functions().values():
+        for p in f.params:
+            if p.out or p.ctype == "const char *":
+                assert not p.by_address, (f.symbol, p)
+            else:
+                kind = ffi.typeof(p.ctype).kind
+                assert p.by_address == (kind in ("pointer", "function")), (f.symbol, p, kind)
+
+
 def test_struct_layouts_match_the_compiler(tmp_path):
     include = need_cuda_home() / "include"
     ffi = types.ffi()

@@ -4,7 +4,9 @@ sees them: tests/driver/c/launch_queue.cu, built with nvcc, under `cuport run`.
 A launch returns before its kernel has run (a kernel waiting for the host to set a flag
 ends once the host sets it after the launch), the stream and an event recorded after it
 say cudaErrorNotReady meanwhile, memsets and copies between launches see the launches
-before them (more launches than the queue holds at once), and a kernel's trap is the next
+before them (more launches than the queue holds at once), small copies (done at once when
+nothing is pending) wait for a pending kernel on their stream or, on the legacy stream, on a
+blocking stream, and a kernel's trap is the next
 synchronising call's error, naming the kernel.
 """
 
@@ -20,8 +22,20 @@ def test_launches_are_queued_and_ordered(tmp_path):
     assert r.stdout.splitlines() == [
         "handshake: cudaErrorNotReady cudaErrorNotReady, then 1",
         "order: 307 300",
+        "small copies: -1, then 1 1; after a host function 7",
         "launch: cudaSuccess",
         "synchronize: cudaErrorLaunchFailure",
     ], r.stdout + r.stderr
     assert "cuport: cuLaunchKernel(_Z4trapv): CUDA_ERROR_LAUNCH_FAILED: kernel _Z4trapv: the " \
            "kernel executed trap" in r.stderr, r.stderr
+
+
+def test_per_thread_default_streams(tmp_path):
+    """`nvcc --default-stream per-thread`: the driver's _ptds/_ptsz entry points, with stream 0
+    the calling thread's own stream, and a copy after 100 queued launches on it sees them."""
+    exe = build(tmp_path, "per_thread_default", ["per_thread_default.cu"],
+                "--default-stream", "per-thread")
+    r = cuport_run(exe)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["own stream: 1, another thread's: 1; cudaSuccess 100"], \
+        r.stdout + r.stderr

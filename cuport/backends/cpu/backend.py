@@ -87,6 +87,9 @@ class CpuKernel:
         self._specs: dict[tuple, Spec] = {}
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
+        # the last queued launch's (spec, grid, shared, what, cooperative), scratch, record
+        # template and Record (CpuBackend.queue_launch)
+        self.last_queued: tuple | None = None
 
     def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS) -> Spec:
         spec = self._specs.get((block, resident))
@@ -385,7 +388,14 @@ class CpuBackend:
 
     def queue_launch(self, kernel: CpuKernel, spec: Spec, grid: tuple[int, int, int],
                      dyn_smem: int, params: bytes, what: str, cooperative: bool) -> None:
-        """Hand a launch to the queue (launch_queue.py)."""
+        """Hand a launch to the queue (launch_queue.py). What a launch of the same kernel,
+        shape and scratch as the kernel's last one needs beside its parameters is kept
+        (kernel.last_queued): a program launches the same grid again and again."""
+        last = kernel.last_queued
+        if last is not None and last[0] == (spec, grid, dyn_smem, what, cooperative) \
+                and last[1] is self._scratch:
+            self.queue.kernel(last[2], params, cooperative, last[3])
+            return
         nblocks = grid[0] * grid[1] * grid[2]
         workers = min(self.pool.n, nblocks)
         slot = (spec.scratch_base + dyn_smem + 4095) & ~4095
@@ -409,8 +419,12 @@ class CpuBackend:
                         _on_leader.active = False
 
         record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec), hook)
-        self.queue.kernel(spec.linked.worker_addr, workers, grid, dyn_smem, params,
-                          scratch.pointers, chunk, slot, cooperative, record)
+        template = self.queue.template(spec.linked.worker_addr, workers, grid, dyn_smem,
+                                       scratch.pointers, chunk, slot, hook is not None)
+        if hook is None:  # (a hooked kernel's record holds its module: made each time)
+            kernel.last_queued = ((spec, grid, dyn_smem, what, cooperative), scratch, template,
+                                  record)
+        self.queue.kernel(template, params, cooperative, record)
 
     def pending(self) -> bool:
         """Whether work handed to the queue has not finished yet."""

@@ -41,8 +41,12 @@ RECORD = struct.Struct("<IIIIQQQQ")
 # LaunchCtx's fields in order (layout.py; checked against it below), then the record
 CTX = struct.Struct("<QIIIIQQQIIQQQIIQQ")
 CTX_RECORD = struct.Struct("<QIIIIQQQIIQQQIIQQ" + "IIIIQQQQ")
+ADDRESS = struct.Struct("<Q")
+RECORD_END = CTX_RECORD.size
+RECORD_CTX = 24  # the record's ctx field
+WORKSPACE_FIELD = L.LaunchCtx.grid_workspace.offset
 assert CTX.size == ctypes.sizeof(L.LaunchCtx) == RECORD_AT
-assert L.LaunchCtx.grid_workspace.offset == CTX.size - 8
+assert L.LaunchCtx.params.offset == 0 and WORKSPACE_FIELD == CTX.size - 8
 assert RECORD_AT + RECORD.size <= WORKSPACE_AT and CTX_RECORD.size == RECORD_AT + RECORD.size
 
 HOOK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint32)
@@ -124,9 +128,18 @@ class LaunchQueue:
                                "cannot start the launch queue's thread")
         self.submitted = n + 1
 
-    def kernel(self, worker: int, nworkers: int, grid: tuple[int, int, int], dyn_smem: int,
-               params: bytes, scratch: int, chunk: int, slot_bytes: int, cooperative: bool,
-               record: Record) -> None:
+    @staticmethod
+    def template(worker: int, nworkers: int, grid: tuple[int, int, int], dyn_smem: int,
+                 scratch: int, chunk: int, slot_bytes: int, hooked: bool) -> bytes:
+        """A kernel record's slot head (its LaunchCtx and record) but for the addresses of the
+        slot it goes into: made once for launches of the same shape (CpuBackend.queue_launch)."""
+        return CTX_RECORD.pack(0, grid[0], grid[1], grid[2], dyn_smem, grid[0] * grid[1] * grid[2],
+                               0, scratch, 0, 0, 0, 0, 0, chunk, 0, slot_bytes, 0,
+                               KERNEL, nworkers, hooked, 0, worker, 0, 0, 0)
+
+    def kernel(self, template: bytes, params: bytes, cooperative: bool, record: Record) -> None:
+        """Hand over a kernel record made from `template` with these parameters. `record` may
+        serve several records in flight: it is not changed here."""
         with self.lock:
             n = self.submitted
             if n - self._tail.value >= SLOTS or self._failures.value != self._seen_failures:
@@ -134,22 +147,22 @@ class LaunchQueue:
             slot = n & (SLOTS - 1)
             off = slot * SLOT_BYTES
             at = self._base + off
+            view = self._view
+            view[off:off + RECORD_END] = template
             size = len(params)
             if size <= PARAMS_MAX:
-                self._view[off + PARAMS_AT:off + PARAMS_AT + size] = params
+                view[off + PARAMS_AT:off + PARAMS_AT + size] = params
                 paddr = at + PARAMS_AT
             else:
                 big = ctypes.create_string_buffer(params, size)
-                record.keep = (record.keep, big)
+                record = Record(record.what, record.name, record.grid, (record.keep, big),
+                                record.hook)
                 paddr = ctypes.addressof(big)
-            workspace = 0
+            ADDRESS.pack_into(view, off, paddr)  # LaunchCtx.params
+            ADDRESS.pack_into(view, off + RECORD_AT + RECORD_CTX, at)  # the record's LaunchCtx
             if cooperative:
-                struct.pack_into("<II", self._view, off + WORKSPACE_AT, 8, 0)  # {wsSize, barrier}
-                workspace = at + WORKSPACE_AT
-            CTX_RECORD.pack_into(self._view, off, paddr, grid[0], grid[1], grid[2], dyn_smem,
-                                 grid[0] * grid[1] * grid[2], 0, scratch, 0, 0, 0, 0, 0, chunk,
-                                 0, slot_bytes, workspace,
-                                 KERNEL, nworkers, record.hook is not None, 0, worker, at, 0, 0)
+                struct.pack_into("<II", view, off + WORKSPACE_AT, 8, 0)  # {wsSize, barrier}
+                ADDRESS.pack_into(view, off + WORKSPACE_FIELD, at + WORKSPACE_AT)
             self._records[slot] = record
             if not self._push_record(at + RECORD_AT):
                 raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,

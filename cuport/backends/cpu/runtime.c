@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -309,35 +310,57 @@ static void run_record(struct record *r, uint64_t seq)
         queue.hook(seq, 1);
 }
 
-/* The leader's idle states (queue.leader_sleeping). While a program hands work over, the
- * leader naps (NAP_NS at a time, NAPS times after its last record) instead of sleeping until
- * woken: a push then needs no futex wake, which costs the launching thread a system call and
- * often its CPU to the woken leader (most of a launch's time on a busy machine). A record
- * handed over while it naps starts within NAP_NS, or at once when somebody waits for it. */
-enum { AWAKE = 0, NAPPING = 1, ASLEEP = 2 };
-#define NAP_NS 200000
-#define NAPS 100
+/* The leader's idle states (queue.leader_sleeping). Once the queue is empty the leader
+ * waits SPIN_NS for more, yielding its CPU at every turn (spin_until), then sleeps in
+ * futex_wait until a push wakes it: a program that keeps launching hands its next record over
+ * within that time and its push needs no futex wake (a system call, and on a busy machine
+ * often the launching thread's CPU to the woken leader), while an idle leader neither polls
+ * nor spins, and a record pushed to a sleeping one starts at once. */
+enum { AWAKE = 0, ASLEEP = 2 };
+#define SPIN_NS 50000
+#define WAIT_SPIN_NS 20000  /* cuport_queue_wait's, for the last record */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait up to `ns` for *word to differ from `seen`, yielding the CPU meanwhile (anything
+ * runnable on this core goes first): 1 if it changed. */
+static int spin_until(const uint64_t *word, uint64_t seen, uint64_t ns)
+{
+    uint64_t deadline = 0;
+    for (uint32_t i = 0;; i++) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+            return 1;
+        if ((i & 7) == 0) {
+            uint64_t t = now_ns();
+            if (deadline == 0)
+                deadline = t + ns;
+            else if (t >= deadline)
+                return 0;
+        }
+        sched_yield();
+    }
+}
 
 static void *leader_main(void *arg)
 {
     (void)arg;
-    uint32_t naps = 0;
     for (;;) {
         uint64_t t = queue.tail;
         if (__atomic_load_n(&queue.head, __ATOMIC_ACQUIRE) == t) {
+            if (spin_until(&queue.head, t, SPIN_NS))
+                continue;
             uint32_t g = __atomic_load_n(&queue.head_gen, __ATOMIC_SEQ_CST);
-            uint32_t state = naps < NAPS ? NAPPING : ASLEEP;
-            __atomic_store_n(&queue.leader_sleeping, state, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&queue.head, __ATOMIC_SEQ_CST) == t) {
-                struct timespec nap = {0, NAP_NS};
-                syscall(SYS_futex, &queue.head_gen, FUTEX_WAIT_PRIVATE, g,
-                        state == NAPPING ? &nap : NULL, NULL, 0);
-                naps++;
-            }
+            __atomic_store_n(&queue.leader_sleeping, ASLEEP, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&queue.head, __ATOMIC_SEQ_CST) == t)
+                futex(&queue.head_gen, FUTEX_WAIT_PRIVATE, g);
             __atomic_store_n(&queue.leader_sleeping, AWAKE, __ATOMIC_SEQ_CST);
             continue;
         }
-        naps = 0;
         run_record(&queue.ring[t & (QUEUE_CAP - 1)], t);
         __atomic_store_n(&queue.tail, t + 1, __ATOMIC_RELEASE);
         __atomic_add_fetch(&queue.tail_gen, 1, __ATOMIC_SEQ_CST);
@@ -408,8 +431,11 @@ uint64_t cuport_queue_wait(uint64_t count, uint32_t timeout_ms)
     if (t >= count)
         return t;
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-    if (__atomic_load_n(&queue.leader_sleeping, __ATOMIC_SEQ_CST) != AWAKE)
-        futex(&queue.head_gen, FUTEX_WAKE_PRIVATE, 1);  /* (a napping leader: no NAP_NS wait) */
+    /* a short grid is done within microseconds: waiting for it without sleeping spares the
+     * leader a futex wake and this thread a wake-up */
+    if (count - t == 1 && spin_until(&queue.tail, t, WAIT_SPIN_NS)
+            && __atomic_load_n(&queue.tail, __ATOMIC_ACQUIRE) >= count)
+        return __atomic_load_n(&queue.tail, __ATOMIC_ACQUIRE);
     uint32_t g = __atomic_load_n(&queue.tail_gen, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&queue.waiters, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&queue.tail, __ATOMIC_SEQ_CST) < count)

@@ -4,8 +4,15 @@
 //   the launch returned; meanwhile the stream and an event recorded after it are not ready.
 // - order: 600 launches (more than the queue holds at once), memsets and a device copy
 //   between them, each seeing the work handed over before it.
+// - small copies, done at once on the calling thread when nothing is pending, wait for a
+//   pending kernel: an asynchronous one on the kernel's stream, and a synchronous one on
+//   the legacy stream, which waits for the blocking stream the kernel runs on (a host
+//   thread lets the kernel end 100 ms later); and for a host function pending on a blocking
+//   stream, which writes the copy's source 100 ms later.
 // - a trap after queued launches fails the next synchronise, naming the kernel.
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cuda_runtime.h>
 
 __global__ void wait_for(volatile int* flag, int* out)
@@ -18,6 +25,12 @@ __global__ void wait_for(volatile int* flag, int* out)
 __global__ void add_one(int* counter) { *counter += 1; }
 
 __global__ void trap() { __trap(); }
+
+static void CUDART_CB later_seven(void* p)
+{
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    *(int*)p = 7;
+}
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("%s: %s\n", #x, cudaGetErrorName(e)); return 1; } } while (0)
@@ -54,6 +67,31 @@ int main()
     CHECK(cudaMemcpy(&host[0], counter, sizeof(int), cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(&host[1], copy, sizeof(int), cudaMemcpyDeviceToHost));
     printf("order: %d %d\n", host[0], host[1]);
+
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    int* pinned;
+    CHECK(cudaMallocHost(&pinned, 2 * sizeof(int)));
+    pinned[0] = pinned[1] = -1;
+    CHECK(cudaMemset(out, 0, sizeof(int)));
+    *flag = 0;
+    wait_for<<<1, 1, 0, s>>>(dflag, out);
+    CHECK(cudaMemcpyAsync(&pinned[0], out, sizeof(int), cudaMemcpyDeviceToHost, s));
+    int early = pinned[0];  // -1: the copy waits for the kernel
+    std::thread release([flag] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        *flag = 1;
+    });
+    CHECK(cudaMemcpy(&pinned[1], out, sizeof(int), cudaMemcpyDeviceToHost));  // legacy stream
+    release.join();
+    CHECK(cudaStreamSynchronize(s));
+    int copied = pinned[0];
+    pinned[0] = 0;
+    CHECK(cudaLaunchHostFunc(s, later_seven, pinned));
+    CHECK(cudaMemcpy(out, pinned, sizeof(int), cudaMemcpyHostToDevice));  // after the host function
+    CHECK(cudaMemcpy(host, out, sizeof(int), cudaMemcpyDeviceToHost));
+    printf("small copies: %d, then %d %d; after a host function %d\n", early, copied, pinned[1],
+           host[0]);
 
     for (int i = 0; i < 50; i++) add_one<<<1, 1>>>(counter);
     trap<<<1, 1>>>();
