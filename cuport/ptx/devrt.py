@@ -53,8 +53,8 @@ def driver_provides(name: str) -> bool:
     return name in DRIVER_FUNCTIONS or name.startswith(SYSCALL_PREFIX)
 
 
-# The PTX. `__cuport_cgs_grid` answers the launch's workspace (0 outside a cooperative
-# launch) and whether `handle` is it; `__cuport_cgs_arrive_wait` is one block's arrival.
+# The PTX. `__cuport_cgs_workspace` answers the launch's workspace (0 outside a cooperative
+# launch), `__cuport_cgs_valid` whether a handle is it.
 PTX = r"""
 .version 7.0
 .target sm_70
@@ -93,35 +93,6 @@ PTX = r"""
     ret;
 }
 
-.func __cuport_cgs_arrive_wait(.param .b64 barrier)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<16>;
-    .reg .b64 %rd1;
-    ld.param.u64 %rd1, [barrier];
-    mov.u32 %r1, %nctaid.x;
-    mov.u32 %r2, %nctaid.y;
-    mov.u32 %r3, %nctaid.z;
-    mul.lo.u32 %r4, %r1, %r2;
-    mul.lo.u32 %r4, %r4, %r3;
-    mov.u32 %r5, %ctaid.x;
-    mov.u32 %r6, %ctaid.y;
-    mov.u32 %r7, %ctaid.z;
-    or.b32 %r8, %r5, %r6;
-    or.b32 %r8, %r8, %r7;
-    setp.eq.u32 %p1, %r8, 0;
-    // block 0 adds 0x80000000 - (blocks - 1), the others 1: the top bit flips when all are in
-    sub.u32 %r9, 0x80000001, %r4;
-    selp.b32 %r10, %r9, 1, %p1;
-    atom.add.release.gpu.u32 %r11, [%rd1], %r10;
-$WAIT:
-    ld.acquire.gpu.u32 %r12, [%rd1];
-    xor.b32 %r13, %r12, %r11;
-    setp.lt.s32 %p2, %r13, 0;
-    @!%p2 bra $WAIT;
-    ret;
-}
-
 .visible .func (.param .b64 func_retval0) __cuda_syscall_CGS_get_intrinsic_handle(
     .param .b32 scope)
 {
@@ -143,8 +114,8 @@ $WAIT:
 .visible .func (.param .b32 func_retval0) __cuda_syscall_CGS_sync(
     .param .b64 handle, .param .b32 flags)
 {
-    .reg .pred %p<4>;
-    .reg .b32 %r<8>;
+    .reg .pred %p<6>;
+    .reg .b32 %r<20>;
     .reg .b64 %rd<3>;
     ld.param.u64 %rd1, [handle];
     ld.param.u32 %r1, [flags];
@@ -159,29 +130,44 @@ $WAIT:
     @%p1 bra $BAD;
     add.u64 %rd2, %rd1, 4;  // the workspace's barrier word
     and.b32 %r3, %r1, 1;
-    setp.eq.u32 %p2, %r3, 0;
-    @%p2 bra $EVERY_THREAD;
-    {
-    .param .b64 bar;
-    st.param.b64 [bar], %rd2;
-    call.uni __cuport_cgs_arrive_wait, (bar);
-    }
-    bra.uni $DONE;
-$EVERY_THREAD:
+    setp.eq.u32 %p2, %r3, 0;  // every thread calls: the block meets around one arrival
+    setp.eq.u32 %p3, %r3, 1;  // (the caller arrives for its block)
+    @!%p2 bra $ARRIVES;
     bar.sync 0;
     mov.u32 %r4, %tid.x;
     mov.u32 %r5, %tid.y;
     mov.u32 %r6, %tid.z;
-    or.b32 %r7, %r4, %r5;
-    or.b32 %r7, %r7, %r6;
-    setp.ne.u32 %p3, %r7, 0;
-    @%p3 bra $MET;
-    {
-    .param .b64 bar;
-    st.param.b64 [bar], %rd2;
-    call.uni __cuport_cgs_arrive_wait, (bar);
-    }
-$MET:
+    or.b32 %r4, %r4, %r5;
+    or.b32 %r4, %r4, %r6;
+    setp.eq.u32 %p3, %r4, 0;
+$ARRIVES:
+    @!%p3 bra $ARRIVED;
+    // block 0 adds 0x80000000 - (blocks - 1), the others 1: the top bit flips when all are
+    // in. The spin is here, not in a function of its own, so that the CPU backend (which
+    // inlines this function for its barriers) sees the loop and lets a waiting block step
+    // aside; the barriers are outside the branch on the arriving thread, where a device
+    // whose barriers need the whole workgroup can run them.
+    mov.u32 %r7, %nctaid.x;
+    mov.u32 %r8, %nctaid.y;
+    mov.u32 %r9, %nctaid.z;
+    mul.lo.u32 %r10, %r7, %r8;
+    mul.lo.u32 %r10, %r10, %r9;
+    mov.u32 %r11, %ctaid.x;
+    mov.u32 %r12, %ctaid.y;
+    mov.u32 %r13, %ctaid.z;
+    or.b32 %r14, %r11, %r12;
+    or.b32 %r14, %r14, %r13;
+    setp.eq.u32 %p4, %r14, 0;
+    sub.u32 %r15, 0x80000001, %r10;
+    selp.b32 %r16, %r15, 1, %p4;
+    atom.add.release.gpu.u32 %r17, [%rd2], %r16;
+$WAIT:
+    ld.acquire.gpu.u32 %r18, [%rd2];
+    xor.b32 %r19, %r18, %r17;
+    setp.lt.s32 %p5, %r19, 0;
+    @!%p5 bra $WAIT;
+$ARRIVED:
+    @!%p2 bra $DONE;
     bar.sync 0;
 $DONE:
     st.param.b32 [func_retval0], 0;
