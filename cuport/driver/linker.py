@@ -32,9 +32,8 @@ from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
 from cuport.loader.archive import members
-from cuport.ptx import ir
+from cuport.ptx import devrt, ir
 from cuport.ptx.lexer import PtxSyntaxError
-from cuport.ptx import devrt
 from cuport.ptx.link import link_modules
 
 _INPUT_NAMES = {
