@@ -40,6 +40,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - cg_devrt: cooperative groups through libcudadevrt (numba-cuda's `cuda.cg.this_grid()` and
   `g.sync()`): its cudaCG* functions call the driver's `__cuda_syscall_CGS_*`, which
   cuLinkComplete called undefined references and a launch refused (9 numba-cuda tests).
+- ballot_illegal_mask: __ballot_sync with a member mask that lacks the calling lane answered
+  a ballot; an H100 fails the launch with cudaErrorIllegalInstruction, sticky.
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -268,3 +270,17 @@ def test_cooperative_groups_through_libcudadevrt(tmp_path, device):
     lines = r.stdout.splitlines()
     assert lines[-2:] == [CG_PLAIN, "PASS"], r.stdout + r.stderr
     assert lines[0].startswith(f"rows: {args[0] if args else 200} rows of "), r.stdout
+
+
+BALLOT_ILLEGAL = ["legal mask: cudaSuccess", "launch: cudaSuccess",
+                  "synchronize: cudaErrorIllegalInstruction",
+                  "then cudaMalloc: cudaErrorIllegalInstruction"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+@pytest.mark.parametrize("mask", ["register", "immediate"])
+def test_a_vote_whose_mask_lacks_the_calling_lane_is_an_illegal_instruction(tmp_path, device, mask):
+    exe = build(tmp_path, "ballot_illegal_mask", ["ballot_illegal_mask.cu"])
+    r = cuport_run(exe, mask, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == BALLOT_ILLEGAL, r.stdout + r.stderr
+    assert "CUDA_ERROR_ILLEGAL_INSTRUCTION: kernel " in r.stderr, r.stderr

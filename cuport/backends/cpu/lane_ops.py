@@ -12,7 +12,7 @@ from .memory_ops import for_each_lane
 
 #: the failures isa lowerings may raise with em.fail_if, and the launch error they set
 FAILURES = {"illegal_address": L.ERR_ILLEGAL_ADDRESS, "trap": L.ERR_TRAP, "assert": L.ERR_ASSERT,
-            "misaligned": L.ERR_MISALIGNED}
+            "misaligned": L.ERR_MISALIGNED, "illegal_instruction": L.ERR_ILLEGAL_INSTRUCTION}
 
 
 class _NoMasks(dict):
@@ -43,6 +43,16 @@ class LaneOps:
         self.mc.emit_error(b, self.ctx, self.blk, FAILURES[kind], self.ins.line)
         b.ret(ll.Constant(I32, L.FAILED))
         b.position_at_end(ok)
+
+    def fail_if_any(self, bad: ll.Value, kind: str) -> None:
+        """fail_if when `bad` holds in an executing lane (isa/api.py)."""
+        b = self.b
+        ex = self.exec_mask()
+        if self.vec:
+            hit = b.and_(b.bitcast(bad, I32), ex)
+        else:  # one value for the warp
+            hit = b.select(bad, ex, _i32(0))
+        self.fail_if(b.icmp_unsigned("!=", hit, _i32(0)), kind)
 
     def zero_bytes(self, size: int) -> ll.Value:
         """A zeroed constant global of the module, at least `size` bytes (isa/api.py)."""

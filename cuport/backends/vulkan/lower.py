@@ -1020,6 +1020,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b.branch(self.ret_bb)
         b.position_at_end(ok)
 
+    def fail_if_any(self, bad: ll.Value, kind: str) -> None:
+        self.fail_if(bad, kind)  # per invocation: this thread's own condition
+
     def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
         raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")
 
