@@ -140,9 +140,7 @@ def _check_member(em, member) -> None:
     immediate mask, the common case, needs no test."""
     if isinstance(member, ir.Imm) and member.value & 0xFFFFFFFF == 0xFFFFFFFF:
         return
-    b = em.b
-    own = b.trunc(b.lshr(em.read_bits(member, "b32"), em.warp_lane()), em.bty("pred"))
-    em.fail_if_any(b.not_(own), "illegal_instruction")
+    em.fail_unless_member(em.read_bits(member, "b32"), "illegal_instruction")
 
 
 @lowers("activemask")

@@ -53,4 +53,5 @@ record near_bounds_neighbours "$OUT/bin/near_bounds" neighbours
 record cluster_barrier_dims "$OUT/bin/cluster_barrier" dims
 record ballot_illegal_mask_register "$OUT/bin/ballot_illegal_mask" register
 record ballot_illegal_mask_immediate "$OUT/bin/ballot_illegal_mask" immediate
+record ballot_illegal_mask_uniform "$OUT/bin/ballot_illegal_mask" uniform
 cat "$OUT/summary.txt"

@@ -278,7 +278,7 @@ BALLOT_ILLEGAL = ["legal mask: cudaSuccess", "launch: cudaSuccess",
 
 
 @pytest.mark.parametrize("device", ["cpu", "vulkan"])
-@pytest.mark.parametrize("mask", ["register", "immediate"])
+@pytest.mark.parametrize("mask", ["register", "immediate", "uniform"])
 def test_a_vote_whose_mask_lacks_the_calling_lane_is_an_illegal_instruction(tmp_path, device, mask):
     exe = build(tmp_path, "ballot_illegal_mask", ["ballot_illegal_mask.cu"])
     r = cuport_run(exe, mask, env=clean_env(CUPORT_DEVICE=device))

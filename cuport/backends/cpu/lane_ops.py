@@ -44,14 +44,15 @@ class LaneOps:
         b.ret(ll.Constant(I32, L.FAILED))
         b.position_at_end(ok)
 
-    def fail_if_any(self, bad: ll.Value, kind: str) -> None:
-        """fail_if when `bad` holds in an executing lane (isa/api.py)."""
+    def fail_unless_member(self, member: ll.Value, kind: str) -> None:
+        """fail_if when an executing lane is not in its `member` mask (isa/api.py)."""
         b = self.b
-        ex = self.exec_mask()
-        if self.vec:
-            hit = b.and_(b.bitcast(bad, I32), ex)
-        else:  # one value for the warp
-            hit = b.select(bad, ex, _i32(0))
+        if self.vec:  # each lane's own bit of its own mask
+            own = b.trunc(b.lshr(member, self.lane), vec(ll.IntType(1)))
+            outside = b.bitcast(b.not_(own), I32)
+        else:  # one mask for the warp
+            outside = b.not_(member)
+        hit = b.and_(outside, self.exec_mask())
         self.fail_if(b.icmp_unsigned("!=", hit, _i32(0)), kind)
 
     def zero_bytes(self, size: int) -> ll.Value:

@@ -1020,8 +1020,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b.branch(self.ret_bb)
         b.position_at_end(ok)
 
-    def fail_if_any(self, bad: ll.Value, kind: str) -> None:
-        self.fail_if(bad, kind)  # per invocation: this thread's own condition
+    def fail_unless_member(self, member: ll.Value, kind: str) -> None:
+        b = self.b  # per invocation: this thread's own lane
+        own = b.trunc(b.lshr(member, self.warp_lane()), ll.IntType(1))
+        self.fail_if(b.not_(own), kind)
 
     def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
         raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")

@@ -3,7 +3,8 @@
 // return it too). First a kernel whose mask is legal (a register mask holding each lane: the
 // lanes up to the caller), then the illegal one: `register`
 // (argument 1, the default) votes with the lanes below the caller (lane 0's mask is 0),
-// `immediate` with the lower half-warp's mask from every lane.
+// `immediate` with the lower half-warp's mask from every lane, `uniform` likewise on a
+// value every lane shares (cuport computes such a vote once for the warp).
 #include <cstdio>
 #include <cstring>
 
@@ -24,9 +25,14 @@ __global__ void half_from_all(const int *x, unsigned *out)
     out[threadIdx.x] = __ballot_sync(0x0000ffffu, x[threadIdx.x] > 0);
 }
 
+__global__ void half_from_all_uniform(int n, unsigned *out)
+{
+    out[threadIdx.x] = __all_sync(0x0000ffffu, n > 0);
+}
+
 int main(int argc, char **argv)
 {
-    bool immediate = argc > 1 && strcmp(argv[1], "immediate") == 0;
+    const char *kind = argc > 1 ? argv[1] : "register";
     const int n = 64;
     int x[n];
     unsigned out[n];
@@ -50,8 +56,10 @@ int main(int argc, char **argv)
         }
     }
     printf("legal mask: %s\n", bad ? "FAIL" : cudaGetErrorName(e));
-    if (immediate)
+    if (strcmp(kind, "immediate") == 0)
         half_from_all<<<1, n>>>(d_x, d_out);
+    else if (strcmp(kind, "uniform") == 0)
+        half_from_all_uniform<<<1, n>>>(5, d_out);
     else
         below<<<1, n>>>(d_x, d_out);
     printf("launch: %s\n", cudaGetErrorName(cudaGetLastError()));
