@@ -32,7 +32,7 @@ from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
 from cuport.loader.archive import members
-from cuport.ptx import ir
+from cuport.ptx import devrt, ir
 from cuport.ptx.lexer import PtxSyntaxError
 from cuport.ptx.link import link_modules
 
@@ -45,9 +45,6 @@ _INPUT_NAMES = {
     K.CU_JIT_INPUT_NVVM: "LTO-IR",
 }
 
-# What every module may call without defining: the device runtime's printf, malloc/free
-# and assert, which the driver provides.
-_PROVIDED = frozenset({"vprintf", "malloc", "free", "__assertfail"})
 
 _LOGS = ((K.CU_JIT_ERROR_LOG_BUFFER, K.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
          (K.CU_JIT_INFO_LOG_BUFFER, K.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES))
@@ -219,7 +216,7 @@ def _undefined(state: LinkState) -> tuple[str, str] | None:
     """The first (symbol, input) referenced but defined nowhere in the link."""
     linked = link_modules([m for m, _ in state.modules])
     missing = {name for name, fn in linked.functions.items()
-               if not fn.is_definition and name not in _PROVIDED}
+               if not fn.is_definition and not devrt.driver_provides(name)}
     missing |= {v.name for v in linked.variables
                 if v.linkage == "extern" and v.space in ("global", "const") and v.init is None}
     if not missing:

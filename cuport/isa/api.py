@@ -116,7 +116,11 @@ class Lowering(Protocol):
                  nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         """Run `body` on the scalar arguments of each executing thread, in lane order."""
     def fail_if(self, bad: ll.Value, kind: str) -> None:
-        """End the kernel with a launch error (illegal_address, trap, assert, misaligned)."""
+        """End the kernel with a launch error (illegal_address, trap, assert, misaligned,
+        illegal_instruction)."""
+    def fail_unless_member(self, member: ll.Value, kind: str) -> None:
+        """fail_if when a thread that executes the instruction is not in the i32 lane mask
+        `member` (current mode: it may differ between lanes)."""
     def zero_bytes(self, size: int) -> ll.Value:
         """The i64 address of at least `size` bytes of zeros that kernels may read (what a
         query of a NULL texture object reads, and a surface read that .zero drops)."""

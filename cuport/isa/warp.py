@@ -107,6 +107,8 @@ def lower_vote(em, ins: ir.Instr) -> None:
     sync = "sync" in ins.mods
     if len(ins.args) != (3 if sync else 2):
         raise em.error("vote takes d, p" + (", membermask" if sync else ""))
+    if sync:
+        _check_member(em, ins.args[2])
     votes = em.warp_ballot(em.read_bits(ins.args[1], "pred"))
     if sync and not isinstance(ins.args[2], ir.Imm):
         # a register mask may differ between lanes (__ballot_sync(lanemask_lt, p): HeCBench
@@ -129,6 +131,16 @@ def lower_vote(em, ins: ir.Instr) -> None:
     else:
         r = b.or_(b.icmp_unsigned("==", yes, part), b.icmp_unsigned("==", yes, zero))
     em.write(ins.args[0], "pred", r if per_lane else em.broadcast(r))
+
+
+def _check_member(em, member) -> None:
+    """A `.sync` collective whose member mask lacks the executing thread is an illegal
+    instruction (the ISA leaves it undefined; an H100 fails the launch with
+    cudaErrorIllegalInstruction for `__ballot_sync(lanemask_lt, p)` in lane 0). A full
+    immediate mask, the common case, needs no test."""
+    if isinstance(member, ir.Imm) and member.value & 0xFFFFFFFF == 0xFFFFFFFF:
+        return
+    em.fail_unless_member(em.read_bits(member, "b32"), "illegal_instruction")
 
 
 @lowers("activemask")

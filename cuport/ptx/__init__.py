@@ -17,6 +17,7 @@ __all__ = ["CUDA_ERROR_INVALID_PTX", "Limits", "PtxError", "PtxSyntaxError", "lo
 
 
 def load(texts: list[str], limits: Limits | None = None) -> ir.Module:
+    from . import devrt
     from .link import LinkError, link_modules
     from .parser import parse
     from .validate import validate
@@ -31,6 +32,8 @@ def load(texts: list[str], limits: Limits | None = None) -> ir.Module:
                 e.summary = f"PTX module {i + 1} of {len(texts)}: {e.summary}"
             raise
         mods.append(m)
+    if devrt.needed(mods):
+        mods.append(devrt.library())  # the driver's code for libcudadevrt's syscalls
     if len(mods) == 1:
         return mods[0]
     try:

@@ -34,6 +34,8 @@ build cluster_barrier -arch=sm_90 $C/cluster_barrier.cu
 build vmm $C/vmm.cu -lcuda
 build labeled_reduce -arch=sm_90 $C/labeled_reduce.cu
 build ballot_lane_masks $C/ballot_lane_masks.cu
+build ballot_illegal_mask $C/ballot_illegal_mask.cu
+build cg_devrt -rdc=true $C/cg_devrt.cu -lcudadevrt
 build virtual_call_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/virtual_call_rdc.cu
 build programmatic_launch -arch=sm_90 $C/programmatic_launch.cu &
 build ptx_version_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/ptx_version_rdc.cu
@@ -43,10 +45,13 @@ build async_copy -O3 -arch=sm_90 $P/async_copy.cu
 build dynamic_parallelism -O3 -rdc=true $P/dynamic_parallelism.cu
 for name in rdc_shared l2_attributes device_assert graph_memory_reuse const_size vector_load_dests ipc \
             graph_conditional async_copy dynamic_parallelism cluster_barrier ptx_version_rdc vmm \
-            labeled_reduce ballot_lane_masks virtual_call_rdc programmatic_launch; do
+            labeled_reduce ballot_lane_masks virtual_call_rdc programmatic_launch cg_devrt; do
     record $name "$OUT/bin/$name"
 done
 record near_bounds_alone "$OUT/bin/near_bounds"
 record near_bounds_neighbours "$OUT/bin/near_bounds" neighbours
 record cluster_barrier_dims "$OUT/bin/cluster_barrier" dims
+record ballot_illegal_mask_register "$OUT/bin/ballot_illegal_mask" register
+record ballot_illegal_mask_immediate "$OUT/bin/ballot_illegal_mask" immediate
+record ballot_illegal_mask_uniform "$OUT/bin/ballot_illegal_mask" uniform
 cat "$OUT/summary.txt"

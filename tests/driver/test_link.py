@@ -4,7 +4,8 @@ tests/driver/c/link.c links a kernel with a device function defined in another m
 loads the result (also a copy of it, after the link state is gone) and runs it; checks
 the codes and log texts an H200 gave for undefined and duplicate symbols, PTX that does
 not assemble, an empty link, missing files and bad arguments; and links the same kernel
-given as PTX, a fatbin, a `-dc` host object and a static library built by nvcc.
+given as PTX, a fatbin, a `-dc` host object and a static library built by nvcc; and links a
+cooperative kernel with libcudadevrt as numba-cuda does (cuda.cg.this_grid().sync()).
 """
 
 from __future__ import annotations
@@ -48,3 +49,14 @@ def test_link(link_client, link_inputs, test):
         assert "cuLinkComplete: CUDA_ERROR_INVALID_SOURCE: Undefined reference to 'twice'" \
             in result.stderr
         assert "LTO-IR" in result.stderr
+
+
+def test_link_with_libcudadevrt(link_client):
+    """libcudadevrt's PTX calls functions the driver supplies (__cuda_syscall_*, cnp*): the
+    link accepts them, as NVIDIA's does, and the grid syscalls work (cuport/ptx/devrt.py)."""
+    import nvidia.cu13
+
+    devrt = Path(nvidia.cu13.__path__[0]) / "lib" / "libcudadevrt.a"
+    result = run([str(link_client), str(library()), "devrt", str(devrt)], env=clean_env())
+    assert result.returncode == 0 and result.stdout.rstrip().endswith("PASS"), \
+        result.stdout + result.stderr

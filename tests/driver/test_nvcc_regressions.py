@@ -37,6 +37,11 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   launch, sm_90, cudaTriggerProgrammaticLaunchCompletion and cudaGridDependencySynchronize)
   were refused: CUB's merge sort kernels use them (cuda-samples segmentationTreeThrust
   failed with cudaErrorNotSupported).
+- cg_devrt: cooperative groups through libcudadevrt (numba-cuda's `cuda.cg.this_grid()` and
+  `g.sync()`): its cudaCG* functions call the driver's `__cuda_syscall_CGS_*`, which
+  cuLinkComplete called undefined references and a launch refused (9 numba-cuda tests).
+- ballot_illegal_mask: __ballot_sync with a member mask that lacks the calling lane answered
+  a ballot; an H100 fails the launch with cudaErrorIllegalInstruction, sticky.
 - divergent_loop_counter: a loop counter equal in every running lane, its loop left by a
   per-thread break, widened inside the loop: an internal error of the CPU lane forms
   (differential kernel d07_k030).
@@ -247,3 +252,35 @@ def test_programmatic_dependent_launch(tmp_path, device):
     exe = build(tmp_path, "programmatic_launch", ["programmatic_launch.cu"], "-arch=sm_90")
     r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
     assert r.returncode == 0 and r.stdout.splitlines() == ["PASS"], r.stdout + r.stderr
+
+
+CG_PLAIN = "plain launch: cudaSuccess, handle 0: 1, sync 999, size 999 (0), rank 999 (0)"
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_cooperative_groups_through_libcudadevrt(tmp_path, device):
+    """Grid sync, size and rank through libcudadevrt's cudaCG* functions, as numba-cuda calls
+    them, in cooperative launches; outside one the grid handle is 0 and the calls fail. On
+    lavapipe: fewer rows (each grid sync spends its loop budget, quirks.py) and no
+    cudaCGSynchronizeGrid, whose barriers are in code only thread 0 runs."""
+    exe = build(tmp_path, "cg_devrt", ["cg_devrt.cu"], "-rdc=true", "-lcudadevrt")
+    args = [] if device == "cpu" else ["24", "rows-only"]
+    r = cuport_run(exe, *args, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-2:] == [CG_PLAIN, "PASS"], r.stdout + r.stderr
+    assert lines[0].startswith(f"rows: {args[0] if args else 200} rows of "), r.stdout
+
+
+BALLOT_ILLEGAL = ["legal mask: cudaSuccess", "launch: cudaSuccess",
+                  "synchronize: cudaErrorIllegalInstruction",
+                  "then cudaMalloc: cudaErrorIllegalInstruction"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+@pytest.mark.parametrize("mask", ["register", "immediate", "uniform"])
+def test_a_vote_whose_mask_lacks_the_calling_lane_is_an_illegal_instruction(tmp_path, device, mask):
+    exe = build(tmp_path, "ballot_illegal_mask", ["ballot_illegal_mask.cu"])
+    r = cuport_run(exe, mask, env=clean_env(CUPORT_DEVICE=device))
+    assert r.returncode == 0 and r.stdout.splitlines() == BALLOT_ILLEGAL, r.stdout + r.stderr
+    assert "CUDA_ERROR_ILLEGAL_INSTRUCTION: kernel " in r.stderr, r.stderr

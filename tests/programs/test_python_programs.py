@@ -40,7 +40,7 @@ def test_numba_kernels():
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     assert r.returncode == 0 and lines and lines[-1] == "PASS", \
         f"exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
-    assert "MISMATCH" not in r.stdout and len(lines) == 8
+    assert "MISMATCH" not in r.stdout and len(lines) == 9
 
 
 def test_cupy_arrays():

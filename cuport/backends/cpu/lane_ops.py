@@ -12,7 +12,7 @@ from .memory_ops import for_each_lane
 
 #: the failures isa lowerings may raise with em.fail_if, and the launch error they set
 FAILURES = {"illegal_address": L.ERR_ILLEGAL_ADDRESS, "trap": L.ERR_TRAP, "assert": L.ERR_ASSERT,
-            "misaligned": L.ERR_MISALIGNED}
+            "misaligned": L.ERR_MISALIGNED, "illegal_instruction": L.ERR_ILLEGAL_INSTRUCTION}
 
 
 class _NoMasks(dict):
@@ -43,6 +43,17 @@ class LaneOps:
         self.mc.emit_error(b, self.ctx, self.blk, FAILURES[kind], self.ins.line)
         b.ret(ll.Constant(I32, L.FAILED))
         b.position_at_end(ok)
+
+    def fail_unless_member(self, member: ll.Value, kind: str) -> None:
+        """fail_if when an executing lane is not in its `member` mask (isa/api.py)."""
+        b = self.b
+        if self.vec:  # each lane's own bit of its own mask
+            own = b.trunc(b.lshr(member, self.lane), vec(ll.IntType(1)))
+            outside = b.bitcast(b.not_(own), I32)
+        else:  # one mask for the warp
+            outside = b.not_(member)
+        hit = b.and_(outside, self.exec_mask())
+        self.fail_if(b.icmp_unsigned("!=", hit, _i32(0)), kind)
 
     def zero_bytes(self, size: int) -> ll.Value:
         """A zeroed constant global of the module, at least `size` bytes (isa/api.py)."""

@@ -52,6 +52,7 @@ ERR_ILLEGAL_ADDRESS = 6
 ERR_CONVERGENCE = 7
 ERR_INTERRUPTED = 8  # stopped from outside (guard.c's cuport_cancel): ^C in a Python program
 ERR_REGION = 9  # lanes pending at a block outside the region a warp runs (a cuport bug)
+ERR_ILLEGAL_INSTRUCTION = 10
 
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
@@ -60,6 +61,7 @@ ERROR_NAMES = {
     ERR_ASSERT: "a device-side assert failed",
     ERR_MISALIGNED: "misaligned address",
     ERR_ILLEGAL_ADDRESS: "illegal address",
+    ERR_ILLEGAL_INSTRUCTION: "illegal instruction",
     ERR_INTERRUPTED: "interrupted (SIGINT) before it finished: the launch was stopped",
     ERR_CONVERGENCE: "internal error: a converged block ran with part of the warp (cuport bug; "
                      "CUPORT_CHECK_CONVERGENCE found it)",

@@ -17,6 +17,7 @@ from ...passes import divergence
 from ...passes import spaces as spaces_pass
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions, stack_recursive_calls
 from ...passes.inline import inline_all_calls
+from ...passes.params import forward_params
 from ...passes.yields import observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
@@ -69,6 +70,11 @@ def inline(c: Compilation) -> Compilation:
         raise UnsupportedError(f"no kernel named {c.kernel}")
     c.funcs = reachable(c.ptx, k)
     c.fn = inline_all_calls(c.ptx, c.funcs, c.kernel, keep=recursive_functions(c.funcs))
+    return c
+
+
+def registers_for_params(c: Compilation) -> Compilation:
+    c.fn = forward_params(c.fn)
     return c
 
 
@@ -172,6 +178,9 @@ def translate(c: Compilation) -> Compilation:
 PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("inline", inline, "SPIR-V shaders have no call stack: every device function but the "
                        "recursive ones (a cycle of the call graph) is copied into the kernel first"),
+    ("params", registers_for_params, "after inlining: the arguments of inlined calls in "
+                                     "registers, not memory, so that a uniform argument stays "
+                                     "uniform for the divergence analysis (passes/params.py)"),
     ("call_stack", stack_calls, "each call of a recursive function becomes pushes onto a "
                                 "per-invocation stack in local memory and branches around a "
                                 "dispatch loop (passes/call_stack.py), so later steps see one "
@@ -192,7 +201,7 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
 
 
 def dump(c: Compilation, step: str) -> str:
-    if step in ("inline", "call_stack"):
+    if step in ("inline", "params", "call_stack"):
         frames = [f"// {name}: {n} bytes of stack a level (of {c.stack_bytes})"
                   for name, n in c.notes.get("stack_frames", {}).items()] if step == "call_stack" else []
         return "\n".join(frames + [s.text() if isinstance(s, ir.Instr) else f"{s.name}:" for s in c.fn.body or ()])

@@ -59,6 +59,7 @@ STATUS = {name: off for name, off, _ in STATUS_FIELDS}
 STATUS_BYTES = 64
 
 ERR_TRAP, ERR_ASSERT, ERR_ILLEGAL_ADDRESS, ERR_MISALIGNED, ERR_LOOP_LIMIT, ERR_STACK = 1, 2, 3, 4, 5, 6
+ERR_ILLEGAL_INSTRUCTION = 7
 ERROR_NAMES = {
     ERR_TRAP: "the kernel executed trap",
     ERR_ASSERT: "a device-side assert failed",
@@ -68,9 +69,10 @@ ERROR_NAMES = {
                     "(lavapipe ends them after 65535 iterations in all, so the results would "
                     "be wrong; backends/vulkan/loops.py)",
     ERR_STACK: "the per-thread stack overflowed (deep recursion)",  # arg: the stack's bytes
+    ERR_ILLEGAL_INSTRUCTION: "illegal instruction",
 }
 FAILURE_KINDS = {"trap": ERR_TRAP, "assert": ERR_ASSERT, "illegal_address": ERR_ILLEGAL_ADDRESS,
-                 "misaligned": ERR_MISALIGNED}
+                 "misaligned": ERR_MISALIGNED, "illegal_instruction": ERR_ILLEGAL_INSTRUCTION}
 
 #: printf ring: u32 next free byte (from RING_DATA), u32 capacity, then records of
 #: u32 record bytes, u32 argument bytes, u64 format address, argument bytes (8-aligned)

@@ -1020,6 +1020,11 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b.branch(self.ret_bb)
         b.position_at_end(ok)
 
+    def fail_unless_member(self, member: ll.Value, kind: str) -> None:
+        b = self.b  # per invocation: this thread's own lane
+        own = b.trunc(b.lshr(member, self.warp_lane()), ll.IntType(1))
+        self.fail_if(b.not_(own), kind)
+
     def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
         raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")
 

@@ -6,6 +6,7 @@
 #define API(X)                                                                                 \
     X(cuInit) X(cuCtxCreate) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH)   \
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)           \
+    X(cuLaunchCooperativeKernel)                                                               \
     X(cuLinkCreate) X(cuLinkAddData) X(cuLinkAddFile) X(cuLinkComplete) X(cuLinkDestroy)
 
 #define DECL(fn) static __typeof__(fn) *p_##fn;
@@ -25,6 +26,21 @@ static const char *B =
     ".visible .func (.param .b32 r) twice(.param .b32 x) {\n .reg .b32 %r<3>;\n"
     " ld.param.b32 %r1, [x]; add.s32 %r2, %r1, %r1; add.s32 %r2, %r2, 7;\n"
     " st.param.b32 [r], %r2; ret; }\n";
+/* g(out): numba-cuda's cuda.cg.this_grid().sync(), linked with libcudadevrt: out[i] =
+ * 1000 * (grid handle != 0) + cudaCGSynchronize's answer */
+static const char *G =
+    ".version 7.5\n.target sm_75\n.address_size 64\n"
+    ".extern .func (.param .b64 r) cudaCGGetIntrinsicHandle(.param .b32 s);\n"
+    ".extern .func (.param .b32 r) cudaCGSynchronize(.param .b64 h, .param .b32 f);\n"
+    ".visible .entry g(.param .u64 out) {\n .reg .pred %p1; .reg .b32 %r<8>; .reg .b64 %rd<6>;\n"
+    " ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd2, %rd1; mov.u32 %r1, %tid.x;\n"
+    " mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mad.lo.s32 %r4, %r2, %r3, %r1;\n"
+    " { .param .b32 s; .param .b64 h; st.param.b32 [s], 1;\n"
+    "   call.uni (h), cudaCGGetIntrinsicHandle, (s); ld.param.b64 %rd3, [h]; }\n"
+    " { .param .b64 h; .param .b32 f; .param .b32 e; st.param.b64 [h], %rd3; st.param.b32 [f], 0;\n"
+    "   call.uni (e), cudaCGSynchronize, (h, f); ld.param.b32 %r5, [e]; }\n"
+    " setp.ne.u64 %p1, %rd3, 0; selp.u32 %r6, 1000, 0, %p1; add.s32 %r7, %r6, %r5;\n"
+    " mul.wide.u32 %rd4, %r4, 4; add.s64 %rd5, %rd2, %rd4; st.global.u32 [%rd5], %r7; ret; }\n";
 static const char *BAD = ".version 7.5\n.target sm_75\n.address_size 64\n.visible .entry z( {\n";
 
 static int real_driver; /* LINK_REAL_DRIVER=1: checking the test itself on NVIDIA's driver */
@@ -99,6 +115,46 @@ static void test_link(char **files)
     OK(p_cuLinkDestroy(s));
     run_linked(copy, "k", twice_plus_7);
     free(copy);
+}
+
+/* numba-cuda's link of a cooperative kernel: PTX and libcudadevrt.a (files[0]), whose
+ * cudaCG* functions call the driver's __cuda_syscall_CGS_* (and whose other functions name
+ * the rest of the driver's device runtime): the link succeeds and the kernel synchronises
+ * its grid in a cooperative launch; in a plain one the handle is 0 and the sync fails */
+static void test_devrt(char **files)
+{
+    CUlinkState s = state();
+    void *image = NULL;
+    size_t size = 0;
+    CUmodule m = NULL;
+    CUfunction f = NULL;
+    CUdeviceptr out = 0;
+    unsigned h[64] = {0};
+    OK(add(s, G, "g.ptx"));
+    OK(p_cuLinkAddFile(s, CU_JIT_INPUT_LIBRARY, files[0], 0, NULL, NULL));
+    OK(p_cuLinkComplete(s, &image, &size));
+    CHECK(err_len() == 0 && elog[0] == 0);
+    OK(p_cuModuleLoadData(&m, image));
+    OK(p_cuLinkDestroy(s));
+    OK(p_cuModuleGetFunction(&f, m, "g"));
+    OK(p_cuMemAlloc(&out, sizeof h));
+    void *args[] = {&out};
+    for (int cooperative = 1; cooperative >= 0; cooperative--) {
+        if (cooperative)
+            OK(p_cuLaunchCooperativeKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, args));
+        else
+            OK(p_cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        OK(p_cuCtxSynchronize());
+        OK(p_cuMemcpyDtoH(h, out, sizeof h));
+        for (unsigned i = 0; i < 64; i++)
+            if (h[i] != (cooperative ? 1000u : 999u)) {
+                printf("FAIL %s launch: out[%u] = %u\n", cooperative ? "cooperative" : "plain", i, h[i]);
+                failures++;
+                break;
+            }
+    }
+    OK(p_cuMemFree(out));
+    OK(p_cuModuleUnload(m));
 }
 
 static void test_errors(char **files)
@@ -190,6 +246,7 @@ int main(int argc, char **argv)
     OK(p_cuCtxCreate(&ctx, NULL, 0, 0));
     struct { const char *name; void (*fn)(char **); } tests[] = {
         {"link", test_link}, {"errors", test_errors}, {"inputs", test_inputs},
+        {"devrt", test_devrt},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if (strcmp(tests[i].name, argv[2]) == 0) {

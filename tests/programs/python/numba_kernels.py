@@ -93,6 +93,18 @@ def monte_carlo(states, hits):
         hits[i] = 1 if x * x + y * y <= 1 else 0
 
 
+@cuda.jit
+def sequential_rows(M):
+    # numba-cuda's cooperative-groups test: each row from the mirror-image column of the
+    # row before it (another block's), a grid sync after each row (libcudadevrt's
+    # cudaCGSynchronize); the kernel is launched cooperatively
+    col = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    for row in range(1, M.shape[0]):
+        M[row, col] = M[row - 1, M.shape[1] - col - 1] + 1
+        g.sync()
+
+
 @cuda.reduce
 def sum_reduce(a, b):
     return a + b
@@ -137,6 +149,10 @@ def main():
     monte_carlo[n // 256, 256](states, hits)
     pi = 4 * hits.copy_to_host().mean()
     check("xoroshiro128p Monte Carlo pi", abs(pi - math.pi) < 0.05, f"{pi:.5f}")
+
+    M = np.zeros((64, 32 * 4), np.int32)
+    sequential_rows[4, 32](M)
+    check("grid sync (cooperative groups)", (M == np.arange(64)[:, None]).all())
 
     w = np.arange(1, 100_001, dtype=np.float64)
     total = sum_reduce(w)
