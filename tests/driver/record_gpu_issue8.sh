@@ -37,7 +37,7 @@ build ballot_lane_masks $C/ballot_lane_masks.cu
 build ballot_illegal_mask $C/ballot_illegal_mask.cu
 build cg_devrt -rdc=true $C/cg_devrt.cu -lcudadevrt
 build virtual_call_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/virtual_call_rdc.cu
-build programmatic_launch -arch=sm_90 $C/programmatic_launch.cu &
+build programmatic_launch -arch=sm_90 $C/programmatic_launch.cu
 build ptx_version_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/ptx_version_rdc.cu
 build ipc -O3 $P/ipc.cu
 build graph_conditional -O3 $P/graph_conditional.cu
