@@ -23,6 +23,7 @@ from typing import Protocol
 
 from llvmlite import ir as ll
 
+from ..passes.divergence import Divergence
 from ..ptx import ir
 
 
@@ -31,6 +32,7 @@ class Lowering(Protocol):
     vec: bool  # vector mode: values are <32 x T> (CPU backend only)
     ins: ir.Instr | None  # the instruction being lowered
     fn: ir.Function  # the function whose body is being lowered
+    div: Divergence  # which registers may differ between the lanes of a warp
 
     # ---- module and errors
     @property

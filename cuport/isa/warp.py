@@ -134,11 +134,14 @@ def lower_vote(em, ins: ir.Instr) -> None:
 
 
 def _check_member(em, member) -> None:
-    """A `.sync` collective whose member mask lacks the executing thread is an illegal
-    instruction (the ISA leaves it undefined; an H100 fails the launch with
-    cudaErrorIllegalInstruction for `__ballot_sync(lanemask_lt, p)` in lane 0). A full
-    immediate mask, the common case, needs no test."""
-    if isinstance(member, ir.Imm) and member.value & 0xFFFFFFFF == 0xFFFFFFFF:
+    """A `.sync` vote whose member mask differs between lanes and lacks the executing thread
+    is an illegal instruction: on an H100 (tests/driver/c/ballot_illegal_mask.cu, recorded
+    2026-12-06) `__ballot_sync(lanemask_lt, p)` and a mask of the next lane only fail the
+    launch with cudaErrorIllegalInstruction, while a mask every lane shares that lacks some
+    of them (an immediate, a parameter, even 0) runs, its result undefined. So only a mask
+    the divergence analysis cannot show warp-uniform is tested (one computed from data yet
+    equal in every lane fails on cuport where the GPU would run it)."""
+    if not isinstance(member, ir.Reg) or member.name not in em.div.varying:
         return
     em.fail_unless_member(em.read_bits(member, "b32"), "illegal_instruction")
 

@@ -22,7 +22,9 @@ cuport's loader from `libcudadevrt.a`):
 - `u32 __cuda_syscall_CGS_get_size(u32 *threads, u32 *grids, u64 handle)`: the grid's
   threads and the number of grids (1: a multi-device launch is not supported).
 - `u32 __cuda_syscall_CGS_get_rank(u32 *rank, u32 *grid_rank, u64 handle)`: the thread's
-  flat rank in the grid (cooperative groups' `grid.thread_rank()`) and the grid's (0).
+  flat rank in the grid (cooperative groups' `grid.thread_rank()`) and, second, 1: what an
+  H100 answers there for a one-grid cooperative launch (tests/driver/c/cg_devrt.cu,
+  recorded 2026-12-06; NVIDIA does not document the value).
 
 A handle other than the launch's own workspace is refused (1) by every call. A
 `__cuda_syscall_*` that cuport does not define stays undefined: a kernel that reaches it
@@ -258,7 +260,7 @@ $BAD:
     mad.lo.u32 %r16, %r7, %r14, %r15;
     setp.ne.u64 %p2, %rd1, 0;
     @%p2 st.u32 [%rd1], %r16;
-    mov.u32 %r17, 0;
+    mov.u32 %r17, 1;  // what an H100 answers for a one-grid launch (cg_devrt.cu)
     setp.ne.u64 %p3, %rd2, 0;
     @%p3 st.u32 [%rd2], %r17;
     st.param.b32 [func_retval0], 0;

@@ -54,4 +54,6 @@ record cluster_barrier_dims "$OUT/bin/cluster_barrier" dims
 record ballot_illegal_mask_register "$OUT/bin/ballot_illegal_mask" register
 record ballot_illegal_mask_immediate "$OUT/bin/ballot_illegal_mask" immediate
 record ballot_illegal_mask_uniform "$OUT/bin/ballot_illegal_mask" uniform
+record ballot_illegal_mask_next "$OUT/bin/ballot_illegal_mask" next
+record ballot_illegal_mask_zero "$OUT/bin/ballot_illegal_mask" zero
 cat "$OUT/summary.txt"

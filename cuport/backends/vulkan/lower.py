@@ -246,6 +246,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
     def __init__(self, plan: KernelPlan) -> None:
         self.plan = plan
         self.fn = plan.fn
+        self.div = plan.div
         self.llmod = ll.Module(name=plan.fn.name)
         self.ins: ir.Instr | None = None
         self._decls: dict[str, ll.Function] = {}

@@ -1,17 +1,30 @@
-// __ballot_sync whose member mask lacks the calling lane: on an H100 the launch fails with
-// cudaErrorIllegalInstruction, and the error is sticky (later calls that touch the device
-// return it too). First a kernel whose mask is legal (a register mask holding each lane: the
-// lanes up to the caller), then the illegal one: `register`
-// (argument 1, the default) votes with the lanes below the caller (lane 0's mask is 0),
-// `immediate` with the lower half-warp's mask from every lane, `uniform` likewise on a
-// value every lane shares (cuport computes such a vote once for the warp).
+// __ballot_sync whose member mask lacks the calling lane. First a kernel whose masks are
+// legal (each half-warp calls with its own half's mask, in a register), then one of:
+// `register` (argument 1, the default): the lanes below the caller (lane 0's mask is 0);
+// `next`: the next lane only (never empty, never the caller); `zero`: an empty mask in a
+// register every lane shares; `immediate`: the lower half-warp's mask from every lane;
+// `uniform`: likewise, voting on a value every lane shares. On an H100 (recorded
+// 2026-12-06) `register` fails the launch with cudaErrorIllegalInstruction, sticky (later
+// calls that touch the device return it too); `immediate` and `uniform` run (their
+// results are undefined and not printed).
 #include <cstdio>
 #include <cstring>
 
 __global__ void legal(const int *x, unsigned *out)
 {
     unsigned lane = threadIdx.x & 31;
-    out[threadIdx.x] = __ballot_sync((2u << lane) - 1, x[threadIdx.x] > 0);
+    out[threadIdx.x] = __ballot_sync(lane < 16 ? 0x0000ffffu : 0xffff0000u, x[threadIdx.x] > 0);
+}
+
+__global__ void next(const int *x, unsigned *out)
+{
+    unsigned lane = threadIdx.x & 31;
+    out[threadIdx.x] = __ballot_sync(1u << ((lane + 1) & 31), x[threadIdx.x] > 0);
+}
+
+__global__ void zero(const int *x, unsigned mask, unsigned *out)
+{
+    out[threadIdx.x] = __ballot_sync(mask, x[threadIdx.x] > 0);
 }
 
 __global__ void below(const int *x, unsigned *out)
@@ -46,12 +59,12 @@ int main(int argc, char **argv)
     cudaError_t e = cudaMemcpy(out, d_out, sizeof out, cudaMemcpyDeviceToHost);
     int bad = e != cudaSuccess;
     for (int i = 0; i < n && !bad; i++) {
-        int warp = i / 32 * 32, lane = i % 32;
-        unsigned upto = 0;
-        for (int j = 0; j <= lane; j++)
-            if (x[warp + j] > 0) upto |= 1u << j;
-        if (out[i] != upto) {
-            printf("legal: thread %d: %08x, expected %08x\n", i, out[i], upto);
+        int warp = i / 32 * 32, half = i % 32 < 16 ? 0 : 16;
+        unsigned want = 0;
+        for (int j = half; j < half + 16; j++)
+            if (x[warp + j] > 0) want |= 1u << j;
+        if (out[i] != want) {
+            printf("legal: thread %d: %08x, expected %08x\n", i, out[i], want);
             bad = 1;
         }
     }
@@ -60,6 +73,10 @@ int main(int argc, char **argv)
         half_from_all<<<1, n>>>(d_x, d_out);
     else if (strcmp(kind, "uniform") == 0)
         half_from_all_uniform<<<1, n>>>(5, d_out);
+    else if (strcmp(kind, "next") == 0)
+        next<<<1, n>>>(d_x, d_out);
+    else if (strcmp(kind, "zero") == 0)
+        zero<<<1, n>>>(d_x, 0u, d_out);
     else
         below<<<1, n>>>(d_x, d_out);
     printf("launch: %s\n", cudaGetErrorName(cudaGetLastError()));

@@ -1,44 +1,50 @@
-// __ballot_sync / __any_sync / __all_sync whose member mask differs between lanes: lane i
-// votes over the lanes up to it (as HeCBench bscan's warp scan counts the lanes below it),
-// so each lane's result covers its own mask only. A mask must hold the calling lane: on an
-// H100 __ballot_sync(lanemask_lt, p) is cudaErrorIllegalInstruction in lane 0.
+// __ballot_sync / __any_sync / __all_sync whose member mask differs between lanes: the warp
+// split into labeled groups (as cooperative groups' labeled_partition does, and HeCBench
+// bscan's warp scans), each group's lanes calling with the group's mask, so each votes over
+// its own group only. (Masks that differ within a group are undefined in CUDA: an H100 then
+// answers otherwise, recorded 2026-12-06.)
 #include <cstdio>
 
-__global__ void votes(const int *x, unsigned *ballot, int *any, int *all)
+__global__ void votes(const int *x, const int *label, unsigned *ballot, int *any, int *all)
 {
-    unsigned lane = threadIdx.x & 31, below = (1u << lane) - 1;
+    unsigned group = __match_any_sync(0xffffffffu, label[threadIdx.x]);
     bool p = x[threadIdx.x] > 0;
-    unsigned mine = below | (1u << lane);  // the lanes up to and including this one
-    ballot[threadIdx.x] = __ballot_sync(mine, p) & below;
-    any[threadIdx.x] = __any_sync(mine, p);
-    all[threadIdx.x] = __all_sync(mine, p);
+    ballot[threadIdx.x] = __ballot_sync(group, p);
+    any[threadIdx.x] = __any_sync(group, p);
+    all[threadIdx.x] = __all_sync(group, p);
 }
 
 int main()
 {
     const int n = 64;
-    int x[n], any[n], all[n];
+    int x[n], label[n], any[n], all[n];
     unsigned ballot[n];
-    for (int i = 0; i < n; i++) x[i] = (i * 37 % 11) - 3 + (i > 40 ? 9 : 0) - (i < 3 ? 9 : 0);
-    int *d_x, *d_any, *d_all;
+    for (int i = 0; i < n; i++) {
+        x[i] = (i * 37 % 11) - 3 + (i > 40 ? 9 : 0) - (i < 3 ? 9 : 0);
+        label[i] = i < 8 ? 0 : (i * 7 % 5);  // lanes 0-7 together, the rest scattered
+    }
+    int *d_x, *d_label, *d_any, *d_all;
     unsigned *d_ballot;
     cudaMalloc(&d_x, sizeof x);
+    cudaMalloc(&d_label, sizeof label);
     cudaMalloc(&d_any, sizeof any);
     cudaMalloc(&d_all, sizeof all);
     cudaMalloc(&d_ballot, sizeof ballot);
     cudaMemcpy(d_x, x, sizeof x, cudaMemcpyHostToDevice);
-    votes<<<1, n>>>(d_x, d_ballot, d_any, d_all);
+    cudaMemcpy(d_label, label, sizeof label, cudaMemcpyHostToDevice);
+    votes<<<1, n>>>(d_x, d_label, d_ballot, d_any, d_all);
     cudaError_t e = cudaMemcpy(ballot, d_ballot, sizeof ballot, cudaMemcpyDeviceToHost);
     cudaMemcpy(any, d_any, sizeof any, cudaMemcpyDeviceToHost);
     cudaMemcpy(all, d_all, sizeof all, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) { printf("%s\n", cudaGetErrorName(e)); return 2; }
     for (int i = 0; i < n; i++) {
-        int warp = i / 32 * 32, lane = i % 32;
+        int warp = i / 32 * 32;
         unsigned want = 0;
         int want_any = 0, want_all = 1;
-        for (int j = 0; j <= lane; j++) {
+        for (int j = 0; j < 32; j++) {
+            if (label[warp + j] != label[i]) continue;
             bool p = x[warp + j] > 0;
-            if (j < lane && p) want |= 1u << j;
+            if (p) want |= 1u << j;
             want_any |= p;
             want_all &= p;
         }

@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     std::vector<unsigned> s(4 * nthreads);
     cudaMemcpy(s.data(), d_s, s.size() * sizeof(unsigned), cudaMemcpyDeviceToHost);
     for (unsigned t = 0; t < nthreads; t++) {
-        EXPECT(s[4 * t] == nthreads && s[4 * t + 1] == 1 && s[4 * t + 2] == t && s[4 * t + 3] == 0,
+        EXPECT(s[4 * t] == nthreads && s[4 * t + 1] == 1 && s[4 * t + 2] == t && s[4 * t + 3] == 1,
                "shape: thread %u: size %u, grids %u, rank %u, grid rank + errors %u\n", t,
                s[4 * t], s[4 * t + 1], s[4 * t + 2], s[4 * t + 3]);
         if (bad) break;
