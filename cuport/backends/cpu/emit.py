@@ -214,6 +214,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 targets.update(blk.succs)
                 self.barriers.append(blk)
         targets = {t for t in targets if not blocks[t].exit_sink}
+        # barriers that no thread reaches after one of its warp finished: a warp resumes
+        # there with all the lanes it started with (no WS_EXITED to read)
+        self.no_exits_before = {i for i, blk in enumerate(self.barriers)
+                                if not cfgmod.exits_before(self.cfg, self.div.varying,
+                                                           self.div.divergent_branches, blk.index,
+                                                           self.mc.has_exit)}
         self.targets = sorted(targets)
         self.rank = {t: i for i, t in enumerate(self.targets)}
         nt = max(len(self.targets), 1)
@@ -898,8 +904,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 if slot is not None:
                     p = b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8)
                     b.store(b.load(p, typ=rt), slot)
-        ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
-        active = b.and_(self.live_mask, b.not_(ex))
+        if idx in self.no_exits_before:
+            active = self.live_mask
+        else:
+            ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
+            active = b.and_(self.live_mask, b.not_(ex))
         b.store(active, self.active_slot)
         # recompute what is cheaper to recompute than to keep (see passes/barrier_state.py)
         self.block = blk
