@@ -455,6 +455,13 @@ def _reach(succs: list[list[int]], seeds, avoid: int | None = None) -> set[int]:
     return seen
 
 
+def may_finish(b: Block, calls_may_exit: bool) -> bool:
+    """Whether threads may finish in block `b`: it ends in `ret`/`exit`, or it calls and a
+    callee may execute `exit` (`calls_may_exit`)."""
+    return (b.term is not None and b.term.op in ("ret", "exit")) or (
+        calls_may_exit and any(ins.op == "call" for ins in b.instrs))
+
+
 def exits_before(cfg: Cfg, varying: set[str], divergent: set[int], block: int,
                  calls_may_exit: bool) -> bool:
     """Whether some threads of a warp may have finished (`ret`/`exit`, or a call where a
@@ -478,7 +485,7 @@ def exits_before(cfg: Cfg, varying: set[str], divergent: set[int], block: int,
     def has_call(b: Block) -> bool:
         return calls_may_exit and any(ins.op == "call" for ins in b.instrs)
 
-    exits = [b.index for b in blocks if (b.term is not None and b.term.op in ("ret", "exit")) or has_call(b)]
+    exits = [b.index for b in blocks if may_finish(b, calls_may_exit)]
     if not exits:
         return False
     splits = {b.index for b in blocks if b.index in divergent or has_call(b) or (

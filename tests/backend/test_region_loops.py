@@ -295,3 +295,18 @@ def test_exits_after_the_barrier(ptx):
     expect = (padded + np.roll(padded, -1, axis=1)).reshape(-1)
     expect[n:] = -1.0
     assert out.tolist() == expect.tolist()
+
+
+def _lockstep(ptx: str, kernel: str, block) -> bool:
+    mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+    return compiler.run_pipeline(mc, until="regions").kernel_lockstep
+
+
+def test_warps_in_lockstep_only_where_none_can_wait_elsewhere(ptx):
+    # one barrier, exits only after it: every warp runs each region with the others
+    assert _lockstep(ptx, "exit_after", (128, 1, 1))
+    # warps wait at different barriers; a region that may finish warps or loop back to a
+    # barrier; a loop whose warps step aside: each warp's own region is asked
+    assert not _lockstep(ptx, "uneven", (256, 1, 1))
+    assert not _lockstep(ptx, "tiled", (16, 16, 1))
+    assert not _lockstep(ptx, "uneven_strides", (128, 1, 1))

@@ -391,6 +391,7 @@ class ModuleCompiler:
 
     def _step_regions(self) -> None:
         self.kernel_regions = None
+        self.kernel_lockstep = False
         if not self.simple_barriers or os.environ.get("CUPORT_NO_REGION_LOOPS") == "1":
             return
         g = self.kernel_cfg
@@ -400,6 +401,8 @@ class ModuleCompiler:
             self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
         if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
             self.kernel_regions = regions.split(g, self.kernel_div, bars)
+        self.kernel_lockstep = self.kernel_regions is not None and regions.lockstep(
+            g, self.kernel_regions, self.has_exit)
 
     def _step_emit(self) -> None:
         self._declare_runtime()
@@ -884,7 +887,7 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
     if step == "regions":
         if mc.kernel_regions is None:
             return "no region loops (warps suspend at barriers)"
-        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
+        return ("warps in lockstep\n" if mc.kernel_lockstep else "") + "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
                          + (" (interleaved)" if r.interleave else "") + ": "
                          + " ".join(mc.kernel_cfg.blocks[x].name for x in r.blocks)
                          for k, r in enumerate(mc.kernel_regions))

@@ -19,7 +19,9 @@ round.
 A warp's WS_RESUME says which region it runs and in which round: (region << 1) | parity,
 the parity flipping when a barrier completes, so that a warp that reaches a barrier whose
 region runs later in the same round does not run on before the barrier completes.
-FINISHED matches no region.
+FINISHED matches no region. Where the warps are in lockstep (passes/regions.lockstep: every
+warp always runs the same region as the others) no warp's WS_RESUME is asked or kept: each
+region loop runs every warp.
 
 Interleave points (back edges of loops that read global memory, regions.interleave_edges):
 every INTERLEAVE_PERIOD-th time a warp takes one it steps aside, its whole state saved
@@ -125,8 +127,11 @@ class RegionLoops:
         w.add_incoming(_i32(0), head)
         ws = b.gep(ws0, [b.mul(b.zext(w, I64), _i64(self.mc.warp_state_bytes))], source_etype=I8)
         resume_p = b.gep(ws, [_i64(L.WS_RESUME)], source_etype=I8)
-        want = b.or_(_i32(k << 1), b.load(self._rl["parity"]))
-        b.cbranch(b.icmp_unsigned("==", b.load(resume_p, typ=I32), want), body, latch)
+        if self.mc.kernel_lockstep:
+            b.branch(body)  # (every warp waits to run this region: passes/regions.lockstep)
+        else:
+            want = b.or_(_i32(k << 1), b.load(self._rl["parity"]))
+            b.cbranch(b.icmp_unsigned("==", b.load(resume_p, typ=I32), want), body, latch)
 
         b.position_at_end(body)
         self._set_warp(w, ws)
@@ -176,7 +181,8 @@ class RegionLoops:
 
     def _wait_for(self, region: int, parity: ll.Value) -> None:
         b = self.b
-        b.store(b.or_(_i32(region << 1), parity), self._region["resume"])
+        if not self.mc.kernel_lockstep:  # (where no round asks a warp where it waits)
+            b.store(b.or_(_i32(region << 1), parity), self._region["resume"])
         nxt = self._rl["next"]
         b.store(b.or_(b.load(nxt), _i64(1 << region)), nxt)
         b.branch(self._region["latch"])
