@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from ...isa.cluster import ONE_BLOCK_CLUSTER
+from ...isa.fprt import canon_nan
 from ...isa.memory import space_of
 from ...isa.operands import defs, uses
 from ...isa.types import (
@@ -48,6 +49,7 @@ from ...isa.types import (
 )
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
+from ...passes import nan_payloads
 from ...passes.divergence import Divergence, special_is_varying
 from ...passes.shapes import access_pattern
 from ...ptx import ir
@@ -117,6 +119,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.block: cfgmod.Block | None = None
         self._mask_cache: dict = {}
         self.outlined_results: dict[str, ll.Value] = {}  # em.outline's result buffer, by key
+        self._nan_deferred = nan_payloads.deferred(fn)  # (see nan_deferred, read_bits)
+        self._blind = False  # the current instruction reads f32 registers NaN-blind
+
+    def nan_deferred(self, ins: ir.Instr) -> bool:
+        d = ins.args[0] if ins is not None and ins.args else None
+        return isinstance(d, ir.Reg) and d.name in self._nan_deferred
 
     # ================================================================ set-up
     def declare(self) -> ll.Function:
@@ -533,7 +541,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             if ds and ds[0].name in self.forms:
                 self.emit_form_def(ins)
                 return
-        lower(self, ins)
+        self._blind = nan_payloads.blind(ins)
+        try:
+            lower(self, ins)
+        finally:
+            self._blind = False
 
     def _needs_vector(self, ins: ir.Instr) -> bool:
         varying = self.div.varying
@@ -1176,6 +1188,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
             if self.vec and not varying:
                 v = self.splat(v)
+            if op.name in self._nan_deferred and not self._blind:
+                v = canon_nan(self, self.to_value(v, "f32"), "f32")  # (passes/nan_payloads.py)
             return self._resize(v, want, ptype[0] == "s")
         if isinstance(op, ir.Imm):
             return self.const_int(want.width, op.value)
