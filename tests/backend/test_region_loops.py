@@ -13,7 +13,7 @@ import pytest
 
 import cuport
 from cuport.backends import facts
-from cuport.backends.cpu import compiler
+from cuport.backends.cpu import compiler, region_loops
 from cuport.passes import cfg as cfgmod
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
@@ -310,3 +310,17 @@ def test_warps_in_lockstep_only_where_none_can_wait_elsewhere(ptx):
     assert not _lockstep(ptx, "uneven", (256, 1, 1))
     assert not _lockstep(ptx, "tiled", (16, 16, 1))
     assert not _lockstep(ptx, "uneven_strides", (128, 1, 1))
+
+
+def test_a_worker_rotates_blocks_whose_loops_interleave(ptx):
+    """A worker holds several blocks of a kernel with interleave points and runs a round of
+    each in turn (their grid-stride loops read neighbouring memory together); the answers
+    of such kernels are checked above, with more blocks than a worker holds."""
+    def slots(kernel: str, block) -> int:
+        mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+        compiler.run_pipeline(mc, until="regions")
+        return mc.resident_slots
+
+    assert slots("uneven_strides", (128, 1, 1)) == region_loops.INTERLEAVE_BLOCKS > 1
+    assert slots("gather_loop", (96, 1, 1)) == region_loops.INTERLEAVE_BLOCKS
+    assert slots("tiled", (16, 16, 1)) == 1
