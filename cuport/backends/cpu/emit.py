@@ -1290,7 +1290,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return self._c32({"x": nx, "y": ny, "z": nz}[name[-1]])
         if name.startswith("%ctaid."):
             k = "xyz".index(name[-1])
-            return self._v(b.load(b.gep(self.blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8), typ=I32))
+            return self._v(self._at_entry(name, lambda eb: eb.load(
+                eb.gep(self.blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8), typ=I32)))
         if name.startswith("%nctaid."):
             k = "xyz".index(name[-1])
             off = L.LaunchCtx.grid_x.offset + 4 * k
@@ -1376,7 +1377,35 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self.is_kernel and name in self.mc.kernel_param_offsets
 
     def load_elements(self, acc, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
+        base = acc.mem.base
+        if (acc.space == "param" and offsets is None and self.ins.guard is None and self.is_kernel
+                and isinstance(base, ir.Sym) and base.name in self.mc.kernel_param_offsets):
+            return [self._kernel_param(self.mc.kernel_param_offsets[base.name] + acc.mem.offset + i * acc.size,
+                                       bits_type(acc.t)) for i in range(len(acc.items))]
         return memory_ops.load_elements(self, acc, offsets, runs)
+
+    def _at_entry(self, key, make: Callable[[ll.IRBuilder], ll.Value]) -> ll.Value:
+        """A value of the launch or the block (a kernel parameter, %ctaid) computed once, in
+        the function's entry block: region loops and code after barriers then use it without
+        reloading it for every warp through pointers that LLVM cannot tell from the
+        kernel's stores."""
+        cache = self.__dict__.setdefault("_entry_values", {})
+        v = cache.get(key)
+        if v is None:
+            eb = ll.IRBuilder(self.llfn.entry_basic_block)
+            eb.position_at_start(self.llfn.entry_basic_block)
+            v = cache[key] = make(eb)
+        return v
+
+    def _kernel_param(self, off: int, t: ll.Type) -> ll.Value:
+        """The kernel parameter bits at byte `off` of the parameter buffer (read-only for
+        the launch), in the current mode."""
+        def make(eb: ll.IRBuilder) -> ll.Value:
+            pbase = eb.load(eb.gep(self.ctx, [i64c(0)], source_etype=I8), typ=PTR)
+            return eb.load(eb.gep(pbase, [i64c(off)], source_etype=I8), typ=t)
+
+        v = self._at_entry(("param", off, str(t)), make)
+        return self.splat(v) if self.vec else v
 
     def store_elements(self, acc, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
                        runs: int = 0) -> None:
