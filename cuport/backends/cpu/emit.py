@@ -1778,6 +1778,16 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         b = self.b
         return [b.inttoptr(b.extract_element(ai, i32c(j * seg)), PTR) for j in range(W // seg)]
 
+    def _run_mask(self, j: int, seg: int) -> ll.Value:
+        """<seg x i1>: the executing lanes of run j, taken from the mask's vector (as a
+        vector: an i32 shifted and cut to i16 makes AVX2 code rebuild the vector lane by lane,
+        about 50 instructions, where AVX-512 shifts a mask register)."""
+        m = self.exec_mask_vec()
+        if seg == W:
+            return m
+        return self.b.shuffle_vector(m, ll.Constant(vec(I1), None),
+                                     ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
+
     def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
         b = self.b
         parts = []
@@ -1787,11 +1797,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 st = vec(t, seg)
                 if seg != W:  # (a whole warp without lanes never gets here: _if_some_lane)
                     p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
-                if seg == W:
-                    m = self.exec_mask_vec()
-                else:
-                    sub = b.lshr(self.exec_mask(), i32c(j * seg))
-                    m = b.bitcast(b.trunc(sub, ll.IntType(seg)), vec(I1, seg))
+                m = self._run_mask(j, seg)
                 parts.append(self.intrinsic("llvm.masked.load", [p, i32c(align), m, ll.Constant(st, None)],
                                             overload=[st, PTR], ret=st))
             else:
@@ -1821,7 +1827,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             else:
                 part = b.shuffle_vector(value, ll.Constant(value.type, None),
                                         ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
-                m = b.bitcast(b.trunc(b.lshr(self.exec_mask(), i32c(j * seg)), ll.IntType(seg)), vec(I1, seg))
+                m = self._run_mask(j, seg)
             self.intrinsic("llvm.masked.store", [part, p, i32c(align), m], overload=[part.type, PTR],
                            ret=ll.VoidType())
 
