@@ -59,8 +59,13 @@ def operands(em, ins: ir.Instr, t: str, n: int):
 
 def result_bits(em, v, t: str, srcs: list):
     """The bits to write for the result `v` of an operation on `srcs` (in the order in which
-    their NaNs win, fprt.nan_order): the NaN rules."""
-    return fprt.nan_f64(em, v, srcs) if t == "f64" else fprt.canon_nan(em, v, t)
+    their NaNs win, fprt.nan_order): the NaN rules. An f32 result whose canonical NaN the
+    backend defers to the reads that show it (em.nan_deferred) keeps the host's."""
+    if t == "f64":
+        return fprt.nan_f64(em, v, srcs)
+    if t == "f32" and em.nan_deferred(em.ins):
+        return em.to_bits(v, t)
+    return fprt.canon_nan(em, v, t)
 
 
 _FTZ_SCALE = 32  # 2^32 lifts every tiny f32 result into the normal range

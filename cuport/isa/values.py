@@ -24,6 +24,12 @@ class Values:
     b: ll.IRBuilder
     vec: bool
 
+    def nan_deferred(self, ins: ir.Instr) -> bool:
+        """Whether the f32 result of `ins` may keep the host's NaN, the backend making it
+        canonical where a read shows the payload (passes/nan_payloads.py). By default every
+        NaN is made canonical where it is written."""
+        return False
+
     def ty(self, ptype: str) -> ll.Type:
         """The value type of `ptype` in the current mode (vector of 32 when varying)."""
         t = value_type(ptype)

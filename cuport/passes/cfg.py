@@ -438,3 +438,63 @@ def postdominators(cfg: Cfg, ignore_exit_sinks: bool = True) -> list[int]:
                 ipdom[b] = new
                 changed = True
     return [(-1 if ipdom[i] in (EXIT, -2) else ipdom[i]) for i in range(n)]
+
+
+
+
+def _reach(succs: list[list[int]], seeds, avoid: int | None = None) -> set[int]:
+    """The blocks reachable from `seeds` (included) along `succs` without entering `avoid`."""
+    seen: set[int] = set()
+    stack = [x for x in seeds if x != avoid]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.extend(s for s in succs[x] if s != avoid)
+    return seen
+
+
+def may_finish(b: Block, calls_may_exit: bool) -> bool:
+    """Whether threads may finish in block `b`: it ends in `ret`/`exit`, or it calls and a
+    callee may execute `exit` (`calls_may_exit`)."""
+    return (b.term is not None and b.term.op in ("ret", "exit")) or (
+        calls_may_exit and any(ins.op == "call" for ins in b.instrs))
+
+
+def exits_before(cfg: Cfg, varying: set[str], divergent: set[int], block: int,
+                 calls_may_exit: bool) -> bool:
+    """Whether some threads of a warp may have finished (`ret`/`exit`, or a call where a
+    callee may execute `exit`: `calls_may_exit`) while the others run on to the end of
+    `block` (a converged barrier's); `varying` and `divergent` are the Divergence record's.
+
+    A thread that finished and one that goes on were together last at a block where the
+    warp splits (a divergent branch, a branch or return under a varying guard, a call that
+    may exit), and the finishing one went from there to its exit without passing the
+    block (at a converged barrier they would have been together again). So some may have
+    finished when such a split point reaches both an exit (without passing the block) and
+    the block, and either comes before the block's first arrival or lies on a loop through
+    it. Elsewhere a warp gets past the block with every thread it started with."""
+    blocks = cfg.blocks
+    succs = [b.succs for b in blocks]
+    preds: list[list[int]] = [[] for _ in blocks]
+    for b in blocks:
+        for x in b.succs:
+            preds[x].append(b.index)
+
+    def has_call(b: Block) -> bool:
+        return calls_may_exit and any(ins.op == "call" for ins in b.instrs)
+
+    exits = [b.index for b in blocks if may_finish(b, calls_may_exit)]
+    if not exits:
+        return False
+    splits = {b.index for b in blocks if b.index in divergent or has_call(b) or (
+        b.term is not None and b.term.guard is not None and b.term.op in ("bra", "ret", "exit")
+        and b.term.guard.name in varying)}
+    to_block = _reach(preds, [block])  # (reverse: the blocks that reach it)
+    first = _reach(succs, [0], avoid=block)
+    exit_avoiding = _reach(preds, exits, avoid=block)
+    if splits & first & to_block & exit_avoiding:
+        return True
+    around = _reach(succs, succs[block])
+    return block in around and bool(splits & around & to_block & _reach(preds, exits))

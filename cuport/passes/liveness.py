@@ -4,8 +4,10 @@ Needs: a Cfg and the Divergence record. In a split block a write to a varying re
 keeps the values of the lanes that are not running, so it reads the old value, but only
 when there can be an old value: when some definition of the register reaches the block
 (an earlier definition, or the same one around a loop). The first definition of a
-register, the common case in nvcc's nearly-SSA PTX, reads nothing, so the register is not
-kept alive (and saved at every barrier) all the way from the kernel's entry.
+register, the common case in nvcc's nearly-SSA PTX, reads nothing and ends the register's
+life above it as an unguarded write does (the lanes it skips hold no value: a guarded load
+whose result the same guard's store alone uses), so the register is not kept alive (and
+saved at every barrier) all the way from the kernel's entry.
 
 The warp executor saves exactly the registers live into barrier continuations when a
 warp suspends.
@@ -111,8 +113,13 @@ def live_in(cfg: Cfg, div: Divergence | None, blend: set[str] | None = None) -> 
             for r in defs(ins):
                 partial = ins.guard is not None or (split and r.name in blend)
                 if partial:
-                    if r.name not in k and r.name not in written and reached_by_def(r.name, b.index):
-                        g.add(r.name)
+                    if r.name not in k and r.name not in written:
+                        if reached_by_def(r.name, b.index):
+                            g.add(r.name)
+                        else:
+                            # the first write there is: the lanes it leaves alone hold no
+                            # value, so nothing above it is read through them
+                            k.add(r.name)
                     written.add(r.name)
                 else:
                     k.add(r.name)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cfg import Block, Cfg, is_suspend
+from .cfg import Block, Cfg, is_suspend, may_finish
 from .divergence import Divergence
 
 #: the rounds keep the set of regions warps wait to run as a 64-bit mask
@@ -124,3 +124,22 @@ def split(cfg: Cfg, div: Divergence, barriers: list[Block],
     if emitted > MAX_GROWTH * max(own, 1):
         return None
     return regions
+
+
+def lockstep(cfg: Cfg, regions: list[Region], calls_may_exit: bool) -> bool:
+    """Whether a block's warps always run the same region in the same round: no interleave
+    points, and every region that reaches a barrier reaches only that one and holds no
+    block where threads may finish (`calls_may_exit`: a callee may execute `exit`). Then
+    every warp goes from region to region with the others, none finishes or waits
+    elsewhere, and a round runs its region over all the warps without asking each where it
+    waits."""
+    blocks = cfg.blocks
+    for r in regions:
+        if r.interleave is not None:
+            return False
+        bars = [x for x in r.blocks if blocks[x].term is not None and is_suspend(blocks[x].term)]
+        if not bars:
+            continue  # (the end: warps finish here)
+        if len(bars) > 1 or any(may_finish(blocks[x], calls_may_exit) for x in r.blocks):
+            return False
+    return True

@@ -13,7 +13,8 @@ import pytest
 
 import cuport
 from cuport.backends import facts
-from cuport.backends.cpu import compiler
+from cuport.backends.cpu import compiler, region_loops
+from cuport.passes import cfg as cfgmod
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
 
@@ -110,6 +111,31 @@ extern "C" __global__ void loop_in_branch(const int* x, int* out, int n) {
     out[blockDim.x + t] = acc;
   }
   out[t] = acc;
+}
+
+// lanes leave a loop with barriers in it, after the first barrier of a round: the warp
+// resumes at both barriers without them (the exits come before the barriers' later rounds)
+extern "C" __global__ void exit_in_loop(const int* x, int* out, int rounds) {
+  __shared__ int s[128];
+  int t = threadIdx.x, acc = 0;
+  for (int r = 0; r < rounds; r++) {
+    s[t] = x[t] + r;
+    __syncthreads();
+    acc += s[(t + 1) % 128];
+    out[t] = acc;
+    if (acc > 5 * x[t] + 20) return;
+    __syncthreads();
+  }
+}
+
+// every exit comes after the one barrier: the warp gets past it with all its lanes
+extern "C" __global__ void exit_after(const float* in, float* out, int n) {
+  __shared__ float s[128];
+  int t = threadIdx.x, i = blockIdx.x * 128 + t;
+  s[t] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  if (i >= n) return;
+  out[i] = s[t] + s[(t + 1) % 128];
 }
 """
 
@@ -222,3 +248,79 @@ def test_a_warp_steps_aside_with_lanes_waiting_outside_the_loop(ptx):
         else:
             expect[t] = expect[96 + t] = x[t] - 1000
     assert out.tolist() == expect.tolist()
+
+
+def _exits_before(ptx: str, kernel: str, block) -> list[bool]:
+    mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+    compiler.run_pipeline(mc, until="regions")
+    g = mc.kernel_cfg
+    d = mc.kernel_div
+    return [cfgmod.exits_before(g, d.varying, d.divergent_branches, b.index, mc.has_exit)
+            for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
+
+
+def test_where_lanes_may_have_exited_at_a_barrier(ptx):
+    assert _exits_before(ptx, "exit_after", (128, 1, 1)) == [False]
+    assert _exits_before(ptx, "tiled", (16, 16, 1)) == [False, False]
+    # an exit in the loop comes before the barriers' next rounds
+    assert _exits_before(ptx, "exit_in_loop", (128, 1, 1)) == [True, True]
+
+
+def test_lanes_that_left_a_loop_with_barriers_stay_gone(ptx):
+    assert _regions(ptx, "exit_in_loop", (128, 1, 1)) is not None
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 40, 128, dtype=np.int32)
+    rounds = 12
+    out = np.full(128, -1, np.int32)
+    cuport.Module(ptx).kernel("exit_in_loop")(1, 128, (x, out, rounds))
+    t = np.arange(128)
+    s = np.zeros(128, np.int64)
+    acc = np.zeros(128, np.int64)
+    alive = np.ones(128, bool)
+    expect = np.full(128, -1, np.int64)
+    for r in range(rounds):
+        s[alive] = x[alive] + r  # a thread that left keeps its last value in s
+        acc[alive] += s[(t + 1) % 128][alive]
+        expect[alive] = acc[alive]
+        alive &= ~(acc > 5 * x + 20)
+    assert out.tolist() == expect.tolist()
+
+
+def test_exits_after_the_barrier(ptx):
+    n = 300
+    x = np.arange(n, dtype=np.float32)
+    out = np.full(n + 84, -1.0, np.float32)
+    cuport.Module(ptx).kernel("exit_after")(3, 128, (x, out, n))
+    padded = np.concatenate([x, np.zeros(84, np.float32)]).reshape(3, 128)
+    expect = (padded + np.roll(padded, -1, axis=1)).reshape(-1)
+    expect[n:] = -1.0
+    assert out.tolist() == expect.tolist()
+
+
+def _lockstep(ptx: str, kernel: str, block) -> bool:
+    mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+    return compiler.run_pipeline(mc, until="regions").kernel_lockstep
+
+
+def test_warps_in_lockstep_only_where_none_can_wait_elsewhere(ptx):
+    # one barrier, exits only after it: every warp runs each region with the others
+    assert _lockstep(ptx, "exit_after", (128, 1, 1))
+    # warps wait at different barriers; a region that may finish warps or loop back to a
+    # barrier; a loop whose warps step aside: each warp's own region is asked
+    assert not _lockstep(ptx, "uneven", (256, 1, 1))
+    assert not _lockstep(ptx, "tiled", (16, 16, 1))
+    assert not _lockstep(ptx, "uneven_strides", (128, 1, 1))
+
+
+def test_a_worker_rotates_blocks_whose_loops_interleave(ptx):
+    """A worker holds several blocks of a kernel with interleave points and runs a round of
+    each in turn (their grid-stride loops read neighbouring memory together); the answers
+    of such kernels are checked above, with more blocks than a worker holds."""
+    def slots(kernel: str, block) -> int:
+        mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, block)
+        compiler.run_pipeline(mc, until="regions")
+        return mc.resident_slots
+
+    assert slots("uneven_strides", (128, 1, 1)) == region_loops.INTERLEAVE_BLOCKS > 1
+    assert slots("gather_loop", (96, 1, 1)) == region_loops.INTERLEAVE_BLOCKS
+    assert slots("tiled", (16, 16, 1)) == 1

@@ -31,12 +31,14 @@ from ..gc_pause import gc_paused
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
+from .region_loops import INTERLEAVE_BLOCKS
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
 MAX_LOCAL_BYTES = 512 * 1024  # local memory per thread, as on NVIDIA's GPUs since sm_20
 RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
 MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
+ROTATE_SLOT_BYTES = 1 << 20  # blocks rotate (region_loops.INTERLEAVE_BLOCKS) below this scratch
 
 
 @dataclass
@@ -391,6 +393,7 @@ class ModuleCompiler:
 
     def _step_regions(self) -> None:
         self.kernel_regions = None
+        self.kernel_lockstep = False
         if not self.simple_barriers or os.environ.get("CUPORT_NO_REGION_LOOPS") == "1":
             return
         g = self.kernel_cfg
@@ -400,6 +403,19 @@ class ModuleCompiler:
             self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
         if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
             self.kernel_regions = regions.split(g, self.kernel_div, bars)
+        self.kernel_lockstep = self.kernel_regions is not None and regions.lockstep(
+            g, self.kernel_regions, self.has_exit)
+        if self.kernel_regions is not None and any(r.interleave for r in self.kernel_regions) \
+                and self._slot_bytes() <= ROTATE_SLOT_BYTES:
+            # a worker rotates several blocks through their rounds (region_loops.py)
+            self.resident_slots = INTERLEAVE_BLOCKS
+
+    def _slot_bytes(self) -> int:
+        """A block's scratch but for its dynamic shared memory (CompiledKernelInfo's)."""
+        return CompiledKernelInfo("", self.block, self.nwarps, self.warp_state_bytes, self.local_window,
+                                  self.static_shared, self.dyn_shared_offset,
+                                  local_align=min(self.local_align, 4096),
+                                  shared_align=min(self.shared_align, 4096)).scratch_bytes(0)
 
     def _step_emit(self) -> None:
         self._declare_runtime()
@@ -512,6 +528,9 @@ class ModuleCompiler:
         b = ll.IRBuilder(bi.append_basic_block("entry"))
         for off in range(L.BS_EXITED, L.BS_LINEAR, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
+        if self.kernel_regions is not None:  # (region loops start at region 0, parity 0)
+            b.store(i64c(1), b.gep(blk, [i64c(L.BS_ROUNDS)], source_etype=I8))
+            b.store(i32c(0), b.gep(blk, [i64c(L.BS_PARITY)], source_etype=I8))
         # the simple protocol keeps no per-barrier counts: only barrier 0's bar.red sum
         for off in (L.BS_RED,) if simple else range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
@@ -884,7 +903,7 @@ def _dump(mc: ModuleCompiler, step: str) -> str:
     if step == "regions":
         if mc.kernel_regions is None:
             return "no region loops (warps suspend at barriers)"
-        return "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
+        return ("warps in lockstep\n" if mc.kernel_lockstep else "") + "\n".join(f"region {k}: from {mc.kernel_cfg.blocks[r.entry].name}"
                          + (" (interleaved)" if r.interleave else "") + ": "
                          + " ".join(mc.kernel_cfg.blocks[x].name for x in r.blocks)
                          for k, r in enumerate(mc.kernel_regions))

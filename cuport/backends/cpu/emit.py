@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from llvmlite import ir as ll
 
 from ...isa.cluster import ONE_BLOCK_CLUSTER
+from ...isa.fprt import canon_nan
 from ...isa.memory import space_of
 from ...isa.operands import defs, uses
 from ...isa.types import (
@@ -48,6 +49,7 @@ from ...isa.types import (
 )
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
+from ...passes import nan_payloads
 from ...passes.divergence import Divergence, special_is_varying
 from ...passes.shapes import access_pattern
 from ...ptx import ir
@@ -117,6 +119,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.block: cfgmod.Block | None = None
         self._mask_cache: dict = {}
         self.outlined_results: dict[str, ll.Value] = {}  # em.outline's result buffer, by key
+        self._nan_deferred = nan_payloads.deferred(fn)  # (see nan_deferred, read_bits)
+        self._blind = False  # the current instruction reads f32 registers NaN-blind
+
+    def nan_deferred(self, ins: ir.Instr) -> bool:
+        d = ins.args[0] if ins is not None and ins.args else None
+        return isinstance(d, ir.Reg) and d.name in self._nan_deferred
 
     # ================================================================ set-up
     def declare(self) -> ll.Function:
@@ -214,6 +222,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 targets.update(blk.succs)
                 self.barriers.append(blk)
         targets = {t for t in targets if not blocks[t].exit_sink}
+        # barriers that no thread reaches after one of its warp finished: a warp resumes
+        # there with all the lanes it started with (no WS_EXITED to read)
+        self.no_exits_before = {i for i, blk in enumerate(self.barriers)
+                                if not cfgmod.exits_before(self.cfg, self.div.varying,
+                                                           self.div.divergent_branches, blk.index,
+                                                           self.mc.has_exit)}
         self.targets = sorted(targets)
         self.rank = {t: i for i, t in enumerate(self.targets)}
         nt = max(len(self.targets), 1)
@@ -527,7 +541,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             if ds and ds[0].name in self.forms:
                 self.emit_form_def(ins)
                 return
-        lower(self, ins)
+        self._blind = nan_payloads.blind(ins)
+        try:
+            lower(self, ins)
+        finally:
+            self._blind = False
 
     def _needs_vector(self, ins: ir.Instr) -> bool:
         varying = self.div.varying
@@ -898,8 +916,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 if slot is not None:
                     p = b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8)
                     b.store(b.load(p, typ=rt), slot)
-        ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
-        active = b.and_(self.live_mask, b.not_(ex))
+        if idx in self.no_exits_before:
+            active = self.live_mask
+        else:
+            ex = b.load(b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8), typ=I32)
+            active = b.and_(self.live_mask, b.not_(ex))
         b.store(active, self.active_slot)
         # recompute what is cheaper to recompute than to keep (see passes/barrier_state.py)
         self.block = blk
@@ -1167,6 +1188,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
             if self.vec and not varying:
                 v = self.splat(v)
+            if op.name in self._nan_deferred and not self._blind:
+                v = canon_nan(self, self.to_value(v, "f32"), "f32")  # (passes/nan_payloads.py)
             return self._resize(v, want, ptype[0] == "s")
         if isinstance(op, ir.Imm):
             return self.const_int(want.width, op.value)
@@ -1267,7 +1290,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return self._c32({"x": nx, "y": ny, "z": nz}[name[-1]])
         if name.startswith("%ctaid."):
             k = "xyz".index(name[-1])
-            return self._v(b.load(b.gep(self.blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8), typ=I32))
+            return self._v(self._at_entry(name, lambda eb: eb.load(
+                eb.gep(self.blk, [i64c(L.BS_CTAID + 4 * k)], source_etype=I8), typ=I32)))
         if name.startswith("%nctaid."):
             k = "xyz".index(name[-1])
             off = L.LaunchCtx.grid_x.offset + 4 * k
@@ -1353,7 +1377,35 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self.is_kernel and name in self.mc.kernel_param_offsets
 
     def load_elements(self, acc, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
+        base = acc.mem.base
+        if (acc.space == "param" and offsets is None and self.ins.guard is None and self.is_kernel
+                and isinstance(base, ir.Sym) and base.name in self.mc.kernel_param_offsets):
+            return [self._kernel_param(self.mc.kernel_param_offsets[base.name] + acc.mem.offset + i * acc.size,
+                                       bits_type(acc.t)) for i in range(len(acc.items))]
         return memory_ops.load_elements(self, acc, offsets, runs)
+
+    def _at_entry(self, key, make: Callable[[ll.IRBuilder], ll.Value]) -> ll.Value:
+        """A value of the launch or the block (a kernel parameter, %ctaid) computed once, in
+        the function's entry block: region loops and code after barriers then use it without
+        reloading it for every warp through pointers that LLVM cannot tell from the
+        kernel's stores."""
+        cache = self.__dict__.setdefault("_entry_values", {})
+        v = cache.get(key)
+        if v is None:
+            eb = ll.IRBuilder(self.llfn.entry_basic_block)
+            eb.position_at_start(self.llfn.entry_basic_block)
+            v = cache[key] = make(eb)
+        return v
+
+    def _kernel_param(self, off: int, t: ll.Type) -> ll.Value:
+        """The kernel parameter bits at byte `off` of the parameter buffer (read-only for
+        the launch), in the current mode."""
+        def make(eb: ll.IRBuilder) -> ll.Value:
+            pbase = eb.load(eb.gep(self.ctx, [i64c(0)], source_etype=I8), typ=PTR)
+            return eb.load(eb.gep(pbase, [i64c(off)], source_etype=I8), typ=t)
+
+        v = self._at_entry(("param", off, str(t)), make)
+        return self.splat(v) if self.vec else v
 
     def store_elements(self, acc, vals: list[ll.Value], offsets: list[ll.Value] | None = None,
                        runs: int = 0) -> None:
@@ -1726,6 +1778,16 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         b = self.b
         return [b.inttoptr(b.extract_element(ai, i32c(j * seg)), PTR) for j in range(W // seg)]
 
+    def _run_mask(self, j: int, seg: int) -> ll.Value:
+        """<seg x i1>: the executing lanes of run j, taken from the mask's vector (as a
+        vector: an i32 shifted and cut to i16 makes AVX2 code rebuild the vector lane by lane,
+        about 50 instructions, where AVX-512 shifts a mask register)."""
+        m = self.exec_mask_vec()
+        if seg == W:
+            return m
+        return self.b.shuffle_vector(m, ll.Constant(vec(I1), None),
+                                     ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
+
     def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
         b = self.b
         parts = []
@@ -1735,11 +1797,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 st = vec(t, seg)
                 if seg != W:  # (a whole warp without lanes never gets here: _if_some_lane)
                     p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
-                if seg == W:
-                    m = self.exec_mask_vec()
-                else:
-                    sub = b.lshr(self.exec_mask(), i32c(j * seg))
-                    m = b.bitcast(b.trunc(sub, ll.IntType(seg)), vec(I1, seg))
+                m = self._run_mask(j, seg)
                 parts.append(self.intrinsic("llvm.masked.load", [p, i32c(align), m, ll.Constant(st, None)],
                                             overload=[st, PTR], ret=st))
             else:
@@ -1769,7 +1827,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             else:
                 part = b.shuffle_vector(value, ll.Constant(value.type, None),
                                         ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
-                m = b.bitcast(b.trunc(b.lshr(self.exec_mask(), i32c(j * seg)), ll.IntType(seg)), vec(I1, seg))
+                m = self._run_mask(j, seg)
             self.intrinsic("llvm.masked.store", [part, p, i32c(align), m], overload=[part.type, PTR],
                            ret=ll.VoidType())
 

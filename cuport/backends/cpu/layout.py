@@ -77,6 +77,9 @@ BS_RELEASE = 20  # u32 simple protocol: warps waiting at barrier 0 may resume th
 BS_LINEAR = 24  # u64 linear block index
 BS_SHARED = 32  # ptr: shared memory window
 BS_LOCAL = 40  # ptr: local memory windows (WARP lanes x window bytes per warp, warps in order)
+BS_ROUNDS = 48  # u64 region loops: the regions warps wait to run, kept while the worker runs
+#                     other blocks (region_loops.py, interleave points)
+BS_PARITY = 56  # u32 region loops: the parity of the block's barrier completions
 BS_ARRIVED = 64  # MAX_BARRIERS x u32 lanes arrived in the current round
 BS_EXPECTED = BS_ARRIVED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 explicit count (0 = all)
 BS_GEN = BS_EXPECTED + 4 * MAX_BARRIERS  # MAX_BARRIERS x u32 round counter

@@ -1,0 +1,106 @@
+"""f32 NaNs made canonical where a read shows them (passes/nan_payloads.py): results of f32
+arithmetic read only by f32 arithmetic and comparisons keep the host's NaN, and every value a
+program can see (stores, bits moved to integers, conversions, shuffles) holds the GPU's
+canonical NaN 0x7fffffff, as when each operation makes its NaN canonical."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import cuport
+from cuport.backends import facts
+from cuport.passes import nan_payloads
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+
+SOURCE = r"""
+extern "C" __global__ void chains(const float* a, const float* b, float* out, unsigned* bits,
+                                  double* wide, int* flags, float p0, float p1) {
+  int i = threadIdx.x;
+  float x = a[i], y = b[i];
+  float s = x + y;               // inf + -inf: the host's NaN is 0xffc00000
+  float p = s * y;               // s read blind
+  if (i & 1) p = p - x;          // a guarded write in split code
+  float q = fmaf(p, x, s);
+  out[4 * i] = q;                // shown by a store
+  bits[i] = __float_as_uint(p);  // by a move to integer bits
+  wide[i] = (double)s;           // by a conversion (which keeps a payload)
+  flags[i] = (s != s) + 2 * (q < x) + 4 * (p == p);
+  float acc = 0.0f;
+  for (int k = 0; k < 8; k++) acc += a[(i + k) % 64] + b[k];
+  out[4 * i + 1] = acc;          // once, after the loop
+  out[4 * i + 2] = __shfl_down_sync(~0u, s, 1);  // by a shuffle
+  float u = p0 + p1;             // uniform: one value for the warp
+  out[4 * i + 3] = u * p0 + s;
+}
+"""
+
+CANON = 0x7FFFFFFF
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("nans")
+    (d / "k.cu").write_text(SOURCE)
+    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
+    return (d / "k.ptx").read_text()
+
+
+def _f32(bits) -> np.ndarray:
+    return np.array(bits, np.uint32).view(np.float32)
+
+
+def _canon(v: np.ndarray) -> np.ndarray:
+    """The bits of f32 values with every NaN the GPU's canonical one."""
+    out = np.asarray(v, np.float32).view(np.uint32).copy()
+    out[np.isnan(np.asarray(v, np.float32))] = CANON
+    return out
+
+
+def test_the_kernel_defers_its_arithmetic_nans(ptx):
+    fn = facts.load_ptx([ptx]).functions["chains"]
+    assert len(nan_payloads.deferred(fn)) >= 5  # (s, p, q's parts, the accumulator, u)
+
+
+@pytest.mark.parametrize("p0, p1", [(1.5, 2.0), (np.inf, -np.inf)])
+def test_every_shown_nan_is_canonical(ptx, p0, p1):
+    n = 64
+    rng = np.random.default_rng(5)
+    a = rng.integers(-8, 8, n).astype(np.float32)
+    b = rng.integers(-8, 8, n).astype(np.float32)
+    a[16], b[16] = np.inf, -np.inf
+    a[17:20] = _f32([0x7FC00001, 0xFFC12345, 0x7F800001])  # payloads, a signalling NaN
+    b[20] = _f32([0x7FBFFFFF])[0]
+    a[33], b[33] = -np.inf, np.inf
+    out = np.zeros(4 * n, np.float32)
+    bits = np.zeros(n, np.uint32)
+    wide = np.zeros(n, np.float64)
+    flags = np.zeros(n, np.int32)
+    cuport.Module(ptx).kernel("chains")(1, n, (a, b, out, bits, wide, flags, np.float32(p0), np.float32(p1)))
+
+    with np.errstate(invalid="ignore"):
+        s = a + b
+        p = s * b
+        odd = np.arange(n) & 1 == 1
+        p[odd] = p[odd] - a[odd]
+        q = (p.astype(np.float64) * a + s).astype(np.float32)  # (exact here: small integers or NaN)
+        acc = np.zeros(n, np.float32)
+        for k in range(8):
+            acc = acc + (a[(np.arange(n) + k) % n] + b[k])
+        shuf = np.where(np.arange(n) % 32 < 31, s[np.minimum(np.arange(n) + 1, n - 1)], s)
+        u = np.float32(p0) + np.float32(p1)
+        last = u * np.float32(p0) + s
+    o = out.reshape(n, 4).view(np.uint32)
+    assert o[:, 0].tolist() == _canon(q).tolist()
+    assert bits.tolist() == _canon(p).tolist()
+    # cvt.f64.f32 keeps a NaN's payload: the canonical NaN widened
+    expect_wide = np.where(np.isnan(s), 0x7FFFFFFFE0000000, s.astype(np.float64).view(np.uint64))
+    assert wide.view(np.uint64).tolist() == expect_wide.tolist()
+    assert flags.tolist() == (np.isnan(s) + 2 * (q < a) + 4 * (p == p)).tolist()
+    assert o[:, 1].tolist() == _canon(acc).tolist()
+    assert o[:, 2].tolist() == _canon(shuf).tolist()
+    assert o[:, 3].tolist() == _canon(last).tolist()
