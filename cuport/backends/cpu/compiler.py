@@ -411,8 +411,10 @@ class ModuleCompiler:
             self.resident_slots = INTERLEAVE_BLOCKS
 
     def _slot_bytes(self) -> int:
-        """A block's scratch but for its dynamic shared memory (CompiledKernelInfo's)."""
-        return CompiledKernelInfo("", self.block, self.nwarps, self.warp_state_bytes, self.local_window,
+        """At most a block's scratch but for its dynamic shared memory (CompiledKernelInfo's),
+        before the emitter lays out the warp states: every register saved, 128 bytes each."""
+        most = L.WS_HEADER + 128 * len(self.kernel.regs) + 1024
+        return CompiledKernelInfo("", self.block, self.nwarps, most, self.local_window,
                                   self.static_shared, self.dyn_shared_offset,
                                   local_align=min(self.local_align, 4096),
                                   shared_align=min(self.shared_align, 4096)).scratch_bytes(0)
