@@ -5,11 +5,9 @@ value of the lanes it skips. Checked on what a barrier saves and on the kernels'
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
+from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
@@ -17,7 +15,7 @@ from cuport.backends.cpu import compiler
 from cuport.isa.operands import defs
 from cuport.passes import cfg as cfgmod
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+pytestmark = needs_nvcc
 
 SOURCE = r"""
 // a shared-memory tree: each step's `if (t < w)` becomes loads and a store under one guard
@@ -51,10 +49,7 @@ extern "C" __global__ void keep(const int* x, int* out, int rounds) {
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("liveness")
-    (d / "k.cu").write_text(SOURCE)
-    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
-    return (d / "k.ptx").read_text()
+    return ptx_of_source(tmp_path_factory, "liveness", SOURCE)
 
 
 def _kept_at_barriers(ptx: str, kernel: str, block) -> tuple[set[str], set[str]]:

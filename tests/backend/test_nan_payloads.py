@@ -5,17 +5,15 @@ canonical NaN 0x7fffffff, as when each operation makes its NaN canonical."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
+from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
 from cuport.passes import nan_payloads
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+pytestmark = needs_nvcc
 
 SOURCE = r"""
 extern "C" __global__ void chains(const float* a, const float* b, float* out, unsigned* bits,
@@ -44,10 +42,7 @@ CANON = 0x7FFFFFFF
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("nans")
-    (d / "k.cu").write_text(SOURCE)
-    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
-    return (d / "k.ptx").read_text()
+    return ptx_of_source(tmp_path_factory, "nans", SOURCE)
 
 
 def _f32(bits) -> np.ndarray:

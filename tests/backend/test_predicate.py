@@ -5,18 +5,16 @@ only the lanes that took the stretch, in global, shared and local memory."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
+from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
 from cuport.backends.cpu import compiler
 from cuport.ptx import ir
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+pytestmark = needs_nvcc
 
 SOURCE = r"""
 // CUB's guarded blocked load and store (the last, partial tile of a sort): nvcc writes each
@@ -122,10 +120,7 @@ $L__BB0_2:
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("predicate")
-    (d / "k.cu").write_text(SOURCE)
-    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
-    return (d / "k.ptx").read_text()
+    return ptx_of_source(tmp_path_factory, "predicate", SOURCE)
 
 
 def _kernel_after(ptx: str, kernel: str, block, step: str) -> ir.Function:

@@ -5,18 +5,16 @@ barriers, against the results PTX's barrier semantics give."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
+from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
 from cuport.backends.cpu import compiler, region_loops
 from cuport.passes import cfg as cfgmod
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the kernels")
+pytestmark = needs_nvcc
 
 SOURCE = r"""
 #define T 16
@@ -142,10 +140,7 @@ extern "C" __global__ void exit_after(const float* in, float* out, int n) {
 
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("regions")
-    (d / "k.cu").write_text(SOURCE)
-    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_75", "-o", str(d / "k.ptx"), str(d / "k.cu")], check=True)
-    return (d / "k.ptx").read_text()
+    return ptx_of_source(tmp_path_factory, "regions", SOURCE)
 
 
 def _regions(ptx: str, kernel: str, block) -> list | None:
