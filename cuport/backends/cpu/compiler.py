@@ -401,7 +401,7 @@ class ModuleCompiler:
         bars = [b for b in g.blocks if b.term is not None and cfgmod.is_suspend(b.term)]
         if edges:
             self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
-        if self.kernel_regions is None and self.uses_barriers:  # (without interleaving: smaller)
+        if self.kernel_regions is None:  # (without interleaving: smaller)
             self.kernel_regions = regions.split(g, self.kernel_div, bars)
         self.kernel_lockstep = self.kernel_regions is not None and regions.lockstep(
             g, self.kernel_regions, self.has_exit)
@@ -536,6 +536,10 @@ class ModuleCompiler:
         # the simple protocol keeps no per-barrier counts: only barrier 0's bar.red sum
         for off in (L.BS_RED,) if simple else range(L.BS_ARRIVED, L.BLOCK_STATE_BYTES, 4):
             b.store(i32c(0), b.gep(blk, [i64c(off)], source_etype=I8))
+        if self.kernel_lockstep:  # (no warp state is read before the warp writes it)
+            b.ret_void()
+            self.block_init_fn = bi
+            return self._emit_block_rounds(kfn, nw, wsb, simple)
         loop = bi.append_basic_block("clear")
         after = bi.append_basic_block("cleared")
         pre = b.block
@@ -553,7 +557,9 @@ class ModuleCompiler:
         b.position_at_end(after)
         b.ret_void()
         self.block_init_fn = bi
+        self._emit_block_rounds(kfn, nw, wsb, simple)
 
+    def _emit_block_rounds(self, kfn: ll.Function, nw: int, wsb: int, simple: bool) -> None:
         # ---- block_rounds(ctx, blk, ws) -> FINISHED 0 / FAILED 2 / BLOCKED 3
         rb = ll.Function(self.llmod, ll.FunctionType(I32, [PTR, PTR, PTR]), name="block_rounds")
         rb.linkage = "internal"

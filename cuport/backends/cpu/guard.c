@@ -87,7 +87,10 @@ static void on_fault(int sig, siginfo_t *info, void *uc)
             fault_fp_size = size;
         }
 #endif
-        siglongjmp(*j, sig);
+        /* a non-canonical address through rsp or rbp raises a stack-segment fault, which
+         * Linux reports as SIGBUS with si_code SI_KERNEL: the same general-protection
+         * case as a SIGSEGV without an address (faultaddr.py decodes both) */
+        siglongjmp(*j, sig == SIGBUS && fault_code == SI_KERNEL ? SIGSEGV : sig);
     }
     struct sigaction *p = &previous[sig == SIGBUS];
     if (p->sa_flags & SA_SIGINFO) {
