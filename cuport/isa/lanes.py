@@ -123,10 +123,18 @@ class LaneBuilder:
 
     def load(self, ptr: ll.Value, name: str = "", align: int | None = None,
              typ: ll.Type | None = None) -> ll.Value:
-        """A load, or a masked gather through a vector of addresses."""
+        """A load, or a masked gather through a vector of addresses. A gather of 8- or 16-bit
+        integers (which the CPU cannot gather: LLVM would make them 32 scalar loads, each
+        behind its lane's test) gathers the 4-byte words that hold them, which lie in the
+        same page: a 16-bit element must not straddle two words (2-byte aligned)."""
         if lanes_of(ptr) == 1:
             return self.ir.load(ptr, name=name, align=align, typ=typ)
         n = lanes_of(ptr)
+        if isinstance(typ, ll.IntType) and typ.width in (8, 16):
+            addr = self.ptrtoint(ptr, I64)
+            word = self.load(self.inttoptr(self.and_(addr, ll.Constant(I64, ~3)), PTR), typ=I32)
+            shift = self.trunc(self.shl(self.and_(addr, ll.Constant(I64, 3)), ll.Constant(I64, 3)), I32)
+            return self.trunc(self.lshr(word, shift), typ)
         vt = vec(typ, n)
         if align is None:
             align = typ.width // 8 if isinstance(typ, ll.IntType) else 4

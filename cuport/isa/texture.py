@@ -94,11 +94,10 @@ def _sample(em, h: ll.Value, args: list[ll.Value], make) -> list[ll.Value]:
     thread: once for the warp where its executing lanes share the object `h`, else lane by
     lane."""
     b = em.b
-    one = make(1)
-    out = _out_slot(em, "tex_out")
 
     def lane(a: list[ll.Value]) -> list[ll.Value]:
-        status = b.call(one, [b.inttoptr(a[0], PTR), *a[1:], out])
+        out = _out_slot(em, "tex_out")
+        status = b.call(make(1), [b.inttoptr(a[0], PTR), *a[1:], out])
         _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
         return [b.load(b.gep(out, [ll.Constant(I64, 4 * k)], source_etype=I8), typ=I32)
                 for k in range(4)]

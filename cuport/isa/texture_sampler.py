@@ -98,10 +98,9 @@ def words_type(lanes: int) -> ll.Type:
     return V4 if lanes == 1 else ll.ArrayType(vec(I32, lanes), 4)
 
 
-def shaped(name: str, lanes: int, varying: bool = False) -> str:
-    """A runtime function's name for its shape: per thread, per warp, per warp with a level
-    (or descriptor part) that varies between lanes."""
-    return name if lanes == 1 else f"{name}_w{lanes}{'v' if varying else ''}"
+def shaped(name: str, lanes: int) -> str:
+    """A runtime function's name for its shape: per thread or per warp."""
+    return name if lanes == 1 else f"{name}_w{lanes}"
 
 
 class _Fn:
@@ -335,6 +334,49 @@ class _Fn:
             arms.append((blk, build))
         return self._join(arms)
 
+    def each_value(self, k: ll.Value, body: Build) -> list[ll.Value]:
+        """body(v) -> values for each distinct value v (a scalar) of k among the executing
+        lanes, run under the mask of the lanes that hold it, the results lane by lane (a
+        warp samples the mip levels its lanes chose one after the other); body(k) where k
+        is uniform. Lanes that do not execute get 0."""
+        if lanes_of(k) == 1:
+            return body(k)
+        b, n = self.b, self.lanes
+        it = ll.IntType(n)
+        outer = b.mask
+        start = b.ir.bitcast(outer, it)
+        pre = b.block
+        head = self.fn.append_basic_block("values")
+        step = self.fn.append_basic_block("value")
+        done = self.fn.append_basic_block("values_done")
+        b.branch(head)
+        b.position_at_end(head)
+        rem = b.phi(it)
+        b.cbranch(b.icmp_unsigned("==", rem, ll.Constant(it, 0)), done, step)
+        b.position_at_end(step)
+        left = b.bitcast(rem, vec(I1, n))
+        v = b.extract_element(k, b.cttz(rem, ll.Constant(I1, 1)))
+        mine = b.select(left, b.icmp_unsigned("==", k, v), ll.Constant(vec(I1, n), [0] * n))
+        b.mask = mine
+        try:
+            results = [b.splat(r) for r in body(v)]
+        finally:
+            b.mask = outer
+        end = b.block
+        b.position_at_start(head)
+        accs = [b.phi(r.type) for r in results]
+        b.position_at_end(end)
+        nxt = [b.select(mine, r, acc) for r, acc in zip(results, accs, strict=True)]
+        rest = b.and_(rem, b.not_(b.ir.bitcast(mine, it)))
+        b.branch(head)
+        rem.add_incoming(start, pre)
+        rem.add_incoming(rest, end)
+        for acc, x in zip(accs, nxt, strict=True):
+            acc.add_incoming(ll.Constant(acc.type, None), pre)
+            acc.add_incoming(x, end)
+        b.position_at_end(done)
+        return accs
+
     def _join(self, arms: list[tuple[ll.Block, Build]]) -> list[ll.Value]:
         """Build each arm in its block and join their values with phis (at the widest shape
         any arm gives a value)."""
@@ -412,16 +454,16 @@ def _decode(f: _Fn, raw: ll.Value, decode: int) -> ll.Value:
     raise ValueError(f"decode {decode}")
 
 
-def _fetch_fn(module: ll.Module, lanes: int = 1, varying_level: bool = False) -> ll.Function:
+def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
     """words fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
     result words (channels decoded by `decode`, normally the descriptor's; an unknown one
     reads bytes); the indices are inside the level (z counts 3D slices and layers alike).
-    Per warp: x, y, z (and the level, where it varies) per lane."""
-    name = shaped("cuport_tex_fetch", lanes, varying_level)
+    Per warp: x, y, z per lane."""
+    name = shaped("cuport_tex_fetch", lanes)
 
     def build() -> ll.Function:
-        f = _Fn(module, name, words_type(lanes), [PTR, vec(PTR, lanes) if varying_level else PTR]
-                + [vec(I64, lanes) if lanes > 1 else I64] * 3 + [I32], lanes)
+        f = _Fn(module, name, words_type(lanes),
+                [PTR, PTR] + [vec(I64, lanes) if lanes > 1 else I64] * 3 + [I32], lanes)
         b = f.b
         desc, lvl, x, y, z, decode = f.args
         channels = f.field(desc, "channels")
@@ -429,29 +471,39 @@ def _fetch_fn(module: ll.Module, lanes: int = 1, varying_level: bool = False) ->
         addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
                      b.add(b.mul(y, f.lfield(lvl, "row_pitch", I64)), b.mul(x, elem)))
         base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), addr), PTR)
+        # the channel width from the decode: 4, 2 or 1 bytes
+        width = _i32(1)
+        for code, nbytes in T.CHANNEL_BYTES.items():
+            if nbytes != 1:
+                width = b.select(b.icmp_unsigned("==", decode, _i32(code)), _i32(nbytes), width)
 
-        def element(code: int) -> Build:
-            nbytes = T.CHANNEL_BYTES[code]
+        def channel(c: int) -> list[ll.Value]:
+            def load(nbytes: int) -> Build:
+                def build_raw() -> list[ll.Value]:
+                    raw = b.load(f.at(base, b.mul(_i64(c), b.zext(width, I64))),
+                                 typ=ll.IntType(8 * nbytes), align=1)
+                    return [b.zext(raw, I32) if nbytes < 4 else raw]
 
-            def build_words() -> list[ll.Value]:
-                out = []
-                for c in range(4):
-                    # alpha of sRGB data is linear; a channel the format lacks is never loaded
-                    # (it may lie past the allocation)
-                    dc = T.DECODE_UNORM8 if code == T.DECODE_SRGB8 and c == 3 else code
+                return build_raw
 
-                    def load(c: int = c, dc: int = dc) -> list[ll.Value]:
-                        raw = b.load(f.at(base, c * nbytes), typ=ll.IntType(8 * nbytes), align=1)
-                        return [_decode(f, raw, dc)]
+            raw = f.switch(width, {4: load(4), 2: load(2)}, load(1))[0]
+            dc = decode
+            if c == 3:  # alpha of sRGB data is linear
+                dc = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SRGB8)),
+                              _i32(T.DECODE_UNORM8), decode)
 
-                    have = b.icmp_unsigned("<", _i32(c), channels)
-                    out += f.branch(have, load, lambda c=c: [f.field(desc, "fill", I32, c)])
-                return out
+            def word(code: int) -> Build:
+                bits = ll.IntType(8 * T.CHANNEL_BYTES[code])
+                return lambda: [_decode(f, b.trunc(raw, bits) if bits.width < 32 else raw, code)]
 
-            return build_words
+            return f.switch(dc, {code: word(code) for code in T.CHANNEL_BYTES}, lambda: [raw])
 
-        cases = {code: element(code) for code in T.CHANNEL_BYTES}
-        b.ret(f.pack(f.switch(decode, cases, element(T.DECODE_U8))))
+        out = []
+        for c in range(4):
+            # a channel the format lacks is never loaded (it may lie past the allocation)
+            out += f.branch(b.icmp_unsigned("<", _i32(c), channels), lambda c=c: channel(c),
+                            lambda c=c: [f.field(desc, "fill", I32, c)])
+        b.ret(f.pack(out))
         return f.fn
 
     return _get(module, name, build)
@@ -489,7 +541,7 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
          decode: ll.Value | None = None) -> Words:
     """Result words of the texel at per-axis (index, inside) pairs: fetched, or the border."""
     b = f.b
-    fetch = _fetch_fn(f.module, f.lanes, lanes_of(lvl) > 1)
+    fetch = _fetch_fn(f.module, f.lanes)
     if decode is None:
         decode = f.field(desc, "decode")
     x = b.zext(idx[0], I64)
@@ -660,21 +712,18 @@ def _filter_int(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: ll.Value,
     return b.bitcast(r, I32)
 
 
-def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
-              varying_level: bool = False) -> ll.Function:
+def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) -> ll.Function:
     """words level(ptr desc, ptr lvl, c0, c1, c2, i32 layer, i1 normalized): sample one
     mip level at coordinates c (f32, or s32 texel indices) of `dims` axes. Per warp: the
-    coordinates and the layer per lane, the level too where `varying_level`."""
-    name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}", lanes, varying_level)
+    coordinates and the layer per lane."""
+    name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}", lanes)
 
     def build() -> ll.Function:
         def per_lane(t: ll.Type) -> ll.Type:
             return vec(t, lanes) if lanes > 1 else t
 
         ct = per_lane(I32 if int_coords else F32)
-        f = _Fn(module, name, words_type(lanes),
-                [PTR, per_lane(PTR) if varying_level else PTR, ct, ct, ct, per_lane(I32), I1],
-                lanes)
+        f = _Fn(module, name, words_type(lanes), [PTR, PTR, ct, ct, ct, per_lane(I32), I1], lanes)
         b = f.b
         desc, lvl, c0, c1, c2, layer, normalized = f.args
         coords = [c0, c1, c2][:dims]
@@ -708,11 +757,28 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 out.append((w, [e[0] for e in ends], [e[1] for e in ends]))
             return out
 
+        # no border texels: every tap of a channel the format lacks reads its fill word
+        filled = ll.Constant(I1, 1)
+        for m in modes:
+            filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
+
         def filtered_float() -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer)) for w, idx, ok in corners()]
-            return [_filter_float(f, [(w, b.bitcast(v[c], F32)) for w, v in taps], half)
-                    for c in range(4)]
+            out = []
+            for c in range(4):
+                def taken(c: int = c) -> list[ll.Value]:
+                    return [_filter_float(f, [(w, b.bitcast(v[c], F32)) for w, v in taps], half)]
+
+                def fill(c: int = c) -> list[ll.Value]:
+                    # taps of one value v filter as v with weight 256 (_filter_float reads
+                    # the weights only through which are nonzero and their sum)
+                    return [_filter_float(f, [(_i32(_FRAC), b.bitcast(f.field(desc, "fill", I32, c),
+                                                                       F32))], half)]
+
+                lacking = b.and_(filled, b.icmp_unsigned(">=", _i32(c), channels))
+                out += f.branch(lacking, fill, taken) if c else taken()
+            return out
 
         def filtered_int() -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
@@ -725,9 +791,9 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                     for w, idx, ok in corners()]
             out = []
             for c in range(4):
-                r = _filter_int(f, [(w, t[c]) for w, t in taps], scale, signed)
-                out.append(b.select(b.icmp_unsigned("<", _i32(c), channels), r,
-                                    f.field(desc, "fill", I32, c)))
+                out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
+                                lambda c=c: [_filter_int(f, [(w, t[c]) for w, t in taps], scale, signed)],
+                                lambda c=c: [f.field(desc, "fill", I32, c)])
             return out
 
         def filtered() -> list[ll.Value]:
@@ -835,9 +901,11 @@ def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str, lanes: int
         zero = ll.Constant(I32 if int_coords else F32, 0)
         coords = (coords[:dims] + [zero, zero, zero])[:3]
 
+        level = _level_fn(module, dims, int_coords, lanes)
+
         def sample(k: ll.Value) -> Words:
-            level = _level_fn(module, dims, int_coords, lanes, lanes_of(k) > 1)
-            return f.unpack(f.call(level, [desc, f.level_ptr(desc, k), *coords, layer, normalized]))
+            return f.each_value(k, lambda k: f.unpack(
+                f.call(level, [desc, f.level_ptr(desc, k), *coords, layer, normalized])))
 
         nlevels = f.field(desc, "num_levels")
         if lod == "base" or int_coords:

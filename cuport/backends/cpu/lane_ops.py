@@ -160,7 +160,10 @@ class LaneOps:
         wend = b.block
         b.branch(join)
         b.position_at_end(lane)
-        lres = self.per_lane([key, *args], lane_body, nres, t)
+        if isinstance(key.type, ll.VectorType):
+            lres = self.per_lane([key, *args], lane_body, nres, t)
+        else:  # no lane executes
+            lres = [zero] * len(wres)
         lend = b.block
         b.branch(join)
         b.position_at_end(join)
