@@ -147,6 +147,36 @@ def test_2d_float_filter_and_address_modes(linear, normalized, mode):
     check(tex, got, [tex.sample(list(row[:2])) for row in c], c)
 
 
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER, WRAP, MIRROR])
+def test_far_coordinates(normalized, mode):
+    """Coordinates far outside the texture (|x| * 256 beyond 2^52, infinities, NaN) among
+    ordinary ones in one warp: a warp reduces wrap and mirror coordinates through an f64
+    quotient, exact only below 2^52, and lane by lane beyond."""
+    far = np.array([1e20, -1e20, np.inf, -np.inf, np.nan, 3e9, -3e9, 2.0**44, -2.0**44,
+                    2.0**45 + 77, 1e12, -7e15, 5.5, -3.25], np.float32)
+    for linear in (False, True):
+        tex = Tex([image((1, 5, 7, 1))], normalized=normalized, linear=linear,
+                  address=(mode, mode, mode), border=(0.5, 0.0, 0.0, 0.0))
+        c = np.zeros((200, 4), np.float32)
+        c[:, 0] = RNG.choice(far, 200)
+        c[:, 1] = RNG.uniform(-3, 9, 200)
+        c[::7, 0] = 1.5
+        check(tex, launch("t2d", tex, c), [tex.sample(list(r[:2])) for r in c], c)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "u8"])
+@pytest.mark.parametrize("channels", [1, 2])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER])
+def test_linear_filter_of_missing_channels(fmt, channels, mode):
+    """The channels a format lacks read (0, 0, 1) where every tap is inside (a warp filters
+    them once, as their fill value) and mix in the border color where a tap is outside."""
+    tex = Tex([image((1, 4, 5, channels), fmt)], fmt=fmt, linear=True,
+              address=(mode, mode, mode), border=(0.25, 0.75, 0.5, 0.125))
+    c = coords_2d(200, -2.0, 7.0)
+    check(tex, launch("t2d", tex, c), [tex.sample(list(row[:2])) for row in c], c)
+
+
 def test_linear_weights_are_9_bit_fixed_point():
     """Between texels 0 and 1 there are exactly 256 steps, each k/256 of the difference."""
     tex = Tex([np.array([0.0, 1.0], np.float32).reshape(1, 1, 2, 1)], dims=1, linear=True)
