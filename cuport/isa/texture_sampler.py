@@ -668,6 +668,34 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
     return b.select(b.or_(nan, b.and_(pinf, ninf)), _i32(0x7FFFFFFF), word)
 
 
+def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
+                 extra: list[ll.Value]) -> ll.Value:
+    """_filter_float (kind "float", extra [half]) or _filter_int ("int", [scale, signed]) of
+    one channel. Trilinear (eight taps): as a function of the module, built once per kind and
+    shape and called for each channel (a 3D level function compiles in 0.64 s instead of
+    0.82); fewer taps in place (a call costs a 2D linear sample 9% of its time)."""
+    if len(taps) <= 4:
+        return _filter_float(f, taps, extra[0]) if kind == "float" else _filter_int(f, taps, *extra)
+    name = shaped(f"cuport_tex_filter_{kind}{len(taps)}", f.lanes)
+    value_t = F32 if kind == "float" else I32
+
+    def build() -> ll.Function:
+        g = _Fn(f.module, name, f.vary(I32), [f.vary(I32), f.vary(value_t)] * len(taps)
+                + [t.type for t in extra], f.lanes)
+        args = list(g.args)
+        pairs = [(args[2 * k], args[2 * k + 1]) for k in range(len(taps))]
+        rest = args[2 * len(taps):]
+        if kind == "float":
+            word = _filter_float(g, pairs, rest[0])
+        else:
+            word = _filter_int(g, pairs, rest[0], rest[1])
+        g.b.ret(g.b.splat(word))
+        return g.fn
+
+    fn = _get(f.module, name, build)
+    return f.call(fn, [x for pair in taps for x in pair] + extra)
+
+
 #: decode when read as normalized floats -> (decode giving the stored integer, scale)
 _INT_FILTER = {T.DECODE_UNORM8: (T.DECODE_U8, 65535), T.DECODE_SNORM8: (T.DECODE_S8, 32767),
                T.DECODE_UNORM16: (T.DECODE_U16, 65535), T.DECODE_SNORM16: (T.DECODE_S16, 32767)}
@@ -768,7 +796,8 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
             out = []
             for c in range(4):
                 def taken(c: int = c) -> list[ll.Value]:
-                    return [_filter_float(f, [(w, b.bitcast(v[c], F32)) for w, v in taps], half)]
+                    return [_filter_call(f, "float", [(w, b.bitcast(v[c], F32)) for w, v in taps],
+                                         [half])]
 
                 def fill(c: int = c) -> list[ll.Value]:
                     # taps of one value v filter as v with weight 256 (_filter_float reads
@@ -792,7 +821,8 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
             out = []
             for c in range(4):
                 out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
-                                lambda c=c: [_filter_int(f, [(w, t[c]) for w, t in taps], scale, signed)],
+                                lambda c=c: [_filter_call(f, "int", [(w, t[c]) for w, t in taps],
+                                                          [scale, signed])],
                                 lambda c=c: [f.field(desc, "fill", I32, c)])
             return out
 
