@@ -217,9 +217,11 @@ class _Fn:
         return self.b.select(self.b.icmp_unsigned("<", a, c), a, c)
 
     def floor_mod(self, x: ll.Value, p: ll.Value) -> ll.Value:
-        """x mod p in [0, p), for an integer x and a positive p (i32 or i64, p < 2^42). Per
-        thread srem; a warp's lanes instead through an f64 quotient (x86 has no vector
-        division), exact where |x| < 2^52 (below)."""
+        """x mod p in [0, p), for an integer x and a positive p (i32 or i64, p < 2^28 for
+        i32, 2^42 for i64). Per thread srem; a warp's lanes (x86 has no vector division):
+        one step where they all lie within a period of [0, p) (a coordinate a little
+        outside the texture, the texel after the last), else through an f64 quotient, exact
+        where |x| < 2^52 (below), else srem lane by lane."""
         b = self.b
         t = scalar_type(x.type)
 
@@ -234,20 +236,29 @@ class _Fn:
             return by_srem()[0]
 
         def by_f64() -> list[ll.Value]:
-            # q = floor(x * (1 / p)) is off by at most one from floor(x / p): |x / p| < 2^44
-            # (x < 2^52, p >= 256) or 2^31 (i32), the two roundings err by < 2^-50 of it
-            # and integers are exact; one correction each way gives x - p floor(x / p).
+            # x * (1 / p), two roundings, errs by less than |x / p| 2^-52 < 1 / p (|x| < 2^52,
+            # exact in f64), less than the distance from x / p to the next integer above
+            # unless x / p is an integer, which it may fall short of (x = p = 49): then
+            # floor() is one less and r = p
             pf = b.sitofp(p, F64)
             q = self.fptosi_sat(self.floor64(b.fmul(b.sitofp(x, F64), b.fdiv(_f64(1.0), pf))), t)
             r = b.sub(x, b.mul(q, p))
-            r = b.select(b.icmp_signed("<", r, ll.Constant(t, 0)), b.add(r, p), r)
             return [b.select(b.icmp_signed(">=", r, p), b.sub(r, p), r)]
 
-        if t.width == 32:
-            return by_f64()[0]
-        # i64: exact in f64 only within 2^52 (a coordinate beyond 2^44 texels, or infinite)
-        near = b.icmp_unsigned("<", b.add(x, _i64(1 << 52)), _i64(1 << 53))
-        return self.branch(b.any(b.not_(near)), by_srem, by_f64)[0]
+        def by_step() -> list[ll.Value]:
+            r = b.select(b.icmp_signed("<", x, ll.Constant(t, 0)), b.add(x, p), x)
+            return [b.select(b.icmp_signed(">=", r, p), b.sub(r, p), r)]
+
+        def far() -> list[ll.Value]:
+            if t.width == 32:
+                return by_f64()
+            # i64: exact in f64 only within 2^52 (a coordinate beyond 2^44 texels, or infinite)
+            near = b.icmp_unsigned("<", b.add(x, _i64(1 << 52)), _i64(1 << 53))
+            return self.branch(b.any(b.not_(near)), by_srem, by_f64)
+
+        # -p <= x < 2p (x + p wrapping past the type's maximum is not)
+        within = b.icmp_unsigned("<", b.add(x, p), b.mul(p, ll.Constant(t, 3)))
+        return self.branch(b.any(b.not_(within)), far, by_step)[0]
 
     def fixed(self, u: ll.Value) -> ll.Value:
         """A level of detail (f32) -> fixed point with 8 fractional bits (i32), per SNAP."""
