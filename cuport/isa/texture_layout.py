@@ -3,7 +3,7 @@
 A `CUtexObject` / `CUsurfObject` is an unsigned 64-bit value that a kernel receives as a
 parameter and hands to `tex`, `tld4`, `txq`, `suld`, `sust`, `sured` and `suq`. Here it is
 the host address of one `Descriptor` below: the driver (cuport/driver/texture.py) fills it
-from the resource and texture descriptors, and the generated code (texture_rt.py) reads
+from the resource and texture descriptors, and the generated code (isa/texture_sampler.py) reads
 its fields at the offsets this module gives. This is the one place the layout is defined.
 
 The descriptor is normalised for sampling: the driver resolves formats, read modes and
