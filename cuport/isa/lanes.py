@@ -133,7 +133,8 @@ class LaneBuilder:
         if isinstance(typ, ll.IntType) and typ.width in (8, 16):
             addr = self.ptrtoint(ptr, I64)
             word = self.load(self.inttoptr(self.and_(addr, ll.Constant(I64, ~3)), PTR), typ=I32)
-            shift = self.trunc(self.shl(self.and_(addr, ll.Constant(I64, 3)), ll.Constant(I64, 3)), I32)
+            byte = self.and_(addr, ll.Constant(I64, 3))
+            shift = self.trunc(self.shl(byte, ll.Constant(I64, 3)), I32)
             return self.trunc(self.lshr(word, shift), typ)
         vt = vec(typ, n)
         if align is None:

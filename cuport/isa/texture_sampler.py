@@ -276,7 +276,8 @@ class _Fn:
     def fixed(self, u: ll.Value) -> ll.Value:
         """A level of detail (f32) -> fixed point with 8 fractional bits (i32), per SNAP."""
         scaled = self.b.fmul(u, _f32(float(_FRAC)))
-        rounded = self.b.intrinsic("llvm.rint" if SNAP == "nearest" else "llvm.floor", [scaled], F32)
+        name = "llvm.rint" if SNAP == "nearest" else "llvm.floor"
+        rounded = self.b.intrinsic(name, [scaled], F32)
         return self.fptosi_sat(rounded, I32)
 
     def texel_fixed(self, u: ll.Value, n: ll.Value, normalized: ll.Value,
@@ -347,14 +348,17 @@ class _Fn:
         self.b.cbranch(cond, tb, eb)
         return self._join([(tb, then), (eb, otherwise)])
 
-    def switch(self, key: ll.Value, cases: dict[int, Build], default: Build) -> list[ll.Value]:
-        """The values cases[key]() builds (default() for any other key); key is uniform."""
+    def switch(self, key: ll.Value, cases: dict[int | tuple[int, ...], Build],
+               default: Build) -> list[ll.Value]:
+        """The values cases[key]() builds (a tuple: for any of its keys; default() for any
+        other key); key is uniform."""
         db = self.fn.append_basic_block("default")
         sw = self.b.switch(key, db)
         arms = [(db, default)]
-        for k, build in cases.items():
-            blk = self.fn.append_basic_block(f"case{k}")
-            sw.add_case(ll.Constant(key.type, k), blk)
+        for ks, build in cases.items():
+            blk = self.fn.append_basic_block("case")
+            for k in ks if isinstance(ks, tuple) else (ks,):
+                sw.add_case(ll.Constant(key.type, k), blk)
             arms.append((blk, build))
         return self._join(arms)
 
@@ -450,32 +454,48 @@ def _srgb(f: _Fn, byte: ll.Value) -> ll.Value:
     return b.load(f.at(table, b.mul(b.zext(index, I64), _i64(4))), typ=F32)
 
 
-def _decode(f: _Fn, raw: ll.Value, decode: int) -> ll.Value:
-    """One stored channel (i8, i16 or i32 as CHANNEL_BYTES says) as a result word."""
+#: decodes to floats in [0, 1] or [-1, 1] -> (the stored integer's scale, signed)
+_NORMALIZED = {T.DECODE_UNORM8: (255.0, False), T.DECODE_SNORM8: (127.0, True),
+               T.DECODE_UNORM16: (65535.0, False), T.DECODE_SNORM16: (32767.0, True)}
+_INTEGER = {T.DECODE_U8: False, T.DECODE_S8: True, T.DECODE_U16: False, T.DECODE_S16: True}
+
+
+def _decode(f: _Fn, raw: ll.Value, decode: ll.Value) -> ll.Value:
+    """One stored channel (zero-extended to i32; its width CHANNEL_BYTES[decode]) as a result
+    word, per the uniform `decode` (an unknown one: the bits as they are). The 8/16-bit
+    formats share one path each, told apart by scalars: the sign, the width, the scale."""
     b = f.b
+    signed, scale, shift = ll.Constant(I1, 0), _f32(1.0), _i32(0)
+    for code, (sc, sgn) in _NORMALIZED.items():
+        this = b.icmp_unsigned("==", decode, _i32(code))
+        scale = b.select(this, _f32(sc), scale)
+        signed = b.or_(signed, b.and_(this, ll.Constant(I1, int(sgn))))
+    for code, sgn in _INTEGER.items():
+        signed = b.or_(signed, b.and_(b.icmp_unsigned("==", decode, _i32(code)),
+                                      ll.Constant(I1, int(sgn))))
+    for code, nbytes in T.CHANNEL_BYTES.items():
+        if nbytes < 4:
+            shift = b.select(b.icmp_unsigned("==", decode, _i32(code)), _i32(32 - 8 * nbytes),
+                             shift)
 
-    def word(x: ll.Value) -> ll.Value:
-        return b.bitcast(x, I32)
+    def extended() -> ll.Value:  # sign-extended from its width where signed
+        wide = b.ashr(b.shl(raw, shift), shift)
+        return b.select(signed, wide, raw)
 
-    if decode == T.DECODE_BITS32:
-        return raw
-    if decode == T.DECODE_F16:
-        return word(b.fpext(b.bitcast(raw, F16), F32))
-    if decode == T.DECODE_UNORM8:
-        return word(b.fdiv(b.uitofp(raw, F32), _f32(255.0)))
-    if decode == T.DECODE_SNORM8:
-        return word(f.fmax(b.fdiv(b.sitofp(raw, F32), _f32(127.0)), _f32(-1.0)))
-    if decode == T.DECODE_UNORM16:
-        return word(b.fdiv(b.uitofp(raw, F32), _f32(65535.0)))
-    if decode == T.DECODE_SNORM16:
-        return word(f.fmax(b.fdiv(b.sitofp(raw, F32), _f32(32767.0)), _f32(-1.0)))
-    if decode in (T.DECODE_U8, T.DECODE_U16):
-        return b.zext(raw, I32)
-    if decode in (T.DECODE_S8, T.DECODE_S16):
-        return b.sext(raw, I32)
-    if decode == T.DECODE_SRGB8:
-        return word(_srgb(f, raw))
-    raise ValueError(f"decode {decode}")
+    def word(x: ll.Value) -> list[ll.Value]:
+        return [b.bitcast(x, I32)]
+
+    def normalized() -> list[ll.Value]:
+        x = b.select(signed, b.sitofp(extended(), F32), b.uitofp(raw, F32))
+        return word(f.fmax(b.fdiv(x, scale), _f32(-1.0)))  # max: -128 / 127 reads as -1
+
+    cases = {
+        T.DECODE_F16: lambda: word(b.fpext(b.bitcast(b.trunc(raw, I16), F16), F32)),
+        T.DECODE_SRGB8: lambda: word(_srgb(f, b.trunc(raw, I8))),
+        tuple(_NORMALIZED): normalized,
+        tuple(_INTEGER): lambda: [extended()],
+    }
+    return f.switch(decode, cases, lambda: [raw])[0]
 
 
 def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
@@ -515,12 +535,7 @@ def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
             if c == 3:  # alpha of sRGB data is linear
                 dc = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SRGB8)),
                               _i32(T.DECODE_UNORM8), decode)
-
-            def word(code: int) -> Build:
-                bits = ll.IntType(8 * T.CHANNEL_BYTES[code])
-                return lambda: [_decode(f, b.trunc(raw, bits) if bits.width < 32 else raw, code)]
-
-            return f.switch(dc, {code: word(code) for code in T.CHANNEL_BYTES}, lambda: [raw])
+            return [_decode(f, raw, dc)]
 
         out = []
         for c in range(4):
@@ -920,7 +935,8 @@ def _layer(f: _Fn, desc, index: ll.Value, cube: bool) -> ll.Value:
     return f.umin(index, b.sub(layers, _i32(1)))
 
 
-def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str, lanes: int = 1) -> ll.Function:
+def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str,
+            lanes: int = 1) -> ll.Function:
     """i32 tex(ptr desc, c0, c1, c2, c3, f32 lod, f32 gx0, gx1, gx2, gy0, gy1, gy2, ptr out):
     sample with the PTX coordinate vector (c, as f32 or s32; array index first for a1d, a2d
     and acube) and write four result words to out. `lod` is "none", "level", "grad" or
