@@ -71,8 +71,9 @@ def _need(em, coords: tuple, n: int, what: str) -> None:
         raise em.error(f"{what} takes {n} coordinates, {len(coords)} given")
 
 
-def _out_slot(em, name: str) -> ll.Value:
-    slot = em.entry_alloca(ll.ArrayType(I32, 4), name)
+def _out_slot(em, name: str, t: ll.Type = I32) -> ll.Value:
+    """A stack slot of four `t` (a sampler's result words) as an opaque pointer."""
+    slot = em.entry_alloca(ll.ArrayType(t, 4), name)
     slot.type = PTR
     return slot
 
@@ -104,8 +105,7 @@ def _sample(em, h: ll.Value, args: list[ll.Value], make) -> list[ll.Value]:
 
     def warp(desc: ll.Value, a: list[ll.Value], lanes: ll.Value) -> list[ll.Value]:
         fn = make(WARP)
-        wout = em.entry_alloca(ll.ArrayType(vec(I32), 4), "tex_warp_out")
-        wout.type = PTR
+        wout = _out_slot(em, "tex_warp_out", vec(I32))
         status = b.call(fn, [b.inttoptr(desc, PTR), *a, wout, lanes])
         _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
         return [b.load(b.gep(wout, [ll.Constant(I64, 4 * WARP * k)], source_etype=I8),

@@ -98,6 +98,11 @@ def words_type(lanes: int) -> ll.Type:
     return V4 if lanes == 1 else ll.ArrayType(vec(I32, lanes), 4)
 
 
+def lane_type(t: ll.Type, lanes: int) -> ll.Type:
+    """The type of a per-lane value in a function of that shape."""
+    return vec(t, lanes) if lanes > 1 else t
+
+
 def shaped(name: str, lanes: int) -> str:
     """A runtime function's name for its shape: per thread or per warp."""
     return name if lanes == 1 else f"{name}_w{lanes}"
@@ -120,8 +125,7 @@ class _Fn:
         self.b = LaneBuilder(ll.IRBuilder(self.fn.append_basic_block("entry")), lanes, mask)
 
     def vary(self, t: ll.Type) -> ll.Type:
-        """The type of a per-lane value in this function's shape."""
-        return vec(t, self.lanes) if self.lanes > 1 else t
+        return lane_type(t, self.lanes)
 
     def call(self, fn: ll.Function, args: list[ll.Value], inline: bool = False) -> ll.Value:
         """Call another runtime function of this shape (scalars splatted where it takes
@@ -362,7 +366,8 @@ class _Fn:
             arms.append((blk, build))
         return self._join(arms)
 
-    def each_value(self, k: ll.Value, body: Build) -> list[ll.Value]:
+    def each_value(self, k: ll.Value, body: Callable[[ll.Value], list[ll.Value]]
+                   ) -> list[ll.Value]:
         """body(v) -> values for each distinct value v (a scalar) of k among the executing
         lanes, run under the mask of the lanes that hold it, the results lane by lane (a
         warp samples the mip levels its lanes chose one after the other); body(k) where k
@@ -507,7 +512,7 @@ def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
 
     def build() -> ll.Function:
         f = _Fn(module, name, words_type(lanes),
-                [PTR, PTR] + [vec(I64, lanes) if lanes > 1 else I64] * 3 + [I32], lanes)
+                [PTR, PTR] + [lane_type(I64, lanes)] * 3 + [I32], lanes)
         b = f.b
         desc, lvl, x, y, z, decode = f.args
         channels = f.field(desc, "channels")
@@ -713,8 +718,8 @@ def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
                  extra: list[ll.Value]) -> ll.Value:
     """_filter_float (kind "float", extra [half]) or _filter_int ("int", [scale, signed]) of
     one channel. Trilinear (eight taps): as a function of the module, built once per kind and
-    shape and called for each channel (a 3D level function compiles in 0.64 s instead of
-    0.82); fewer taps in place (a call costs a 2D linear sample 9% of its time)."""
+    shape and called for each channel (a kernel sampling a 3D texture compiles in 1.15 s
+    instead of 1.5); fewer taps in place (a call costs a 2D linear sample 9% of its time)."""
     if len(taps) <= 4:
         return _filter_float(f, taps, extra[0]) if kind == "float" else _filter_int(f, taps, *extra)
     name = shaped(f"cuport_tex_filter_{kind}{len(taps)}", f.lanes)
@@ -788,11 +793,9 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
     name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}", lanes)
 
     def build() -> ll.Function:
-        def per_lane(t: ll.Type) -> ll.Type:
-            return vec(t, lanes) if lanes > 1 else t
-
-        ct = per_lane(I32 if int_coords else F32)
-        f = _Fn(module, name, words_type(lanes), [PTR, PTR, ct, ct, ct, per_lane(I32), I1], lanes)
+        ct = lane_type(I32 if int_coords else F32, lanes)
+        f = _Fn(module, name, words_type(lanes), [PTR, PTR, ct, ct, ct, lane_type(I32, lanes), I1],
+                lanes)
         b = f.b
         desc, lvl, c0, c1, c2, layer, normalized = f.args
         coords = [c0, c1, c2][:dims]
@@ -948,8 +951,8 @@ def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str,
 
     def build() -> ll.Function:
         ct = I32 if int_coords else F32
-        f = _Fn(module, name, I32, [PTR] + [vec(t, lanes) if lanes > 1 else t
-                                            for t in [ct] * 4 + [F32] * 7] + [PTR], lanes)
+        f = _Fn(module, name, I32, [PTR] + [lane_type(t, lanes) for t in [ct] * 4 + [F32] * 7]
+                + [PTR], lanes)
         b = f.b
         desc, *c, lod_arg = f.args[:6]
         grads = f.args[6:12]
@@ -1049,7 +1052,7 @@ def gather(module: ll.Module, geom: str, comp: int, lanes: int = 1) -> ll.Functi
     name = shaped(f"cuport_tld4_{geom}_{'rgba'[comp]}", lanes)
 
     def build() -> ll.Function:
-        ct = vec(F32, lanes) if lanes > 1 else F32
+        ct = lane_type(F32, lanes)
         f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, PTR], lanes)
         b = f.b
         desc, *c, out = f.args
