@@ -399,6 +399,12 @@ class _Translator:
         """`fast`, or where `cond` holds, helper function `key` (made by `build`, see
         call_helper) called on `args` (first passed through `prepare(args)` in the branch):
         a selection construct around the call, so that the rare case costs only a branch."""
+        return self.rare(cond, fast, rtype, lambda: self.call_helper(
+            key, rtype, args if prepare is None else prepare(args), build))
+
+    def rare(self, cond: int, fast: int, rtype: int, body) -> int:
+        """`fast`, or where `cond` holds, what `body()` emits inside the branch (it may
+        open selections of its own): a selection construct marked rarely taken."""
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
@@ -407,9 +413,7 @@ class _Translator:
         after.preds.append(head)
         self.cur = None
         self.start(then)
-        if prepare is not None:
-            args = prepare(args)
-        slow = self.call_helper(key, rtype, args, build)
+        slow = body()
         end = self.cur
         self.branch(after)
         self.start(after)
