@@ -310,6 +310,20 @@ def load(key: str) -> tuple[bytes, dict] | None:
     return body[4 + n:], meta
 
 
+def contains(key: str) -> bool:
+    """Whether an entry of ours is stored under key, without reading or verifying it: for
+    deciding whether to compile a kernel ahead (load, which verifies, decides whether it
+    is used; one that fails is compiled at its launch)."""
+    d = _current_dir()
+    if d is None:
+        return False
+    try:
+        st = os.stat(key + ENTRY_SUFFIX, dir_fd=d.fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and untrusted_because(st) is None
+
+
 def store(key: str, obj: bytes, meta: dict) -> None:
     d = _current_dir()
     if d is None:

@@ -26,8 +26,8 @@ def attach(ffi, lib) -> None:
     load_implementations()
     dispatcher = Dispatcher(ffi)
     for func in table.functions().values():
-        ffi.def_extern(name=f"cuport_py_{func.symbol}", error=UNKNOWN,
-                       onerror=_onerror)(dispatcher.entry(func))
+        bind = ffi.def_extern(name=f"cuport_py_{func.symbol}", error=UNKNOWN, onerror=_onerror)
+        bind(dispatcher.first_call(func, bind))
     for i in range(len(table.functions())):
         entry = lib.cuport_symbols[i]
         proc_address.ADDRESSES[ffi.string(entry.name).decode()] = int(ffi.cast("uintptr_t",

@@ -14,8 +14,6 @@ import signal
 import threading
 import time
 
-import numpy as np
-
 from ... import __version__
 from ...ptx import ir
 from .. import cache, facts, host_pages
@@ -296,7 +294,7 @@ class CpuBackend:
             if block[0] * block[1] * block[2] > 1024:
                 continue
             key = self._key(module, f.name, block, RESIDENT_SLOTS)
-            if cache.load(key) is not None:
+            if cache.contains(key):
                 continue
             pool.submit(key, module.text_key, module.texts, f.name, block, RESIDENT_SLOTS,
                         self.pool.n, len(f.body or ()))
@@ -459,6 +457,8 @@ class CpuBackend:
         elif width == 1:
             ctypes.memset(dst, value & 0xFF, n)
         else:
+            import numpy as np  # (here: importing NumPy is a tenth of a second of start-up)
+
             dtype = {2: np.uint16, 4: np.uint32}[width]
             np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(
                 value & ((1 << (8 * width)) - 1))
