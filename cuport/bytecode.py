@@ -1,16 +1,16 @@
 """cuport's own modules compiled once, kept in the kernel cache where Python keeps no .pyc.
 
 With PYTHONDONTWRITEBYTECODE (or `python -B`) and no .pyc files beside cuport's sources (an
-editable install never compiles them), every process that loads cuport compiles its ~200
-modules anew: on the 2-core dev VM a C program's libcuda.so.1 spent 0.5 s of CPU at each
-start doing it, and `cuport run` itself 0.25 s. There (and only there) cuport keeps each
+editable install never compiles them), every process that loads cuport compiles the ~200
+modules it imports anew: 0.17 s of CPU at each start of a C program on the 2-core dev VM,
+a third of what a cached vector add cost (0.47 s). There (and only there) cuport keeps each
 module's code object in the directory `python` of its kernel cache (a cache directory of
-its own, backends/cache.py, as the cache was when the process started), under the trust
-rules of the native code the cache holds: an entry is used only when it is a file of the
-user's own whose HMAC verifies, else the module is compiled from its source as before. The key is the source's
-path and bytes and the interpreter's bytecode version, so an edited module is compiled again.
-A .pyc that Python finds beside the source still comes first; CUPORT_CACHE=0 turns this off
-with the rest of the cache.
+its own, backends/cache.py, in the cache the process started with), under the trust rules
+of the native code the cache holds: an entry is used only when it is a file of the user's
+own whose HMAC verifies, else the module is compiled from its source as before. The key is
+the source's path and bytes and the interpreter's bytecode version, so an edited module is
+compiled again. A .pyc that Python finds beside the source still comes first; CUPORT_CACHE=0
+turns this off with the rest of the cache.
 """
 
 from __future__ import annotations
