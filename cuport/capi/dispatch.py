@@ -152,20 +152,18 @@ class Dispatcher:
         exec(compile("\n".join(lines) + "\n", f"<cuport dispatch {symbol}>", "exec"), space)
         return space[symbol]
 
-    def first_call(self, func: table.Function, bind: Callable[[Callable], object]) -> Callable:
-        """What cffi calls for func until the program first calls it: func's entry, made
+    def first_call(self, symbol: str, bind: Callable[[Callable], object]) -> Callable:
+        """What cffi calls for `symbol` until the program first calls it: its entry, made
         then and put in its place with `bind` (ffi.def_extern for its name). A program
-        calls a few dozen of the 419 implemented symbols; making every entry at start-up
-        (compiling 419 generated functions) was a tenth of a second of each run."""
-        if func.symbol not in IMPLEMENTATIONS:
-            return self._unimplemented(func)  # (made at once: nothing to compile)
-
+        calls a few dozen of the table's 672 symbols; making every entry at start-up
+        (parsing their table rows, compiling 419 generated functions) was a tenth of a
+        second of each run."""
         def first(*args):
-            entry = self.entry(func)
+            entry = self.entry(table.function(symbol))
             bind(entry)
             return entry(*args)
 
-        first.__name__ = func.symbol
+        first.__name__ = symbol
         return first
 
     def _unimplemented(self, func: table.Function) -> Callable:
