@@ -99,11 +99,16 @@ def _parse_function(line: str) -> Function:
     for text in filter(None, (t.strip() for t in m["params"].split(","))):
         pm = _PARAM.match(text)
         params.append(Param(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
-    variants = []
-    for text in filter(None, (t.strip() for t in (m["variants"] or "").split(";"))):
-        name, since, *rest = text.split()
-        variants.append(Variant(name, int(since), rest == ["ptds"]))
-    return Function(m["sym"], m["ret"], tuple(params), tuple(variants))
+    return Function(m["sym"], m["ret"], tuple(params), _variants(m["variants"] or ""))
+
+
+def _variants(text: str) -> tuple[Variant, ...]:
+    """A table line's ABI variants (what follows its " @ ")."""
+    out = []
+    for item in filter(None, (t.strip() for t in text.split(";"))):
+        name, since, *rest = item.split()
+        out.append(Variant(name, int(since), rest == ["ptds"]))
+    return tuple(out)
 
 
 @cache
@@ -201,9 +206,9 @@ def address_types() -> frozenset[str]:
 def proc_variants() -> dict[str, list[tuple[int, bool, str]]]:
     """cuGetProcAddress's view: name -> [(since version, ptds, symbol)], oldest first."""
     out: dict[str, list[tuple[int, bool, str]]] = {}
-    for f in functions().values():
-        for v in f.variants:
-            out.setdefault(v.name, []).append((v.since, v.ptds, f.symbol))
+    for symbol, line in _lines().items():  # (the variants alone: no parameters parsed)
+        for v in _variants(line.partition(") @ ")[2]):
+            out.setdefault(v.name, []).append((v.since, v.ptds, symbol))
     for variants in out.values():
         variants.sort()
     return out
