@@ -16,6 +16,7 @@ import time
 
 from ... import __version__
 from ...ptx import ir
+from ...ptx.errors import UnsupportedError
 from .. import cache, facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
@@ -35,13 +36,7 @@ from ..device_launch import function_token
 from ..facts import kernel_info, pack_init
 from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit, launch_queue
 from . import layout as L
-from .compiler import (
-    MAX_RESIDENT_SLOTS,
-    RESIDENT_SLOTS,
-    CompiledKernelInfo,
-    compile_object,
-)
-from .emit import UnsupportedError
+from .layout import MAX_RESIDENT_SLOTS, RESIDENT_SLOTS, CompiledKernelInfo
 from .pool import get_pool
 
 
@@ -355,6 +350,8 @@ class CpuBackend:
             info = CompiledKernelInfo(**meta["info"])
             self.stats["cache_hits"] += 1
         else:
+            from .compiler import compile_object  # (a run whose kernels are all cached needs none)
+
             t0 = time.perf_counter()
             try:
                 obj, info = compile_object(module.ptx, kernel, block, nsm=self.pool.n,
