@@ -8,7 +8,7 @@ trustworthy as the native code the cache holds, and one that fails it is parsed 
 The pickle is made to load fast: each function's body is a pickle of its own inside it,
 unpickled only when something reads the body (StoredFunction), so a run whose kernels all
 come from the cache unpickles none (Thrust's module: 0.10 s and 200,000 objects for the
-collector to walk before, ~1 ms now); the symbols a body names are kept beside it, so
+collector to walk before, 8 ms now); the symbols a body names are kept beside it, so
 what a kernel can reach (ptx/callgraph.py: its shared memory) is known without it. In a
 body the immutable operands (registers, immediates, addresses) that are equal are stored
 once, and every IR object is rebuilt by a call of its class rather than by dataclasses'
@@ -21,6 +21,7 @@ import dataclasses
 import io
 import pickle
 import sys
+import threading
 
 from ..ptx import ir
 from ..ptx.callgraph import named_symbols
@@ -40,6 +41,8 @@ assert all(f.init for cls in _FIELDS for f in dataclasses.fields(cls))
 _FUNCTION_FIELDS = tuple(f.name for f in dataclasses.fields(ir.Function))
 _SLOTS = {name: ir.Function.__dict__[name] for name in _FUNCTION_FIELDS}
 _BODY = _SLOTS["body"]
+#: held while a stored body is unpickled
+_loading = threading.Lock()
 
 
 class _Stored:
@@ -59,12 +62,13 @@ class StoredFunction(ir.Function):
     __slots__ = ()
 
     def _load(self) -> list:
-        raw = _BODY.__get__(self)
-        if raw.__class__ is _Stored:
-            raw = _unpickle(raw.blob)
-            _BODY.__set__(self, raw)
-        self.__class__ = ir.Function
-        return raw
+        with _loading:  # (two threads compiling kernels that call it get the same body)
+            raw = _BODY.__get__(self)
+            if raw.__class__ is _Stored:
+                raw = _unpickle(raw.blob)
+                _BODY.__set__(self, raw)
+            self.__class__ = ir.Function
+            return raw
 
     @property
     def body(self) -> list | None:
