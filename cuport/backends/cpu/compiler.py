@@ -14,7 +14,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
@@ -31,46 +30,13 @@ from ..gc_pause import gc_paused
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
+from .layout import RESIDENT_SLOTS, CompiledKernelInfo
 from .region_loops import INTERLEAVE_BLOCKS
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
 MAX_LOCAL_BYTES = 512 * 1024  # local memory per thread, as on NVIDIA's GPUs since sm_20
-RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
-MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
 ROTATE_SLOT_BYTES = 1 << 20  # blocks rotate (region_loops.INTERLEAVE_BLOCKS) below this scratch
-
-
-@dataclass
-class CompiledKernelInfo:
-    """What the launcher needs to know about a compiled specialization."""
-
-    kernel: str
-    block: tuple[int, int, int]
-    nwarps: int
-    warp_state_bytes: int
-    local_window: int  # bytes per lane
-    static_shared: int
-    dyn_shared_offset: int
-    resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
-    local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
-    shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
-    global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
-    host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
-
-    def scratch_bytes(self, dyn_smem: int) -> int:
-        return self.shared_offset() + self.dyn_shared_offset + dyn_smem + 64
-
-    def shared_offset(self) -> int:
-        off = self.local_offset() + self.nwarps * W * self.local_window
-        a = max(self.shared_align, 256)
-        return (off + a - 1) // a * a
-
-    def local_offset(self) -> int:
-        """Where the lanes' local windows start in a block's scratch (which is page-aligned)."""
-        off = L.BLOCK_STATE_BYTES + self.nwarps * self.warp_state_bytes
-        a = max(self.local_align, 64)
-        return (off + a - 1) // a * a
 
 
 def _cfg(fn: ir.Function) -> cfgmod.Cfg:
