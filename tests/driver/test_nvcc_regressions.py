@@ -41,6 +41,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   `g.sync()`): its cudaCG* functions call the driver's `__cuda_syscall_CGS_*`, which
   cuLinkComplete called undefined references and a launch refused (9 numba-cuda tests);
   with enough rows its grid sync loop went wrong silently on lavapipe (grid_sync_rows).
+- spin_noinline: a block waiting for a block started after it, the spin loop inside a
+  __noinline__ device function (or the loop's flag read through one) got no yield point on
+  the CPU backend: a worker whose blocks all waited never started the one they waited for.
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
@@ -273,6 +276,23 @@ def test_cooperative_groups_through_libcudadevrt(tmp_path, device):
     lines = r.stdout.splitlines()
     assert lines[-2:] == [CG_PLAIN, "PASS"], r.stdout + r.stderr
     assert lines[0].startswith(f"rows: {args[0] if args else 200} rows of "), r.stdout
+
+
+SPIN_NOINLINE = ["in_callee: block 0 waited for block 63", "through_call: block 0 waited for block 63",
+                 "grid_sync: every block read the others' slots", "PASS"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_spin_loops_in_functions_that_are_not_inlined(tmp_path, device):
+    """Block 0 waits for the last of 64 blocks, in a __noinline__ function's loop and in a
+    loop calling a __noinline__ flag read; a grid.sync() in a __noinline__ function. On one
+    CPU worker (CUPORT_THREADS=1) the waiting block must step aside for the others (main
+    hung: the spin loop in a called function had no yield point, and a loop whose flag read
+    was a call was not seen as a spin loop). lavapipe runs the grid on two threads."""
+    exe = build(tmp_path, "spin_noinline", ["spin_noinline.cu"], "-O3")
+    env = clean_env(CUPORT_DEVICE=device, CUPORT_THREADS="1", LP_NUM_THREADS="2")
+    r = cuport_run(exe, env=env, timeout=200)
+    assert r.returncode == 0 and r.stdout.splitlines() == SPIN_NOINLINE, r.stdout + r.stderr
 
 
 def _vulkan_loop_budget() -> int:
