@@ -27,7 +27,10 @@ loop's PTX line is noted, and the thread records the launch failure (ERR_LOOP_LI
 it ends or before it records any other failure (lower.py report_fault), since once a loop
 is cut short what follows, a trap the thread then reaches included, is made of wrong
 values. A launch whose loops all finish (however many passes they took) runs as it would
-without the marks; one the driver cut fails, naming the loop.
+without the marks; one the driver cut fails, naming the loop. (One the driver cut in the
+very pass its loop was to end may fail with right results: NIR may rotate a loop so that
+its exit test opens the next pass, which the driver no longer runs; measured: a loop of
+exactly 65536 trips alone.) What the marks cost, a tight loop on lavapipe: DESIGN.md.
 
 Each back edge of a loop that waits for another thread (its body holds an atomic, an
 ordered or volatile load, a fence, an mbarrier test: passes/yields.py) first spends about
