@@ -20,9 +20,9 @@ from llvmlite import ir as ll
 from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness, regions
-from ...passes.inline import inline_barrier_functions
+from ...passes.inline import inline_suspending_functions
 from ...passes.predicate import predicate_short_branches
-from ...passes.yields import insert_yields
+from ...passes.yields import insert_yields, waits_in
 from ...ptx import ir
 from ...ptx.callgraph import address_taken, reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
@@ -287,13 +287,13 @@ class ModuleCompiler:
         self.funcs = self._reachable()
 
     def _step_inline(self) -> None:
-        funcs = inline_barrier_functions(self.ptx, self.funcs)
+        funcs = inline_suspending_functions(self.ptx, self.funcs)
         self.kernel = next(f for f in funcs if f.name == self.kernel.name)
         self.funcs = funcs
 
     def _step_yields(self) -> None:
         if os.environ.get("CUPORT_NO_YIELDS") != "1":
-            self.kernel = insert_yields(self.kernel)
+            self.kernel = insert_yields(self.kernel, waits_in(self.funcs, self.address_taken()))
         self.funcs = [self.kernel if f.name == self.kernel.name else f for f in self.funcs]
         has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
         self.resident_slots = self.resident if has_yields else 1
@@ -810,11 +810,12 @@ PIPELINE: list[tuple[str, Step, str]] = [
     ("reachable", ModuleCompiler._step_reachable,
      "the kernel and every device function its calls or function-address operands reach"),
     ("inline", ModuleCompiler._step_inline,
-     "a barrier inside a device function must be in the kernel's body, where warps can "
-     "suspend at it: such callees (and their callers) are copied into the kernel"),
+     "a barrier or a spin loop inside a device function must be in the kernel's body, where "
+     "warps can suspend at it: such callees (and their callers) are copied into the kernel"),
     ("yields", ModuleCompiler._step_yields,
      "after inlining, so that spin loops through inlined callees are seen: loops that may "
-     "wait for other threads get a point where the warp steps aside"),
+     "wait for other threads (themselves or through a call) get a point where the warp "
+     "steps aside"),
     ("layout", ModuleCompiler._step_layout,
      "offsets of shared, local, parameter and global memory over the final set of functions"),
     ("cfg", ModuleCompiler._step_cfg,
