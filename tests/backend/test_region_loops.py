@@ -319,3 +319,71 @@ def test_a_worker_rotates_blocks_whose_loops_interleave(ptx):
     assert slots("uneven_strides", (128, 1, 1)) == region_loops.INTERLEAVE_BLOCKS > 1
     assert slots("gather_loop", (96, 1, 1)) == region_loops.INTERLEAVE_BLOCKS
     assert slots("tiled", (16, 16, 1)) == 1
+
+
+TREE_SOURCE = r"""
+// the shape of a binomial option pricer (HeCBench binomial, cuda-samples binomialOptions):
+// each thread holds ELEMS nodes of the tree in registers, set by max(payoff, 0); at every
+// step the block trades its edge nodes through shared memory between two barriers, and the
+// threads whose part of the tree is still alive (a condition that differs between lanes)
+// step their nodes with mul + fma. The loop around the barriers runs a trip count that is
+// the block's own (a parameter); thread 0 stores the root after it. (With ELEMS of 8 or
+// fewer the step is short enough to run predicated: passes/predicate.py.)
+#define ELEMS 16
+extern "C" __global__ void tree(const float* x, float* out, int steps, float pu, float pd) {
+  __shared__ float edge[129];
+  int t = threadIdx.x;
+  const float* xb = x + blockIdx.x * (128 * ELEMS + 1);
+  float v[ELEMS + 1];
+#pragma unroll
+  for (int j = 0; j < ELEMS; j++) v[j] = fmaxf(xb[t * ELEMS + j], 0.0f);
+  if (t == 0) edge[128] = fmaxf(xb[128 * ELEMS], 0.0f);
+  int last = max(0, t * ELEMS - 1);
+#pragma unroll 4
+  for (int i = steps; i > 0; --i) {
+    edge[t] = v[0];
+    __syncthreads();
+    v[ELEMS] = edge[t + 1];
+    __syncthreads();
+    if (i > last) {
+#pragma unroll
+      for (int j = 0; j < ELEMS; j++) v[j] = pu * v[j + 1] + pd * v[j];
+    }
+  }
+  if (t == 0) out[blockIdx.x] = v[0];
+}
+
+"""
+
+
+@pytest.fixture(scope="module")
+def tree_ptx(tmp_path_factory) -> str:
+    return ptx_of_source(tmp_path_factory, "tree", TREE_SOURCE)
+
+
+def test_a_tree_stepped_between_barriers(tree_ptx):
+    """The loop's barriers: lanes part only where the tree's live part ends, and meet again
+    before the next barrier, so no thread can have finished there (the exit comes after the
+    loop)."""
+    assert not any(_exits_before(tree_ptx, "tree", (128, 1, 1)))
+    elems, blocks = 16, 2
+    n = 128 * elems + 1
+    rng = np.random.default_rng(4)
+    x = rng.integers(-64, 65, blocks * n).astype(np.float32)  # (pu = pd = 1/2: exact sums)
+    for steps in (0, 1, 6, 13, 16):
+        out = np.full(blocks, -1.0, np.float32)
+        cuport.Module(tree_ptx).kernel("tree")(blocks, 128, (x, out, steps, np.float32(0.5), np.float32(0.5)))
+        expect = []
+        for b in range(blocks):
+            xb = np.maximum(x[b * n:(b + 1) * n], 0).astype(np.float64)
+            v = np.zeros((128, elems + 1))
+            v[:, :elems] = xb[:128 * elems].reshape(128, elems)
+            edge = np.append(np.zeros(128), xb[128 * elems])
+            last = np.maximum(0, np.arange(128) * elems - 1)
+            for i in range(steps, 0, -1):
+                edge[:128] = v[:, 0]
+                v[:, elems] = edge[1:]
+                alive = i > last
+                v[alive, :elems] = 0.5 * v[alive, 1:] + 0.5 * v[alive, :elems]
+            expect.append(v[0, 0])
+        assert out.tolist() == expect
