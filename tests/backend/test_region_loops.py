@@ -300,10 +300,12 @@ def _lockstep(ptx: str, kernel: str, block) -> bool:
 def test_warps_in_lockstep_only_where_none_can_wait_elsewhere(ptx):
     # one barrier, exits only after it: every warp runs each region with the others
     assert _lockstep(ptx, "exit_after", (128, 1, 1))
-    # warps wait at different barriers; a region that may finish warps or loop back to a
-    # barrier; a loop whose warps step aside: each warp's own region is asked
+    # a region that may finish warps or loop back to a barrier, on a trip count that is the
+    # block's (a kernel parameter): every warp does the same
+    assert _lockstep(ptx, "tiled", (16, 16, 1))
+    # warps wait at different barriers; a loop whose warps step aside: each warp's own
+    # region is asked
     assert not _lockstep(ptx, "uneven", (256, 1, 1))
-    assert not _lockstep(ptx, "tiled", (16, 16, 1))
     assert not _lockstep(ptx, "uneven_strides", (128, 1, 1))
 
 
@@ -353,6 +355,23 @@ extern "C" __global__ void tree(const float* x, float* out, int steps, float pu,
   if (t == 0) out[blockIdx.x] = v[0];
 }
 
+// thread 0 sets a flag every thread reads after the barrier, and sets it again in its next
+// trip, before the barrier, without a second barrier between: a race (on a GPU, too). The
+// warps that run a region after warp 0's next write read the new flag, so at the end warp
+// 0 waits at the barrier once more while the others have finished: each warp's own region
+// must be asked. Every thread counts its exit once.
+extern "C" __global__ void racy_flag(const int* x, int* trips_out, int* exits) {
+  __shared__ int go;
+  int t = threadIdx.x, trips = 0;
+  while (true) {
+    if (t == 0) go = trips < x[0];
+    __syncthreads();
+    if (!go) break;
+    trips++;
+  }
+  trips_out[blockIdx.x * blockDim.x + t] = trips;
+  atomicAdd(exits, 1);
+}
 """
 
 
@@ -361,10 +380,11 @@ def tree_ptx(tmp_path_factory) -> str:
     return ptx_of_source(tmp_path_factory, "tree", TREE_SOURCE)
 
 
-def test_a_tree_stepped_between_barriers(tree_ptx):
+def test_a_tree_stepped_between_barriers_runs_in_lockstep(tree_ptx):
     """The loop's barriers: lanes part only where the tree's live part ends, and meet again
     before the next barrier, so no thread can have finished there (the exit comes after the
-    loop)."""
+    loop), and the choice between looping and finishing is the block's."""
+    assert _lockstep(tree_ptx, "tree", (128, 1, 1))
     assert not any(_exits_before(tree_ptx, "tree", (128, 1, 1)))
     elems, blocks = 16, 2
     n = 128 * elems + 1
@@ -387,3 +407,15 @@ def test_a_tree_stepped_between_barriers(tree_ptx):
                 v[alive, :elems] = 0.5 * v[alive, 1:] + 0.5 * v[alive, :elems]
             expect.append(v[0, 0])
         assert out.tolist() == expect
+
+
+def test_a_flag_read_racily_keeps_warps_apart(tree_ptx):
+    assert _regions(tree_ptx, "racy_flag", (128, 1, 1)) is not None
+    assert not _lockstep(tree_ptx, "racy_flag", (128, 1, 1))
+    x = np.array([5], np.int32)
+    trips = np.full(2 * 128, -1, np.int32)
+    exits = np.zeros(1, np.int32)
+    cuport.Module(tree_ptx).kernel("racy_flag")(2, 128, (x, trips, exits))
+    assert exits[0] == 2 * 128
+    # thread 0 reads its own write; the others the flag of this trip or of the next
+    assert set(trips.tolist()) <= {4, 5} and trips[0] == trips[128] == 5
