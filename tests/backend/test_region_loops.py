@@ -12,6 +12,8 @@ from nvcc_source import needs_nvcc, ptx_of_source
 import cuport
 from cuport.backends import facts
 from cuport.backends.cpu import compiler, region_loops
+from cuport.isa.operands import defs
+from cuport.passes import barrier_state
 from cuport.passes import cfg as cfgmod
 
 pytestmark = needs_nvcc
@@ -407,6 +409,20 @@ def test_a_tree_stepped_between_barriers_runs_in_lockstep(tree_ptx):
                 v[alive, :elems] = 0.5 * v[alive, 1:] + 0.5 * v[alive, :elems]
             expect.append(v[0, 0])
         assert out.tolist() == expect
+
+
+def test_a_tree_step_saves_its_nodes_where_it_writes_them(tree_ptx):
+    """A warp stores the nodes its lanes step into its state at the end of the step, not at
+    the barrier after it: a warp whose lanes all branch around the step stores nothing."""
+    mc = compiler.ModuleCompiler(facts.load_ptx([tree_ptx]), "tree", (128, 1, 1))
+    compiler.run_pipeline(mc, until="regions")
+    plan = barrier_state.plan(mc.kernel_cfg, mc.kernel_div, mc.kernel_live)
+    blocks = mc.kernel_cfg.blocks
+    steps = [b.index for b in blocks if any(ins.op == "fma" for ins in b.instrs)]
+    assert steps and all(b in mc.kernel_div.split_blocks for b in steps)
+    nodes = {r.name for b in steps for ins in blocks[b].instrs if ins.op == "fma" for r in defs(ins)}
+    assert len(nodes) == 16 and all(set(plan.eager.get(b, [])) == nodes for b in steps)
+    assert not nodes & {n for names in plan.save for n in names}
 
 
 def test_a_flag_read_racily_keeps_warps_apart(tree_ptx):
