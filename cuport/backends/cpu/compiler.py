@@ -369,8 +369,10 @@ class ModuleCompiler:
             self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
         if self.kernel_regions is None:  # (without interleaving: smaller)
             self.kernel_regions = regions.split(g, self.kernel_div, bars)
-        self.kernel_lockstep = self.kernel_regions is not None and regions.lockstep(
-            g, self.kernel_regions, self.has_exit)
+        if self.kernel_regions is not None:
+            # (what a block's threads may see differently: warps run a region one by one)
+            block_varying = divergence.analyze(g, self.block, scope="block", racy_loads=True).varying
+            self.kernel_lockstep = regions.lockstep(g, self.kernel_regions, self.has_exit, block_varying)
         if self.kernel_regions is not None and any(r.interleave for r in self.kernel_regions) \
                 and self._slot_bytes() <= ROTATE_SLOT_BYTES:
             # a worker rotates several blocks through their rounds (region_loops.py)
