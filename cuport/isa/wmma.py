@@ -162,14 +162,20 @@ class Fragment:
 
     @property
     def slots(self) -> int:
-        """Distinct element slots per lane."""
+        """Distinct element slots per lane (a whole number of registers in every shape)."""
         return self.rows * self.cols // W
+
+    @property
+    def words(self) -> int:
+        """Distinct registers per lane."""
+        return self.slots // self.per
 
 
 def _fragment(em, op, etype: str, rows: int, cols: int) -> Fragment:
     if not isinstance(op, ir.Vec):
         raise em.error("a wmma fragment that is not a {register list}")
     f = Fragment(etype, rows, cols, tuple(op.items))
+    assert f.slots % f.per == 0, f
     if len(f.regs) * f.per < f.slots:
         raise em.error(f"a .{etype} fragment of {rows}x{cols} in {len(f.regs)} registers")
     return f
@@ -192,28 +198,47 @@ def _element(em, f: Fragment, word: ll.Value, shift: ll.Value | int) -> ll.Value
     return b.trunc(word, em.bty(f"b{f.bits}"))
 
 
+def _words(em, f: Fragment) -> list[ll.Value]:
+    """The fragment's distinct registers (the others repeat them), as read."""
+    return [_read_reg(em, f, j) for j in range(f.words)]
+
+
+def _split(em, f: Fragment, words: list[ll.Value]) -> list[ll.Value]:
+    """The element slots (iN values) the distinct registers `words` hold, in order."""
+    return [_element(em, f, word, p * f.bits) for word in words for p in range(f.per)]
+
+
 def _slots(em, f: Fragment) -> list[ll.Value]:
     """The fragment's distinct element slots (iN values), in register order."""
-    out = []
-    for j in range(-(-f.slots // f.per)):
-        word = _read_reg(em, f, j)
-        out += [_element(em, f, word, p * f.bits) for p in range(f.per)]
-    return out[: f.slots]
+    return _split(em, f, _words(em, f))
 
 
-def _pack(em, f: Fragment, slots: list[ll.Value]) -> None:
-    """Write the fragment's registers from its distinct slots (extra registers repeat them)."""
+def _join(em, f: Fragment, slots: list[ll.Value]) -> list[ll.Value]:
+    """The distinct registers' values that hold `slots`."""
     b = em.b
-    for j, r in enumerate(f.regs):
+    out = []
+    for j in range(f.words):
         acc = None
         for p in range(f.per):
-            x = slots[(j * f.per + p) % len(slots)]
+            x = slots[j * f.per + p]
             if f.bits < f.reg_bits:
                 x = b.zext(x, em.bty(f"b{f.reg_bits}"))
                 if p:
                     x = b.shl(x, em.const_int(f.reg_bits, p * f.bits))
             acc = x if acc is None else b.or_(acc, x)
-        em.write(r, f"b{f.reg_bits}", acc)
+        out.append(acc)
+    return out
+
+
+def _write(em, f: Fragment, words: list[ll.Value]) -> None:
+    """Write the fragment's registers from its distinct ones (extra registers repeat them)."""
+    for j, r in enumerate(f.regs):
+        em.write(r, f"b{f.reg_bits}", words[j % len(words)])
+
+
+def _pack(em, f: Fragment, slots: list[ll.Value]) -> None:
+    """Write the fragment's registers from its distinct slots."""
+    _write(em, f, _join(em, f, slots))
 
 
 # ---------------------------------------------------------------- load and store
@@ -378,13 +403,14 @@ def _to_compute(em, x: ll.Value, etype: str) -> ll.Value:
     raise em.error(f"wmma on .{etype} is not supported")
 
 
-def _units(em, f: Fragment) -> tuple[list[ll.Value], int]:
-    """The values that move between lanes, and how many elements each holds: on the CPU
-    backend the elements converted once (a move is one vector permute there, a conversion
-    costs more); per thread the registers (fewest shuffles, then an extraction per use)."""
+def _units(em, f: Fragment, words: list[ll.Value]) -> tuple[list[ll.Value], int]:
+    """The values that move between lanes, and how many elements each holds, from the
+    distinct registers `words`: on the CPU backend the elements converted once (a move is
+    one vector permute there, a conversion costs more); per thread the registers (fewest
+    shuffles, then an extraction per use)."""
     if em.vec or f.per == 1:
-        return [_to_compute(em, x, f.etype) for x in _slots(em, f)], 1
-    return [_read_reg(em, f, j) for j in range(-(-f.slots // f.per))], f.per
+        return [_to_compute(em, x, f.etype) for x in _split(em, f, words)], 1
+    return words, f.per
 
 
 def _fetch_all(em, units: list[ll.Value], uses: list[Use]) -> dict[Fetch, ll.Value]:
@@ -411,17 +437,19 @@ def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
     fb = _fragment(em, b_op, btype, k, n)
     fc = _fragment(em, c_op, ctype, m, n)
     fd = _fragment(em, d_op, dtype, m, n)
-    units_a, per_a = _units(em, fa)
-    units_b, per_b = _units(em, fb)
-    c = [_to_compute(em, x, ctype) for x in _slots(em, fc)]
-    na, nb = len(units_a), len(units_b)
+    na, nb = fa.words, fb.words
 
-    def body(args: list[ll.Value]) -> list[ll.Value]:
-        return _products(em, (m, n, k), fa, fb, dtype, satfinite, args[:na], per_a,
-                         args[na:na + nb], per_b, args[na + nb:])
+    def body(words: list[ll.Value]) -> list[ll.Value]:
+        """d's registers from a's, b's and c's: the unpacking and conversions belong to the
+        products, so that a backend that builds them once builds those once too."""
+        units_a, per_a = _units(em, fa, words[:na])
+        units_b, per_b = _units(em, fb, words[na:na + nb])
+        c = [_to_compute(em, x, ctype) for x in _split(em, fc, words[na + nb:])]
+        d = _products(em, (m, n, k), fa, fb, dtype, satfinite, units_a, per_a, units_b, per_b, c)
+        return _join(em, fd, d)
 
-    key = f"wmma.{m}x{n}x{k}.{dtype}.{atype}{per_a}.{btype}{per_b}.{ctype}{'.sat' if satfinite else ''}"
-    _pack(em, fd, em.outline(key, units_a + units_b + c, body))
+    key = f"wmma.{m}x{n}x{k}.{dtype}.{atype}.{btype}.{ctype}{'.sat' if satfinite else ''}"
+    _write(em, fd, em.outline(key, _words(em, fa) + _words(em, fb) + _words(em, fc), body))
 
 
 def _products(em, shape: tuple[int, int, int], fa: Fragment, fb: Fragment, dtype: str,

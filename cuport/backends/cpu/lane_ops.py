@@ -81,6 +81,7 @@ class LaneOps:
         if done is None:
             fn = ll.Function(self.module, ll.FunctionType(VOID, [a.type for a in args] + [PTR]), name=name)
             fn.linkage = "internal"
+            fn.attributes.add("noinline")
             entry, start = fn.append_basic_block("entry"), fn.append_basic_block("body")
             ll.IRBuilder(entry).branch(start)  # the entry holds the body's stack slots only
             saved = self.b, self.llfn, self._mask_cache
