@@ -253,19 +253,21 @@ def _access(em, ins: ir.Instr, mem, etype: str) -> Access:
     return Access(f"b{ELEMENT_BITS[etype]}", space, mem, (None,), None, False)
 
 
-def _offsets(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> list[ll.Value]:
-    """Each slot's byte offset from the matrix's address, per lane (ldm: `stride_op`, in
-    elements; a row-major matrix's rows, a column-major one's columns)."""
-    b = em.b
-    row_major = "row" in ins.mods
+def _stride(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> ll.Value:
+    """ldm, the i32 elements between a row-major matrix's rows (a column-major one's
+    columns); without the operand, the tile's own."""
     if stride_op is None:
-        stride = em.const_int(64, cols if row_major else rows)
-    else:
-        stride = em.read_bits(stride_op, "b32")
-        if em.vec and not isinstance(stride.type, ll.VectorType):
-            stride = em.splat(stride)
-        stride = b.zext(stride, em.bty("b64"))
-    size = ELEMENT_BITS[_etype(em, ins)] // 8
+        return em.const_int(32, cols if "row" in ins.mods else rows)
+    return em.read_bits(stride_op, "b32")
+
+
+def _offsets(em, stride: ll.Value, size: int, rows: int, cols: int, row_major: bool) -> list[ll.Value]:
+    """Each slot's byte offset from the matrix's address, per lane, for elements of `size`
+    bytes `stride` apart (ldm)."""
+    b = em.b
+    if em.vec and not isinstance(stride.type, ll.VectorType):
+        stride = em.splat(stride)
+    stride = b.zext(stride, em.bty("b64"))
     sh, mask = _log2(cols), cols - 1
     out = []
     for s in range(rows * cols // W):
@@ -277,10 +279,78 @@ def _offsets(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> list[ll.Valu
     return out
 
 
-def _runs(ins: ir.Instr, cols: int) -> int:
-    """Lanes that access consecutive elements: a row of a row-major matrix (a slot's lanes
-    are row-major elements); in a column-major one no two lanes are neighbours."""
-    return cols if "row" in ins.mods else 0
+def _transposed(rows: int, cols: int) -> Callable[[int], int]:
+    """Of a rows x cols matrix: the row-major index of the element at each column-major
+    index (and, called with cols x rows, the converse)."""
+    return lambda e: (e % rows) * cols + e // rows
+
+
+def _permute(em, src: list[ll.Value], pick: Callable[[int], int]) -> list[ll.Value]:
+    """Vector mode: slots whose element e (slot e >> 5, lane e & 31) is element pick(e) of
+    the slots `src`. Each slot is two-source shuffles of the slots it draws from, pairwise:
+    LLVM folds them into the target's permutes (a column-major fragment's transpose)."""
+    b = em.b
+    out = []
+    for s in range(len(src)):
+        want = [pick(W * s + lane) for lane in range(W)]
+        parts = [(src[t], {lane: e & (W - 1) for lane, e in enumerate(want) if e >> 5 == t})
+                 for t in sorted({e >> 5 for e in want})]
+        if len(parts) == 1 and all(parts[0][1][lane] == lane for lane in range(W)):
+            out.append(parts[0][0])
+            continue
+        parts.append((ll.Constant(src[0].type, None), {}))  # (an even count: a shuffle pairs two)
+        while len(parts) > 1:
+            nxt = []
+            for (x, xs), (y, ys) in zip(parts[::2], parts[1::2], strict=False):
+                mask = [xs[lane] if lane in xs else W + ys[lane] if lane in ys else lane for lane in range(W)]
+                nxt.append((b.shuffle_vector(x, y, ll.Constant(vec(I32), mask)), {lane: lane for lane in {*xs, *ys}}))
+            if len(parts) % 2:
+                nxt.append(parts[-1])
+            parts = nxt
+        out.append(parts[0][0])
+    return out
+
+
+def _tile(em, ins: ir.Instr, f: Fragment, stride: ll.Value) -> tuple[list[ll.Value], int, Callable | None]:
+    """How a fragment meets memory: the offsets of the elements its slots read or write,
+    the lanes contiguous in memory (em.load_elements' `runs`), and where the elements of
+    those slots belong in the fragment (None: where they are). A row-major matrix's rows are
+    runs of a slot's lanes. A column-major one's are not: per thread (Vulkan) each lane
+    accesses its own elements; in vector mode the slots take the elements in memory order
+    (its columns are runs), which a permute puts in place, where 8- and 16-bit elements
+    would be gathers of 32 scalar loads each."""
+    size = f.bits // 8
+    if "row" in ins.mods:
+        return _offsets(em, stride, size, f.rows, f.cols, True), f.cols, None
+    if not em.vec:
+        return _offsets(em, stride, size, f.rows, f.cols, False), 0, None
+    return _offsets(em, stride, size, f.cols, f.rows, True), f.rows, _transposed(f.rows, f.cols)
+
+
+def _load(em, ins: ir.Instr, f: Fragment, acc: Access, stride: ll.Value) -> None:
+    def body(mem, args: list[ll.Value]) -> list[ll.Value]:
+        offsets, runs, order = _tile(em, ins, f, args[0])
+        slots = mem.load(offsets, runs)
+        if order is not None:  # memory's element e is the fragment's element order(e)
+            back = {order(e): e for e in range(f.rows * f.cols)}
+            slots = _permute(em, slots, back.__getitem__)
+        return _join(em, f, slots)
+
+    key = f"wmma.load.{f.rows}x{f.cols}.{f.etype}.{'row' if 'row' in ins.mods else 'col'}"
+    _write(em, f, em.outline_access(key, acc, [stride], body))
+
+
+def _store(em, ins: ir.Instr, f: Fragment, acc: Access, stride: ll.Value) -> None:
+    def body(mem, args: list[ll.Value]) -> list[ll.Value]:
+        offsets, runs, order = _tile(em, ins, f, args[0])
+        slots = _split(em, f, args[1:])
+        if order is not None:
+            slots = _permute(em, slots, order)
+        mem.store(slots, offsets, runs)
+        return []
+
+    key = f"wmma.store.{f.rows}x{f.cols}.{f.etype}.{'row' if 'row' in ins.mods else 'col'}"
+    em.outline_access(key, acc, [stride, *_words(em, f)], body)
 
 
 @lowers("wmma")
@@ -294,15 +364,13 @@ def lower_wmma(em, ins: ir.Instr) -> None:
         rows, cols = {"a": (m, k), "b": (k, n)}.get(which, (m, n))
         f = _fragment(em, ins.args[0], etype, rows, cols)
         acc = _access(em, ins, ins.args[1], etype)
-        stride = ins.args[2] if len(ins.args) > 2 else None
-        _pack(em, f, em.load_elements(acc, _offsets(em, ins, stride, rows, cols), _runs(ins, cols)))
+        _load(em, ins, f, acc, _stride(em, ins, ins.args[2] if len(ins.args) > 2 else None, rows, cols))
         return
     if kind == "store":
         etype = _etype(em, ins)
         f = _fragment(em, ins.args[1], etype, m, n)
         acc = _access(em, ins, ins.args[0], etype)
-        stride = ins.args[2] if len(ins.args) > 2 else None
-        em.store_elements(acc, _slots(em, f), _offsets(em, ins, stride, m, n), _runs(ins, n))
+        _store(em, ins, f, acc, _stride(em, ins, ins.args[2] if len(ins.args) > 2 else None, m, n))
         return
     if kind == "mma":
         _mma(em, ins, m, n, k)
