@@ -33,7 +33,7 @@ from llvmlite import ir as ll
 
 from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.cluster import ONE_BLOCK_CLUSTER
-from ...isa.memory import Access, space_of
+from ...isa.memory import Access, InPlace, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
@@ -1056,6 +1056,9 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
         return body(args)  # SPIR-V has no calls: in place
+
+    def outline_access(self, key: str, acc: Access, args: list[ll.Value], body) -> list[ll.Value]:
+        return body(InPlace(self, acc), args)
 
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
