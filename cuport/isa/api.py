@@ -117,6 +117,14 @@ class Lowering(Protocol):
     def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],
                  nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         """Run `body` on the scalar arguments of each executing thread, in lane order."""
+    def per_warp(self, key: ll.Value, args: list[ll.Value],
+                 lane_body: Callable[[list[ll.Value]], list[ll.Value]],
+                 warp_body: Callable[[ll.Value, list[ll.Value], ll.Value], list[ll.Value]],
+                 nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
+        """per_lane([key, *args], lane_body), except that a backend that runs a warp's lanes
+        together (the CPU) calls warp_body(key as a scalar, args as <32 x T>, the executing
+        lanes as <32 x i1>) -> [<32 x t>] once instead where all executing threads hold the
+        same `key` (a texture object: one descriptor, whose decisions stay scalar)."""
     def fail_if(self, bad: ll.Value, kind: str) -> None:
         """End the kernel with a launch error (illegal_address, trap, assert, misaligned,
         illegal_instruction)."""

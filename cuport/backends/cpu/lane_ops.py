@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ...isa.types import I32, PTR, VOID, vec
+from ...isa.types import I1, I32, PTR, VOID, vec
 from . import layout as L
 from .memory_ops import Elements, for_each_lane, lane_pointers
 
@@ -178,3 +178,46 @@ class LaneOps:
 
         zero = ll.Constant(vec(t), None)
         return for_each_lane(self, self.exec_mask(), [zero] * nres, step)
+
+    def per_warp(self, key: ll.Value, args: list[ll.Value], lane_body, warp_body, nres: int = 0,
+                 t: ll.Type = I32) -> list[ll.Value]:
+        """warp_body once where the executing lanes hold one `key` (isa/api.py), else
+        per_lane; lanes that do not execute read 0 either way."""
+        b = self.b
+        if not self.vec:
+            return self.per_lane([key, *args], lane_body, nres, t)
+        mask = self.exec_mask()
+        lanes = b.bitcast(mask, vec(I1))
+        some = b.icmp_unsigned("!=", mask, _i32(0))
+        if isinstance(key.type, ll.VectorType):
+            first = b.extract_element(key, b.and_(b.cttz(mask, ll.Constant(I1, 0)), _i32(31)))
+            same = b.icmp_unsigned("==", key, self.splat(first))
+            same = b.select(lanes, same, ll.Constant(vec(I1), [1] * 32))  # others may be poison
+            go = b.and_(some, b.icmp_unsigned("==", b.bitcast(same, I32), _i32(-1)))
+        else:
+            first, go = key, some
+        warp = self.llfn.append_basic_block("tex_warp")
+        lane = self.llfn.append_basic_block("tex_lanes")
+        join = self.llfn.append_basic_block("tex_warp_join")
+        b.cbranch(go, warp, lane)
+        b.position_at_end(warp)
+        wide = [a if isinstance(a.type, ll.VectorType) else self.splat(a) for a in args]
+        zero = ll.Constant(vec(t), None)
+        wres = [b.select(lanes, r, zero) for r in warp_body(first, wide, lanes)]
+        wend = b.block
+        b.branch(join)
+        b.position_at_end(lane)
+        if isinstance(key.type, ll.VectorType):
+            lres = self.per_lane([key, *args], lane_body, nres, t)
+        else:  # no lane executes
+            lres = [zero] * len(wres)
+        lend = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        out = []
+        for x, y in zip(wres, lres, strict=True):
+            p = b.phi(x.type)
+            p.add_incoming(x, wend)
+            p.add_incoming(y, lend)
+            out.append(p)
+        return out

@@ -1063,6 +1063,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
 
+    def per_warp(self, key: ll.Value, args: list[ll.Value], lane_body, warp_body, nres: int = 0,
+                 t: ll.Type | None = None) -> list[ll.Value]:
+        return lane_body([key, *args])  # one thread: its own texture object
+
     def emit_call(self, ins: ir.Instr) -> None:
         calls.lower_call(self, ins)
 
