@@ -49,7 +49,7 @@ from ...isa.types import (
 )
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
-from ...passes import nan_payloads
+from ...passes import lane_bounds, nan_payloads
 from ...passes.divergence import Divergence, special_is_varying
 from ...passes.shapes import access_pattern
 from ...ptx import ir
@@ -66,6 +66,10 @@ from .warp_ops import WarpOps
 
 W = L.WARP
 ALL = (1 << W) - 1
+#: a load or store that at most this many lanes of a warp can execute (passes/lane_bounds.py:
+#: halos under `if (threadIdx.x == 0)`) is a scalar access per lane, without the run masks,
+#: address checks and gathers of warp-wide code
+SPARSE_LANES = 4
 
 
 @dataclass
@@ -171,6 +175,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         from ...passes.shapes import predict
 
         self.shapes = predict(self.cfg, self.div, self.mc.block)
+        self.lane_bounds = lane_bounds.analyze(self.cfg, self.mc.block)
         # ---- frames: this function's .local variables, .param variables of calls
         self._layout_locals()
         self._layout_params()
@@ -1235,13 +1240,29 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 # passes/liveness.py)
                 m = self.active_vec()
             if m is not None:
-                v = b.select(m, v, b.load(slot))
+                v = self._blend(m, v, b.load(slot))
         elif ins is not None and ins.guard is not None:
             g = self.guard_value(ins)
             if g.type != I1:
                 raise self.error("internal: uniform register written under a varying guard")
             v = b.select(g, v, b.load(slot))
         b.store(v, slot)
+
+    def _blend(self, m: ll.Value, new: ll.Value, old: ll.Value) -> ll.Value:
+        """`new` in the lanes of mask `m`, `old` elsewhere; lane by lane where only a few lanes
+        can run the instruction (passes/lane_bounds.py), so that LLVM sees each lane's value
+        as a scalar (a halo's load, stored by one or two lanes)."""
+        b = self.b
+        bound = self.lane_bounds.lanes(self.block.index, self.ins) if self.block is not None else ALL
+        lanes = [i for i in range(W) if bound >> i & 1]
+        if not 0 < len(lanes) <= SPARSE_LANES:
+            return b.select(m, new, old)
+        out = old
+        for lane in lanes:
+            i = i32c(lane)
+            out = b.insert_element(out, b.select(b.extract_element(m, i), b.extract_element(new, i),
+                                                 b.extract_element(old, i)), i)
+        return out
 
     def active_vec(self) -> ll.Value:
         if "active" not in self._mask_cache:
@@ -1613,13 +1634,70 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi.add_incoming(ll.Constant(v.type, None), pre)
         return phi
 
+    def _sparse_lanes(self, ptrs) -> list[int] | None:
+        """The lanes that may execute the current access with per-lane addresses, when
+        they are at most SPARSE_LANES (passes/lane_bounds.py); else None."""
+        if not self.vec or self.ins is None or self.block is None:
+            return None
+        if not isinstance(ptrs, (SegPtrs, FormPtrs)) and (
+                getattr(ptrs, "cuport_scalar", None) is not None or not isinstance(ptrs.type, ll.VectorType)):
+            return None
+        m = self.lane_bounds.lanes(self.block.index, self.ins)
+        lanes = [i for i in range(W) if m >> i & 1]
+        return lanes if 0 < len(lanes) <= SPARSE_LANES else None
+
+    def _lane_ptr(self, ptrs, lane: int, size: int) -> ll.Value:
+        """The host address of one lane of a warp-wide access of `size`-byte elements."""
+        b = self.b
+        if isinstance(ptrs, FormPtrs):
+            return self.form_lane_ptr(ptrs, lane)
+        if isinstance(ptrs, SegPtrs):
+            p = ptrs.ptrs[lane // ptrs.seg]
+            k = lane % ptrs.seg
+            return b.gep(p, [i64c(k * size)], source_etype=I8) if ptrs.kind == "contiguous" and k else p
+        return b.extract_element(ptrs, i32c(lane))
+
+    def _sparse_load(self, ptrs, lanes: list[int], t: ll.Type, align: int, volatile: bool) -> ll.Value:
+        """A scalar load for each of `lanes` that executes; a lane that does not reads a
+        dummy slot instead (no branch; its address may be garbage)."""
+        b = self.b
+        m = self.exec_mask_vec()
+        out = ll.Constant(vec(t), None)
+        for lane in lanes:
+            p = b.select(b.extract_element(m, i32c(lane)), self._lane_ptr(ptrs, lane, self._size(t)),
+                         self.dummy_slot())
+            v = b.load(p, typ=t, align=align)
+            if volatile:
+                v.volatile = True
+            out = b.insert_element(out, v, i32c(lane))
+        return out
+
+    def _sparse_store(self, ptrs, lanes: list[int], value: ll.Value, align: int, volatile: bool) -> None:
+        """A scalar store for each of `lanes` that executes, lowest lane first (so that the
+        highest lane's value lands where lanes share an address, as a scatter orders them); a
+        lane that does not stores into a dummy slot instead."""
+        b = self.b
+        m = self.exec_mask_vec()
+        vector = isinstance(value.type, ll.VectorType)
+        size = self._size(value.type.element if vector else value.type)
+        for lane in lanes:
+            p = b.select(b.extract_element(m, i32c(lane)), self._lane_ptr(ptrs, lane, size), self.dummy_slot())
+            x = b.extract_element(value, i32c(lane)) if vector else value
+            st = b.store(x, p, align=align)
+            if volatile:
+                st.volatile = True
+
     def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
         """Load `t` from one pointer (uniform) or a vector of pointers.
 
         When the address shape analysis predicts that the warp's addresses are contiguous
         (in runs of ntid.x lanes) or shared by each run, the prediction is checked at run
         time and the access done with vector or scalar loads; otherwise a masked gather.
+        An access that only a few known lanes can execute is a scalar load per lane.
         """
+        lanes = self._sparse_lanes(ptrs)
+        if lanes is not None:
+            return self._sparse_load(ptrs, lanes, t, align, volatile)
         if self._lanes_may_all_skip(ptrs):
             return self._if_some_lane(lambda: self._load(ptrs, t, align, volatile))
         return self._load(ptrs, t, align, volatile)
@@ -1877,7 +1955,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self.splat(phi) if self.vec else phi
 
     def store(self, ptrs, value: ll.Value, align: int, volatile: bool = False) -> None:
-        if self._lanes_may_all_skip(ptrs):
+        lanes = self._sparse_lanes(ptrs)
+        if lanes is not None:
+            self._sparse_store(ptrs, lanes, value, align, volatile)
+        elif self._lanes_may_all_skip(ptrs):
             self._if_some_lane(lambda: self._store(ptrs, value, align, volatile))
         else:
             self._store(ptrs, value, align, volatile)
