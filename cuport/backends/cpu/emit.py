@@ -56,7 +56,7 @@ from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
-from . import atomic_ops, memory_ops, rounding
+from . import atomic_ops, jit, memory_ops, rounding
 from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
@@ -852,7 +852,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         """Store the registers live at wait point `idx` into the warp state, for the lanes
         that wait there (the other lanes keep what they saved at their own wait)."""
         b = self.b
-        amask = b.bitcast(self.active, vec(I1))
+        amask = self.mask_vec(self.active)
         for name, roff in self.saved_regs[idx]:
             slot, rt, varying = self.regs[name]
             sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
@@ -1036,7 +1036,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             pp = b.gep(self.ws, [i64c(self.pending_mask_off)], source_etype=I8)
             pm = b.load(pp, typ=I32)
             with b.if_then(b.icmp_unsigned("!=", pm, i32c(0))):
-                pmv = b.bitcast(pm, vec(I1))
+                pmv = self.mask_vec(pm)
                 for name, roff in self.pending_save:
                     slot, rt, varying = self.regs[name]
                     v = b.load(b.gep(self.ws, [i64c(roff)], source_etype=I8), typ=vec(rt) if varying else rt)
@@ -1070,7 +1070,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             b.position_at_end(do)
             b.store(i32c(0), wp)
             cont = blk.succs[0]
-            wmask = b.bitcast(waiting, vec(I1))
+            wmask = self.mask_vec(waiting)
             for name, roff in self.saved_regs[idx]:
                 slot, rt, varying = self.regs[name]
                 sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
@@ -1126,7 +1126,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 for r in range(len(self.targets)):
                     pm = b.or_(pm, b.load(b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8), typ=I32))
                 b.store(pm, b.gep(self.ws, [i64c(self.pending_mask_off)], source_etype=I8))
-                pmv = b.bitcast(pm, vec(I1))
+                pmv = self.mask_vec(pm)
                 for name, roff in self.pending_save:
                     slot, rt, varying = self.regs[name]
                     sp = b.gep(self.ws, [i64c(roff)], source_etype=I8)
@@ -1266,7 +1266,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
     def active_vec(self) -> ll.Value:
         if "active" not in self._mask_cache:
-            self._mask_cache["active"] = self.b.bitcast(self.active, vec(I1))
+            self._mask_cache["active"] = self.mask_vec(self.active)
         return self._mask_cache["active"]
 
     def exec_mask(self) -> ll.Value:
@@ -1279,7 +1279,34 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return self._mask_cache["exec"]
 
     def exec_mask_vec(self) -> ll.Value:
-        return self.b.bitcast(self.exec_mask(), vec(I1))
+        return self.mask_vec(self.exec_mask())
+
+    def mask_vec(self, m: ll.Value, lo: int = 0, n: int = W) -> ll.Value:
+        """The <n x i1> of lanes lo..lo+n-1 of an i32 lane mask. Where `m` was made of vector
+        masks (a guard's bitcast, and/or/xor of such, constants) the same operations on the
+        vectors; other i32 values (a mask kept in memory, a phi) are a bitcast on AVX-512 (one
+        kmov), and elsewhere their lanes' bits tested in a splat: AVX2 code built a
+        bitcast's vector lane by lane (about 100 instructions for the two masks of a 32-lane
+        access), and packed and unpacked the mask of each run cut from the whole."""
+        b = self.b
+        if isinstance(m, ll.Constant) and isinstance(m.constant, int):
+            return ll.Constant(vec(I1, n), [(m.constant >> i) & 1 for i in range(lo, lo + n)])
+        op = getattr(m, "opname", None)
+        if op == "bitcast" and m.operands[0].type == vec(I1):
+            return self._lanes_slice(m.operands[0], lo, n)
+        if op in ("and", "or", "xor") and len(m.operands) == 2:
+            x, y = (self.mask_vec(o, lo, n) for o in m.operands)
+            return {"and": b.and_, "or": b.or_, "xor": b.xor}[op](x, y)
+        if jit.mask_registers():
+            return self._lanes_slice(b.bitcast(m, vec(I1)), lo, n)
+        bits = ll.Constant(vec(I32, n), [1 << i if i < 31 else -(1 << 31) for i in range(lo, lo + n)])
+        return b.icmp_unsigned("!=", b.and_(self.splat(m, n), bits), ll.Constant(vec(I32, n), None))
+
+    def _lanes_slice(self, v: ll.Value, lo: int, n: int) -> ll.Value:
+        if lo == 0 and n == W:
+            return v
+        return self.b.shuffle_vector(v, ll.Constant(v.type, None),
+                                     ll.Constant(vec(I32, n), list(range(lo, lo + n))))
 
     def intrinsic(self, name: str, args: list[ll.Value], overload: list[ll.Type] | None = None, ret: ll.Type | None = None) -> ll.Value:
         """Call an LLVM intrinsic; `overload` types give the mangled suffix (default: first arg's)."""
@@ -1857,14 +1884,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return [b.inttoptr(b.extract_element(ai, i32c(j * seg)), PTR) for j in range(W // seg)]
 
     def _run_mask(self, j: int, seg: int) -> ll.Value:
-        """<seg x i1>: the executing lanes of run j, taken from the mask's vector (as a
-        vector: an i32 shifted and cut to i16 makes AVX2 code rebuild the vector lane by lane,
-        about 50 instructions, where AVX-512 shifts a mask register)."""
-        m = self.exec_mask_vec()
-        if seg == W:
-            return m
-        return self.b.shuffle_vector(m, ll.Constant(vec(I1), None),
-                                     ll.Constant(vec(I32, seg), list(range(j * seg, (j + 1) * seg))))
+        """<seg x i1>: the executing lanes of run j (mask_vec: an i32 shifted and cut to i16
+        makes AVX2 code rebuild the vector lane by lane, about 50 instructions, where AVX-512
+        shifts a mask register)."""
+        return self.mask_vec(self.exec_mask(), j * seg, seg)
 
     def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
         b = self.b
