@@ -284,10 +284,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             else:
                 self.pend_ptr = opaque_alloca(b, ll.ArrayType(I32, nt), "pend")
                 self.bits_ptr = opaque_alloca(b, ll.ArrayType(I64, self.nwords), "bits")
-                for w in range(self.nwords):
-                    b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
-                for r in range(nt):
-                    b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
+                self._clear_pending()
             self.ws_wait = off
             off += 4 * len(self.barriers)
             self.ws_wgen = off
@@ -362,6 +359,14 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
             for r in range(nt):
                 b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
+
+    def _clear_pending(self) -> None:
+        """No lanes pending anywhere (the stack-slot pending state, where the builder is)."""
+        b = self.b
+        for w in range(self.nwords):
+            b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
+        for r in range(max(len(self.targets), 1)):
+            b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
 
     def _layout_locals(self) -> None:
         """Offsets of this function's `.local` variables inside each lane's stack frame."""
