@@ -8,8 +8,10 @@ continuation reads must survive in the warp's state. Two things keep that traffi
 which matters: kernels such as a tiled matrix multiply cross two barriers per tile, and
 every varying 32-bit register is 128 bytes of a warp's state.
 - Rematerialization: a register with one definition computed only from constants,
-  symbols, thread/block indices and uniform registers is recomputed after the barrier
-  (shared-memory addresses like `As + 64*tid.y + 4*tid.x`) instead of saved and loaded.
+  symbols, thread/block indices, kernel parameters and uniform registers is recomputed
+  after the barrier (shared-memory addresses like `As + 64*tid.y + 4*tid.x`, a bounds test
+  `x < n` and the predicates made of it) instead of saved and loaded. A kernel parameter's
+  load is free there: the emitter reads each parameter once per block.
 - One slot per register, written only when the register may have changed since the
   warp last resumed: a loop-invariant value is saved once, at the first barrier.
 - Saved where it is written: a register written in a block that runs at most once between
@@ -31,7 +33,7 @@ from .divergence import Divergence
 
 #: Opcodes whose result depends only on their operands (safe to recompute).
 _PURE = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "cvt", "cvta",
-         "neg", "min", "max", "selp", "mul24", "mad24"}
+         "neg", "min", "max", "selp", "mul24", "mad24", "setp"}
 #: Special registers that keep their value for a whole block.
 _BLOCK_INVARIANT = ("%tid.", "%ntid.", "%ctaid.", "%nctaid.", "%laneid", "%warpid", "%nwarpid",
                     "%lanemask_")
@@ -46,8 +48,18 @@ class BarrierState:
     eager: dict[int, list[str]] = field(default_factory=dict)  # per block: registers to store at its end
 
 
-def _recomputable(ins: ir.Instr) -> bool:
-    """A pure, unguarded instruction with one result and register or constant operands."""
+def _param_load(ins: ir.Instr, params: set[str]) -> bool:
+    """An unguarded load of one of the kernel's own parameters (read-only for the launch)."""
+    return (ins.op == "ld" and "param" in ins.mods and ins.guard is None and len(ins.args) == 2
+            and isinstance(ins.args[0], ir.Reg) and isinstance(ins.args[1], ir.Mem)
+            and isinstance(ins.args[1].base, ir.Sym) and ins.args[1].base.name in params)
+
+
+def _recomputable(ins: ir.Instr, params: set[str] = frozenset()) -> bool:
+    """A pure, unguarded instruction with one result and register or constant operands, or
+    a load of a kernel parameter."""
+    if _param_load(ins, params):
+        return True
     return (ins.guard is None and ins.op in _PURE and len(defs(ins)) == 1
             and not any(m in ("cc", "sat") for m in ins.mods)
             and not isinstance(ins.args[0], ir.Vec)
@@ -58,6 +70,14 @@ def _constant_operand(o) -> bool:
     if isinstance(o, (ir.Imm, ir.FImm, ir.Sym, ir.SymAddr)):
         return True
     return isinstance(o, ir.Special) and o.name.startswith(_BLOCK_INVARIANT)
+
+
+def _operands(ins: ir.Instr, params: set[str]) -> list:
+    """The source operands a recomputed instruction depends on (none for a parameter load;
+    a negated predicate as its register)."""
+    if _param_load(ins, params):
+        return []
+    return [a.reg if isinstance(a, ir.Not) else a for a in ins.args[1:]]
 
 
 class _Reaching:
@@ -124,7 +144,9 @@ def _substituted(ins: ir.Instr, subst: dict[str, object]) -> ir.Instr:
     if not subst:
         return ins
     out = copy.copy(ins)
-    out.args = [ins.args[0]] + [subst.get(a.name, a) if isinstance(a, ir.Reg) else a
+    out.args = [ins.args[0]] + [subst.get(a.name, a) if isinstance(a, ir.Reg) else
+                                ir.Not(subst[a.reg.name]) if isinstance(a, ir.Not) and isinstance(
+                                    subst.get(a.reg.name), ir.Reg) else a
                                 for a in ins.args[1:]]
     return out
 
@@ -134,6 +156,7 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     blocks = cfg.blocks
     if barriers is None:
         barriers = [b for b in blocks if b.term is not None and is_suspend(b.term)]
+    params = {p.name for p in cfg.fn.params} if cfg.fn.is_entry else set()
     def_count: dict[str, int] = {}
     def_ins: dict[str, ir.Instr] = {}
     def_at: dict[str, tuple[int, int]] = {}
@@ -147,14 +170,14 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     # ---- operands with several definitions, where the one that reaches a recomputable
     # instruction copies a constant or thread index (`mov %r35, %tid.x` before a loop that
     # advances %r35, and `shl %r27, %r35, 2` between them): read the constant instead
-    single = {n for n, c in def_count.items() if c == 1 and _recomputable(def_ins[n])}
-    wanted = {a.name for n in single for a in def_ins[n].args[1:]
+    single = {n for n, c in def_count.items() if c == 1 and _recomputable(def_ins[n], params)}
+    wanted = {a.name for n in single for a in _operands(def_ins[n], params)
               if isinstance(a, ir.Reg) and def_count.get(a.name, 0) > 1}
     barrier_live = {n for b in barriers for n in live[b.succs[0]] if def_count.get(n, 0) > 1}
     reach = _Reaching(cfg, wanted | barrier_live)
     subst: dict[str, dict[str, object]] = {}
     for n in single:
-        for a in def_ins[n].args[1:]:
+        for a in _operands(def_ins[n], params):
             if isinstance(a, ir.Reg) and a.name in wanted:
                 d = reach.before(*def_at[n], a.name)
                 if d is not None and d.op == "mov" and _recomputable(d) and (
@@ -185,14 +208,14 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     while changed:
         changed = False
         for name, ins in recompute.items():
-            if name not in remat and all(operand_ok(a) for a in ins.args[1:]):
+            if name not in remat and all(operand_ok(a) for a in _operands(ins, params)):
                 remat.add(name)
                 changed = True
     changed = True
     while changed:
         changed = False
         for name in remat - constant:
-            if all(operand_constant(a) for a in recompute[name].args[1:]):
+            if all(operand_constant(a) for a in _operands(recompute[name], params)):
                 constant.add(name)
                 changed = True
     # Varying registers are worth recomputing; a uniform one is one scalar load, unless it
@@ -208,7 +231,8 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
         for name in live[b.succs[0]]:
             if name in barrier_live:
                 d = reach.at_end(b.index, name)
-                if d is not None and _recomputable(d) and all(operand_constant(a) for a in d.args[1:]):
+                if d is not None and _recomputable(d, params) and all(
+                        operand_constant(a) for a in _operands(d, params)):
                     here[name] = d
         local.append(here)
 
