@@ -45,6 +45,17 @@ extern "C" __global__ void gemm_f16(const half* A, const half* B, float* D) { ti
 extern "C" __global__ void gemm_u8(const unsigned char* A, const unsigned char* B, int* D) {
   tiles(A, B, D);
 }
+// the test puts the loads under a guard (f64: the lanes gather their elements)
+extern "C" __global__ void guarded(const double* A, const double* B, double* D, int flag) {
+  wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 8, 8, 4, double> c;
+  wmma::fill_fragment(c, 0.0);
+  wmma::load_matrix_sync(a, A, 4);
+  wmma::load_matrix_sync(b, B, 4);
+  wmma::mma_sync(c, a, b, c);
+  wmma::store_matrix_sync(D, c, 8, wmma::mem_row_major);
+}
 """.replace("STEPS", str(STEPS))
 
 
@@ -97,3 +108,35 @@ def test_the_results(ptx: str):
     di = np.zeros((16, 16), np.int32)
     mod.kernel("gemm_u8")(1, 32, (au.astype(np.uint8), bu.astype(np.uint8), di))
     assert (di.T == au @ bu.T).all()
+
+
+def _guarded(ptx: str) -> str:
+    """nvcc's `guarded` with a = 1 and b = 2 in every element, then its loads under `@%p1`
+    (flag != 0): where flag is 0 every element of d is 4 * 1 * 2."""
+    start = ptx.index(".entry guarded")
+    end = ptx.index("\n}", start) + 2
+    head, body, tail = ptx[:start], ptx[start:end], ptx[end:]
+    regs = re.findall(r"\twmma\.load\.[ab]\.[^\n]*\{(%fd\d+)\}", body)
+    assert len(regs) == 2, body
+    body = re.sub(r"\t(wmma\.load\.[ab]\.)", r"\t@%p1 \1", body)
+    body = body.replace("\t.reg .b32", "\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r9;\n\t.reg .b32", 1)
+    body = re.sub(r"(\tld\.param\.u64[^\n]*\n)",
+                  rf"\tld.param.u32 \t%r9, [guarded_param_3];\n\tsetp.ne.s32 \t%p1, %r9, 0;\n"
+                  rf"\tmov.f64 \t{regs[0]}, 0d3FF0000000000000;\n\tmov.f64 \t{regs[1]}, 0d4000000000000000;\n\1",
+                  body, count=1)
+    return head + body + tail
+
+
+def test_a_guarded_fragment_load(ptx: str):
+    """A guard's lanes reach the loads built once per module through their mask argument
+    (the outlined code cannot read the guard's register)."""
+    text = _guarded(ptx)
+    assert text.count("@%p1 wmma.load") == 2, text
+    mod = cuport.Module(text)
+    rng = np.random.default_rng(9)
+    A, B = rng.integers(-8, 9, 32).astype(np.float64), rng.integers(-8, 9, 32).astype(np.float64)
+    want = {1: A.reshape(8, 4) @ B.reshape(8, 4).T, 0: np.full((8, 8), 8.0)}  # (b column-major)
+    for flag in (1, 0):
+        D = np.zeros(64, np.float64)
+        mod.kernel("guarded")(1, 32, (A, B, D, np.int32(flag)))
+        assert (D.reshape(8, 8) == want[flag]).all(), flag

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llvmlite import ir as ll
 
 from ...isa.types import I1, I32, PTR, VOID, vec
@@ -123,10 +125,12 @@ class LaneOps:
             fn.attributes.add("noinline")
             entry, start = fn.append_basic_block("entry"), fn.append_basic_block("body")
             ll.IRBuilder(entry).branch(start)  # the entry holds the body's stack slots only
-            saved = self.b, self.llfn, self._mask_cache, self.__dict__.get("_dummy"), \
+            saved = self.b, self.llfn, self._mask_cache, self.ins, self.__dict__.get("_dummy"), \
                 self.__dict__.get("_dummy_run")
             self.b, self.llfn, self._mask_cache = ll.IRBuilder(start), fn, masks
             self._dummy = self._dummy_run = None  # (stack slots of the function being built)
+            if self.ins is not None and self.ins.guard is not None:
+                self.ins = replace(self.ins, guard=None)  # (its lanes are in the mask argument)
             if isinstance(masks, _CallMasks):
                 masks.exec = fn.args[1]
             try:
@@ -136,7 +140,7 @@ class LaneOps:
                     self.b.store(v, self.b.gep(fn.args[-1], [_i32(0), _i32(i)], source_etype=out_t))
                 self.b.ret_void()
             finally:
-                self.b, self.llfn, self._mask_cache, self._dummy, self._dummy_run = saved
+                self.b, self.llfn, self._mask_cache, self.ins, self._dummy, self._dummy_run = saved
             done = self.mc.outlined[name] = (fn, out_t)
         fn, out_t = done
         if not out_t.elements:
