@@ -142,6 +142,20 @@ class Lowering(Protocol):
         constants, intrinsics, warp reads of constant lanes). A backend may build it once per
         module as a function named by `key` and call it (the CPU backend: wmma.mma's
         hundreds of sites in a kernel), or in place (Vulkan: SPIR-V has no calls)."""
+    def outline_access(self, key: str, acc, args: list[ll.Value],
+                       body: Callable[[Elements, list[ll.Value]], list[ll.Value]]) -> list[ll.Value]:
+        """outline, where the body may also access memory: body(mem, args) loads and stores
+        the element of `acc` (an isa.memory.Access of one plain element) through `mem` at
+        per-lane offsets, as load_elements/store_elements with offsets do, at the address
+        and for the executing threads of this call (a whole wmma.load or wmma.store)."""
+
+
+class Elements(Protocol):
+    """An access's element at per-lane byte offsets (i64 per thread) from its address."""
+
+    def load(self, offsets: list[ll.Value], runs: int = 0) -> list[ll.Value]:
+        """The element's bits at each offset (`runs`: as load_elements has it)."""
+    def store(self, vals: list[ll.Value], offsets: list[ll.Value], runs: int = 0) -> None: ...
 
     # ---- calls (isa/control.py)
     def emit_call(self, ins: ir.Instr) -> None: ...

@@ -8,10 +8,17 @@ continuation reads must survive in the warp's state. Two things keep that traffi
 which matters: kernels such as a tiled matrix multiply cross two barriers per tile, and
 every varying 32-bit register is 128 bytes of a warp's state.
 - Rematerialization: a register with one definition computed only from constants,
-  symbols, thread/block indices and uniform registers is recomputed after the barrier
-  (shared-memory addresses like `As + 64*tid.y + 4*tid.x`) instead of saved and loaded.
+  symbols, thread/block indices, kernel parameters and uniform registers is recomputed
+  after the barrier (shared-memory addresses like `As + 64*tid.y + 4*tid.x`, a bounds test
+  `x < n` and the predicates made of it) instead of saved and loaded. A kernel parameter's
+  load is free there: the emitter reads each parameter once per block.
 - One slot per register, written only when the register may have changed since the
   warp last resumed: a loop-invariant value is saved once, at the first barrier.
+- Saved where it is written: a register written in a block that runs at most once between
+  two barriers (no loop without a barrier holds it), and not again before a barrier, is
+  stored into its slot at the end of that block instead of at the barriers it reaches.
+  Paths that leave it alone store nothing: a tree step that only some warps take (the
+  others branch around it) saved all its registers at the barrier for every warp.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from .divergence import Divergence
 
 #: Opcodes whose result depends only on their operands (safe to recompute).
 _PURE = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "cvt", "cvta",
-         "neg", "min", "max", "selp", "mul24", "mad24"}
+         "neg", "min", "max", "selp", "mul24", "mad24", "setp"}
 #: Special registers that keep their value for a whole block.
 _BLOCK_INVARIANT = ("%tid.", "%ntid.", "%ctaid.", "%nctaid.", "%laneid", "%warpid", "%nwarpid",
                     "%lanemask_")
@@ -38,10 +45,21 @@ class BarrierState:
     save: list[list[str]]  # per barrier: registers to store at arrival
     load: list[list[str]]  # per barrier: registers to load at resume
     remat: list[list[ir.Instr]] = field(default_factory=list)  # per barrier: instructions to re-run
+    eager: dict[int, list[str]] = field(default_factory=dict)  # per block: registers to store at its end
 
 
-def _recomputable(ins: ir.Instr) -> bool:
-    """A pure, unguarded instruction with one result and register or constant operands."""
+def _param_load(ins: ir.Instr, params: set[str]) -> bool:
+    """An unguarded load of one of the kernel's own parameters (read-only for the launch)."""
+    return (ins.op == "ld" and "param" in ins.mods and ins.guard is None and len(ins.args) == 2
+            and isinstance(ins.args[0], ir.Reg) and isinstance(ins.args[1], ir.Mem)
+            and isinstance(ins.args[1].base, ir.Sym) and ins.args[1].base.name in params)
+
+
+def _recomputable(ins: ir.Instr, params: set[str] = frozenset()) -> bool:
+    """A pure, unguarded instruction with one result and register or constant operands, or
+    a load of a kernel parameter."""
+    if _param_load(ins, params):
+        return True
     return (ins.guard is None and ins.op in _PURE and len(defs(ins)) == 1
             and not any(m in ("cc", "sat") for m in ins.mods)
             and not isinstance(ins.args[0], ir.Vec)
@@ -52,6 +70,14 @@ def _constant_operand(o) -> bool:
     if isinstance(o, (ir.Imm, ir.FImm, ir.Sym, ir.SymAddr)):
         return True
     return isinstance(o, ir.Special) and o.name.startswith(_BLOCK_INVARIANT)
+
+
+def _operands(ins: ir.Instr, params: set[str]) -> list:
+    """The source operands a recomputed instruction depends on (none for a parameter load;
+    a negated predicate as its register)."""
+    if _param_load(ins, params):
+        return []
+    return [a.reg if isinstance(a, ir.Not) else a for a in ins.args[1:]]
 
 
 class _Reaching:
@@ -118,7 +144,9 @@ def _substituted(ins: ir.Instr, subst: dict[str, object]) -> ir.Instr:
     if not subst:
         return ins
     out = copy.copy(ins)
-    out.args = [ins.args[0]] + [subst.get(a.name, a) if isinstance(a, ir.Reg) else a
+    out.args = [ins.args[0]] + [subst.get(a.name, a) if isinstance(a, ir.Reg) else
+                                ir.Not(subst[a.reg.name]) if isinstance(a, ir.Not) and isinstance(
+                                    subst.get(a.reg.name), ir.Reg) else a
                                 for a in ins.args[1:]]
     return out
 
@@ -128,6 +156,7 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     blocks = cfg.blocks
     if barriers is None:
         barriers = [b for b in blocks if b.term is not None and is_suspend(b.term)]
+    params = {p.name for p in cfg.fn.params} if cfg.fn.is_entry else set()
     def_count: dict[str, int] = {}
     def_ins: dict[str, ir.Instr] = {}
     def_at: dict[str, tuple[int, int]] = {}
@@ -141,14 +170,14 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     # ---- operands with several definitions, where the one that reaches a recomputable
     # instruction copies a constant or thread index (`mov %r35, %tid.x` before a loop that
     # advances %r35, and `shl %r27, %r35, 2` between them): read the constant instead
-    single = {n for n, c in def_count.items() if c == 1 and _recomputable(def_ins[n])}
-    wanted = {a.name for n in single for a in def_ins[n].args[1:]
+    single = {n for n, c in def_count.items() if c == 1 and _recomputable(def_ins[n], params)}
+    wanted = {a.name for n in single for a in _operands(def_ins[n], params)
               if isinstance(a, ir.Reg) and def_count.get(a.name, 0) > 1}
     barrier_live = {n for b in barriers for n in live[b.succs[0]] if def_count.get(n, 0) > 1}
     reach = _Reaching(cfg, wanted | barrier_live)
     subst: dict[str, dict[str, object]] = {}
     for n in single:
-        for a in def_ins[n].args[1:]:
+        for a in _operands(def_ins[n], params):
             if isinstance(a, ir.Reg) and a.name in wanted:
                 d = reach.before(*def_at[n], a.name)
                 if d is not None and d.op == "mov" and _recomputable(d) and (
@@ -179,14 +208,14 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     while changed:
         changed = False
         for name, ins in recompute.items():
-            if name not in remat and all(operand_ok(a) for a in ins.args[1:]):
+            if name not in remat and all(operand_ok(a) for a in _operands(ins, params)):
                 remat.add(name)
                 changed = True
     changed = True
     while changed:
         changed = False
         for name in remat - constant:
-            if all(operand_constant(a) for a in recompute[name].args[1:]):
+            if all(operand_constant(a) for a in _operands(recompute[name], params)):
                 constant.add(name)
                 changed = True
     # Varying registers are worth recomputing; a uniform one is one scalar load, unless it
@@ -202,7 +231,8 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
         for name in live[b.succs[0]]:
             if name in barrier_live:
                 d = reach.at_end(b.index, name)
-                if d is not None and _recomputable(d) and all(operand_constant(a) for a in d.args[1:]):
+                if d is not None and _recomputable(d, params) and all(
+                        operand_constant(a) for a in _operands(d, params)):
                     here[name] = d
         local.append(here)
 
@@ -239,7 +269,9 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
 
     slots = sorted({n for ld in loads for n in ld})
 
-    # ---- may-be-modified-since-resume: forward over the blocks
+    eager = _eager_saves(cfg, live, set(slots))
+
+    # ---- changed since resume and not yet saved: forward over the blocks
     barrier_edges = {(b.index, b.succs[0]): bi for bi, b in enumerate(barriers)}
     everything = set(def_count)
     out: dict[int, set[str]] = {b.index: set() for b in blocks}
@@ -262,6 +294,7 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
             for ins in b.instrs:
                 for r in defs(ins):
                     new_out.add(r.name)
+            new_out -= set(eager.get(b.index, ()))
             if new_in != inn[b.index] or new_out != out[b.index]:
                 inn[b.index], out[b.index] = new_in, new_out
                 changed = True
@@ -269,4 +302,43 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     # warp last resumed) or is still in its slot from an earlier barrier: a register live
     # across B and unchanged since the last resume was live across that one too.
     saves = [sorted(out[b.index] & set(ld)) for b, ld in zip(barriers, loads, strict=True)]
-    return BarrierState(slots, saves, loads, remats)
+    return BarrierState(slots, saves, loads, remats, eager)
+
+
+def _eager_saves(cfg: Cfg, live: list[set[str]], slots: set[str]) -> dict[int, list[str]]:
+    """Per block, the registers with a slot that it writes, that live on after it, and that
+    no path from its end writes again before it reaches a suspension point; only blocks
+    outside every loop without one (those run at most once between two barriers), and not
+    the suspension blocks themselves (their arrival saves)."""
+    blocks = cfg.blocks
+    if not cfg.reducible:
+        return {}
+    suspends = {b.index for b in blocks if b.term is not None and is_suspend(b.term)}
+    in_plain_loop: set[int] = set()
+    for body in cfg.loops.values():
+        if not body & suspends:
+            in_plain_loop |= body
+    written = [{r.name for ins in b.instrs for r in defs(ins)} for b in blocks]
+    # what a path from a block's start may write before it suspends (backward)
+    ahead: list[set[str]] = [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            new = set(written[b.index])
+            if b.index not in suspends:
+                for x in b.succs:
+                    new |= ahead[x]
+            if new != ahead[b.index]:
+                ahead[b.index] = new
+                changed = True
+    out: dict[int, list[str]] = {}
+    for b in blocks:
+        if b.index in suspends or b.index in in_plain_loop or not b.succs:
+            continue
+        later = set().union(*(ahead[x] for x in b.succs))
+        after = set().union(*(live[x] for x in b.succs))
+        names = sorted((written[b.index] & slots & after) - later)
+        if names:
+            out[b.index] = names
+    return out

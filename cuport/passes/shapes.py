@@ -151,6 +151,70 @@ def predict(cfg: Cfg, div: Divergence, block: tuple[int, int, int]) -> dict[str,
     return {k: (v if isinstance(v, Shape) else None) for k, v in shapes.items()}
 
 
+def block_strides(cfg: Cfg) -> dict[str, int]:
+    """How each register changes from a block to the next along x: register → c where the
+    register's value is `f(everything but %ctaid.x) + c * %ctaid.x` (c a compile-time
+    constant, not 0), for registers computed from %ctaid.x by mov/cvt/cvta, add/sub, shl and
+    mul/mad by constants, loops' induction variables included. Like `predict`, a hint for
+    the memory lowering (the address a load will have some blocks later, to prefetch), never
+    trusted: overflow is ignored, and so are loads (taken as not depending on %ctaid.x)."""
+    defs_of: dict[str, list[ir.Instr]] = {}
+    for b in cfg.blocks:
+        for ins in b.instrs:
+            for r in defs(ins):
+                defs_of.setdefault(r.name, []).append(ins)
+    strides: dict[str, object] = {}  # int, None (no such c), or _TOP (not known yet)
+
+    def src(o):
+        if isinstance(o, ir.Reg) and o.name in defs_of:
+            return strides.get(o.name, _TOP)
+        if isinstance(o, ir.Special):
+            return 1 if o.name == "%ctaid.x" else 0
+        return 0
+
+    def evaluate(ins: ir.Instr):
+        op, args = ins.op, ins.args
+        if len(args) < 2 or len(defs(ins)) != 1 or any(isinstance(a, (ir.Vec, ir.Mem)) for a in args[1:]):
+            return 0
+        cs = [src(a) for a in args[1:]]
+        if any(c is None for c in cs):
+            return None
+        if any(c is _TOP for c in cs):
+            return _TOP
+        imm = [a.value if isinstance(a, ir.Imm) else None for a in args[1:]]
+        if op in ("mov", "cvt", "cvta") and len(cs) == 1:
+            return cs[0]
+        if op in ("add", "sub") and len(cs) == 2:
+            return cs[0] + cs[1] if op == "add" else cs[0] - cs[1]
+        if op == "shl" and len(cs) == 2 and imm[1] is not None and 0 <= imm[1] < 64:
+            return cs[0] << imm[1]
+        if op in ("mul", "mad") and ("lo" in ins.mods or "wide" in ins.mods):
+            if not cs[0] and not cs[1]:
+                k = 0
+            elif cs[0] and not cs[1] and imm[1] is not None:
+                k = cs[0] * imm[1]
+            elif cs[1] and not cs[0] and imm[0] is not None:
+                k = cs[1] * imm[0]
+            else:
+                return None
+            return k if op == "mul" else k + cs[2]
+        return None if any(cs) else 0
+
+    for _ in range(10):  # a few rounds reach the fixed point for real code
+        changed = False
+        for name, ins_list in defs_of.items():
+            if strides.get(name, _TOP) is None:
+                continue
+            vals = {evaluate(ins) for ins in ins_list} - {_TOP}
+            new = _TOP if not vals else (vals.pop() if len(vals) == 1 else None)
+            if new is not _TOP and new != strides.get(name, _TOP):
+                strides[name] = new
+                changed = True
+        if not changed:
+            break
+    return {k: v for k, v in strides.items() if isinstance(v, int) and v}
+
+
 def access_pattern(shape: Shape | None, size: int, block: tuple[int, int, int]) -> tuple[str, int] | None:
     """How the 32 addresses of a warp-wide access of `size`-byte elements lie in memory.
 

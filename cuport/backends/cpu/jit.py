@@ -51,6 +51,13 @@ def host_description() -> str:
     return f"{s['triple']}|{s['cpu']}|{s['features']}"
 
 
+def mask_registers() -> bool:
+    """Whether the host has AVX-512 mask registers for 32 lanes (an i32 lane mask is then a
+    vector mask in one instruction)."""
+    f = _init()["features"]
+    return "+avx512f" in f.split(",") and "+avx512bw" in f.split(",")
+
+
 def target_machine():
     return _init()["tm"]
 

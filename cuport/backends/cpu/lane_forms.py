@@ -281,5 +281,29 @@ class LaneForms:
     def form_lane_ptrs(self, p: FormPtrs) -> ll.Value:
         return self.b.inttoptr(self.form_vector(p.value), vec(PTR))
 
+    def form_lane_ptr(self, p: FormPtrs, lane: int) -> ll.Value:
+        """One lane's host address (form_lane_ptrs' element `lane`), as scalar code."""
+        b = self.b
+        v, f = p.value, p.value.lanes
+        s = self.form_seg
+        k, j = lane % s, lane // s
+
+        def at(base, kx: int, ky, vy, w: int):
+            t = ll.IntType(w)
+            c = (kx * k + (0 if ky == DYN else ky * j)) & ((1 << w) - 1)
+            out = b.add(base, ll.Constant(t, c)) if c else base
+            if ky == DYN and j:
+                out = b.add(out, b.mul(vy, ll.Constant(t, j)))
+            return out
+
+        a = at(v.u, f.kx, f.ky, v.vy, f.w)
+        if f.ext:
+            e = at(v.ib, f.ikx, f.iky, v.ivy, 32)
+            e = b.sext(e, I64) if f.ext == "s" else b.zext(e, I64)
+            if f.m != 1:
+                e = b.mul(e, ll.Constant(I64, f.m & (2**64 - 1)))
+            a = b.add(a, e)
+        return b.inttoptr(a, PTR)
+
 
 __all__ = ["FormPtrs", "LaneForms", "I1"]

@@ -170,6 +170,11 @@ class RegionLoops:
         if region.interleave is not None:
             self._resume_interleaved(region.interleave)
         else:
+            # no lanes are pending where a warp starts or passes a converged barrier: said
+            # here, LLVM knows it in each warp's run (the pending state is the loop's
+            # otherwise), and drops the pending-lane checks of branches that go one way
+            if not self.pending_in_ws:
+                self._clear_pending()
             if region.barrier is None:
                 self._start_warp()
             else:

@@ -1,0 +1,142 @@
+"""wmma on the CPU backend is built once per module (isa/wmma.py through em.outline and
+em.outline_access, backends/cpu/lane_ops.py): a kernel with many wmma sites calls one
+function per kind of load, store and mma, which LLVM must not inline back. It did: each
+column-major 16-bit fragment load was 8 gathers, which codegen makes 32 tested scalar loads
+each, and cudaTensorCoreGemm's kernel (1029 such loads) did not finish compiling in 15
+minutes. Column-major fragments are vector loads and stores of their columns, never
+gathers or scatters of 8- or 16-bit elements. The results are checked against numpy."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from nvcc_source import needs_nvcc, ptx_of_source
+
+import cuport
+from cuport.backends import facts
+from cuport.backends.cpu import compiler
+
+pytestmark = needs_nvcc
+
+STEPS = 8  # k steps, unrolled: 8 sites of each load and of mma per kernel
+
+SOURCE = r"""
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+// a (16 x 16*STEPS, row-major) times b (16*STEPS x 16, column-major), d column-major
+template <typename T, typename ACC>
+__device__ __forceinline__ void tiles(const T* A, const T* B, ACC* D) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, ACC> c;
+  wmma::fill_fragment(c, 0);
+  #pragma unroll
+  for (int k = 0; k < STEPS; k++) {
+    wmma::load_matrix_sync(a, A + k * 16, 16 * STEPS);
+    wmma::load_matrix_sync(b, B + k * 16, 16 * STEPS);
+    wmma::mma_sync(c, a, b, c);
+  }
+  wmma::store_matrix_sync(D, c, 16, wmma::mem_col_major);
+}
+extern "C" __global__ void gemm_f16(const half* A, const half* B, float* D) { tiles(A, B, D); }
+extern "C" __global__ void gemm_u8(const unsigned char* A, const unsigned char* B, int* D) {
+  tiles(A, B, D);
+}
+// the test puts the loads under a guard (f64: the lanes gather their elements)
+extern "C" __global__ void guarded(const double* A, const double* B, double* D, int flag) {
+  wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 8, 8, 4, double> c;
+  wmma::fill_fragment(c, 0.0);
+  wmma::load_matrix_sync(a, A, 4);
+  wmma::load_matrix_sync(b, B, 4);
+  wmma::mma_sync(c, a, b, c);
+  wmma::store_matrix_sync(D, c, 8, wmma::mem_row_major);
+}
+""".replace("STEPS", str(STEPS))
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory) -> str:
+    return ptx_of_source(tmp_path_factory, "wmma_outline", SOURCE, arch="sm_80")
+
+
+def _optimized(ptx: str, kernel: str) -> str:
+    mc = compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, (32, 1, 1))
+    return str(compiler.run_pipeline(mc, until="optimize").llvm_module)
+
+
+def _calls(ir_text: str) -> dict[str, int]:
+    """Calls of each outlined function from the kernel's code (the warp function, or the
+    worker it was inlined into)."""
+    names = []
+    for fn in re.split(r"\ndefine ", ir_text)[1:]:
+        if not fn.split("(")[0].split("@")[-1].strip('"').startswith("cuport.outlined."):
+            names += re.findall(r"call [^@\n]*@\"?cuport\.outlined\.([\w.]+)", fn)
+    return {n: names.count(n) for n in set(names)}
+
+
+@pytest.mark.parametrize("kernel, t", [("gemm_f16", "f16"), ("gemm_u8", "u8")])
+def test_each_kind_of_wmma_is_one_function_called_at_every_site(ptx: str, kernel: str, t: str):
+    text = _optimized(ptx, kernel)
+    calls = _calls(text)
+    kinds = {re.sub(r"\.[uv]+$", "", n): c for n, c in calls.items()}
+    acc = "f32" if t == "f16" else "s32"
+    assert kinds == {f"wmma.load.16x16.{t}.row": STEPS, f"wmma.load.16x16.{t}.col": STEPS,
+                     f"wmma.16x16x16.{acc}.{t}.{t}.{acc}": STEPS,
+                     f"wmma.store.16x16.{acc}.col": 1}, calls
+    for name in calls:
+        assert re.search(rf"define internal [^@\n]*@\"?cuport\.outlined\.{re.escape(name)}\b", text)
+    # no gathers or scatters of 8- or 16-bit elements: columns are vector loads and stores
+    assert not re.search(r"@llvm\.masked\.(gather|scatter)\.v32i(8|16)\b", text)
+
+
+def test_the_results(ptx: str):
+    mod = cuport.Module(ptx)
+    rng = np.random.default_rng(5)
+    k = 16 * STEPS
+    a = rng.integers(-4, 5, (16, k))
+    bt = rng.integers(-4, 5, (16, k))  # b column-major: its columns are rows here
+    want = a @ bt.T
+    d = np.zeros((16, 16), np.float32)
+    mod.kernel("gemm_f16")(1, 32, (a.astype(np.float16), bt.astype(np.float16), d))
+    assert (d.T == want).all()  # (d column-major)
+    au, bu = rng.integers(0, 256, (16, k)), rng.integers(0, 256, (16, k))
+    di = np.zeros((16, 16), np.int32)
+    mod.kernel("gemm_u8")(1, 32, (au.astype(np.uint8), bu.astype(np.uint8), di))
+    assert (di.T == au @ bu.T).all()
+
+
+def _guarded(ptx: str) -> str:
+    """nvcc's `guarded` with a = 1 and b = 2 in every element, then its loads under `@%p1`
+    (flag != 0): where flag is 0 every element of d is 4 * 1 * 2."""
+    start = ptx.index(".entry guarded")
+    end = ptx.index("\n}", start) + 2
+    head, body, tail = ptx[:start], ptx[start:end], ptx[end:]
+    regs = re.findall(r"\twmma\.load\.[ab]\.[^\n]*\{(%fd\d+)\}", body)
+    assert len(regs) == 2, body
+    body = re.sub(r"\t(wmma\.load\.[ab]\.)", r"\t@%p1 \1", body)
+    body = body.replace("\t.reg .b32", "\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r9;\n\t.reg .b32", 1)
+    body = re.sub(r"(\tld\.param\.u64[^\n]*\n)",
+                  rf"\tld.param.u32 \t%r9, [guarded_param_3];\n\tsetp.ne.s32 \t%p1, %r9, 0;\n"
+                  rf"\tmov.f64 \t{regs[0]}, 0d3FF0000000000000;\n\tmov.f64 \t{regs[1]}, 0d4000000000000000;\n\1",
+                  body, count=1)
+    return head + body + tail
+
+
+def test_a_guarded_fragment_load(ptx: str):
+    """A guard's lanes reach the loads built once per module through their mask argument
+    (the outlined code cannot read the guard's register)."""
+    text = _guarded(ptx)
+    assert text.count("@%p1 wmma.load") == 2, text
+    mod = cuport.Module(text)
+    rng = np.random.default_rng(9)
+    A, B = rng.integers(-8, 9, 32).astype(np.float64), rng.integers(-8, 9, 32).astype(np.float64)
+    want = {1: A.reshape(8, 4) @ B.reshape(8, 4).T, 0: np.full((8, 8), 8.0)}  # (b column-major)
+    for flag in (1, 0):
+        D = np.zeros(64, np.float64)
+        mod.kernel("guarded")(1, 32, (A, B, D, np.int32(flag)))
+        assert (D.reshape(8, 8) == want[flag]).all(), flag
