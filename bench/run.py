@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import cuport  # noqa: E402
 from cuport.backends.cpu import pool  # noqa: E402
+from cuport.isa import texture_layout as T  # noqa: E402
 
 #: the native H200 figures of the overhead probe (issue 9, measured 2026-12-01), in µs
 NATIVE_OVERHEAD_US = {"empty launch": 5.4, "4-argument launch": 5.4, "1 KiB copy pair": 16.0,
@@ -269,8 +270,55 @@ def bench_block_scan(b: dict) -> dict:
             "unit": gbs(8 * n, t_cu), "unit_omp": gbs(8 * n, t_omp), "cold": cold, "warm": warm}
 
 
+def float_texture(img: np.ndarray) -> T.Descriptor:
+    """The CPU backend's descriptor (isa/texture_layout.py) of a 2D f32 texture of `img`,
+    linearly filtered, unnormalized coordinates (clamped, as the driver makes
+    convolutionTexture's "wrap", which CUDA applies to normalized coordinates only)."""
+    d = T.Descriptor(magic=T.MAGIC_TEXTURE, decode=T.DECODE_BITS32, channels=1, elem_bytes=4,
+                     flags=T.F_FLOAT_RESULT | T.F_LINEAR_FILTER, num_levels=1, layers=1)
+    d.address[:] = [T.ADDRESS_CLAMP] * 3
+    d.fill[3] = 0x3F800000  # 1.0: alpha of a one-channel float texture
+    h, w = img.shape
+    d.levels[0] = T.Level(data=img.ctypes.data, row_pitch=4 * w, slice_pitch=4 * w * h, width=w,
+                          height=h, depth=1)
+    return d
+
+
+def bench_texconv(b: dict) -> dict:
+    """17-tap row convolution of a 2048x1024 float image through a linearly filtered 2D
+    texture, 5 launches (cuda-samples' convolutionTexture); OpenMP reads the image."""
+    w, h = 2048, 1024
+    rng = np.random.default_rng(0)
+    img = rng.random((h, w), dtype=np.float32)
+    taps = rng.random(17, dtype=np.float32)
+    dst = np.zeros_like(img)
+    desc = float_texture(img)
+    name = "_Z7texconvyPKfPfii"
+    k = cuport.Module(b["texconv"]).kernel(name)
+    grid = ((w + 15) // 16, (h + 15) // 16)
+
+    def run():
+        for _ in range(5):
+            k(grid, (16, 16), (ctypes.addressof(desc), taps, dst, w, h))
+
+    t_cu = best_of(run, 2) / 5
+    wide = np.pad(img.astype(np.float64), ((0, 0), (8, 8)), mode="edge")
+    ref = sum(wide[:, 8 + k:8 + k + w] * taps[8 - k] for k in range(-8, 9))
+    assert np.allclose(dst, ref, rtol=1e-5), "texconv result wrong"
+    f = omp_fn(b, "texconv", [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3)
+    out = np.zeros_like(img)
+    t_omp = min(f(img.ctypes.data, taps.ctypes.data, out.ctypes.data, w, h, 5) for _ in range(2))
+    cold, warm = load_timed(b["texconv"], name,
+                            lambda kk: kk(grid, (16, 16), (ctypes.addressof(desc), taps, dst, w, h)))
+    samples = 17 * w * h
+    return {"name": "texconv 2048x1024, 17 taps", "cuport": t_cu, "omp": t_omp,
+            "unit": f"{samples / t_cu / 1e9:.2f} Gtex/s", "unit_omp": f"{samples / t_omp / 1e9:.2f} Gtex/s",
+            "cold": cold, "warm": warm}
+
+
 KERNELS = {"triad": bench_triad, "triad1": bench_triad1, "sgemm": bench_sgemm,
-           "jacobi": bench_jacobi, "reduce": bench_reduce, "block_scan": bench_block_scan}
+           "jacobi": bench_jacobi, "reduce": bench_reduce, "block_scan": bench_block_scan,
+           "texconv": bench_texconv}
 
 
 # ---------------------------------------------------------------- programs

@@ -185,8 +185,16 @@ def _open_dir(path: str) -> _Dir | None:
         return d
 
 
-def _current_dir() -> _Dir | None:
-    return _open_dir(str(cache_dir())) if enabled() else None
+def _current_dir(directory: Path | None = None) -> _Dir | None:
+    """The cache directory (CUPORT_CACHE_DIR's, or `directory`), checked, if it is on."""
+    if not enabled():
+        return None
+    return _open_dir(str(directory if directory is not None else cache_dir()))
+
+
+def usable() -> bool:
+    """Whether the kernel cache is on and its directory may be used (said once if not)."""
+    return _current_dir() is not None
 
 
 def _read_regular(dir_fd: int, name: str, limit: int, subject: str,
@@ -286,9 +294,10 @@ def _tag(secret: bytes, key: str, body: bytes) -> bytes:
 
 # -- entries ------------------------------------------------------------------------------
 
-def load(key: str) -> tuple[bytes, dict] | None:
-    """The object and record stored under key, if an authentic entry is there."""
-    d = _current_dir()
+def load(key: str, directory: Path | None = None) -> tuple[bytes, dict] | None:
+    """The object and record stored under key, if an authentic entry is there (in
+    `directory`, a cache directory of its own, instead of the kernel cache if given)."""
+    d = _current_dir(directory)
     if d is None:
         return None
     name = key + ENTRY_SUFFIX
@@ -310,8 +319,22 @@ def load(key: str) -> tuple[bytes, dict] | None:
     return body[4 + n:], meta
 
 
-def store(key: str, obj: bytes, meta: dict) -> None:
+def contains(key: str) -> bool:
+    """Whether an entry of ours is stored under key, without reading or verifying it: for
+    deciding whether to compile a kernel ahead (load, which verifies, decides whether it
+    is used; one that fails is compiled at its launch)."""
     d = _current_dir()
+    if d is None:
+        return False
+    try:
+        st = os.stat(key + ENTRY_SUFFIX, dir_fd=d.fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and untrusted_because(st) is None
+
+
+def store(key: str, obj: bytes, meta: dict, directory: Path | None = None) -> None:
+    d = _current_dir(directory)
     if d is None:
         return
     record = json.dumps(meta).encode()

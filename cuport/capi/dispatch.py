@@ -152,6 +152,20 @@ class Dispatcher:
         exec(compile("\n".join(lines) + "\n", f"<cuport dispatch {symbol}>", "exec"), space)
         return space[symbol]
 
+    def first_call(self, symbol: str, bind: Callable[[Callable], object]) -> Callable:
+        """What cffi calls for `symbol` until the program first calls it: its entry, made
+        then and put in its place with `bind` (ffi.def_extern for its name). A program
+        calls a few dozen of the table's 672 symbols; making every entry at start-up
+        (parsing their table rows, compiling 419 generated functions) was a tenth of a
+        second of each run."""
+        def first(*args):
+            entry = self.entry(table.function(symbol))
+            bind(entry)
+            return entry(*args)
+
+        first.__name__ = symbol
+        return first
+
     def _unimplemented(self, func: table.Function) -> Callable:
         symbol, do_trace = func.symbol, self.trace
         shown = self._unimplemented_shown

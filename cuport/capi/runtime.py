@@ -25,10 +25,11 @@ def attach(ffi, lib) -> None:
     types.install(ffi)
     load_implementations()
     dispatcher = Dispatcher(ffi)
-    for func in table.functions().values():
-        ffi.def_extern(name=f"cuport_py_{func.symbol}", error=UNKNOWN,
-                       onerror=_onerror)(dispatcher.entry(func))
-    for i in range(len(table.functions())):
+    symbols = table.symbols()
+    for symbol in symbols:
+        bind = ffi.def_extern(name=f"cuport_py_{symbol}", error=UNKNOWN, onerror=_onerror)
+        bind(dispatcher.first_call(symbol, bind))
+    for i in range(len(symbols)):
         entry = lib.cuport_symbols[i]
         proc_address.ADDRESSES[ffi.string(entry.name).decode()] = int(ffi.cast("uintptr_t",
                                                                                  entry.fn))

@@ -117,6 +117,14 @@ class Lowering(Protocol):
     def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],
                  nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         """Run `body` on the scalar arguments of each executing thread, in lane order."""
+    def per_warp(self, key: ll.Value, args: list[ll.Value],
+                 lane_body: Callable[[list[ll.Value]], list[ll.Value]],
+                 warp_body: Callable[[ll.Value, list[ll.Value], ll.Value], list[ll.Value]],
+                 nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
+        """per_lane([key, *args], lane_body), except that a backend that runs a warp's lanes
+        together (the CPU) calls warp_body(key as a scalar, args as <32 x T>, the executing
+        lanes as <32 x i1>) -> [<32 x t>] once instead where all executing threads hold the
+        same `key` (a texture object: one descriptor, whose decisions stay scalar)."""
     def fail_if(self, bad: ll.Value, kind: str) -> None:
         """End the kernel with a launch error (illegal_address, trap, assert, misaligned,
         illegal_instruction)."""
@@ -134,6 +142,20 @@ class Lowering(Protocol):
         constants, intrinsics, warp reads of constant lanes). A backend may build it once per
         module as a function named by `key` and call it (the CPU backend: wmma.mma's
         hundreds of sites in a kernel), or in place (Vulkan: SPIR-V has no calls)."""
+    def outline_access(self, key: str, acc, args: list[ll.Value],
+                       body: Callable[[Elements, list[ll.Value]], list[ll.Value]]) -> list[ll.Value]:
+        """outline, where the body may also access memory: body(mem, args) loads and stores
+        the element of `acc` (an isa.memory.Access of one plain element) through `mem` at
+        per-lane offsets, as load_elements/store_elements with offsets do, at the address
+        and for the executing threads of this call (a whole wmma.load or wmma.store)."""
+
+
+class Elements(Protocol):
+    """An access's element at per-lane byte offsets (i64 per thread) from its address."""
+
+    def load(self, offsets: list[ll.Value], runs: int = 0) -> list[ll.Value]:
+        """The element's bits at each offset (`runs`: as load_elements has it)."""
+    def store(self, vals: list[ll.Value], offsets: list[ll.Value], runs: int = 0) -> None: ...
 
     # ---- calls (isa/control.py)
     def emit_call(self, ins: ir.Instr) -> None: ...

@@ -71,6 +71,21 @@ class Access:
         return max(TYPE_BITS[self.t] // 8, 1)
 
 
+@dataclass(frozen=True)
+class InPlace:
+    """isa/api.py's Elements for a backend that builds an outline_access body in place: the
+    access's own load_elements/store_elements."""
+
+    em: object
+    acc: Access
+
+    def load(self, offsets: list, runs: int = 0) -> list:
+        return self.em.load_elements(self.acc, offsets, runs)
+
+    def store(self, vals: list, offsets: list, runs: int = 0) -> None:
+        self.em.store_elements(self.acc, vals, offsets, runs)
+
+
 def access(em, ins: ir.Instr, mem_index: int, data_index: int) -> Access:
     t = type_suffix(ins)
     if t == "pred":

@@ -19,9 +19,12 @@ A surface's x coordinate counts bytes (`.b`) or elements (`.p`); .clamp is .trap
 or .zero. A lane whose object handle is NULL, or whose surface access is out of bounds
 under .trap, stops the kernel (an "illegal address" launch failure naming the PTX line).
 
-How a warp does it: the sampling itself is a scalar LLVM function (texture_rt.py) called
-once per executing lane, in lane order; results are gathered back into the warp's
-vectors. Queries (txq, suq) are plain loads of descriptor fields.
+How a warp does it: the sampling itself is an LLVM function (texture_sampler.py) in two
+shapes made from the same code: where the executing lanes of a CPU warp hold one texture
+object, one call of the warp's function samples for all of them (`em.per_warp`); otherwise
+(and per thread on Vulkan) the per-thread function is called once per executing lane, in
+lane order, its results gathered back into the warp's vectors. Surface accesses go lane by
+lane; queries (txq, suq) are plain loads of descriptor fields.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..ptx.ir import TYPE_BITS
 from . import texture_layout as T
 from . import texture_sampler as rt
 from .registry import lowers
-from .types import I1, I8, I32, I64, PTR, vec
+from .types import I1, I8, I32, I64, PTR, WARP, vec
 
 # -- operands -----------------------------------------------------------------------------
 
@@ -83,6 +86,32 @@ def per_lane(em, args: list[ll.Value], body, nres: int = 0, t: ll.Type = I32) ->
     """Run `body(scalar args) -> [results of type t]` for each executing thread (see
     isa/api.py `per_lane`) and return the results in the current mode."""
     return em.per_lane(args, body, nres, t)
+
+
+def _sample(em, h: ll.Value, args: list[ll.Value], make) -> list[ll.Value]:
+    """The four result words of `make(lanes)` (texture_sampler.sampler or gather, a
+    function of (desc, *args, out) that returns 1 for a NULL object) for each executing
+    thread: once for the warp where its executing lanes share the object `h`, else lane by
+    lane."""
+    b = em.b
+
+    def lane(a: list[ll.Value]) -> list[ll.Value]:
+        out = _out_slot(em, "tex_out")
+        status = b.call(make(1), [b.inttoptr(a[0], PTR), *a[1:], out])
+        _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
+        return [b.load(b.gep(out, [ll.Constant(I64, 4 * k)], source_etype=I8), typ=I32)
+                for k in range(4)]
+
+    def warp(desc: ll.Value, a: list[ll.Value], lanes: ll.Value) -> list[ll.Value]:
+        fn = make(WARP)
+        wout = em.entry_alloca(ll.ArrayType(vec(I32), 4), "tex_warp_out")
+        wout.type = PTR
+        status = b.call(fn, [b.inttoptr(desc, PTR), *a, wout, lanes])
+        _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
+        return [b.load(b.gep(wout, [ll.Constant(I64, 4 * WARP * k)], source_etype=I8),
+                       typ=vec(I32), align=4) for k in range(4)]
+
+    return em.per_warp(h, args, lane, warp, 4)
 
 
 def _write_words(em, dst, words: list[ll.Value]) -> None:
@@ -150,7 +179,6 @@ def lower_tex(em, ins: ir.Instr) -> None:
         raise em.error("cubemap coordinates must be .f32")
     if lod == "grad" and geom in ("cube", "acube"):
         raise em.error("tex.grad on a cubemap (not supported)")
-    b = em.b
     h = handle(em, image)
     cs = _coordinate_values(em, coords, geom, ctype)
     lodv = em.read(extra[0], "f32") if lod == "level" else em.const("f32", 0.0)
@@ -163,16 +191,11 @@ def lower_tex(em, ins: ir.Instr) -> None:
             if len(items) < dims:
                 raise em.error(f"a gradient of {len(items)} components for a {dims}D texture")
             grads += [em.read(x, "f32") for x in items[:dims]] + [em.const("f32", 0.0)] * (3 - dims)
-    fn = rt.sampler(em.module, geom, ctype == "s32", lod)
-    out = _out_slot(em, "tex_out")
 
-    def body(a: list[ll.Value]) -> list[ll.Value]:
-        status = b.call(fn, [b.inttoptr(a[0], PTR), *a[1:], out])
-        _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
-        return [b.load(b.gep(out, [ll.Constant(I64, 4 * k)], source_etype=I8), typ=I32)
-                for k in range(4)]
+    def make(lanes: int) -> ll.Function:
+        return rt.sampler(em.module, geom, ctype == "s32", lod, lanes)
 
-    _write_words(em, dst, per_lane(em, [h, *cs, lodv, *grads], body, 4))
+    _write_words(em, dst, _sample(em, h, [*cs, lodv, *grads], make))
 
 
 @lowers("tld4")
@@ -186,19 +209,13 @@ def lower_tld4(em, ins: ir.Instr) -> None:
     if len(ins.args) != 2 or isinstance(ins.args[0], ir.PredPair):
         raise em.error("tld4 with offsets, depth compare or a residency predicate")
     image, coords = texture_operand(em, ins.args[1])
-    b = em.b
     h = handle(em, image)
     cs = _coordinate_values(em, coords, geom, "f32")
-    fn = rt.gather(em.module, geom, "rgba".index(comp))
-    out = _out_slot(em, "tld4_out")
 
-    def body(a: list[ll.Value]) -> list[ll.Value]:
-        status = b.call(fn, [b.inttoptr(a[0], PTR), *a[1:], out])
-        _fault(em, b.icmp_unsigned("!=", status, ll.Constant(I32, 0)))
-        return [b.load(b.gep(out, [ll.Constant(I64, 4 * k)], source_etype=I8), typ=I32)
-                for k in range(4)]
+    def make(lanes: int) -> ll.Function:
+        return rt.gather(em.module, geom, "rgba".index(comp), lanes)
 
-    _write_words(em, ins.args[0], per_lane(em, [h, *cs], body, 4))
+    _write_words(em, ins.args[0], _sample(em, h, cs, make))
 
 
 # -- txq, suq -----------------------------------------------------------------------------

@@ -1,9 +1,15 @@
-"""The texture unit in LLVM IR: samplers, gathers and surface addressing, one lane at a time.
+"""The texture unit in LLVM IR: samplers, gathers and surface addressing, for one lane or a
+warp.
 
-The lowerings in cuport/isa/texture.py call these functions once per executing lane
-(scalar arguments); each is generated into the kernel's LLVM module the first time it is
-needed and reads the object's descriptor (texture_layout.py) at run time, so one function
-serves every texture of a given geometry. No Python runs while a kernel samples.
+The lowerings in cuport/isa/texture.py call these functions; each is generated into the
+kernel's LLVM module the first time it is needed and reads the object's descriptor
+(texture_layout.py) at run time, so one function serves every texture of a given geometry.
+No Python runs while a kernel samples. Each sampler comes in two shapes built from the same
+code (lanes.py): per thread (scalar arguments: the Vulkan backend, and a CPU warp whose
+lanes hold different texture objects, lane by lane) and per warp (`lanes` = 32: the CPU
+backend where the executing lanes share one texture object; coordinates and everything
+computed from them are vectors, texels are gathered, and what the descriptor decides, its
+format, filter and address modes, stays scalar: branches the warp takes once).
 
 What the sampler does, in the order the hardware does it (CUDA Programming Guide,
 "Texture Fetching"; PTX ISA `tex`; the details an H200 showed, .device_exp/texprobe.cu,
@@ -41,10 +47,12 @@ Unknowns, kept in one place so that a recording on a real GPU can settle them:
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from llvmlite import ir as ll
 
 from . import texture_layout as T
+from .lanes import LaneBuilder, lanes_of, scalar_type
 from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, vec
 
 SNAP = "nearest"  # level of detail -> 8 fractional bits: "nearest" (half even) or "truncate"
@@ -53,6 +61,9 @@ NORM_SMALL_SIZE = 4096
 
 V4 = vec(I32, 4)
 _FRAC = 1 << T.SUBTEXEL_BITS  # 256
+
+Words = list[ll.Value]  # a texel's or a result's four 32-bit words, one value per channel
+Build = Callable[[], list[ll.Value]]
 
 
 def _i32(v: int) -> ll.Constant:
@@ -81,20 +92,50 @@ def srgb_table() -> list[float]:
     return out
 
 
-class _Fn:
-    """One runtime function under construction, with the IR helpers the samplers share."""
+def words_type(lanes: int) -> ll.Type:
+    """How four result words cross a function boundary: <4 x i32> for one lane, an array
+    of four <lanes x i32> vectors for a warp."""
+    return V4 if lanes == 1 else ll.ArrayType(vec(I32, lanes), 4)
 
-    def __init__(self, module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type]) -> None:
+
+def shaped(name: str, lanes: int) -> str:
+    """A runtime function's name for its shape: per thread or per warp."""
+    return name if lanes == 1 else f"{name}_w{lanes}"
+
+
+class _Fn:
+    """One runtime function under construction, with the IR helpers the samplers share.
+    `lanes` > 1: a warp's function, whose argument types are given per lane and whose
+    last argument is the executing lanes (<lanes x i1>, see lanes.py)."""
+
+    def __init__(self, module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type],
+                 lanes: int = 1) -> None:
         self.module = module
-        self.fn = ll.Function(module, ll.FunctionType(ret, args), name=name)
+        self.lanes = lanes
+        types = args + ([vec(I1, lanes)] if lanes > 1 else [])
+        self.fn = ll.Function(module, ll.FunctionType(ret, types), name=name)
         self.fn.linkage = "internal"
-        self.args = self.fn.args
-        self.b = ll.IRBuilder(self.fn.append_basic_block("entry"))
+        self.args = self.fn.args[:len(args)]
+        mask = self.fn.args[-1] if lanes > 1 else None
+        self.b = LaneBuilder(ll.IRBuilder(self.fn.append_basic_block("entry")), lanes, mask)
+
+    def vary(self, t: ll.Type) -> ll.Type:
+        """The type of a per-lane value in this function's shape."""
+        return vec(t, self.lanes) if self.lanes > 1 else t
+
+    def call(self, fn: ll.Function, args: list[ll.Value]) -> ll.Value:
+        """Call another runtime function of this shape (scalars splatted where it takes
+        per-lane values; the executing lanes passed on)."""
+        params = fn.function_type.args
+        if self.lanes > 1:
+            args = [*args, self.b.mask]
+        args = [self.b.splat(a, p.count) if isinstance(p, ll.VectorType) else a
+                for a, p in zip(args, params, strict=True)]
+        return self.b.call(fn, args)
 
     # -- memory and fields
     def at(self, base: ll.Value, off) -> ll.Value:
-        off = _i64(off) if isinstance(off, int) else off
-        return self.b.gep(base, [off], source_etype=I8)
+        return self.b.offset(base, _i64(off) if isinstance(off, int) else off)
 
     def field(self, desc: ll.Value, name: str, t: ll.Type = I32, index: int = 0) -> ll.Value:
         """Descriptor field `name` (element `index` of an array field) as type t."""
@@ -124,19 +165,47 @@ class _Fn:
         b.ret(answer)
         b.position_at_end(go)
 
-    # -- intrinsics
-    def call(self, name: str, args: list[ll.Value], ret: ll.Type) -> ll.Value:
-        try:
-            f = self.module.get_global(name)
-        except KeyError:
-            f = ll.Function(self.module, ll.FunctionType(ret, [a.type for a in args]), name=name)
-        return self.b.call(f, args)
+    def words(self, desc: ll.Value, name: str) -> Words:
+        return [self.field(desc, name, I32, c) for c in range(4)]
 
+    def pack(self, words: Words) -> ll.Value:
+        """Four words as one value of words_type (to return them)."""
+        b = self.b
+        out = ll.Constant(words_type(self.lanes), None)
+        for c, w in enumerate(words):
+            if self.lanes == 1:
+                out = b.insert_element(out, w, _i32(c))
+            else:
+                out = b.insert_value(out, b.splat(w), c)
+        return out
+
+    def unpack(self, v: ll.Value) -> Words:
+        b = self.b
+        if self.lanes == 1:
+            return [b.extract_element(v, _i32(c)) for c in range(4)]
+        return [b.extract_value(v, c) for c in range(4)]
+
+    def store_words(self, out: ll.Value, words: Words) -> None:
+        """The result words to `out` (4 x i32, or 4 x <lanes x i32> one after the other)."""
+        b = self.b
+        for k, w in enumerate(words):
+            b.store(b.splat(w), self.at(out, 4 * self.lanes * k), align=4)
+
+    # -- intrinsics
     def fmin(self, a, c):
-        return self.call("llvm.minnum.f32", [a, c], F32)
+        return self.b.intrinsic("llvm.minnum", [a, c], F32)
 
     def fmax(self, a, c):
-        return self.call("llvm.maxnum.f32", [a, c], F32)
+        return self.b.intrinsic("llvm.maxnum", [a, c], F32)
+
+    def fabs(self, a):
+        return self.b.intrinsic("llvm.fabs", [a], F32)
+
+    def floor64(self, a):
+        return self.b.intrinsic("llvm.floor", [a], F64)
+
+    def fptosi_sat(self, a, t: ll.Type):
+        return self.b.intrinsic("llvm.fptosi.sat", [a], t, overload_ret=True)
 
     def smin(self, a, c):
         return self.b.select(self.b.icmp_signed("<", a, c), a, c)
@@ -147,12 +216,55 @@ class _Fn:
     def umin(self, a, c):
         return self.b.select(self.b.icmp_unsigned("<", a, c), a, c)
 
+    def floor_mod(self, x: ll.Value, p: ll.Value) -> ll.Value:
+        """x mod p in [0, p), for an integer x and a positive p (i32 or i64, p < 2^28 for
+        i32, 2^42 for i64). Per thread srem; a warp's lanes (x86 has no vector division):
+        one step where they all lie within a period of [0, p) (a coordinate a little
+        outside the texture, the texel after the last), else through an f64 quotient, exact
+        where |x| < 2^52 (below), else srem lane by lane."""
+        b = self.b
+        t = scalar_type(x.type)
+
+        def by_srem() -> list[ll.Value]:
+            d = p
+            if lanes_of(p) > 1 and b.mask is not None:  # a lane that does not execute may hold 0
+                d = b.select(b.mask, p, ll.Constant(t, 1))
+            r = b.srem(x, d)
+            return [b.select(b.icmp_signed("<", r, ll.Constant(t, 0)), b.add(r, p), r)]
+
+        if lanes_of(x) == 1 and lanes_of(p) == 1:
+            return by_srem()[0]
+
+        def by_f64() -> list[ll.Value]:
+            # x * (1 / p), two roundings, errs by less than |x / p| 2^-52 < 1 / p (|x| < 2^52,
+            # exact in f64), less than the distance from x / p to the next integer above
+            # unless x / p is an integer, which it may fall short of (x = p = 49): then
+            # floor() is one less and r = p
+            pf = b.sitofp(p, F64)
+            q = self.fptosi_sat(self.floor64(b.fmul(b.sitofp(x, F64), b.fdiv(_f64(1.0), pf))), t)
+            r = b.sub(x, b.mul(q, p))
+            return [b.select(b.icmp_signed(">=", r, p), b.sub(r, p), r)]
+
+        def by_step() -> list[ll.Value]:
+            r = b.select(b.icmp_signed("<", x, ll.Constant(t, 0)), b.add(x, p), x)
+            return [b.select(b.icmp_signed(">=", r, p), b.sub(r, p), r)]
+
+        def far() -> list[ll.Value]:
+            if t.width == 32:
+                return by_f64()
+            # i64: exact in f64 only within 2^52 (a coordinate beyond 2^44 texels, or infinite)
+            near = b.icmp_unsigned("<", b.add(x, _i64(1 << 52)), _i64(1 << 53))
+            return self.branch(b.any(b.not_(near)), by_srem, by_f64)
+
+        # -p <= x < 2p (x + p wrapping past the type's maximum is not)
+        within = b.icmp_unsigned("<", b.add(x, p), b.mul(p, ll.Constant(t, 3)))
+        return self.branch(b.any(b.not_(within)), far, by_step)[0]
+
     def fixed(self, u: ll.Value) -> ll.Value:
         """A level of detail (f32) -> fixed point with 8 fractional bits (i32), per SNAP."""
         scaled = self.b.fmul(u, _f32(float(_FRAC)))
-        rounded = self.call("llvm.rint.f32" if SNAP == "nearest" else "llvm.floor.f32",
-                            [scaled], F32)
-        return self.call("llvm.fptosi.sat.i32.f32", [rounded], I32)
+        rounded = self.b.intrinsic("llvm.rint" if SNAP == "nearest" else "llvm.floor", [scaled], F32)
+        return self.fptosi_sat(rounded, I32)
 
     def texel_fixed(self, u: ll.Value, n: ll.Value, normalized: ll.Value,
                     linear: ll.Value) -> ll.Value:
@@ -162,27 +274,30 @@ class _Fn:
         bits, q = floor(u * 2^F) (F = 21 for sizes up to 4096, else 22; |q| <= 2^46), times
         the size exactly. Denormals are zero, NaN is 0, infinities saturate (|x| <= 2^62)."""
         b = self.b
-        tiny = b.fcmp_ordered("<", self.call("llvm.fabs.f32", [u], F32), _f32(2.0**-126))
+        tiny = b.fcmp_ordered("<", self.fabs(u), _f32(2.0**-126))
         u = b.fpext(b.select(tiny, _f32(0.0), u), F64)
-        half = b.select(linear, _f64(0.5), _f64(0.0))
-        # unnormalized: floor(x * 256 + 1/2) (linear) or floor(x * 256), exact in f64
-        plain = self.call("llvm.fptosi.sat.i64.f64",
-                          [self.call("llvm.floor.f64", [b.fadd(b.fmul(u, _f64(256.0)), half)],
-                                     F64)], I64)
-        # normalized: q * n / 2^(F - 8), rounded the same way (i64; q kept below 2^40)
-        small = b.icmp_unsigned("<=", n, _i32(NORM_SMALL_SIZE))
-        fbits = b.select(small, _i64(NORM_FRACTION_BITS), _i64(NORM_FRACTION_BITS + 1))
-        scale = b.select(small, _f64(2.0**NORM_FRACTION_BITS), _f64(2.0**(NORM_FRACTION_BITS + 1)))
-        q = self.call("llvm.fptosi.sat.i64.f64",
-                      [self.call("llvm.floor.f64", [b.fmul(u, scale)], F64)], I64)
-        q = b.select(b.icmp_signed(">", q, _i64(1 << 46)), _i64(1 << 46), q)
-        q = b.select(b.icmp_signed("<", q, _i64(-(1 << 46))), _i64(-(1 << 46)), q)
-        plain = b.select(b.icmp_signed(">", plain, _i64(1 << 62)), _i64(1 << 62), plain)
-        plain = b.select(b.icmp_signed("<", plain, _i64(-(1 << 62))), _i64(-(1 << 62)), plain)
-        shift = b.sub(fbits, _i64(T.SUBTEXEL_BITS))
-        rnd = b.select(linear, b.shl(_i64(1), b.sub(shift, _i64(1))), _i64(0))
-        norm = b.ashr(b.add(b.mul(q, b.zext(n, I64)), rnd), shift)
-        fx = b.select(normalized, norm, plain)
+
+        def unnormalized() -> list[ll.Value]:
+            # floor(x * 256 + 1/2) (linear) or floor(x * 256), exact in f64
+            half = b.select(linear, _f64(0.5), _f64(0.0))
+            plain = self.fptosi_sat(self.floor64(b.fadd(b.fmul(u, _f64(256.0)), half)), I64)
+            plain = b.select(b.icmp_signed(">", plain, _i64(1 << 62)), _i64(1 << 62), plain)
+            return [b.select(b.icmp_signed("<", plain, _i64(-(1 << 62))), _i64(-(1 << 62)), plain)]
+
+        def scaled() -> list[ll.Value]:
+            # q * n / 2^(F - 8), rounded the same way (i64; q kept below 2^40)
+            small = b.icmp_unsigned("<=", n, _i32(NORM_SMALL_SIZE))
+            fbits = b.select(small, _i64(NORM_FRACTION_BITS), _i64(NORM_FRACTION_BITS + 1))
+            scale = b.select(small, _f64(2.0**NORM_FRACTION_BITS),
+                             _f64(2.0**(NORM_FRACTION_BITS + 1)))
+            q = self.fptosi_sat(self.floor64(b.fmul(u, scale)), I64)
+            q = b.select(b.icmp_signed(">", q, _i64(1 << 46)), _i64(1 << 46), q)
+            q = b.select(b.icmp_signed("<", q, _i64(-(1 << 46))), _i64(-(1 << 46)), q)
+            shift = b.sub(fbits, _i64(T.SUBTEXEL_BITS))
+            rnd = b.select(linear, b.shl(_i64(1), b.sub(shift, _i64(1))), _i64(0))
+            return [b.ashr(b.add(b.mul(q, b.zext(n, I64)), rnd), shift)]
+
+        fx = self.branch(normalized, scaled, unnormalized)[0]
         return b.select(linear, b.sub(fx, _i64(_FRAC // 2)), fx)
 
     def axis_fixed(self, u: ll.Value, n: ll.Value, mode: ll.Value, normalized: ll.Value,
@@ -194,10 +309,8 @@ class _Fn:
         fx = self.texel_fixed(u, n, normalized, linear)
         mirror = b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR))
         period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
-        red = b.srem(fx, period)
-        red = b.select(b.icmp_signed("<", red, _i64(0)), b.add(red, period), red)
         periodic = b.or_(mirror, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)))
-        fx = b.select(periodic, red, fx)
+        fx = self.branch(periodic, lambda: [self.floor_mod(fx, period)], lambda: [fx])[0]
         if clamp_coordinate:
             last = b.mul(b.zext(b.sub(n, _i32(1)), I64), _i64(_FRAC))
             held = b.select(b.icmp_signed("<", fx, _i64(0)), _i64(0),
@@ -209,35 +322,94 @@ class _Fn:
         return b.trunc(fx, I32)
 
     # -- control flow
-    def branch(self, cond: ll.Value, then, otherwise) -> list[ll.Value]:
-        """if cond: then() else: otherwise(); each returns a list of values, joined by phis."""
-        b = self.b
+    def branch(self, cond: ll.Value, then: Build, otherwise: Build) -> list[ll.Value]:
+        """then() if cond else otherwise(), each a list of values. A uniform (scalar) cond
+        branches; one that varies between lanes computes both sides, lane by lane, so each
+        side must be safe to compute for every lane."""
+        if lanes_of(cond) > 1:
+            tv, ev = then(), otherwise()
+            return [self.b.select(cond, x, y) for x, y in zip(tv, ev, strict=True)]
         tb = self.fn.append_basic_block("then")
         eb = self.fn.append_basic_block("else")
+        self.b.cbranch(cond, tb, eb)
+        return self._join([(tb, then), (eb, otherwise)])
+
+    def switch(self, key: ll.Value, cases: dict[int, Build], default: Build) -> list[ll.Value]:
+        """The values cases[key]() builds (default() for any other key); key is uniform."""
+        db = self.fn.append_basic_block("default")
+        sw = self.b.switch(key, db)
+        arms = [(db, default)]
+        for k, build in cases.items():
+            blk = self.fn.append_basic_block(f"case{k}")
+            sw.add_case(ll.Constant(key.type, k), blk)
+            arms.append((blk, build))
+        return self._join(arms)
+
+    def each_value(self, k: ll.Value, body: Build) -> list[ll.Value]:
+        """body(v) -> values for each distinct value v (a scalar) of k among the executing
+        lanes, run under the mask of the lanes that hold it, the results lane by lane (a
+        warp samples the mip levels its lanes chose one after the other); body(k) where k
+        is uniform. Lanes that do not execute get 0."""
+        if lanes_of(k) == 1:
+            return body(k)
+        b, n = self.b, self.lanes
+        it = ll.IntType(n)
+        outer = b.mask
+        start = b.ir.bitcast(outer, it)
+        pre = b.block
+        head = self.fn.append_basic_block("values")
+        step = self.fn.append_basic_block("value")
+        done = self.fn.append_basic_block("values_done")
+        b.branch(head)
+        b.position_at_end(head)
+        rem = b.phi(it)
+        b.cbranch(b.icmp_unsigned("==", rem, ll.Constant(it, 0)), done, step)
+        b.position_at_end(step)
+        left = b.bitcast(rem, vec(I1, n))
+        v = b.extract_element(k, b.cttz(rem, ll.Constant(I1, 1)))
+        mine = b.select(left, b.icmp_unsigned("==", k, v), ll.Constant(vec(I1, n), [0] * n))
+        b.mask = mine
+        try:
+            results = [b.splat(r) for r in body(v)]
+        finally:
+            b.mask = outer
+        end = b.block
+        b.position_at_start(head)
+        accs = [b.phi(r.type) for r in results]
+        b.position_at_end(end)
+        nxt = [b.select(mine, r, acc) for r, acc in zip(results, accs, strict=True)]
+        rest = b.and_(rem, b.not_(b.ir.bitcast(mine, it)))
+        b.branch(head)
+        rem.add_incoming(start, pre)
+        rem.add_incoming(rest, end)
+        for acc, x in zip(accs, nxt, strict=True):
+            acc.add_incoming(ll.Constant(acc.type, None), pre)
+            acc.add_incoming(x, end)
+        b.position_at_end(done)
+        return accs
+
+    def _join(self, arms: list[tuple[ll.Block, Build]]) -> list[ll.Value]:
+        """Build each arm in its block and join their values with phis (at the widest shape
+        any arm gives a value)."""
+        b = self.b
+        ends = []
+        for blk, build in arms:
+            b.position_at_end(blk)
+            ends.append((build(), b.block))
+        widths = [max(lanes_of(vals[i]) for vals, _ in ends) for i in range(len(ends[0][0]))]
         jb = self.fn.append_basic_block("join")
-        b.cbranch(cond, tb, eb)
-        b.position_at_end(tb)
-        tv = then()
-        tend = b.block
-        b.branch(jb)
-        b.position_at_end(eb)
-        ev = otherwise()
-        eend = b.block
-        b.branch(jb)
+        for vals, end in ends:
+            b.position_at_end(end)
+            vals[:] = [b.splat(v, n) for v, n in zip(vals, widths, strict=True)]
+            b.branch(jb)
         b.position_at_end(jb)
         out = []
-        for x, y in zip(tv, ev, strict=True):
-            p = b.phi(x.type)
-            p.add_incoming(x, tend)
-            p.add_incoming(y, eend)
+        for i in range(len(widths)):
+            p = b.phi(ends[0][0][i].type)
+            for vals, end in ends:
+                p.add_incoming(vals[i], end)
             out.append(p)
         return out
-
-    def words(self, desc: ll.Value, name: str) -> ll.Value:
-        v = ll.Constant(V4, None)
-        for c in range(4):
-            v = self.b.insert_element(v, self.field(desc, name, I32, c), _i32(c))
-        return v
 
 
 def _get(module: ll.Module, name: str, build) -> ll.Function:
@@ -249,56 +421,62 @@ def _get(module: ll.Module, name: str, build) -> ll.Function:
 
 # -- channel decode and texel fetch --------------------------------------------------------
 
-def _word_fn(module: ll.Module) -> ll.Function:
-    """i32 word(i32 raw, i32 decode): one stored channel (zero-extended) as a result word."""
-
-    def build() -> ll.Function:
-        f = _Fn(module, "cuport_tex_word", I32, [I32, I32])
-        b = f.b
-        raw, decode = f.args
-        byte, half = b.trunc(raw, I8), b.trunc(raw, I16)
-
-        def as_word(x: ll.Value) -> ll.Value:
-            return b.bitcast(x, I32)
-
+def _srgb(f: _Fn, byte: ll.Value) -> ll.Value:
+    """The linear value (f32) of an sRGB-encoded byte (i8), from a table in the module."""
+    module, b = f.module, f.b
+    try:
+        table = module.get_global("cuport_srgb_table")
+    except KeyError:
         table = ll.GlobalVariable(module, ll.ArrayType(F32, 256), name="cuport_srgb_table")
         table.linkage = "internal"
         table.global_constant = True
         table.initializer = ll.Constant(ll.ArrayType(F32, 256), [_f32(v) for v in srgb_table()])
-        srgb = b.load(b.gep(table, [_i32(0), b.and_(raw, _i32(0xFF))]), typ=F32)
-        cases = {
-            T.DECODE_BITS32: raw,
-            T.DECODE_F16: as_word(b.fpext(b.bitcast(half, F16), F32)),
-            T.DECODE_UNORM8: as_word(b.fdiv(b.uitofp(byte, F32), _f32(255.0))),
-            T.DECODE_SNORM8: as_word(f.fmax(b.fdiv(b.sitofp(byte, F32), _f32(127.0)), _f32(-1.0))),
-            T.DECODE_UNORM16: as_word(b.fdiv(b.uitofp(half, F32), _f32(65535.0))),
-            T.DECODE_SNORM16: as_word(f.fmax(b.fdiv(b.sitofp(half, F32), _f32(32767.0)),
-                                             _f32(-1.0))),
-            T.DECODE_U8: b.zext(byte, I32),
-            T.DECODE_S8: b.sext(byte, I32),
-            T.DECODE_U16: b.zext(half, I32),
-            T.DECODE_S16: b.sext(half, I32),
-            T.DECODE_SRGB8: as_word(srgb),
-        }
-        out = raw
-        for code, value in cases.items():
-            out = b.select(b.icmp_unsigned("==", decode, _i32(code)), value, out)
-        b.ret(out)
-        return f.fn
-
-    return _get(module, "cuport_tex_word", build)
+    index = b.zext(byte, I32)
+    if lanes_of(index) == 1:
+        return b.load(b.gep(table, [_i32(0), index]), typ=F32)
+    return b.load(f.at(table, b.mul(b.zext(index, I64), _i64(4))), typ=F32)
 
 
-def _fetch_fn(module: ll.Module) -> ll.Function:
-    """<4 x i32> fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
-    result words (channels decoded by `decode`, normally the descriptor's); the indices are
-    inside the level (z counts 3D slices and layers alike)."""
+def _decode(f: _Fn, raw: ll.Value, decode: int) -> ll.Value:
+    """One stored channel (i8, i16 or i32 as CHANNEL_BYTES says) as a result word."""
+    b = f.b
+
+    def word(x: ll.Value) -> ll.Value:
+        return b.bitcast(x, I32)
+
+    if decode == T.DECODE_BITS32:
+        return raw
+    if decode == T.DECODE_F16:
+        return word(b.fpext(b.bitcast(raw, F16), F32))
+    if decode == T.DECODE_UNORM8:
+        return word(b.fdiv(b.uitofp(raw, F32), _f32(255.0)))
+    if decode == T.DECODE_SNORM8:
+        return word(f.fmax(b.fdiv(b.sitofp(raw, F32), _f32(127.0)), _f32(-1.0)))
+    if decode == T.DECODE_UNORM16:
+        return word(b.fdiv(b.uitofp(raw, F32), _f32(65535.0)))
+    if decode == T.DECODE_SNORM16:
+        return word(f.fmax(b.fdiv(b.sitofp(raw, F32), _f32(32767.0)), _f32(-1.0)))
+    if decode in (T.DECODE_U8, T.DECODE_U16):
+        return b.zext(raw, I32)
+    if decode in (T.DECODE_S8, T.DECODE_S16):
+        return b.sext(raw, I32)
+    if decode == T.DECODE_SRGB8:
+        return word(_srgb(f, raw))
+    raise ValueError(f"decode {decode}")
+
+
+def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
+    """words fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
+    result words (channels decoded by `decode`, normally the descriptor's; an unknown one
+    reads bytes); the indices are inside the level (z counts 3D slices and layers alike).
+    Per warp: x, y, z per lane."""
+    name = shaped("cuport_tex_fetch", lanes)
 
     def build() -> ll.Function:
-        f = _Fn(module, "cuport_tex_fetch", V4, [PTR, PTR, I64, I64, I64, I32])
+        f = _Fn(module, name, words_type(lanes),
+                [PTR, PTR] + [vec(I64, lanes) if lanes > 1 else I64] * 3 + [I32], lanes)
         b = f.b
         desc, lvl, x, y, z, decode = f.args
-        word = _word_fn(module)
         channels = f.field(desc, "channels")
         elem = b.zext(f.field(desc, "elem_bytes"), I64)
         addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
@@ -309,29 +487,37 @@ def _fetch_fn(module: ll.Module) -> ll.Function:
         for code, nbytes in T.CHANNEL_BYTES.items():
             if nbytes != 1:
                 width = b.select(b.icmp_unsigned("==", decode, _i32(code)), _i32(nbytes), width)
-        out = ll.Constant(V4, None)
-        for c in range(4):
-            have = b.icmp_unsigned("<", _i32(c), channels)
-            # a channel the format lacks is never loaded (it may lie past the allocation)
-            p = b.gep(base, [b.mul(_i64(c), b.zext(width, I64))], source_etype=I8)
-            raw32 = b.load(b.select(b.and_(have, b.icmp_unsigned("==", width, _i32(4))), p,
-                                    f.at(desc, T.offset("fill"))), typ=I32, align=1)
-            raw16 = b.zext(b.load(b.select(b.and_(have, b.icmp_unsigned("==", width, _i32(2))), p,
-                                           f.at(desc, T.offset("fill"))), typ=I16, align=1), I32)
-            raw8 = b.zext(b.load(b.select(have, p, f.at(desc, T.offset("fill"))), typ=I8), I32)
-            raw = b.select(b.icmp_unsigned("==", width, _i32(4)), raw32,
-                           b.select(b.icmp_unsigned("==", width, _i32(2)), raw16, raw8))
+
+        def channel(c: int) -> list[ll.Value]:
+            def load(nbytes: int) -> Build:
+                def build_raw() -> list[ll.Value]:
+                    raw = b.load(f.at(base, b.mul(_i64(c), b.zext(width, I64))),
+                                 typ=ll.IntType(8 * nbytes), align=1)
+                    return [b.zext(raw, I32) if nbytes < 4 else raw]
+
+                return build_raw
+
+            raw = f.switch(width, {4: load(4), 2: load(2)}, load(1))[0]
             dc = decode
             if c == 3:  # alpha of sRGB data is linear
                 dc = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SRGB8)),
                               _i32(T.DECODE_UNORM8), decode)
-            value = b.call(word, [raw, dc])
-            value = b.select(have, value, f.field(desc, "fill", I32, c))
-            out = b.insert_element(out, value, _i32(c))
-        b.ret(out)
+
+            def word(code: int) -> Build:
+                bits = ll.IntType(8 * T.CHANNEL_BYTES[code])
+                return lambda: [_decode(f, b.trunc(raw, bits) if bits.width < 32 else raw, code)]
+
+            return f.switch(dc, {code: word(code) for code in T.CHANNEL_BYTES}, lambda: [raw])
+
+        out = []
+        for c in range(4):
+            # a channel the format lacks is never loaded (it may lie past the allocation)
+            out += f.branch(b.icmp_unsigned("<", _i32(c), channels), lambda c=c: channel(c),
+                            lambda c=c: [f.field(desc, "fill", I32, c)])
+        b.ret(f.pack(out))
         return f.fn
 
-    return _get(module, "cuport_tex_fetch", build)
+    return _get(module, name, build)
 
 
 # -- addressing ----------------------------------------------------------------------------
@@ -340,29 +526,33 @@ def _resolve(f: _Fn, i: ll.Value, n: ll.Value, mode: ll.Value) -> tuple[ll.Value
     """Texel index i on an axis of n texels under an address mode -> (index in [0, n), inside)."""
     b = f.b
     zero = _i32(0)
-    last = b.sub(n, _i32(1))
-    clamped = f.smax(f.smin(i, last), zero)
-    wrapped = b.srem(i, n)
-    wrapped = b.select(b.icmp_signed("<", wrapped, zero), b.add(wrapped, n), wrapped)
-    n2 = b.shl(n, _i32(1))
-    m = b.srem(i, n2)
-    m = b.select(b.icmp_signed("<", m, zero), b.add(m, n2), m)
-    mirrored = b.select(b.icmp_signed(">=", m, n), b.sub(b.sub(n2, _i32(1)), m), m)
-    inside = b.and_(b.icmp_signed(">=", i, zero), b.icmp_signed("<", i, n))
-    border = b.select(inside, i, zero)
-    idx = clamped
-    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)), wrapped, idx)
-    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR)), mirrored, idx)
-    idx = b.select(b.icmp_unsigned("==", mode, _i32(T.ADDRESS_BORDER)), border, idx)
-    ok = b.or_(inside, b.icmp_unsigned("!=", mode, _i32(T.ADDRESS_BORDER)))
+    true = ll.Constant(I1, 1)
+
+    def clamped() -> list[ll.Value]:
+        return [f.smax(f.smin(i, b.sub(n, _i32(1))), zero), true]
+
+    def wrapped() -> list[ll.Value]:
+        return [f.floor_mod(i, n), true]
+
+    def mirrored() -> list[ll.Value]:
+        n2 = b.shl(n, _i32(1))
+        m = f.floor_mod(i, n2)
+        return [b.select(b.icmp_signed(">=", m, n), b.sub(b.sub(n2, _i32(1)), m), m), true]
+
+    def border() -> list[ll.Value]:
+        inside = b.and_(b.icmp_signed(">=", i, zero), b.icmp_signed("<", i, n))
+        return [b.select(inside, i, zero), inside]
+
+    idx, ok = f.switch(mode, {T.ADDRESS_WRAP: wrapped, T.ADDRESS_MIRROR: mirrored,
+                              T.ADDRESS_BORDER: border}, clamped)
     return idx, ok
 
 
 def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
-         decode: ll.Value | None = None) -> ll.Value:
+         decode: ll.Value | None = None) -> Words:
     """Result words of the texel at per-axis (index, inside) pairs: fetched, or the border."""
     b = f.b
-    fetch = _fetch_fn(f.module)
+    fetch = _fetch_fn(f.module, f.lanes)
     if decode is None:
         decode = f.field(desc, "decode")
     x = b.zext(idx[0], I64)
@@ -372,11 +562,11 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
     inside = ok[0]
     for o in ok[1:]:
         inside = b.and_(inside, o)
-    words = b.call(fetch, [desc, lvl, x, y, z, decode])
-    return b.select(inside, words, f.words(desc, "border"))
+    words = f.unpack(f.call(fetch, [desc, lvl, x, y, z, decode]))
+    return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
 
 
-def _blend(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: float) -> ll.Value:
+def _blend(f: _Fn, taps: list[tuple[ll.Value, Words]], scale: float) -> Words:
     """Sum of weight (i32) x texel (f32 words) in double, times scale, rounded to f32 words."""
     b = f.b
     acc = [_f64(0.0)] * 4
@@ -384,14 +574,10 @@ def _blend(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: float) -> ll.Va
         wd = b.uitofp(w, F64)
         nonzero = b.icmp_unsigned("!=", w, _i32(0))
         for c in range(4):
-            v = b.fpext(b.bitcast(b.extract_element(words, _i32(c)), F32), F64)
+            v = b.fpext(b.bitcast(words[c], F32), F64)
             # a tap of weight 0 does not contribute, even when it holds an infinity or NaN
             acc[c] = b.fadd(acc[c], b.select(nonzero, b.fmul(wd, v), _f64(0.0)))
-    out = ll.Constant(V4, None)
-    for c in range(4):
-        r = b.fptrunc(b.fmul(acc[c], _f64(scale)), F32)
-        out = b.insert_element(out, b.bitcast(r, I32), _i32(c))
-    return out
+    return [b.bitcast(b.fptrunc(b.fmul(acc[c], _f64(scale)), F32), I32) for c in range(4)]
 
 
 def _corner_weights(f: _Fn, fracs: list[ll.Value]) -> dict[tuple, ll.Value]:
@@ -472,7 +658,7 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
         s = b.add(s, b.select(live, b.mul(b.zext(w, I64), t), _i64(0)))
     neg_s = b.icmp_signed("<", s, _i64(0))
     m = b.select(neg_s, b.sub(_i64(0), s), s)
-    length = b.trunc(b.sub(_i64(64), f.call("llvm.ctlz.i64", [m, false], I64)), I32)
+    length = b.trunc(b.sub(_i64(64), b.intrinsic("llvm.ctlz", [m], I64, immediate=(false,))), I32)
     sc = b.sub(unit, _i32(T.SUBTEXEL_BITS))  # the exponent of m's unit (the weights' 1/256)
     min_exp = b.select(half, _i32(-24), _i32(-149))
     sh = f.smax(b.sub(length, prec), b.sub(min_exp, sc))
@@ -481,7 +667,7 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
     rnd = b.select(b.icmp_signed(">", sh, _i32(0)), b.shl(_i64(1), b.sub(sh64, _i64(1))), _i64(0))
     m = b.lshr(b.add(m, rnd), sh64)
     r = b.fptrunc(b.fmul(b.uitofp(m, F64), _pow2(f, b.add(sc, sh))), F32)
-    mag = f.call("llvm.fabs.f32", [r], F32)
+    mag = f.fabs(r)
     r = b.select(b.and_(half, b.fcmp_ordered(">", mag, _f32(65504.0))), _f32(float("inf")), r)
     r = b.select(b.and_(b.not_(half), b.fcmp_ordered("<", mag, _f32(2.0**-126))), _f32(0.0), r)
     r = b.select(neg_s, b.fneg(r), r)
@@ -491,6 +677,34 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
     word = b.select(ninf, b.bitcast(_f32(float("-inf")), I32), word)
     word = b.select(pinf, b.bitcast(_f32(float("inf")), I32), word)
     return b.select(b.or_(nan, b.and_(pinf, ninf)), _i32(0x7FFFFFFF), word)
+
+
+def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
+                 extra: list[ll.Value]) -> ll.Value:
+    """_filter_float (kind "float", extra [half]) or _filter_int ("int", [scale, signed]) of
+    one channel. Trilinear (eight taps): as a function of the module, built once per kind and
+    shape and called for each channel (a 3D level function compiles in 0.64 s instead of
+    0.82); fewer taps in place (a call costs a 2D linear sample 9% of its time)."""
+    if len(taps) <= 4:
+        return _filter_float(f, taps, extra[0]) if kind == "float" else _filter_int(f, taps, *extra)
+    name = shaped(f"cuport_tex_filter_{kind}{len(taps)}", f.lanes)
+    value_t = F32 if kind == "float" else I32
+
+    def build() -> ll.Function:
+        g = _Fn(f.module, name, f.vary(I32), [f.vary(I32), f.vary(value_t)] * len(taps)
+                + [t.type for t in extra], f.lanes)
+        args = list(g.args)
+        pairs = [(args[2 * k], args[2 * k + 1]) for k in range(len(taps))]
+        rest = args[2 * len(taps):]
+        if kind == "float":
+            word = _filter_float(g, pairs, rest[0])
+        else:
+            word = _filter_int(g, pairs, rest[0], rest[1])
+        g.b.ret(g.b.splat(word))
+        return g.fn
+
+    fn = _get(f.module, name, build)
+    return f.call(fn, [x for pair in taps for x in pair] + extra)
 
 
 #: decode when read as normalized floats -> (decode giving the stored integer, scale)
@@ -510,7 +724,7 @@ def _tap16(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value, decode: ll.V
         inside = b.and_(inside, o)
     out = []
     for c in range(4):
-        k = b.extract_element(words, _i32(c))
+        k = words[c]
         mag = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), k), k)
         s8 = b.udiv(b.add(b.mul(mag, _i32(65534)), _i32(127)), _i32(254))
         s8 = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), s8), s8)
@@ -518,8 +732,7 @@ def _tap16(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value, decode: ll.V
                      b.mul(k, _i32(257)), k)
         t = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SNORM8)), s8, t)
         border = b.bitcast(f.field(desc, "border", I32, c), F32)
-        border = f.call("llvm.fptosi.sat.i32.f32",
-                        [f.call("llvm.rint.f32", [b.fmul(border, scale)], F32)], I32)
+        border = f.fptosi_sat(b.intrinsic("llvm.rint", [b.fmul(border, scale)], F32), I32)
         out.append(b.select(inside, t, border))
     return out
 
@@ -538,14 +751,18 @@ def _filter_int(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: ll.Value,
     return b.bitcast(r, I32)
 
 
-def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
-    """<4 x i32> level(ptr desc, ptr lvl, c0, c1, c2, i32 layer, i1 normalized): sample one
-    mip level at coordinates c (f32, or s32 texel indices) of `dims` axes."""
-    name = f"cuport_tex_level{dims}{'i' if int_coords else 'f'}"
+def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) -> ll.Function:
+    """words level(ptr desc, ptr lvl, c0, c1, c2, i32 layer, i1 normalized): sample one
+    mip level at coordinates c (f32, or s32 texel indices) of `dims` axes. Per warp: the
+    coordinates and the layer per lane."""
+    name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}", lanes)
 
     def build() -> ll.Function:
-        ct = I32 if int_coords else F32
-        f = _Fn(module, name, V4, [PTR, PTR, ct, ct, ct, I32, I1])
+        def per_lane(t: ll.Type) -> ll.Type:
+            return vec(t, lanes) if lanes > 1 else t
+
+        ct = per_lane(I32 if int_coords else F32)
+        f = _Fn(module, name, words_type(lanes), [PTR, PTR, ct, ct, ct, per_lane(I32), I1], lanes)
         b = f.b
         desc, lvl, c0, c1, c2, layer, normalized = f.args
         coords = [c0, c1, c2][:dims]
@@ -553,7 +770,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
         modes = [f.field(desc, "address", I32, k) for k in range(dims)]
         if int_coords:
             pairs = [_resolve(f, c, n, m) for c, n, m in zip(coords, sizes, modes, strict=True)]
-            b.ret(_tap(f, desc, lvl, [p[0] for p in pairs], [p[1] for p in pairs], layer))
+            b.ret(f.pack(_tap(f, desc, lvl, [p[0] for p in pairs], [p[1] for p in pairs], layer)))
             return f.fn
         flags = f.field(desc, "flags")
         linear = f.flag(flags, T.F_LINEAR_FILTER)
@@ -565,8 +782,8 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
             axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
 
         def point() -> list[ll.Value]:
-            return [_tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
-                         layer)]
+            return _tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
+                        layer)
 
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
@@ -579,14 +796,29 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
                 out.append((w, [e[0] for e in ends], [e[1] for e in ends]))
             return out
 
+        # no border texels: every tap of a channel the format lacks reads its fill word
+        filled = ll.Constant(I1, 1)
+        for m in modes:
+            filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
+
         def filtered_float() -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer)) for w, idx, ok in corners()]
-            out = ll.Constant(V4, None)
+            out = []
             for c in range(4):
-                ch = [(w, b.bitcast(b.extract_element(v, _i32(c)), F32)) for w, v in taps]
-                out = b.insert_element(out, _filter_float(f, ch, half), _i32(c))
-            return [out]
+                def taken(c: int = c) -> list[ll.Value]:
+                    return [_filter_call(f, "float", [(w, b.bitcast(v[c], F32)) for w, v in taps],
+                                         [half])]
+
+                def fill(c: int = c) -> list[ll.Value]:
+                    # taps of one value v filter as v with weight 256 (_filter_float reads
+                    # the weights only through which are nonzero and their sum)
+                    return [_filter_float(f, [(_i32(_FRAC), b.bitcast(f.field(desc, "fill", I32, c),
+                                                                       F32))], half)]
+
+                lacking = b.and_(filled, b.icmp_unsigned(">=", _i32(c), channels))
+                out += f.branch(lacking, fill, taken) if c else taken()
+            return out
 
         def filtered_int() -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
@@ -597,13 +829,13 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
             signed = b.fcmp_ordered("<", scale, _f32(40000.0))
             taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
                     for w, idx, ok in corners()]
-            out = ll.Constant(V4, None)
+            out = []
             for c in range(4):
-                r = _filter_int(f, [(w, t[c]) for w, t in taps], scale, signed)
-                r = b.select(b.icmp_unsigned("<", _i32(c), channels), r,
-                             f.field(desc, "fill", I32, c))
-                out = b.insert_element(out, r, _i32(c))
-            return [out]
+                out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
+                                lambda c=c: [_filter_call(f, "int", [(w, t[c]) for w, t in taps],
+                                                          [scale, signed])],
+                                lambda c=c: [f.field(desc, "fill", I32, c)])
+            return out
 
         def filtered() -> list[ll.Value]:
             integer = ll.Constant(I1, 0)
@@ -611,7 +843,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool) -> ll.Function:
                 integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
             return f.branch(integer, filtered_int, filtered_float)
 
-        b.ret(f.branch(linear, filtered, point)[0])
+        b.ret(f.pack(f.branch(linear, filtered, point)))
         return f.fn
 
     return _get(module, name, build)
@@ -630,8 +862,7 @@ GEOMETRIES = {
 def _cube_face(f: _Fn, x, y, z) -> tuple[ll.Value, ll.Value, ll.Value]:
     """Direction (x, y, z) -> (face, s, t) with s, t normalized on the face (CUDA's table)."""
     b = f.b
-    fabs = "llvm.fabs.f32"
-    ax, ay, az = (f.call(fabs, [v], F32) for v in (x, y, z))
+    ax, ay, az = (f.fabs(v) for v in (x, y, z))
     use_x = b.and_(b.fcmp_ordered(">=", ax, ay), b.fcmp_ordered(">=", ax, az))
     use_y = b.and_(b.not_(use_x), b.fcmp_ordered(">=", ay, az))
 
@@ -672,17 +903,20 @@ def _layer(f: _Fn, desc, index: ll.Value, cube: bool) -> ll.Value:
     return f.umin(index, b.sub(layers, _i32(1)))
 
 
-def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str) -> ll.Function:
+def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str, lanes: int = 1) -> ll.Function:
     """i32 tex(ptr desc, c0, c1, c2, c3, f32 lod, f32 gx0, gx1, gx2, gy0, gy1, gy2, ptr out):
     sample with the PTX coordinate vector (c, as f32 or s32; array index first for a1d, a2d
     and acube) and write four result words to out. `lod` is "none", "level", "grad" or
-    "base". Returns 0, or 1 for a NULL texture object (nothing is written)."""
+    "base". Returns 0, or 1 for a NULL texture object (nothing is written). Per warp
+    (`lanes` = 32): every argument but desc and out per lane, then the executing lanes
+    (<32 x i1>); out holds four <32 x i32>."""
     dims, layered, cube = GEOMETRIES[geom]
-    name = f"cuport_tex_{geom}_{'s32' if int_coords else 'f32'}_{lod}"
+    name = shaped(f"cuport_tex_{geom}_{'s32' if int_coords else 'f32'}_{lod}", lanes)
 
     def build() -> ll.Function:
         ct = I32 if int_coords else F32
-        f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, F32, F32, F32, F32, F32, F32, F32, PTR])
+        f = _Fn(module, name, I32, [PTR] + [vec(t, lanes) if lanes > 1 else t
+                                            for t in [ct] * 4 + [F32] * 7] + [PTR], lanes)
         b = f.b
         desc, *c, lod_arg = f.args[:6]
         grads = f.args[6:12]
@@ -707,27 +941,28 @@ def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str) -> ll.Func
             normalized = ll.Constant(I1, 1)
         zero = ll.Constant(I32 if int_coords else F32, 0)
         coords = (coords[:dims] + [zero, zero, zero])[:3]
-        level = _level_fn(module, dims, int_coords)
 
-        def sample(k: ll.Value) -> ll.Value:
-            return b.call(level, [desc, f.level_ptr(desc, k), *coords, layer, normalized])
+        level = _level_fn(module, dims, int_coords, lanes)
+
+        def sample(k: ll.Value) -> Words:
+            return f.each_value(k, lambda k: f.unpack(
+                f.call(level, [desc, f.level_ptr(desc, k), *coords, layer, normalized])))
 
         nlevels = f.field(desc, "num_levels")
         if lod == "base" or int_coords:
             result = sample(_i32(0))
         else:
-            result = f.branch(b.icmp_unsigned("<=", nlevels, _i32(1)), lambda: [sample(_i32(0))],
-                              lambda: [_mip(f, desc, flags, nlevels, lod, lod_arg, grads, dims,
-                                            sample)])[0]
-        for k in range(4):
-            b.store(b.extract_element(result, _i32(k)), b.gep(out, [_i64(4 * k)], source_etype=I8))
+            result = f.branch(b.icmp_unsigned("<=", nlevels, _i32(1)), lambda: sample(_i32(0)),
+                              lambda: _mip(f, desc, flags, nlevels, lod, lod_arg, grads, dims,
+                                           sample))
+        f.store_words(out, result)
         b.ret(_i32(0))
         return f.fn
 
     return _get(module, name, build)
 
 
-def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int, sample):
+def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int, sample) -> Words:
     """Pick (and blend) mip levels for a level of detail; `sample(level)` samples one."""
     b = f.b
     if lod_kind == "level":
@@ -741,8 +976,8 @@ def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int,
             for k in range(dims):
                 d = b.fmul(g[k], sizes[k])
                 sq = b.fadd(sq, b.fmul(d, d))
-            lengths.append(f.call("llvm.sqrt.f32", [sq], F32))
-        lod = f.call("llvm.log2.f32", [f.fmax(lengths[0], lengths[1])], F32)
+            lengths.append(b.intrinsic("llvm.sqrt", [sq], F32))
+        lod = b.intrinsic("llvm.log2", [f.fmax(lengths[0], lengths[1])], F32)
     else:
         lod = _f32(0.0)
     lod = b.fadd(lod, f.field(desc, "lod_bias", F32))
@@ -753,33 +988,36 @@ def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int,
     frac = b.and_(fixed, _i32(_FRAC - 1))
     mip_linear = f.flag(flags, T.F_MIP_LINEAR)
 
-    def nearest() -> list[ll.Value]:
-        return [sample(b.ashr(b.add(fixed, _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS)))]
+    def nearest() -> Words:
+        return sample(b.ashr(b.add(fixed, _i32(_FRAC // 2)), _i32(T.SUBTEXEL_BITS)))
 
-    def blended() -> list[ll.Value]:
+    def blended() -> Words:
         r0 = sample(l0)
+        whole = b.icmp_unsigned("==", frac, _i32(0))
 
-        def two() -> list[ll.Value]:
-            r1 = sample(b.add(l0, _i32(1)))
-            return [_blend(f, [(b.sub(_i32(_FRAC), frac), r0), (frac, r1)],
-                           2.0 ** -T.SUBTEXEL_BITS)]
+        def two() -> Words:
+            # l0 + 1 exists where frac > 0; a warp computes this for its other lanes too
+            r1 = sample(b.select(whole, l0, b.add(l0, _i32(1))))
+            return _blend(f, [(b.sub(_i32(_FRAC), frac), r0), (frac, r1)], 2.0 ** -T.SUBTEXEL_BITS)
 
-        return f.branch(b.icmp_unsigned("==", frac, _i32(0)), lambda: [r0], two)
+        return f.branch(whole, lambda: r0, two)
 
-    return f.branch(mip_linear, blended, nearest)[0]
+    return f.branch(mip_linear, blended, nearest)
 
 
-def gather(module: ll.Module, geom: str, comp: int) -> ll.Function:
+def gather(module: ll.Module, geom: str, comp: int, lanes: int = 1) -> ll.Function:
     """i32 tld4(ptr desc, c0, c1, c2, c3 (f32), ptr out): the four texels of the bilinear
     footprint, channel `comp` of each, counter-clockwise from the lower left:
-    (i0, j1), (i1, j1), (i1, j0), (i0, j0). Returns 1 for a NULL texture object."""
+    (i0, j1), (i1, j1), (i1, j0), (i0, j0). Returns 1 for a NULL texture object. Per warp
+    as sampler()."""
     dims, layered, cube = GEOMETRIES[geom]
     if dims != 2 or cube:
         raise ValueError(f"tld4 on .{geom}")
-    name = f"cuport_tld4_{geom}_{'rgba'[comp]}"
+    name = shaped(f"cuport_tld4_{geom}_{'rgba'[comp]}", lanes)
 
     def build() -> ll.Function:
-        f = _Fn(module, name, I32, [PTR, F32, F32, F32, F32, PTR])
+        ct = vec(F32, lanes) if lanes > 1 else F32
+        f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, PTR], lanes)
         b = f.b
         desc, *c, out = f.args
         f.return_if_null(desc, _i32(1))
@@ -794,10 +1032,11 @@ def gather(module: ll.Module, geom: str, comp: int) -> ll.Function:
             fx = f.axis_fixed(coords[k], size, mode, normalized, ll.Constant(I1, 1), False)
             i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
             ends.append((_resolve(f, i0, size, mode), _resolve(f, b.add(i0, _i32(1)), size, mode)))
-        for k, (hx, hy) in enumerate(((0, 1), (1, 1), (1, 0), (0, 0))):
+        words = []
+        for hx, hy in ((0, 1), (1, 1), (1, 0), (0, 0)):
             (ix, okx), (iy, oky) = ends[0][hx], ends[1][hy]
-            words = _tap(f, desc, lvl, [ix, iy], [okx, oky], layer)
-            b.store(b.extract_element(words, _i32(comp)), b.gep(out, [_i64(4 * k)], source_etype=I8))
+            words.append(_tap(f, desc, lvl, [ix, iy], [okx, oky], layer)[comp])
+        f.store_words(out, words)
         b.ret(_i32(0))
         return f.fn
 

@@ -22,9 +22,12 @@ summed exactly (in i32) and added to c in s32, wrapping, or clamped with .satfin
 inputs keep their top 19 bits. Sub-byte (s4/u4/b1) shapes are refused.
 
 Everything is per lane, through the lowering interface (isa/api.py). wmma.load and
-wmma.store compute each lane's element offsets (`em.load_elements`/`store_elements` at
-per-lane offsets: one access for the fragment, so a GPU checks its addresses once).
-wmma.mma computes the lane's own elements of d, d[i][j] for each slot, and fetches the
+wmma.store compute the lanes' element offsets (`em.load_elements`/`store_elements` at
+per-lane offsets: one access for the fragment, so a GPU checks its addresses once). A
+row-major matrix's rows are runs of a slot's lanes (vector loads on the CPU). Per thread a
+lane of a column-major fragment accesses its own elements; in vector mode (CPU) the slots
+take them in memory order, where columns are runs, and a permute puts them in place (the
+8- and 16-bit gathers it replaces are 32 tested scalar loads each on x86). wmma.mma computes the lane's own elements of d, d[i][j] for each slot, and fetches the
 a[i][kk] and b[kk][j] it needs from the lanes that hold them (`em.warp_reads`). The
 gathering is planned at compile time (`mma_plan`); a fetch moves one unit of a fragment
 from one source lane per lane, and serves every product that needs an element of that unit
@@ -45,8 +48,15 @@ lane and mma, a + b (products per lane in brackets):
 
 m8n32k16's a fetches are broadcasts (one source lane), its b is each lane's own. A fetch is
 a subgroup shuffle where a warp is a subgroup; with narrower subgroups (lavapipe) all
-fetches of one unit are one exchange through workgroup memory. The CPU builds the products
-once per module (`em.outline`): cudaTensorCoreGemm has hundreds of mma sites per kernel.
+fetches of one unit are one exchange through workgroup memory.
+
+Code size: every kind of load, store and mma is built once per module where a backend
+outlines (the CPU: `em.outline` for the products, with the unpacking of a, b and c and the
+packing of d; `em.outline_access` for a load or store, with its offsets, accesses, permute
+and registers), and a site is a call. cudaTensorCoreGemm's kernel has 2053 mma and 1541
+loads (its k loop unrolled); CPU time to compile it on the 2-core dev VM: over 15 minutes
+while LLVM inlined the column-major loads' gathers, 49 s with one call of them per load,
+20 s so; at most 42 instructions of LLVM IR a site.
 """
 
 from __future__ import annotations
@@ -162,14 +172,20 @@ class Fragment:
 
     @property
     def slots(self) -> int:
-        """Distinct element slots per lane."""
+        """Distinct element slots per lane (a whole number of registers in every shape)."""
         return self.rows * self.cols // W
+
+    @property
+    def words(self) -> int:
+        """Distinct registers per lane."""
+        return self.slots // self.per
 
 
 def _fragment(em, op, etype: str, rows: int, cols: int) -> Fragment:
     if not isinstance(op, ir.Vec):
         raise em.error("a wmma fragment that is not a {register list}")
     f = Fragment(etype, rows, cols, tuple(op.items))
+    assert f.slots % f.per == 0, f
     if len(f.regs) * f.per < f.slots:
         raise em.error(f"a .{etype} fragment of {rows}x{cols} in {len(f.regs)} registers")
     return f
@@ -192,28 +208,47 @@ def _element(em, f: Fragment, word: ll.Value, shift: ll.Value | int) -> ll.Value
     return b.trunc(word, em.bty(f"b{f.bits}"))
 
 
+def _words(em, f: Fragment) -> list[ll.Value]:
+    """The fragment's distinct registers (the others repeat them), as read."""
+    return [_read_reg(em, f, j) for j in range(f.words)]
+
+
+def _split(em, f: Fragment, words: list[ll.Value]) -> list[ll.Value]:
+    """The element slots (iN values) the distinct registers `words` hold, in order."""
+    return [_element(em, f, word, p * f.bits) for word in words for p in range(f.per)]
+
+
 def _slots(em, f: Fragment) -> list[ll.Value]:
     """The fragment's distinct element slots (iN values), in register order."""
-    out = []
-    for j in range(-(-f.slots // f.per)):
-        word = _read_reg(em, f, j)
-        out += [_element(em, f, word, p * f.bits) for p in range(f.per)]
-    return out[: f.slots]
+    return _split(em, f, _words(em, f))
 
 
-def _pack(em, f: Fragment, slots: list[ll.Value]) -> None:
-    """Write the fragment's registers from its distinct slots (extra registers repeat them)."""
+def _join(em, f: Fragment, slots: list[ll.Value]) -> list[ll.Value]:
+    """The distinct registers' values that hold `slots`."""
     b = em.b
-    for j, r in enumerate(f.regs):
+    out = []
+    for j in range(f.words):
         acc = None
         for p in range(f.per):
-            x = slots[(j * f.per + p) % len(slots)]
+            x = slots[j * f.per + p]
             if f.bits < f.reg_bits:
                 x = b.zext(x, em.bty(f"b{f.reg_bits}"))
                 if p:
                     x = b.shl(x, em.const_int(f.reg_bits, p * f.bits))
             acc = x if acc is None else b.or_(acc, x)
-        em.write(r, f"b{f.reg_bits}", acc)
+        out.append(acc)
+    return out
+
+
+def _write(em, f: Fragment, words: list[ll.Value]) -> None:
+    """Write the fragment's registers from its distinct ones (extra registers repeat them)."""
+    for j, r in enumerate(f.regs):
+        em.write(r, f"b{f.reg_bits}", words[j % len(words)])
+
+
+def _pack(em, f: Fragment, slots: list[ll.Value]) -> None:
+    """Write the fragment's registers from its distinct slots."""
+    _write(em, f, _join(em, f, slots))
 
 
 # ---------------------------------------------------------------- load and store
@@ -228,19 +263,21 @@ def _access(em, ins: ir.Instr, mem, etype: str) -> Access:
     return Access(f"b{ELEMENT_BITS[etype]}", space, mem, (None,), None, False)
 
 
-def _offsets(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> list[ll.Value]:
-    """Each slot's byte offset from the matrix's address, per lane (ldm: `stride_op`, in
-    elements; a row-major matrix's rows, a column-major one's columns)."""
-    b = em.b
-    row_major = "row" in ins.mods
+def _stride(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> ll.Value:
+    """ldm, the i32 elements between a row-major matrix's rows (a column-major one's
+    columns); without the operand, the tile's own."""
     if stride_op is None:
-        stride = em.const_int(64, cols if row_major else rows)
-    else:
-        stride = em.read_bits(stride_op, "b32")
-        if em.vec and not isinstance(stride.type, ll.VectorType):
-            stride = em.splat(stride)
-        stride = b.zext(stride, em.bty("b64"))
-    size = ELEMENT_BITS[_etype(em, ins)] // 8
+        return em.const_int(32, cols if "row" in ins.mods else rows)
+    return em.read_bits(stride_op, "b32")
+
+
+def _offsets(em, stride: ll.Value, size: int, rows: int, cols: int, row_major: bool) -> list[ll.Value]:
+    """Each slot's byte offset from the matrix's address, per lane, for elements of `size`
+    bytes `stride` apart (ldm)."""
+    b = em.b
+    if em.vec and not isinstance(stride.type, ll.VectorType):
+        stride = em.splat(stride)
+    stride = b.zext(stride, em.bty("b64"))
     sh, mask = _log2(cols), cols - 1
     out = []
     for s in range(rows * cols // W):
@@ -252,10 +289,78 @@ def _offsets(em, ins: ir.Instr, stride_op, rows: int, cols: int) -> list[ll.Valu
     return out
 
 
-def _runs(ins: ir.Instr, cols: int) -> int:
-    """Lanes that access consecutive elements: a row of a row-major matrix (a slot's lanes
-    are row-major elements); in a column-major one no two lanes are neighbours."""
-    return cols if "row" in ins.mods else 0
+def _transposed(rows: int, cols: int) -> Callable[[int], int]:
+    """Of a rows x cols matrix: the row-major index of the element at each column-major
+    index (and, called with cols x rows, the converse)."""
+    return lambda e: (e % rows) * cols + e // rows
+
+
+def _permute(em, src: list[ll.Value], pick: Callable[[int], int]) -> list[ll.Value]:
+    """Vector mode: slots whose element e (slot e >> 5, lane e & 31) is element pick(e) of
+    the slots `src`. Each slot is two-source shuffles of the slots it draws from, pairwise:
+    LLVM folds them into the target's permutes (a column-major fragment's transpose)."""
+    b = em.b
+    out = []
+    for s in range(len(src)):
+        want = [pick(W * s + lane) for lane in range(W)]
+        parts = [(src[t], {lane: e & (W - 1) for lane, e in enumerate(want) if e >> 5 == t})
+                 for t in sorted({e >> 5 for e in want})]
+        if len(parts) == 1 and all(parts[0][1][lane] == lane for lane in range(W)):
+            out.append(parts[0][0])
+            continue
+        parts.append((ll.Constant(src[0].type, None), {}))  # (an even count: a shuffle pairs two)
+        while len(parts) > 1:
+            nxt = []
+            for (x, xs), (y, ys) in zip(parts[::2], parts[1::2], strict=False):
+                mask = [xs[lane] if lane in xs else W + ys[lane] if lane in ys else lane for lane in range(W)]
+                nxt.append((b.shuffle_vector(x, y, ll.Constant(vec(I32), mask)), {lane: lane for lane in {*xs, *ys}}))
+            if len(parts) % 2:
+                nxt.append(parts[-1])
+            parts = nxt
+        out.append(parts[0][0])
+    return out
+
+
+def _tile(em, ins: ir.Instr, f: Fragment, stride: ll.Value) -> tuple[list[ll.Value], int, Callable | None]:
+    """How a fragment meets memory: the offsets of the elements its slots read or write,
+    the lanes contiguous in memory (em.load_elements' `runs`), and where the elements of
+    those slots belong in the fragment (None: where they are). A row-major matrix's rows are
+    runs of a slot's lanes. A column-major one's are not: per thread (Vulkan) each lane
+    accesses its own elements; in vector mode the slots take the elements in memory order
+    (its columns are runs), which a permute puts in place, where 8- and 16-bit elements
+    would be gathers of 32 scalar loads each."""
+    size = f.bits // 8
+    if "row" in ins.mods:
+        return _offsets(em, stride, size, f.rows, f.cols, True), f.cols, None
+    if not em.vec:
+        return _offsets(em, stride, size, f.rows, f.cols, False), 0, None
+    return _offsets(em, stride, size, f.cols, f.rows, True), f.rows, _transposed(f.rows, f.cols)
+
+
+def _load(em, ins: ir.Instr, f: Fragment, acc: Access, stride: ll.Value) -> None:
+    def body(mem, args: list[ll.Value]) -> list[ll.Value]:
+        offsets, runs, order = _tile(em, ins, f, args[0])
+        slots = mem.load(offsets, runs)
+        if order is not None:  # memory's element e is the fragment's element order(e)
+            back = {order(e): e for e in range(f.rows * f.cols)}
+            slots = _permute(em, slots, back.__getitem__)
+        return _join(em, f, slots)
+
+    key = f"wmma.load.{f.rows}x{f.cols}.{f.etype}.{'row' if 'row' in ins.mods else 'col'}"
+    _write(em, f, em.outline_access(key, acc, [stride], body))
+
+
+def _store(em, ins: ir.Instr, f: Fragment, acc: Access, stride: ll.Value) -> None:
+    def body(mem, args: list[ll.Value]) -> list[ll.Value]:
+        offsets, runs, order = _tile(em, ins, f, args[0])
+        slots = _split(em, f, args[1:])
+        if order is not None:
+            slots = _permute(em, slots, order)
+        mem.store(slots, offsets, runs)
+        return []
+
+    key = f"wmma.store.{f.rows}x{f.cols}.{f.etype}.{'row' if 'row' in ins.mods else 'col'}"
+    em.outline_access(key, acc, [stride, *_words(em, f)], body)
 
 
 @lowers("wmma")
@@ -269,15 +374,13 @@ def lower_wmma(em, ins: ir.Instr) -> None:
         rows, cols = {"a": (m, k), "b": (k, n)}.get(which, (m, n))
         f = _fragment(em, ins.args[0], etype, rows, cols)
         acc = _access(em, ins, ins.args[1], etype)
-        stride = ins.args[2] if len(ins.args) > 2 else None
-        _pack(em, f, em.load_elements(acc, _offsets(em, ins, stride, rows, cols), _runs(ins, cols)))
+        _load(em, ins, f, acc, _stride(em, ins, ins.args[2] if len(ins.args) > 2 else None, rows, cols))
         return
     if kind == "store":
         etype = _etype(em, ins)
         f = _fragment(em, ins.args[1], etype, m, n)
         acc = _access(em, ins, ins.args[0], etype)
-        stride = ins.args[2] if len(ins.args) > 2 else None
-        em.store_elements(acc, _slots(em, f), _offsets(em, ins, stride, m, n), _runs(ins, n))
+        _store(em, ins, f, acc, _stride(em, ins, ins.args[2] if len(ins.args) > 2 else None, m, n))
         return
     if kind == "mma":
         _mma(em, ins, m, n, k)
@@ -378,13 +481,14 @@ def _to_compute(em, x: ll.Value, etype: str) -> ll.Value:
     raise em.error(f"wmma on .{etype} is not supported")
 
 
-def _units(em, f: Fragment) -> tuple[list[ll.Value], int]:
-    """The values that move between lanes, and how many elements each holds: on the CPU
-    backend the elements converted once (a move is one vector permute there, a conversion
-    costs more); per thread the registers (fewest shuffles, then an extraction per use)."""
+def _units(em, f: Fragment, words: list[ll.Value]) -> tuple[list[ll.Value], int]:
+    """The values that move between lanes, and how many elements each holds, from the
+    distinct registers `words`: on the CPU backend the elements converted once (a move is
+    one vector permute there, a conversion costs more); per thread the registers (fewest
+    shuffles, then an extraction per use)."""
     if em.vec or f.per == 1:
-        return [_to_compute(em, x, f.etype) for x in _slots(em, f)], 1
-    return [_read_reg(em, f, j) for j in range(-(-f.slots // f.per))], f.per
+        return [_to_compute(em, x, f.etype) for x in _split(em, f, words)], 1
+    return words, f.per
 
 
 def _fetch_all(em, units: list[ll.Value], uses: list[Use]) -> dict[Fetch, ll.Value]:
@@ -411,17 +515,19 @@ def _mma(em, ins: ir.Instr, m: int, n: int, k: int) -> None:
     fb = _fragment(em, b_op, btype, k, n)
     fc = _fragment(em, c_op, ctype, m, n)
     fd = _fragment(em, d_op, dtype, m, n)
-    units_a, per_a = _units(em, fa)
-    units_b, per_b = _units(em, fb)
-    c = [_to_compute(em, x, ctype) for x in _slots(em, fc)]
-    na, nb = len(units_a), len(units_b)
+    na, nb = fa.words, fb.words
 
-    def body(args: list[ll.Value]) -> list[ll.Value]:
-        return _products(em, (m, n, k), fa, fb, dtype, satfinite, args[:na], per_a,
-                         args[na:na + nb], per_b, args[na + nb:])
+    def body(words: list[ll.Value]) -> list[ll.Value]:
+        """d's registers from a's, b's and c's: the unpacking and conversions belong to the
+        products, so that a backend that builds them once builds those once too."""
+        units_a, per_a = _units(em, fa, words[:na])
+        units_b, per_b = _units(em, fb, words[na:na + nb])
+        c = [_to_compute(em, x, ctype) for x in _split(em, fc, words[na + nb:])]
+        d = _products(em, (m, n, k), fa, fb, dtype, satfinite, units_a, per_a, units_b, per_b, c)
+        return _join(em, fd, d)
 
-    key = f"wmma.{m}x{n}x{k}.{dtype}.{atype}{per_a}.{btype}{per_b}.{ctype}{'.sat' if satfinite else ''}"
-    _pack(em, fd, em.outline(key, units_a + units_b + c, body))
+    key = f"wmma.{m}x{n}x{k}.{dtype}.{atype}.{btype}.{ctype}{'.sat' if satfinite else ''}"
+    _write(em, fd, em.outline(key, _words(em, fa) + _words(em, fb) + _words(em, fc), body))
 
 
 def _products(em, shape: tuple[int, int, int], fa: Fragment, fb: Fragment, dtype: str,

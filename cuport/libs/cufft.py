@@ -38,9 +38,42 @@ VERSION = K.get("CUFFT_VERSION", 12000)
 
 
 def _pocketfft():
-    from scipy.fft._pocketfft import pypocketfft
-
+    """scipy's pocketfft binding, which writes into a given output array; None where this
+    scipy keeps it elsewhere (it is not public: SciPy 1.18 has no scipy.fft._pocketfft),
+    and then `transform` uses scipy.fft's public functions and copies their result."""
+    try:
+        from scipy.fft._pocketfft import pypocketfft
+    except ImportError:
+        return None
     return pypocketfft
+
+
+def transform(op: str, src: np.ndarray, dst: np.ndarray, axes: list[int], forward: bool,
+              last: int, nthreads: int, fft=None) -> None:
+    """dst = the unnormalised transform of src over `axes` (op c2c, r2c or c2r; `last` is
+    the real length of the last axis for c2r), as cuFFT computes it. `fft`: pypocketfft,
+    or None for the public scipy.fft path (the same pocketfft, one copy more)."""
+    if fft is not None:
+        if op == "c2c":
+            fft.c2c(src, axes, forward, 0, dst, nthreads)
+        elif op == "r2c":
+            fft.r2c(src, axes, True, 0, dst, nthreads)
+        else:
+            # pocketfft's multi-axis c2r overwrites its input: callers hand it a copy
+            fft.c2r(src, axes, last, False, 0, dst, nthreads)
+        return
+    import scipy.fft as sf
+
+    # norm "backward" leaves the forward transform unscaled, "forward" the inverse one
+    if op == "c2c":
+        r = (sf.fftn(src, axes=axes, norm="backward", workers=nthreads) if forward
+             else sf.ifftn(src, axes=axes, norm="forward", workers=nthreads))
+    elif op == "r2c":
+        r = sf.rfftn(src, axes=axes, norm="backward", workers=nthreads)
+    else:
+        shape = [src.shape[a] for a in axes[:-1]] + [last]
+        r = sf.irfftn(src, s=shape, axes=axes, norm="forward", workers=nthreads)
+    np.copyto(dst, r, casting="same_kind")
 
 
 def threads() -> int:
@@ -320,15 +353,9 @@ def execute(plan: int, idata: int, odata: int, direction: int, what: str) -> Non
         src = view(ia, p.in_dtype, ni, li, p.batch)
         dst = view(oa, p.out_dtype, no, lo, p.batch)
         fft = _pocketfft()
-        if in_place and p.op != "c2c":
-            src = src.copy()
-        if p.op == "c2c":
-            fft.c2c(src, axes, forward, 0, dst, nthreads)
-        elif p.op == "r2c":
-            fft.r2c(src, axes, True, 0, dst, nthreads)
-        else:
-            # pocketfft's multi-axis c2r overwrites its input: always hand it a copy
-            fft.c2r(src if in_place else src.copy(), axes, p.n[-1], False, 0, dst, nthreads)
+        if in_place and p.op != "c2c" or p.op == "c2r" and fft is not None:
+            src = src.copy()  # an overlapping input, or pocketfft's c2r, which overwrites it
+        transform(p.op, src, dst, axes, forward, p.n[-1], nthreads, fft)
     device.launch(p.stream, what, run, [(rin, "idata"), (rout, "odata")], "CUFFT_INVALID_VALUE")
 
 

@@ -14,6 +14,11 @@ every varying 32-bit register is 128 bytes of a warp's state.
   load is free there: the emitter reads each parameter once per block.
 - One slot per register, written only when the register may have changed since the
   warp last resumed: a loop-invariant value is saved once, at the first barrier.
+- Saved where it is written: a register written in a block that runs at most once between
+  two barriers (no loop without a barrier holds it), and not again before a barrier, is
+  stored into its slot at the end of that block instead of at the barriers it reaches.
+  Paths that leave it alone store nothing: a tree step that only some warps take (the
+  others branch around it) saved all its registers at the barrier for every warp.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class BarrierState:
     save: list[list[str]]  # per barrier: registers to store at arrival
     load: list[list[str]]  # per barrier: registers to load at resume
     remat: list[list[ir.Instr]] = field(default_factory=list)  # per barrier: instructions to re-run
+    eager: dict[int, list[str]] = field(default_factory=dict)  # per block: registers to store at its end
 
 
 def _param_load(ins: ir.Instr, params: set[str]) -> bool:
@@ -263,7 +269,9 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
 
     slots = sorted({n for ld in loads for n in ld})
 
-    # ---- may-be-modified-since-resume: forward over the blocks
+    eager = _eager_saves(cfg, live, set(slots))
+
+    # ---- changed since resume and not yet saved: forward over the blocks
     barrier_edges = {(b.index, b.succs[0]): bi for bi, b in enumerate(barriers)}
     everything = set(def_count)
     out: dict[int, set[str]] = {b.index: set() for b in blocks}
@@ -286,6 +294,7 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
             for ins in b.instrs:
                 for r in defs(ins):
                     new_out.add(r.name)
+            new_out -= set(eager.get(b.index, ()))
             if new_in != inn[b.index] or new_out != out[b.index]:
                 inn[b.index], out[b.index] = new_in, new_out
                 changed = True
@@ -293,4 +302,43 @@ def plan(cfg: Cfg, div: Divergence, live: list[set[str]], barriers=None) -> Barr
     # warp last resumed) or is still in its slot from an earlier barrier: a register live
     # across B and unchanged since the last resume was live across that one too.
     saves = [sorted(out[b.index] & set(ld)) for b, ld in zip(barriers, loads, strict=True)]
-    return BarrierState(slots, saves, loads, remats)
+    return BarrierState(slots, saves, loads, remats, eager)
+
+
+def _eager_saves(cfg: Cfg, live: list[set[str]], slots: set[str]) -> dict[int, list[str]]:
+    """Per block, the registers with a slot that it writes, that live on after it, and that
+    no path from its end writes again before it reaches a suspension point; only blocks
+    outside every loop without one (those run at most once between two barriers), and not
+    the suspension blocks themselves (their arrival saves)."""
+    blocks = cfg.blocks
+    if not cfg.reducible:
+        return {}
+    suspends = {b.index for b in blocks if b.term is not None and is_suspend(b.term)}
+    in_plain_loop: set[int] = set()
+    for body in cfg.loops.values():
+        if not body & suspends:
+            in_plain_loop |= body
+    written = [{r.name for ins in b.instrs for r in defs(ins)} for b in blocks]
+    # what a path from a block's start may write before it suspends (backward)
+    ahead: list[set[str]] = [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            new = set(written[b.index])
+            if b.index not in suspends:
+                for x in b.succs:
+                    new |= ahead[x]
+            if new != ahead[b.index]:
+                ahead[b.index] = new
+                changed = True
+    out: dict[int, list[str]] = {}
+    for b in blocks:
+        if b.index in suspends or b.index in in_plain_loop or not b.succs:
+            continue
+        later = set().union(*(ahead[x] for x in b.succs))
+        after = set().union(*(live[x] for x in b.succs))
+        names = sorted((written[b.index] & slots & after) - later)
+        if names:
+            out[b.index] = names
+    return out

@@ -491,6 +491,13 @@ def exits_before(cfg: Cfg, varying: set[str], divergent: set[int], block: int,
     splits = {b.index for b in blocks if b.index in divergent or has_call(b) or (
         b.term is not None and b.term.guard is not None and b.term.op in ("bra", "ret", "exit")
         and b.term.guard.name in varying)}
+    # threads that part at a split point and pass its post-dominator meet again there: only
+    # a split point whose own region (up to its post-dominator) holds an exit can leave
+    # some of them finished
+    ipdom = postdominators(cfg)
+    exit_set = set(exits)
+    splits = {s for s in splits
+              if _reach(succs, [s], avoid=ipdom[s] if ipdom[s] != -1 else None) & exit_set}
     to_block = _reach(preds, [block])  # (reverse: the blocks that reach it)
     first = _reach(succs, [0], avoid=block)
     exit_avoiding = _reach(preds, exits, avoid=block)

@@ -58,10 +58,29 @@ def special_is_varying(name: str, block: tuple[int, int, int], scope: str = "war
     return name == "%laneid" or name.startswith("%lanemask")
 
 
-def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Divergence:
+#: special registers whose value changes with time: threads that read them at different
+#: times (the warps of a block, which the CPU backend runs one after another) see others
+_TIMERS = ("%clock", "%globaltimer", "%pm")
+
+
+def _racy(ins: ir.Instr) -> bool:
+    """Whether `ins` reads memory that threads of the kernel may write (`ld` of global,
+    shared or generic memory but `.nc`, `suld`, `ldmatrix`) or a timer."""
+    if any(isinstance(a, ir.Special) and a.name.startswith(_TIMERS) for a in ins.args):
+        return True
+    if ins.op in ("suld", "ldmatrix"):
+        return True
+    return ins.op == "ld" and _space(ins) in ("global", "shared", "generic") and "nc" not in ins.mods
+
+
+def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp",
+            racy_loads: bool = False) -> Divergence:
     """Divergence among the threads of a warp (the CPU backend's SIMD lanes), or with
     scope "block" among all threads of a block (where a backend needs the whole block at a
-    warp collective)."""
+    warp collective). With `racy_loads`, what a thread reads from memory that threads may
+    write, and timers, count as varying too: the threads that read them need not do so at
+    the same time (a flag one warp sets between another's reads, without a barrier
+    between: a race on a GPU, and a common one)."""
     fn = cfg.fn
     kernel_params = {p.name for p in fn.params} if fn.is_entry else set()
     func_param_vars = {v.name for v in fn.locals if v.space == "param"} | (
@@ -84,7 +103,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp") -> Diver
 
     def inherently_varying(ins: ir.Instr) -> bool:
         op = ins.op
-        if opcodes.per_lane(ins):
+        if opcodes.per_lane(ins) or (racy_loads and _racy(ins)):
             return True
         for a in ins.args:
             if isinstance(a, ir.Special) and special_is_varying(a.name, block, scope):

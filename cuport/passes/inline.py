@@ -1,12 +1,20 @@
-"""Inline device functions that contain CTA barriers into their callers.
+"""Inline device functions that a warp must be able to suspend in into their callers.
 
-Needs: parsed functions. Leaves: no reachable `.func` that contains a barrier. The warp
-executor can only suspend a warp in the kernel's own LLVM function (a device function's
-frame would be lost), so a `bar.sync` inside a called function is brought into the
-kernel: the callee's body is copied in place of the `call`, its registers, labels and
-local variables renamed, its formal parameters bound to the caller's `.param` variables,
-and each `ret` turned into a branch to the end of the copy. A function that calls itself
-(directly or not) and contains a barrier cannot be inlined and is refused.
+Needs: parsed functions. Leaves: no reachable `.func` that contains a barrier or a loop that
+may wait for another thread (passes/yields.py, a spin loop), but for recursive and
+address-taken ones with spin loops (below). The warp executor can only suspend a warp in the
+kernel's own LLVM function (a device function's frame would be lost), at a barrier or at a
+spin loop's yield point, so such a function is brought into the kernel: the callee's body
+is copied in place of the `call`, its registers, labels and local variables renamed, its
+formal parameters bound to the caller's `.param` variables, and each `ret` turned into a
+branch to the end of the copy; its callers are inlined in turn (they gain the barrier or the
+loop). A `__noinline__` function spinning on a flag set by a block not yet started (or a
+grid sync in one) deadlocked a worker whose blocks were all waiting before this.
+
+A function that calls itself (directly or not) and contains a barrier cannot be inlined and
+is refused. One with a spin loop stays a function, as does one whose address is taken (a
+call through a register may reach it): its loop gets no yield point, so it may wait only for
+threads already running, as before.
 
 Legal whenever the call is not guarded by a predicate (nvcc never guards calls).
 """
@@ -17,9 +25,11 @@ import copy
 import itertools
 
 from ..ptx import ir
+from ..ptx.callgraph import address_taken, recursive_components
 from ..ptx.callgraph import call_target as _call_target
 from ..ptx.errors import UnsupportedError
 from .cfg import is_barrier
+from .yields import has_spin_loop, waits_in
 
 _counter = itertools.count(1)
 
@@ -28,24 +38,41 @@ def has_barrier(fn: ir.Function) -> bool:
     return any(isinstance(s, ir.Instr) and is_barrier(s) for s in fn.body or ())
 
 
-def inline_barrier_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
-    """Return `funcs` with barrier-containing callees inlined into the entry (copied, not mutated)."""
-    by_name = {f.name: f for f in funcs}
-    needs = {f.name for f in funcs if not f.is_entry and has_barrier(f)}
-    if not needs:
-        return funcs
-    # a function that calls one that must be inlined must be inlined too (it gains a barrier)
+def _with_callers(start: set[str], funcs: list[ir.Function], admit) -> set[str]:
+    """`start` and the functions of `funcs` that call one of them, directly or not, that
+    `admit` lets in."""
+    out = set(start)
     changed = True
     while changed:
         changed = False
         for f in funcs:
-            if f.is_entry or f.name in needs:
+            if f.is_entry or f.name in out or not admit(f):
                 continue
-            for st in f.body or ():
-                if isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) in needs:
-                    needs.add(f.name)
-                    changed = True
-                    break
+            if any(isinstance(st, ir.Instr) and st.op == "call" and _call_target(st) in out
+                   for st in f.body or ()):
+                out.add(f.name)
+                changed = True
+    return out
+
+
+def inline_suspending_functions(module: ir.Module, funcs: list[ir.Function]) -> list[ir.Function]:
+    """Return `funcs` with the callees a warp must be able to suspend in (see the module
+    docstring) inlined into the entry (copied, not mutated)."""
+    by_name = {f.name: f for f in funcs}
+    taken = address_taken(module)
+    recursive = frozenset().union(*recursive_components(funcs))
+    waits = waits_in(funcs, taken)
+
+    def plain(f: ir.Function) -> bool:
+        return f.name not in recursive and f.name not in taken
+
+    # a caller of a function with a barrier gains the barrier: inlined too (or refused)
+    needs = _with_callers({f.name for f in funcs if not f.is_entry and has_barrier(f)},
+                          funcs, lambda f: True)
+    spins = {f.name for f in funcs if not f.is_entry and plain(f) and has_spin_loop(f, waits)}
+    needs |= _with_callers(spins, funcs, plain)
+    if not needs:
+        return funcs
     out: list[ir.Function] = []
     for f in funcs:
         if f.name in needs:

@@ -32,6 +32,17 @@ _ARITHMETIC = frozenset({"add", "sub", "mul", "fma", "mad", "div", "sqrt"})
 _DIRECTED = frozenset({"rz", "rm", "rp"})  # (computed in f64 pairs: not blind, to be safe)
 
 
+def _minmax(ins: ir.Instr) -> bool:
+    """f32 min/max of distinct operands: a NaN operand is ignored and two NaNs give the
+    canonical NaN (isa/floating.lower_minmax, through result_bits), so the result depends on
+    an operand's NaN-ness only; `.xorsign` reads a NaN's sign bit. min/max of a register with
+    itself copies its bits (ptxas folds it), as a move does."""
+    if ins.op not in ("min", "max") or "xorsign" in ins.mods:
+        return False
+    srcs = ins.args[1:]
+    return not (len(srcs) == 2 and isinstance(srcs[0], ir.Reg) and srcs[0] == srcs[1])
+
+
 def blind(ins: ir.Instr) -> bool:
     """Whether `ins` reads its f32 sources only as numbers and NaN-ness: an f32 comparison,
     or f32 arithmetic rounded to nearest (div and sqrt only as .rn: .approx and .full are
@@ -39,7 +50,7 @@ def blind(ins: ir.Instr) -> bool:
     types = [m for m in ins.mods if m in TYPE_BITS]
     if types != ["f32"]:
         return False  # (another type, or a mixed-precision form)
-    if ins.op == "setp":
+    if ins.op == "setp" or _minmax(ins):
         return True
     if ins.op not in _ARITHMETIC or any(m in _DIRECTED for m in ins.mods):
         return False
@@ -72,7 +83,7 @@ def deferred(fn: ir.Function) -> frozenset[str]:
         if not isinstance(st, ir.Instr):
             continue
         types = [m for m in st.mods if m in TYPE_BITS]
-        writer = (st.op in _ARITHMETIC and types[:1] == ["f32"]) or _number(st)
+        writer = ((st.op in _ARITHMETIC or _minmax(st)) and types[:1] == ["f32"]) or _number(st)
         for r in defs(st):
             (ok if writer else bad).add(r.name)
         if blind(st):

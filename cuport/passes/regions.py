@@ -126,20 +126,66 @@ def split(cfg: Cfg, div: Divergence, barriers: list[Block],
     return regions
 
 
-def lockstep(cfg: Cfg, regions: list[Region], calls_may_exit: bool) -> bool:
+def lockstep(cfg: Cfg, regions: list[Region], calls_may_exit: bool,
+             block_varying: set[str]) -> bool:
     """Whether a block's warps always run the same region in the same round: no interleave
-    points, and every region that reaches a barrier reaches only that one and holds no
-    block where threads may finish (`calls_may_exit`: a callee may execute `exit`). Then
-    every warp goes from region to region with the others, none finishes or waits
-    elsewhere, and a round runs its region over all the warps without asking each where it
-    waits."""
+    points, and in every region the choice between its ends (the barriers it reaches,
+    finishing) is the same for every thread of the block. `block_varying`: the registers
+    that may differ between the threads of a block (divergence.analyze with scope "block"
+    and racy_loads). A branch, a guarded `ret`/`exit` or a call where a callee may execute
+    `exit` (`calls_may_exit`) from which different ends can be reached is such a choice;
+    it must be a branch or guard on a register no thread of the block sees otherwise (a loop
+    around barriers whose trip count is the block's: the loop's last region ends at its
+    barrier or, after the last trip, where every warp finishes). Then every warp goes from
+    region to region with the others, none finishes or waits elsewhere, and a round runs
+    its region over all the warps without asking each where it waits."""
     blocks = cfg.blocks
     for r in regions:
         if r.interleave is not None:
             return False
-        bars = [x for x in r.blocks if blocks[x].term is not None and is_suspend(blocks[x].term)]
-        if not bars:
-            continue  # (the end: warps finish here)
-        if len(bars) > 1 or any(may_finish(blocks[x], calls_may_exit) for x in r.blocks):
-            return False
+        inside = set(r.blocks)
+        ends = _ends(blocks, inside, calls_may_exit)
+        for x in r.blocks:
+            blk = blocks[x]
+            t = blk.term
+            if t is not None and is_suspend(t):
+                continue  # (the region ends here)
+            outs = [ends[s] if s in inside else frozenset({("region", s)}) for s in blk.succs]
+            finishing = may_finish(blk, calls_may_exit)
+            if finishing:
+                if not outs or all(o == {"finish"} for o in outs):
+                    continue  # every thread finishes here
+                if calls_may_exit and any(ins.op == "call" for ins in blk.instrs):
+                    return False  # (some threads may finish in the callee, others not)
+                outs.append(frozenset({"finish"}))
+            if len(set(outs)) < 2:
+                continue
+            if t is None or t.guard is None or t.guard.name in block_varying:
+                return False
     return True
+
+
+def _ends(blocks: list[Block], inside: set[int], calls_may_exit: bool) -> dict[int, frozenset]:
+    """For each block of a region, where its threads can go on from there: the barrier
+    blocks they can reach, "finish", and blocks outside the region (which a region's blocks
+    reach only through barriers, so none)."""
+    ends: dict[int, set] = {x: set() for x in inside}
+    for x in inside:
+        t = blocks[x].term
+        if t is not None and is_suspend(t):
+            ends[x].add(("barrier", x))
+        elif may_finish(blocks[x], calls_may_exit):
+            ends[x].add("finish")
+    changed = True
+    while changed:  # (to a fixed point: regions hold loops)
+        changed = False
+        for x in inside:
+            t = blocks[x].term
+            if t is not None and is_suspend(t):
+                continue
+            for s in blocks[x].succs:
+                add = ends[s] if s in inside else {("region", s)}
+                if not add <= ends[x]:
+                    ends[x] |= add
+                    changed = True
+    return {x: frozenset(e) for x, e in ends.items()}

@@ -1,8 +1,10 @@
 """Give spin loops a point where the warp lets others run.
 
-Needs: the kernel after inlining. Leaves: the same function, where every loop whose body
-holds an instruction that can observe another thread's progress (a volatile or ordered
-load, an atomic, a fence, nanosleep) sends its back edges through a `yield` block.
+Needs: the kernel after inlining (passes/inline.py brings in every device function with a
+loop that may wait, since a warp can suspend only in the kernel's own code). Leaves: the
+same function, where every loop whose body holds an instruction that can observe another
+thread's progress (a volatile or ordered load, an atomic, a fence, nanosleep, or a call of a
+device function that holds one: `waits_in`) sends its back edges through a `yield` block.
 
 On a GPU every warp of every resident block runs at once, so a warp may spin until
 another warp or block publishes a value (CUB's decoupled look-back, flags set by another
@@ -17,27 +19,80 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Callable
 
 from ..ptx import ir, opcodes
+from ..ptx.callgraph import call_target, callees
 from .cfg import build
 
 _counter = itertools.count(1)
+Waits = Callable[[ir.Instr], bool]
+
+
 def observes_others(ins: ir.Instr) -> bool:
     """Whether `ins` can see another thread's progress (ptx/opcodes.py)."""
     return opcodes.waits(ins)
 
 
-def insert_yields(fn: ir.Function) -> ir.Function:
-    """A copy of `fn` with yield points on the back edges of loops that may spin."""
-    if fn.body is None or not any(isinstance(s, ir.Instr) and observes_others(s) for s in fn.body):
-        return fn
+def waiting_functions(funcs: list[ir.Function]) -> frozenset[str]:
+    """The functions of `funcs` that may observe another thread's progress: an instruction of
+    theirs does, or a function they call does (directly or not)."""
+    calls = {f.name: callees(f) for f in funcs}
+    out = {f.name for f in funcs
+           if any(isinstance(s, ir.Instr) and observes_others(s) for s in f.body or ())}
+    changed = True
+    while changed:
+        changed = False
+        for f in funcs:
+            if f.name not in out and calls[f.name] & out:
+                out.add(f.name)
+                changed = True
+    return frozenset(out)
+
+
+def waits_in(funcs: list[ir.Function], taken: set[str] | frozenset[str] = frozenset()) -> Waits:
+    """Whether an instruction of one of `funcs` may observe another thread's progress: it
+    does itself, or it calls a function that may (a `__noinline__` flag read in a loop's
+    condition), or it calls through a register and one of the functions whose address is
+    taken (`taken`) may."""
+    waiting = waiting_functions(funcs)
+    indirect = bool(waiting & set(taken))
+
+    def waits(ins: ir.Instr) -> bool:
+        if observes_others(ins):
+            return True
+        if ins.op != "call":
+            return False
+        target = call_target(ins)
+        return target in waiting if target is not None else indirect
+    return waits
+
+
+def _spin_loops(fn: ir.Function, waits: Waits):
+    """The CFG of `fn` and the headers of its loops that may wait for another thread."""
+    if fn.body is None or not any(isinstance(s, ir.Instr) and waits(s) for s in fn.body):
+        return None, []
     cfg = build(fn)
+    return cfg, [h for h, body in cfg.loops.items()
+                 if any(waits(ins) for x in body for ins in cfg.blocks[x].instrs)]
+
+
+def has_spin_loop(fn: ir.Function, waits: Waits = observes_others) -> bool:
+    """Whether a loop of `fn` may wait for another thread (and so needs a yield point)."""
+    return bool(_spin_loops(fn, waits)[1])
+
+
+def insert_yields(fn: ir.Function, waits: Waits = observes_others) -> ir.Function:
+    """A copy of `fn` with yield points on the back edges of loops that may spin (a loop
+    with an instruction for which `waits` holds)."""
+    cfg, spinning = _spin_loops(fn, waits)
+    if not spinning:
+        return fn
     blocks = cfg.blocks
     retarget: dict[tuple[int, str], str] = {}  # (latch index, header label) -> yield label
     tails: list = []
-    for header, body in cfg.loops.items():
-        if not any(observes_others(ins) for x in body for ins in blocks[x].instrs):
-            continue
+    for header in spinning:
+        body = cfg.loops[header]
         hdr = blocks[header]
         if hdr.label is None:
             continue

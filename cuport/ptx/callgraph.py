@@ -29,7 +29,11 @@ def _names(o, out: set[str]) -> None:
 
 
 def named_symbols(fn: ir.Function) -> set[str]:
-    """Every symbol the instructions of `fn` name."""
+    """Every symbol the instructions of `fn` name (known without reading the body of a
+    function loaded from the kernel cache: backends/module_cache.py)."""
+    known = getattr(fn, "symbols_named", None)
+    if known is not None:
+        return set(known)
     out: set[str] = set()
     for st in fn.body or ():
         if isinstance(st, ir.Instr):

@@ -13,6 +13,7 @@ import pytest
 
 import cuport
 from cuport.backends.cpu.backend import get_cpu_backend
+from cuport.ptx import ir
 
 PTX = r"""
 .version 7.0
@@ -162,6 +163,52 @@ def test_a_big_module_is_parsed_once(cache_dir, monkeypatch):
     run_scale(4)
     run_scale(5)
     assert run == [1, 1, 1, 1]
+
+
+TILE = r"""
+.shared .align 4 .b8 tile_buf[512];
+.visible .entry tile(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    mov.u64 %rd3, tile_buf;
+    add.u64 %rd4, %rd3, %rd2;
+    st.shared.u32 [%rd4], %r1;
+    bar.sync 0;
+    ld.shared.u32 %r2, [%rd4];
+    add.u64 %rd4, %rd1, %rd2;
+    st.global.u32 [%rd4], %r2;
+    ret;
+}
+"""
+
+
+def test_a_cached_module_s_launches_read_no_ptx_body(cache_dir):
+    """A module from the cache keeps each function's body pickled until something reads it
+    (module_cache.StoredFunction): what its kernels need (parameters, the shared memory their
+    code names) comes without it, a launch whose code is cached reads none, and a kernel
+    never launched is neither compiled nor loaded."""
+    from cuport.backends import module_cache
+
+    big = PTX + TILE + "// " + "x" * module_cache.CACHED_CHARS + "\n"
+    x = np.arange(1000, dtype=np.float32)
+    cuport.Module(big).kernel("scale")(8, 128, (x, 2.0, 1000))  # parsed, stored, compiled
+    be = get_cpu_backend()
+    c0 = be.stats["compiles"]
+    m = cuport.Module(big)
+    functions = m._m.ptx.functions
+    assert {type(f) for f in functions.values()} == {module_cache.StoredFunction}
+    assert m._m.kernel("tile").info.static_shared_bytes == 512
+    assert m._m.kernel("scale").info.static_shared_bytes == 0
+    m.kernel("scale")(8, 128, (x, 2.0, 1000))
+    assert (x == np.arange(1000, dtype=np.float32) * 4).all()
+    assert be.stats["compiles"] == c0  # from the cache
+    assert {type(f) for f in functions.values()} == {module_cache.StoredFunction}
+    assert functions["tile"].body is not None  # read when asked for: an ir.Function again
+    assert type(functions["tile"]) is ir.Function and functions["tile"].is_definition
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc builds the modules")

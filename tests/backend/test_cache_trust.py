@@ -10,6 +10,7 @@ another kernel's key, FIFOs, links to /dev/zero and oversized files.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import shutil
 import stat
@@ -312,3 +313,45 @@ def test_the_installed_guard_is_the_package_s_own():
     path = guard.NATIVE / guard.library_name()
     assert path.is_file()
     guard.load(path)
+
+
+def _import_in_child(cache_dir: Path, tmp_path: Path, module: str) -> subprocess.CompletedProcess:
+    """`python -B` importing `module` with no .pyc to be found (bytecode.py's case), and
+    printing its MARKER if it has one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    env.update(CUPORT_CACHE_DIR=str(cache_dir), PYTHONPYCACHEPREFIX=str(tmp_path / "no-pyc"),
+               PYTHONPATH=str(ROOT))
+    code = f"import {module} as m; print(getattr(m, 'MARKER', 'source'))"
+    return subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cuport_s_own_bytecode_is_run_only_from_entries_that_verify(tmp_path):
+    """Where Python keeps no .pyc (`-B`), cuport's modules are compiled once into the cache
+    (cuport/bytecode.py): an entry is used when its tag verifies (here one planted with the
+    directory's secret, holding other code, is what the import runs), and one under the same
+    key with another tag is never run: the module is compiled from its source again."""
+    from cuport import bytecode
+    from cuport.capi import md2
+
+    d = tmp_path / "cache"
+    r = _import_in_child(d, tmp_path, "cuport.capi.md2")
+    assert r.returncode == 0 and r.stdout.split() == ["source"], r.stderr
+    source = Path(md2.__file__)
+    key = cache.make_key("python bytecode", bytecode._VERSION, "-1", str(source),
+                         hashlib.sha256(source.read_bytes()).hexdigest())
+    entry = d / "python" / f"{key}.k"
+    assert entry.is_file()  # stored by the first import
+
+    planted = marshal.dumps(compile("MARKER = 'from the cache'", str(source), "exec"))
+    cache.store(key, planted, {"python bytecode": True}, d / "python")
+    r = _import_in_child(d, tmp_path, "cuport.capi.md2")
+    assert r.stdout.split() == ["from", "the", "cache"], r.stderr
+
+    data = bytearray(entry.read_bytes())
+    data[len(cache.MAGIC)] ^= 0xFF  # the tag: the same code, not verifiable
+    entry.write_bytes(bytes(data))
+    r = _import_in_child(d, tmp_path, "cuport.capi.md2")
+    assert r.returncode == 0 and r.stdout.split() == ["source"], r.stderr
+    hit = cache.load(key, d / "python")  # compiled anew and stored again
+    assert hit is not None and hit[0] != planted

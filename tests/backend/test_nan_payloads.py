@@ -12,6 +12,7 @@ from nvcc_source import needs_nvcc, ptx_of_source
 import cuport
 from cuport.backends import facts
 from cuport.passes import nan_payloads
+from cuport.ptx import ir
 
 pytestmark = needs_nvcc
 
@@ -99,3 +100,48 @@ def test_every_shown_nan_is_canonical(ptx, p0, p1):
     assert o[:, 1].tolist() == _canon(acc).tolist()
     assert o[:, 2].tolist() == _canon(shuf).tolist()
     assert o[:, 3].tolist() == _canon(last).tolist()
+
+
+MINMAX = r"""
+extern "C" __global__ void minmax_chain(const float* a, const float* b, float* out, int n) {
+  int i = threadIdx.x;
+  float s = a[i] + b[i];           // inf + -inf: the host's NaN is 0xffc00000
+  float y = fmaxf(s, b[i]);        // s read blind by max; two NaNs: the canonical NaN
+  for (int k = 0; k < n; k++)
+    y = y * 0.5f + a[k];           // y written by max and by fma
+  out[3 * i] = y;
+  out[3 * i + 1] = fminf(s, a[i]) * 2.0f;
+  out[3 * i + 2] = fmaxf(s, s);    // (nvcc folds it into s)
+}
+"""
+
+
+def test_min_max_keep_nans_deferred(tmp_path_factory):
+    """f32 min/max ignore a NaN operand and give the canonical NaN for two: a register they
+    write (a payoff max(x, 0) a tree then steps with fma, as binomial option pricers do)
+    keeps the host's NaN like arithmetic's, and they read their operands blind."""
+    ptx = ptx_of_source(tmp_path_factory, "minmax", MINMAX)
+    fn = facts.load_ptx([ptx]).functions["minmax_chain"]
+    maxed = {ins.args[0].name for ins in fn.body if isinstance(ins, ir.Instr) and ins.op == "max"}
+    assert maxed and maxed <= nan_payloads.deferred(fn)
+    n = 64
+    rng = np.random.default_rng(7)
+    a = rng.integers(-8, 8, n).astype(np.float32)
+    b = rng.integers(-8, 8, n).astype(np.float32)
+    a[3], b[3] = np.inf, -np.inf  # s NaN, b a number: max gives b
+    a[4:6] = _f32([0x7FC00001, 0xFFC12345])  # s NaN with a payload, b a number
+    a[6], b[6] = np.inf, _f32([0xFFC00005])[0]  # s and b NaN: the canonical NaN
+    a[7], b[7] = _f32([0x7F800001])[0], _f32([0x7FA00000])[0]  # two signalling NaNs
+    out = np.zeros(3 * n, np.float32)
+    for steps in (0, 5):
+        cuport.Module(ptx).kernel("minmax_chain")(1, n, (a, b, out, np.int32(steps)))
+        with np.errstate(invalid="ignore"):
+            s = a + b
+            y = np.where(np.isnan(s), b, np.where(np.isnan(b), s, np.maximum(s, b)))
+            for k in range(steps):
+                y = (y.astype(np.float64) * 0.5 + a[k]).astype(np.float32)  # (exact here)
+            m = np.where(np.isnan(s), a, np.where(np.isnan(a), s, np.minimum(s, a))) * np.float32(2)
+        o = out.reshape(n, 3).view(np.uint32)
+        assert o[:, 0].tolist() == _canon(y).tolist()
+        assert o[:, 1].tolist() == _canon(m).tolist()
+        assert o[:, 2].tolist() == _canon(s).tolist()

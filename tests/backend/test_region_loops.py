@@ -12,6 +12,8 @@ from nvcc_source import needs_nvcc, ptx_of_source
 import cuport
 from cuport.backends import facts
 from cuport.backends.cpu import compiler, region_loops
+from cuport.isa.operands import defs
+from cuport.passes import barrier_state
 from cuport.passes import cfg as cfgmod
 
 pytestmark = needs_nvcc
@@ -300,10 +302,12 @@ def _lockstep(ptx: str, kernel: str, block) -> bool:
 def test_warps_in_lockstep_only_where_none_can_wait_elsewhere(ptx):
     # one barrier, exits only after it: every warp runs each region with the others
     assert _lockstep(ptx, "exit_after", (128, 1, 1))
-    # warps wait at different barriers; a region that may finish warps or loop back to a
-    # barrier; a loop whose warps step aside: each warp's own region is asked
+    # a region that may finish warps or loop back to a barrier, on a trip count that is the
+    # block's (a kernel parameter): every warp does the same
+    assert _lockstep(ptx, "tiled", (16, 16, 1))
+    # warps wait at different barriers; a loop whose warps step aside: each warp's own
+    # region is asked
     assert not _lockstep(ptx, "uneven", (256, 1, 1))
-    assert not _lockstep(ptx, "tiled", (16, 16, 1))
     assert not _lockstep(ptx, "uneven_strides", (128, 1, 1))
 
 
@@ -319,3 +323,115 @@ def test_a_worker_rotates_blocks_whose_loops_interleave(ptx):
     assert slots("uneven_strides", (128, 1, 1)) == region_loops.INTERLEAVE_BLOCKS > 1
     assert slots("gather_loop", (96, 1, 1)) == region_loops.INTERLEAVE_BLOCKS
     assert slots("tiled", (16, 16, 1)) == 1
+
+
+TREE_SOURCE = r"""
+// the shape of a binomial option pricer (HeCBench binomial, cuda-samples binomialOptions):
+// each thread holds ELEMS nodes of the tree in registers, set by max(payoff, 0); at every
+// step the block trades its edge nodes through shared memory between two barriers, and the
+// threads whose part of the tree is still alive (a condition that differs between lanes)
+// step their nodes with mul + fma. The loop around the barriers runs a trip count that is
+// the block's own (a parameter); thread 0 stores the root after it. (With ELEMS of 8 or
+// fewer the step is short enough to run predicated: passes/predicate.py.)
+#define ELEMS 16
+extern "C" __global__ void tree(const float* x, float* out, int steps, float pu, float pd) {
+  __shared__ float edge[129];
+  int t = threadIdx.x;
+  const float* xb = x + blockIdx.x * (128 * ELEMS + 1);
+  float v[ELEMS + 1];
+#pragma unroll
+  for (int j = 0; j < ELEMS; j++) v[j] = fmaxf(xb[t * ELEMS + j], 0.0f);
+  if (t == 0) edge[128] = fmaxf(xb[128 * ELEMS], 0.0f);
+  int last = max(0, t * ELEMS - 1);
+#pragma unroll 4
+  for (int i = steps; i > 0; --i) {
+    edge[t] = v[0];
+    __syncthreads();
+    v[ELEMS] = edge[t + 1];
+    __syncthreads();
+    if (i > last) {
+#pragma unroll
+      for (int j = 0; j < ELEMS; j++) v[j] = pu * v[j + 1] + pd * v[j];
+    }
+  }
+  if (t == 0) out[blockIdx.x] = v[0];
+}
+
+// thread 0 sets a flag every thread reads after the barrier, and sets it again in its next
+// trip, before the barrier, without a second barrier between: a race (on a GPU, too). The
+// warps that run a region after warp 0's next write read the new flag, so at the end warp
+// 0 waits at the barrier once more while the others have finished: each warp's own region
+// must be asked. Every thread counts its exit once.
+extern "C" __global__ void racy_flag(const int* x, int* trips_out, int* exits) {
+  __shared__ int go;
+  int t = threadIdx.x, trips = 0;
+  while (true) {
+    if (t == 0) go = trips < x[0];
+    __syncthreads();
+    if (!go) break;
+    trips++;
+  }
+  trips_out[blockIdx.x * blockDim.x + t] = trips;
+  atomicAdd(exits, 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tree_ptx(tmp_path_factory) -> str:
+    return ptx_of_source(tmp_path_factory, "tree", TREE_SOURCE)
+
+
+def test_a_tree_stepped_between_barriers_runs_in_lockstep(tree_ptx):
+    """The loop's barriers: lanes part only where the tree's live part ends, and meet again
+    before the next barrier, so no thread can have finished there (the exit comes after the
+    loop), and the choice between looping and finishing is the block's."""
+    assert _lockstep(tree_ptx, "tree", (128, 1, 1))
+    assert not any(_exits_before(tree_ptx, "tree", (128, 1, 1)))
+    elems, blocks = 16, 2
+    n = 128 * elems + 1
+    rng = np.random.default_rng(4)
+    x = rng.integers(-64, 65, blocks * n).astype(np.float32)  # (pu = pd = 1/2: exact sums)
+    for steps in (0, 1, 6, 13, 16):
+        out = np.full(blocks, -1.0, np.float32)
+        cuport.Module(tree_ptx).kernel("tree")(blocks, 128, (x, out, steps, np.float32(0.5), np.float32(0.5)))
+        expect = []
+        for b in range(blocks):
+            xb = np.maximum(x[b * n:(b + 1) * n], 0).astype(np.float64)
+            v = np.zeros((128, elems + 1))
+            v[:, :elems] = xb[:128 * elems].reshape(128, elems)
+            edge = np.append(np.zeros(128), xb[128 * elems])
+            last = np.maximum(0, np.arange(128) * elems - 1)
+            for i in range(steps, 0, -1):
+                edge[:128] = v[:, 0]
+                v[:, elems] = edge[1:]
+                alive = i > last
+                v[alive, :elems] = 0.5 * v[alive, 1:] + 0.5 * v[alive, :elems]
+            expect.append(v[0, 0])
+        assert out.tolist() == expect
+
+
+def test_a_tree_step_saves_its_nodes_where_it_writes_them(tree_ptx):
+    """A warp stores the nodes its lanes step into its state at the end of the step, not at
+    the barrier after it: a warp whose lanes all branch around the step stores nothing."""
+    mc = compiler.ModuleCompiler(facts.load_ptx([tree_ptx]), "tree", (128, 1, 1))
+    compiler.run_pipeline(mc, until="regions")
+    plan = barrier_state.plan(mc.kernel_cfg, mc.kernel_div, mc.kernel_live)
+    blocks = mc.kernel_cfg.blocks
+    steps = [b.index for b in blocks if any(ins.op == "fma" for ins in b.instrs)]
+    assert steps and all(b in mc.kernel_div.split_blocks for b in steps)
+    nodes = {r.name for b in steps for ins in blocks[b].instrs if ins.op == "fma" for r in defs(ins)}
+    assert len(nodes) == 16 and all(set(plan.eager.get(b, [])) == nodes for b in steps)
+    assert not nodes & {n for names in plan.save for n in names}
+
+
+def test_a_flag_read_racily_keeps_warps_apart(tree_ptx):
+    assert _regions(tree_ptx, "racy_flag", (128, 1, 1)) is not None
+    assert not _lockstep(tree_ptx, "racy_flag", (128, 1, 1))
+    x = np.array([5], np.int32)
+    trips = np.full(2 * 128, -1, np.int32)
+    exits = np.zeros(1, np.int32)
+    cuport.Module(tree_ptx).kernel("racy_flag")(2, 128, (x, trips, exits))
+    assert exits[0] == 2 * 128
+    # thread 0 reads its own write; the others the flag of this trip or of the next
+    assert set(trips.tolist()) <= {4, 5} and trips[0] == trips[128] == 5

@@ -38,6 +38,7 @@ build ballot_illegal_mask $C/ballot_illegal_mask.cu
 build cg_devrt -rdc=true $C/cg_devrt.cu -lcudadevrt
 build virtual_call_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/virtual_call_rdc.cu
 build programmatic_launch -arch=sm_90 $C/programmatic_launch.cu
+build spin_noinline -O3 $C/spin_noinline.cu
 build ptx_version_rdc -rdc=true -gencode arch=compute_90,code=compute_90 $C/ptx_version_rdc.cu
 build ipc -O3 $P/ipc.cu
 build graph_conditional -O3 $P/graph_conditional.cu
@@ -45,7 +46,8 @@ build async_copy -O3 -arch=sm_90 $P/async_copy.cu
 build dynamic_parallelism -O3 -rdc=true $P/dynamic_parallelism.cu
 for name in rdc_shared l2_attributes device_assert graph_memory_reuse const_size vector_load_dests ipc \
             graph_conditional async_copy dynamic_parallelism cluster_barrier ptx_version_rdc vmm \
-            labeled_reduce ballot_lane_masks virtual_call_rdc programmatic_launch cg_devrt; do
+            labeled_reduce ballot_lane_masks virtual_call_rdc programmatic_launch cg_devrt \
+            spin_noinline; do
     record $name "$OUT/bin/$name"
 done
 record near_bounds_alone "$OUT/bin/near_bounds"

@@ -39,7 +39,11 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   failed with cudaErrorNotSupported).
 - cg_devrt: cooperative groups through libcudadevrt (numba-cuda's `cuda.cg.this_grid()` and
   `g.sync()`): its cudaCG* functions call the driver's `__cuda_syscall_CGS_*`, which
-  cuLinkComplete called undefined references and a launch refused (9 numba-cuda tests).
+  cuLinkComplete called undefined references and a launch refused (9 numba-cuda tests);
+  with enough rows its grid sync loop went wrong silently on lavapipe (grid_sync_rows).
+- spin_noinline: a block waiting for a block started after it, the spin loop inside a
+  __noinline__ device function (or the loop's flag read through one) got no yield point on
+  the CPU backend: a worker whose blocks all waited never started the one they waited for.
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
@@ -50,6 +54,7 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -271,6 +276,58 @@ def test_cooperative_groups_through_libcudadevrt(tmp_path, device):
     lines = r.stdout.splitlines()
     assert lines[-2:] == [CG_PLAIN, "PASS"], r.stdout + r.stderr
     assert lines[0].startswith(f"rows: {args[0] if args else 200} rows of "), r.stdout
+
+
+SPIN_NOINLINE = ["in_callee: block 0 waited for block 63", "through_call: block 0 waited for block 63",
+                 "grid_sync: every block read the others' slots", "PASS"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_spin_loops_in_functions_that_are_not_inlined(tmp_path, device):
+    """Block 0 waits for the last of 64 blocks, in a __noinline__ function's loop and in a
+    loop calling a __noinline__ flag read; a grid.sync() in a __noinline__ function. On one
+    CPU worker (CUPORT_THREADS=1) the waiting block must step aside for the others (main
+    hung: the spin loop in a called function had no yield point, and a loop whose flag read
+    was a call was not seen as a spin loop). lavapipe runs the grid on two threads."""
+    exe = build(tmp_path, "spin_noinline", ["spin_noinline.cu"], "-O3")
+    env = clean_env(CUPORT_DEVICE=device, CUPORT_THREADS="1", LP_NUM_THREADS="2")
+    r = cuport_run(exe, env=env, timeout=200)
+    assert r.returncode == 0 and r.stdout.splitlines() == SPIN_NOINLINE, r.stdout + r.stderr
+
+
+def _vulkan_loop_budget() -> int:
+    """The loop budget of the Vulkan device `CUPORT_DEVICE=vulkan` runs on (quirks.py: 0 for none)."""
+    from cuport.backends.vulkan import runtime
+    from cuport.backends.vulkan.backend import get_vulkan_backend
+
+    if not runtime.devices():
+        pytest.skip(f"no Vulkan device: {runtime.unavailable_reason()}")
+    return get_vulkan_backend().caps.loop_iteration_limit
+
+
+@pytest.mark.parametrize("nrows", [40000, 70000])
+def test_grid_sync_rows_past_lavapipes_loop_budget(tmp_path, nrows):
+    """cg_devrt's rows kernel on one block (LP_NUM_THREADS=1): libcudadevrt's grid sync
+    after each row, in a loop nvcc unrolls four times. The sync's spin loop ends at once, but
+    lavapipe spends a loop pass on it each time (5 passes per 4 rows), which cuport's count
+    of back edges missed: from 52429 rows the driver ended the loop early and the program
+    read wrong rows, without an error. Under the budget the rows are right; past it (at
+    least one pass a row) the launch fails naming the loop where the driver has a budget
+    (lavapipe), and is right elsewhere: never wrong rows."""
+    exe = build(tmp_path, "cg_devrt", ["cg_devrt.cu"], "-rdc=true", "-lcudadevrt")
+    r = cuport_run(exe, str(nrows), "rows-only",
+                   env=clean_env(CUPORT_DEVICE="vulkan", LP_NUM_THREADS="1"))
+    lines = r.stdout.splitlines()
+    over = nrows > 65535 and _vulkan_loop_budget()
+    if r.returncode == 0:
+        assert lines[0] == f"rows: {nrows} rows of 32 columns" and lines[-1] == "PASS", r.stdout
+        assert not over, "the launch passed the driver's loop budget without failing"
+        return
+    assert over, r.stdout + r.stderr
+    assert lines[0] == "rows: launch cudaSuccess, synchronize cudaErrorLaunchFailure", r.stdout
+    assert re.search(r"cuLaunchKernel\(_Z4rowsPiii\): CUDA_ERROR_LAUNCH_FAILED: kernel _Z4rowsPiii: "
+                     r"a thread's loops ran longer than this Vulkan driver lets a shader loop .* "
+                     r"\(PTX line \d+, block \(0,0,0\)", r.stderr), r.stderr
 
 
 BALLOT_ILLEGAL = ["legal mask: cudaSuccess", "launch: cudaSuccess",

@@ -147,6 +147,74 @@ def test_2d_float_filter_and_address_modes(linear, normalized, mode):
     check(tex, got, [tex.sample(list(row[:2])) for row in c], c)
 
 
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER, WRAP, MIRROR])
+def test_far_coordinates(normalized, mode):
+    """Coordinates far outside the texture (|x| * 256 beyond 2^52, infinities, NaN) among
+    ordinary ones in one warp: a warp reduces wrap and mirror coordinates through an f64
+    quotient, exact only below 2^52, and lane by lane beyond."""
+    far = np.array([1e20, -1e20, np.inf, -np.inf, np.nan, 3e9, -3e9, 2.0**44, -2.0**44,
+                    2.0**45 + 77, 1e12, -7e15, 5.5, -3.25], np.float32)
+    for linear in (False, True):
+        tex = Tex([image((1, 5, 7, 1))], normalized=normalized, linear=linear,
+                  address=(mode, mode, mode), border=(0.5, 0.0, 0.0, 0.0))
+        c = np.zeros((200, 4), np.float32)
+        c[:, 0] = RNG.choice(far, 200)
+        c[:, 1] = RNG.uniform(-3, 9, 200)
+        c[::7, 0] = 1.5
+        check(tex, launch("t2d", tex, c), [tex.sample(list(r[:2])) for r in c], c)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "u8"])
+@pytest.mark.parametrize("channels", [1, 2])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER])
+def test_linear_filter_of_missing_channels(fmt, channels, mode):
+    """The channels a format lacks read (0, 0, 1) where every tap is inside (a warp filters
+    them once, as their fill value) and mix in the border color where a tap is outside."""
+    tex = Tex([image((1, 4, 5, channels), fmt)], fmt=fmt, linear=True,
+              address=(mode, mode, mode), border=(0.25, 0.75, 0.5, 0.125))
+    c = coords_2d(200, -2.0, 7.0)
+    check(tex, launch("t2d", tex, c), [tex.sample(list(row[:2])) for row in c], c)
+
+
+PTX_INT_COORDS = r"""
+.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry tint(.param .u64 t, .param .u64 c, .param .u64 o, .param .u32 n)
+{
+  .reg .pred %p1; .reg .b32 %r<8>; .reg .f32 %f<4>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [t]; ld.param.u64 %rd2, [c]; ld.param.u64 %rd3, [o]; ld.param.u32 %r1, [n];
+  mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x; mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.s32 %p1, %r5, %r1;
+  @%p1 bra DONE;
+  mul.wide.s32 %rd4, %r5, 8; add.u64 %rd5, %rd2, %rd4; ld.global.v2.u32 {%r6, %r7}, [%rd5];
+  tex.2d.v4.f32.s32 {%f0, %f1, %f2, %f3}, [%rd1, {%r6, %r7}];
+  mul.wide.s32 %rd6, %r5, 16; add.u64 %rd7, %rd3, %rd6; st.global.v4.f32 [%rd7], {%f0, %f1, %f2, %f3};
+DONE:
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [WRAP, MIRROR])
+def test_integer_coordinates_far_and_at_multiples_of_the_size(mode):
+    """tex.2d with .s32 texel indices (hand-written PTX) on a wrapping or mirroring texture:
+    a warp reduces them through an f64 quotient, which falls one short at some multiples
+    of the period (49 and 98, 75 and 150 among them)."""
+    for w, h in ((49, 5), (75, 3), (3001, 3)):
+        tex = Tex([image((1, h, w, 4))], normalized=True, address=(mode, mode, mode))
+        ks = np.array([0, 1, 2, 3, 1000, 99991, 306783, 2**31 // w - 1, 2**31 // (2 * w) - 1])
+        xs = np.concatenate([ks * w, ks * w - 1, ks * w + 1, ks * 2 * w, ks * 2 * w - 1,
+                             -ks * w, -ks * w - 1, -ks * 2 * w + 1, [-2**31, 2**31 - 1]])
+        xs = xs[(xs >= -2**31) & (xs < 2**31)].astype(np.int32)
+        c = np.stack([xs, RNG.integers(-4 * h, 4 * h, len(xs), dtype=np.int32)], -1)
+        out = np.zeros((len(xs), 4), np.float32)
+        run(ptx_module(PTX_INT_COORDS), "tint", (len(xs) + 63) // 64, 64, tex.descriptor(), c,
+            out, len(xs))
+        check(tex, out, [tex.sample([int(x), int(y)], int_coords=True) for x, y in c], c)
+
+
 def test_linear_weights_are_9_bit_fixed_point():
     """Between texels 0 and 1 there are exactly 256 steps, each k/256 of the difference."""
     tex = Tex([np.array([0.0, 1.0], np.float32).reshape(1, 1, 2, 1)], dims=1, linear=True)

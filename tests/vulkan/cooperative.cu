@@ -36,3 +36,17 @@ extern "C" __global__ void chain(volatile int* flags, int* order)
         flags[blockIdx.x] = 1;
     }
 }
+
+// numba-cuda's test_sync_at_matrix_row with cooperative groups' inline grid.sync(): each row
+// written from the row before it (the mirror-image column, so from another block in a grid
+// of several), a grid sync after each row. Its spin loop costs lavapipe a loop pass per sync
+// even when it does not wait (loops.py).
+extern "C" __global__ void rows(int* m, int nrows, int ncols)
+{
+    cg::grid_group grid = cg::this_grid();
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int r = 1; r < nrows; r++) {
+        m[r * ncols + col] = m[(r - 1) * ncols + (ncols - col - 1)] + 1;
+        grid.sync();
+    }
+}

@@ -1,5 +1,6 @@
 """Cooperative launches on the Vulkan backend (backends/vulkan/cooperative.py) and the driver
-quirks that grid-wide waits meet on lavapipe (quirks.py, loops.py, lower_order.py).
+quirks that grid-wide waits meet on lavapipe (quirks.py, loops.py, lower_order.py): its loop
+budget must never give wrong results, only the right ones or a launch failure naming the loop.
 
 The kernels are nvcc's (cooperative.cu, built with -ptx at test time) or, for the driver
 probes, a few lines of PTX; results are checked against numpy.
@@ -8,6 +9,7 @@ probes, a few lines of PTX; results are checked against numpy.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -297,3 +299,127 @@ def test_ordered_accesses_in_a_loop_one_thread_runs(load):
     out = be.allocate(8)
     k.launch((1, 1, 1), (64, 1, 1), 0, struct.pack("<QI", out, 1000))
     assert _from_device(be, out, np.zeros(1, np.uint32))[0] == 1000
+
+
+def _back_edge_lines(ptx: str, kernel: str) -> set[int]:
+    """The PTX lines of `kernel`'s branches to a label above them (its loops' back edges)."""
+    lines = ptx.splitlines()
+    start = next(i for i, text in enumerate(lines) if f".entry {kernel}(" in text)
+    labels: set[str] = set()
+    out: set[int] = set()
+    for i in range(start, len(lines)):
+        text = lines[i].strip()
+        if text == "}":
+            break
+        if text.endswith(":"):
+            labels.add(text[:-1])
+        m = re.search(r"\bbra(?:\.uni)?\s+(\S+);", text)
+        if m and m.group(1) in labels:
+            out.add(i + 1)
+    return out
+
+
+def _loop_limit(e: BackendError) -> int:
+    """The PTX line of a launch failure that says the driver cut a loop short."""
+    assert e.code == 719 and "loops ran longer" in e.message, e.message  # CUDA_ERROR_LAUNCH_FAILED
+    return int(re.search(r"PTX line (\d+)", e.message).group(1))
+
+
+@pytest.mark.parametrize("nrows", [20000, 70000])
+def test_grid_sync_rows_past_the_loop_budget(coop_ptx, nrows):
+    """One block, a grid.sync() after each row (nvcc's inline form). The sync's spin loop
+    ends at once, yet lavapipe spends a loop pass on it each time, which cuport's count of
+    back edges missed: from 32768 rows the driver ended the row loop early and the thread
+    went on to the trap after the loop (reported as a trap, the rows wrong). Under the
+    budget the rows are right; past it (at least one pass a row) the launch fails naming
+    the row loop where the driver has a budget, never with wrong rows."""
+    be = _backend()
+    k = be.load_module([coop_ptx]).kernel("rows")
+    ncols = 32
+    m = np.zeros(nrows * ncols, np.int32)
+    dm = _to_device(be, m)
+    over = be.caps.loop_iteration_limit and nrows > be.caps.loop_iteration_limit
+    try:
+        k.launch((1, 1, 1), (ncols, 1, 1), 0, struct.pack("<Qii", dm, nrows, ncols), cooperative=True)
+        _wait(be)
+    except BackendError as e:
+        assert over, e.message
+        assert _loop_limit(e) in _back_edge_lines(coop_ptx, "rows"), e.message
+        return
+    assert not over, "the launch passed the driver's loop budget without failing"
+    got = _from_device(be, dm, m).reshape(nrows, ncols)
+    assert (got == np.arange(nrows, dtype=np.int32)[:, None]).all()
+
+
+#: an outer loop of n trips around INNER; out[2t] = the outer count, out[2t+1] the inner one
+_PASSES = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry passes(.param .u64 out, .param .u32 n, .param .u32 m)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<10>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r9, [m];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, 0;
+    mov.u32 %r6, 0;
+OUTER:
+INNER
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, %r1;
+    @%p1 bra OUTER;
+    mul.wide.u32 %rd2, %r2, 8;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    st.global.u32 [%rd3+4], %r6;
+    ret;
+}
+"""
+_COUNTED = """
+    mov.u32 %r4, 0;
+INNER:
+    add.u32 %r6, %r6, 1;
+    add.u32 %r4, %r4, 1;
+    setp.lt.u32 %p2, %r4, %r7;
+    @%p2 bra INNER;
+"""
+#: shape -> (the inner loop with its trip count in %r7, inner trips of thread t per outer
+#: trip when m = 1, an outer count under the driver's budget, one past it)
+_INNER_SHAPES = {
+    # one trip (no back edge) by every thread: lavapipe spends 2 passes an outer trip
+    "exits_at_once": ("mov.u32 %r7, %r9;" + _COUNTED, lambda t: 1, 30000, 40000),
+    # behind a branch no thread takes (m != 12345): still 2 passes an outer trip
+    "no_thread_enters": ("setp.ne.u32 %p3, %r9, 12345;\n@%p3 bra SKIP;\nmov.u32 %r7, %r9;"
+                         + _COUNTED + "SKIP:", lambda t: 0, 30000, 40000),
+    # thread t makes t + 1 trips: the 8 threads run together pay the longest, 9 an outer trip
+    "unequal_threads": ("add.u32 %r7, %r9, %r2;" + _COUNTED, lambda t: t + 1, 7000, 8000),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_INNER_SHAPES))
+@pytest.mark.parametrize("past", [False, True])
+def test_loop_passes_the_driver_counts(shape, past):
+    """What lavapipe's budget counts (loops.py), with 8 threads (one of its groups): the
+    inner loop's leaving pass, a loop no thread enters, the longest thread's trips. cuport
+    counted each thread's back edges, so these launches, past the budget, returned short
+    counts without a failure; under it they must give the full counts."""
+    be = _backend()
+    inner, trips, under, over = _INNER_SHAPES[shape]
+    n = over if past else under
+    ptx = _PASSES.replace("INNER", inner)
+    k = be.load_module([ptx]).kernel("passes")
+    out = be.allocate(64)
+    try:
+        k.launch((1, 1, 1), (8, 1, 1), 0, struct.pack("<QII", out, n, 1))
+        _wait(be)
+    except BackendError as e:
+        assert past and be.caps.loop_iteration_limit, e.message
+        assert _loop_limit(e) in _back_edge_lines(ptx, "passes"), e.message
+        return
+    assert not (past and be.caps.loop_iteration_limit), "the launch passed the driver's budget"
+    got = _from_device(be, out, np.zeros(16, np.uint32)).reshape(8, 2)
+    assert got.tolist() == [[n, n * trips(t)] for t in range(8)]

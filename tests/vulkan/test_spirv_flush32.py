@@ -302,6 +302,8 @@ def test_fma32_guard_over_a_preserving_device(monkeypatch) -> None:
     k.b.ret_void()
     text = disassemble(k.shader((64, 1, 1), FloatModes(fused_fma=True, fma32="guard")).spirv)
     assert "Fma" in text and "OpFunctionCall" in text  # the guard's rare branch to the helper
-    assert text.count("OpBranchConditional") == 1  # ... for the fma alone: the add is the device's
+    # two for the fma alone (the hot test, then inside it the zero test: _guarded); the add
+    # is the device's
+    assert text.count("OpBranchConditional") == 2
     test_fma_over_the_devices_fma(None)
     test_mul_fma_with_zeros(None)

@@ -14,10 +14,9 @@ import signal
 import threading
 import time
 
-import numpy as np
-
 from ... import __version__
 from ...ptx import ir
+from ...ptx.errors import UnsupportedError
 from .. import cache, facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
@@ -37,13 +36,7 @@ from ..device_launch import function_token
 from ..facts import kernel_info, pack_init
 from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit, launch_queue
 from . import layout as L
-from .compiler import (
-    MAX_RESIDENT_SLOTS,
-    RESIDENT_SLOTS,
-    CompiledKernelInfo,
-    compile_object,
-)
-from .emit import UnsupportedError
+from .layout import MAX_RESIDENT_SLOTS, RESIDENT_SLOTS, CompiledKernelInfo
 from .pool import get_pool
 
 
@@ -296,7 +289,7 @@ class CpuBackend:
             if block[0] * block[1] * block[2] > 1024:
                 continue
             key = self._key(module, f.name, block, RESIDENT_SLOTS)
-            if cache.load(key) is not None:
+            if cache.contains(key):
                 continue
             pool.submit(key, module.text_key, module.texts, f.name, block, RESIDENT_SLOTS,
                         self.pool.n, len(f.body or ()))
@@ -357,6 +350,8 @@ class CpuBackend:
             info = CompiledKernelInfo(**meta["info"])
             self.stats["cache_hits"] += 1
         else:
+            from .compiler import compile_object  # (a run whose kernels are all cached needs none)
+
             t0 = time.perf_counter()
             try:
                 obj, info = compile_object(module.ptx, kernel, block, nsm=self.pool.n,
@@ -459,6 +454,8 @@ class CpuBackend:
         elif width == 1:
             ctypes.memset(dst, value & 0xFF, n)
         else:
+            import numpy as np  # (here: importing NumPy is a tenth of a second of start-up)
+
             dtype = {2: np.uint16, 4: np.uint32}[width]
             np.frombuffer((ctypes.c_char * (n * width)).from_address(dst), dtype=dtype).fill(
                 value & ((1 << (8 * width)) - 1))

@@ -21,15 +21,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import compile_worker
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: a module declaring more kernels than this is not compiled ahead: a library's module of
 #: template instantiations (CuPy's CUB: 336, some taking minutes each) would keep a core
@@ -66,6 +67,8 @@ class _Worker:
     def __init__(self, python: str) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        import subprocess
+
         self.proc = subprocess.Popen(
             [python, "-m", "cuport.backends.cpu.compile_worker", str(os.getpid())], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, cwd=str(Path(__file__).resolve().parents[3]),
@@ -89,6 +92,8 @@ class _Job:
         self.seq, self.key, self.module_key, self.texts = seq, key, module_key, texts
         self.kernel, self.block, self.resident, self.nsm, self.size = kernel, block, resident, nsm, size
         self.env = {k: os.environ.get(k) for k in CODE_ENV}
+        from concurrent.futures import Future  # (here: a run that compiles nothing needs none)
+
         self.future: Future = Future()
         self.started = False
 
@@ -145,6 +150,9 @@ class CompilePool:
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every queued compile has ended (tests, and `cuport` tools that want the
         cache filled); True when none is left."""
+        from concurrent.futures import CancelledError
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         with self._lock:
             jobs = list(self._jobs.values())
         for job in jobs:

@@ -14,16 +14,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
 from ...isa.types import I8, I32, I64, PTR, VOID
 from ...passes import cfg as cfgmod
 from ...passes import divergence, liveness, regions
-from ...passes.inline import inline_barrier_functions
+from ...passes.inline import inline_suspending_functions
 from ...passes.predicate import predicate_short_branches
-from ...passes.yields import insert_yields
+from ...passes.yields import insert_yields, waits_in
 from ...ptx import ir
 from ...ptx.callgraph import address_taken, reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
@@ -31,46 +30,13 @@ from ..gc_pause import gc_paused
 from . import jit
 from . import layout as L
 from .emit import FAILED, SUSPENDED, YIELDED, FunctionEmitter, UnsupportedError, i32c, i64c
+from .layout import RESIDENT_SLOTS, CompiledKernelInfo
 from .region_loops import INTERLEAVE_BLOCKS
 
 W = L.WARP
 DEFAULT_STACK = 1024  # bytes of per-thread stack for calls (cudaLimitStackSize default)
 MAX_LOCAL_BYTES = 512 * 1024  # local memory per thread, as on NVIDIA's GPUs since sm_20
-RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
-MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
 ROTATE_SLOT_BYTES = 1 << 20  # blocks rotate (region_loops.INTERLEAVE_BLOCKS) below this scratch
-
-
-@dataclass
-class CompiledKernelInfo:
-    """What the launcher needs to know about a compiled specialization."""
-
-    kernel: str
-    block: tuple[int, int, int]
-    nwarps: int
-    warp_state_bytes: int
-    local_window: int  # bytes per lane
-    static_shared: int
-    dyn_shared_offset: int
-    resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
-    local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
-    shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
-    global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
-    host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
-
-    def scratch_bytes(self, dyn_smem: int) -> int:
-        return self.shared_offset() + self.dyn_shared_offset + dyn_smem + 64
-
-    def shared_offset(self) -> int:
-        off = self.local_offset() + self.nwarps * W * self.local_window
-        a = max(self.shared_align, 256)
-        return (off + a - 1) // a * a
-
-    def local_offset(self) -> int:
-        """Where the lanes' local windows start in a block's scratch (which is page-aligned)."""
-        off = L.BLOCK_STATE_BYTES + self.nwarps * self.warp_state_bytes
-        a = max(self.local_align, 64)
-        return (off + a - 1) // a * a
 
 
 def _cfg(fn: ir.Function) -> cfgmod.Cfg:
@@ -321,13 +287,13 @@ class ModuleCompiler:
         self.funcs = self._reachable()
 
     def _step_inline(self) -> None:
-        funcs = inline_barrier_functions(self.ptx, self.funcs)
+        funcs = inline_suspending_functions(self.ptx, self.funcs)
         self.kernel = next(f for f in funcs if f.name == self.kernel.name)
         self.funcs = funcs
 
     def _step_yields(self) -> None:
         if os.environ.get("CUPORT_NO_YIELDS") != "1":
-            self.kernel = insert_yields(self.kernel)
+            self.kernel = insert_yields(self.kernel, waits_in(self.funcs, self.address_taken()))
         self.funcs = [self.kernel if f.name == self.kernel.name else f for f in self.funcs]
         has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
         self.resident_slots = self.resident if has_yields else 1
@@ -403,8 +369,10 @@ class ModuleCompiler:
             self.kernel_regions = regions.split(g, self.kernel_div, bars, edges)
         if self.kernel_regions is None:  # (without interleaving: smaller)
             self.kernel_regions = regions.split(g, self.kernel_div, bars)
-        self.kernel_lockstep = self.kernel_regions is not None and regions.lockstep(
-            g, self.kernel_regions, self.has_exit)
+        if self.kernel_regions is not None:
+            # (what a block's threads may see differently: warps run a region one by one)
+            block_varying = divergence.analyze(g, self.block, scope="block", racy_loads=True).varying
+            self.kernel_lockstep = regions.lockstep(g, self.kernel_regions, self.has_exit, block_varying)
         if self.kernel_regions is not None and any(r.interleave for r in self.kernel_regions) \
                 and self._slot_bytes() <= ROTATE_SLOT_BYTES:
             # a worker rotates several blocks through their rounds (region_loops.py)
@@ -844,11 +812,12 @@ PIPELINE: list[tuple[str, Step, str]] = [
     ("reachable", ModuleCompiler._step_reachable,
      "the kernel and every device function its calls or function-address operands reach"),
     ("inline", ModuleCompiler._step_inline,
-     "a barrier inside a device function must be in the kernel's body, where warps can "
-     "suspend at it: such callees (and their callers) are copied into the kernel"),
+     "a barrier or a spin loop inside a device function must be in the kernel's body, where "
+     "warps can suspend at it: such callees (and their callers) are copied into the kernel"),
     ("yields", ModuleCompiler._step_yields,
      "after inlining, so that spin loops through inlined callees are seen: loops that may "
-     "wait for other threads get a point where the warp steps aside"),
+     "wait for other threads (themselves or through a call) get a point where the warp "
+     "steps aside"),
     ("layout", ModuleCompiler._step_layout,
      "offsets of shared, local, parameter and global memory over the final set of functions"),
     ("cfg", ModuleCompiler._step_cfg,

@@ -133,6 +133,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.outlined_results: dict[str, ll.Value] = {}  # em.outline's result buffer, by key
         self._nan_deferred = nan_payloads.deferred(fn)  # (see nan_deferred, read_bits)
         self._blind = False  # the current instruction reads f32 registers NaN-blind
+        self.eager_saves: dict[int, list[str]] = {}  # block -> registers saved at its end
 
     def nan_deferred(self, ins: ir.Instr) -> bool:
         d = ins.args[0] if ins is not None and ins.args else None
@@ -314,6 +315,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 simple_idx = [i for i in range(len(self.barriers)) if i not in self.general_points]
                 self.bstate_index = {i: k for k, i in enumerate(simple_idx)}
                 self.bstate = plan(self.cfg, self.div, self.live, [self.barriers[i] for i in simple_idx])
+                self.eager_saves = self.bstate.eager
                 self.slot_off: dict[str, int] = {}
                 for name in self.bstate.slots:
                     slot, t, varying = self.regs[name]
@@ -508,6 +510,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         else:
             for ins in body:
                 self._emit_instr(ins)
+        self._save_slots(self.eager_saves.get(blk.index, []))  # (saved where written)
         self.ins = blk.term
         self._emit_terminator(blk)
 
@@ -921,7 +924,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 contrib = b.ctpop(b.and_(self.active, pred_bits))
             rp = b.gep(self.blk, [i64c(L.BS_RED)], source_etype=I8)
             b.store(b.add(b.load(rp, typ=I32), contrib), rp)
-        for name in self.bstate.save[self.bstate_index[idx]]:
+        self._save_slots(self.bstate.save[self.bstate_index[idx]])
+
+    def _save_slots(self, names: list[str]) -> None:
+        """Store registers into their slots of the warp's state (passes/barrier_state.py)."""
+        b = self.b
+        for name in names:
             for k, (slot, _rt) in enumerate(self._saved_slots(name)):
                 if slot is not None:
                     b.store(b.load(slot), b.gep(self.ws, [i64c(self.slot_off[name] + 8 * k)], source_etype=I8))

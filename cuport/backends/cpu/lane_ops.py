@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ...isa.types import I32, PTR, VOID, vec
+from ...isa.types import I1, I32, PTR, VOID, vec
 from . import layout as L
-from .memory_ops import for_each_lane
+from .memory_ops import Elements, for_each_lane, lane_pointers
 
 #: the failures isa lowerings may raise with em.fail_if, and the launch error they set
 FAILURES = {"illegal_address": L.ERR_ILLEGAL_ADDRESS, "trap": L.ERR_TRAP, "assert": L.ERR_ASSERT,
@@ -20,6 +20,23 @@ class _NoMasks(dict):
 
     def __contains__(self, key) -> bool:
         raise AssertionError(f"internal: the warp's {key} mask inside outlined code")
+
+
+class _CallMasks(_NoMasks):
+    """The mask cache while building an outline_access function: the executing lanes are its
+    second argument (an i32), no other mask of the warp's is there."""
+
+    exec: ll.Value
+
+    def __contains__(self, key) -> bool:
+        if key == "exec":
+            return True
+        return super().__contains__(key)
+
+    def __getitem__(self, key):
+        if key == "exec":
+            return self.exec
+        return super().__getitem__(key)
 
 
 def _i32(v: int) -> ll.Constant:
@@ -73,18 +90,45 @@ class LaneOps:
 
     def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
         """body(args) as a function of the module, built once per `key` and called (isa/api.py):
-        a kernel with hundreds of wmma.mma compiles one copy of the products. The results
-        come back through a stack buffer of the caller."""
+        a kernel with hundreds of wmma.mma compiles one copy of the products."""
+        return self._outlined(key, args, body, _NoMasks())
+
+    def outline_access(self, key: str, acc, args: list[ll.Value], body) -> list[ll.Value]:
+        """outline with memory (isa/api.py): the function also takes the access's host
+        pointer (one, or one per lane) and the executing lanes, with which `body`'s loads and
+        stores are made (memory_ops.Elements): a wmma.load's offsets, vector loads of its
+        runs, the order of its elements and its registers, once per module."""
+        base = lane_pointers(self, acc.mem, acc.space)
+        shape = "v" if isinstance(base.type, ll.VectorType) else "u"
+        shape += "".join("v" if isinstance(a.type, ll.VectorType) else "u" for a in args)
+
+        def build(params: list[ll.Value]) -> list[ll.Value]:
+            return body(Elements(self, acc, params[0]), params[2:])
+
+        return self._outlined(f"{key}.{shape}", [base, self.exec_mask(), *args], build,
+                              _CallMasks())
+
+    def _outlined(self, key: str, args: list[ll.Value], body, masks: dict) -> list[ll.Value]:
+        """body(args) as a function built once per `key` (noinline: LLVM's inliner would
+        put a function of a few large intrinsics back at every site, where codegen expands
+        them), called here; the results come back through a stack buffer of the caller.
+        `masks`: the mask cache while building it (_CallMasks: the second argument is the
+        call's executing lanes)."""
         b = self.b
         name = f"cuport.outlined.{key}"
         done = self.mc.outlined.get(name)
         if done is None:
             fn = ll.Function(self.module, ll.FunctionType(VOID, [a.type for a in args] + [PTR]), name=name)
             fn.linkage = "internal"
+            fn.attributes.add("noinline")
             entry, start = fn.append_basic_block("entry"), fn.append_basic_block("body")
             ll.IRBuilder(entry).branch(start)  # the entry holds the body's stack slots only
-            saved = self.b, self.llfn, self._mask_cache
-            self.b, self.llfn, self._mask_cache = ll.IRBuilder(start), fn, _NoMasks()
+            saved = self.b, self.llfn, self._mask_cache, self.__dict__.get("_dummy"), \
+                self.__dict__.get("_dummy_run")
+            self.b, self.llfn, self._mask_cache = ll.IRBuilder(start), fn, masks
+            self._dummy = self._dummy_run = None  # (stack slots of the function being built)
+            if isinstance(masks, _CallMasks):
+                masks.exec = fn.args[1]
             try:
                 outs = body(list(fn.args[:-1]))
                 out_t = ll.LiteralStructType([v.type for v in outs])
@@ -92,9 +136,12 @@ class LaneOps:
                     self.b.store(v, self.b.gep(fn.args[-1], [_i32(0), _i32(i)], source_etype=out_t))
                 self.b.ret_void()
             finally:
-                self.b, self.llfn, self._mask_cache = saved
+                self.b, self.llfn, self._mask_cache, self._dummy, self._dummy_run = saved
             done = self.mc.outlined[name] = (fn, out_t)
         fn, out_t = done
+        if not out_t.elements:
+            b.call(fn, [*args, ll.Constant(PTR, None)])
+            return []
         buf = self.outlined_results.get(name)
         if buf is None:
             buf = self.outlined_results[name] = self.entry_alloca(out_t, "outlined")
@@ -131,3 +178,46 @@ class LaneOps:
 
         zero = ll.Constant(vec(t), None)
         return for_each_lane(self, self.exec_mask(), [zero] * nres, step)
+
+    def per_warp(self, key: ll.Value, args: list[ll.Value], lane_body, warp_body, nres: int = 0,
+                 t: ll.Type = I32) -> list[ll.Value]:
+        """warp_body once where the executing lanes hold one `key` (isa/api.py), else
+        per_lane; lanes that do not execute read 0 either way."""
+        b = self.b
+        if not self.vec:
+            return self.per_lane([key, *args], lane_body, nres, t)
+        mask = self.exec_mask()
+        lanes = b.bitcast(mask, vec(I1))
+        some = b.icmp_unsigned("!=", mask, _i32(0))
+        if isinstance(key.type, ll.VectorType):
+            first = b.extract_element(key, b.and_(b.cttz(mask, ll.Constant(I1, 0)), _i32(31)))
+            same = b.icmp_unsigned("==", key, self.splat(first))
+            same = b.select(lanes, same, ll.Constant(vec(I1), [1] * 32))  # others may be poison
+            go = b.and_(some, b.icmp_unsigned("==", b.bitcast(same, I32), _i32(-1)))
+        else:
+            first, go = key, some
+        warp = self.llfn.append_basic_block("tex_warp")
+        lane = self.llfn.append_basic_block("tex_lanes")
+        join = self.llfn.append_basic_block("tex_warp_join")
+        b.cbranch(go, warp, lane)
+        b.position_at_end(warp)
+        wide = [a if isinstance(a.type, ll.VectorType) else self.splat(a) for a in args]
+        zero = ll.Constant(vec(t), None)
+        wres = [b.select(lanes, r, zero) for r in warp_body(first, wide, lanes)]
+        wend = b.block
+        b.branch(join)
+        b.position_at_end(lane)
+        if isinstance(key.type, ll.VectorType):
+            lres = self.per_lane([key, *args], lane_body, nres, t)
+        else:  # no lane executes
+            lres = [zero] * len(wres)
+        lend = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        out = []
+        for x, y in zip(wres, lres, strict=True):
+            p = b.phi(x.type)
+            p.add_incoming(x, wend)
+            p.add_incoming(y, lend)
+            out.append(p)
+        return out

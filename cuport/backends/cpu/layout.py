@@ -10,6 +10,7 @@ All offsets are in bytes; fields are naturally aligned.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass, field
 
 from ...isa.types import WARP  # noqa: F401 (lanes per warp, also the SIMD width of the generated code)
 
@@ -98,3 +99,40 @@ WS_EPOCH = 16  # u32 times the warp function was entered (releases waits at yiel
 WS_WAITING = 20  # u32 set by the runner: 1 = suspended at a barrier, 2 = at a yield
 WS_HEADER = 32
 YIELD_PERIOD = 64
+
+RESIDENT_SLOTS = 4  # blocks a worker holds at once when spinning warps may wait on others
+MAX_RESIDENT_SLOTS = 32  # the worker's mask of occupied slots is an i32
+
+
+@dataclass
+class CompiledKernelInfo:
+    """What the launcher needs to know about a compiled specialization (kept beside its
+    object in the disk cache; here, not in compiler.py, so that a run whose kernels come
+    from the cache does not import the compiler)."""
+
+    kernel: str
+    block: tuple[int, int, int]
+    nwarps: int
+    warp_state_bytes: int
+    local_window: int  # bytes per lane
+    static_shared: int
+    dyn_shared_offset: int
+    resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
+    local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
+    shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
+    global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable
+    host_symbols: list[str] = field(default_factory=list)  # runtime callbacks the object imports
+
+    def scratch_bytes(self, dyn_smem: int) -> int:
+        return self.shared_offset() + self.dyn_shared_offset + dyn_smem + 64
+
+    def shared_offset(self) -> int:
+        off = self.local_offset() + self.nwarps * WARP * self.local_window
+        a = max(self.shared_align, 256)
+        return (off + a - 1) // a * a
+
+    def local_offset(self) -> int:
+        """Where the lanes' local windows start in a block's scratch (which is page-aligned)."""
+        off = BLOCK_STATE_BYTES + self.nwarps * self.warp_state_bytes
+        a = max(self.local_align, 64)
+        return (off + a - 1) // a * a

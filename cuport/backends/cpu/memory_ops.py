@@ -136,13 +136,13 @@ def lane_pointers(em, mem: ir.Mem, space: str) -> ll.Value:
     return em.space_to_host(a, space)
 
 
-def _at_offsets(em, acc: Access, offsets: list[ll.Value]) -> list[ll.Value]:
+def _at_offsets(em, acc: Access, offsets: list[ll.Value], base: ll.Value | None = None) -> list[ll.Value]:
     """The host pointers of one plain element at each of `offsets` (bytes, i64 per lane)
-    from the access's address."""
+    from the access's address (or from its host pointer(s) `base`)."""
     if acc.order is not None or acc.volatile or len(acc.items) != 1:
         raise em.error("internal: per-lane offsets of an access that is not one plain element")
     b = em.b
-    ptrs = em.address(acc.mem, acc.space)
+    ptrs = em.address(acc.mem, acc.space) if base is None else base
     out = []
     for offset in offsets:
         base = ptrs
@@ -165,18 +165,36 @@ def _run_leaders(em, ptrs: ll.Value, runs: int) -> list[ll.Value]:
     return [em.b.extract_element(ptrs, ll.Constant(I32, j * runs)) for j in range(L.WARP // runs)]
 
 
-def _outlined_gathers(em, ptrs: list[ll.Value], et: ll.Type, size: int) -> list[ll.Value]:
-    """Masked gathers of `ptrs` in a function of the module: LLVM makes a gather of 8- or
-    16-bit elements 32 scalar loads, each behind its lane's test (a column-major wmma
-    fragment: a kernel with hundreds of them compiled for minutes)."""
-    vt = vec(et)
+class Elements:
+    """isa/api.py's Elements inside an outline_access function: the access's element at
+    offsets from the host pointer(s) `base`, the function's parameter (lane_ops.py)."""
 
-    def gathers(args: list[ll.Value]) -> list[ll.Value]:
-        mask = args[-1]
-        return [em.intrinsic("llvm.masked.gather", [p, ll.Constant(I32, size), mask, ll.Constant(vt, None)],
-                             overload=[vt, vec(PTR)], ret=vt) for p in args[:-1]]
+    def __init__(self, em, acc: Access, base: ll.Value) -> None:
+        self.em, self.acc, self.base = em, acc, base
 
-    return em.outline(f"gather.{et}.x{len(ptrs)}", [*ptrs, em.exec_mask_vec()], gathers)
+    def load(self, offsets: list[ll.Value], runs: int = 0) -> list[ll.Value]:
+        return load_at(self.em, _at_offsets(self.em, self.acc, offsets, self.base), self.acc, runs)
+
+    def store(self, vals: list[ll.Value], offsets: list[ll.Value], runs: int = 0) -> None:
+        store_at(self.em, vals, _at_offsets(self.em, self.acc, offsets, self.base), self.acc, runs)
+
+
+def load_at(em, ptrs: list[ll.Value], acc: Access, runs: int = 0) -> list[ll.Value]:
+    """The element of `acc` at each of `ptrs` (lanes contiguous in `runs`): vector loads of
+    the runs, else gathers (LLVM makes a gather of 8- or 16-bit elements 32 scalar loads,
+    each behind its lane's test; wmma's loads are built once per module, outline_access)."""
+    et, size = bits_type(acc.t), acc.size
+    if _vector_runs(em, ptrs, runs):
+        return [em._segment_load(_run_leaders(em, p, runs), et, size, "contiguous", runs) for p in ptrs]
+    return [em.load(p, et, size) for p in ptrs]
+
+
+def store_at(em, vals: list[ll.Value], ptrs: list[ll.Value], acc: Access, runs: int = 0) -> None:
+    for v, p in zip(vals, ptrs, strict=True):
+        if _vector_runs(em, ptrs, runs):
+            em._segment_store(_run_leaders(em, p, runs), v, acc.size, runs)
+        else:
+            em.store(p, v, acc.size)
 
 
 def load_elements(em, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
@@ -187,12 +205,7 @@ def load_elements(em, acc: Access, offsets: list[ll.Value] | None = None, runs: 
     et = bits_type(t)
     b = em.b
     if offsets is not None:
-        ptrs = _at_offsets(em, acc, offsets)
-        if _vector_runs(em, ptrs, runs):
-            return [em._segment_load(_run_leaders(em, p, runs), et, size, "contiguous", runs) for p in ptrs]
-        if em.vec and len(ptrs) > 1 and isinstance(ptrs[0].type, ll.VectorType):
-            return _outlined_gathers(em, ptrs, et, size)
-        return [em.load(p, et, size) for p in ptrs]
+        return load_at(em, _at_offsets(em, acc, offsets), acc, runs)
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         # plain: the emitter picks gathers, vector loads of contiguous runs, or one load
         ptrs = em.address(mem, space, size)
@@ -224,12 +237,7 @@ def store_elements(em, acc: Access, vals: list[ll.Value], offsets: list[ll.Value
     b = em.b
     del t
     if offsets is not None:
-        ptrs = _at_offsets(em, acc, offsets)
-        for v, p in zip(vals, ptrs, strict=True):
-            if _vector_runs(em, ptrs, runs):
-                em._segment_store(_run_leaders(em, p, runs), v, size, runs)
-            else:
-                em.store(p, v, size)
+        store_at(em, vals, _at_offsets(em, acc, offsets), acc, runs)
         return
     if order is None and (not volatile or space in BLOCK_PRIVATE):
         ptrs = em.address(mem, space, size)

@@ -102,7 +102,8 @@ class WarpOps:
     def warp_reads(self, values: ll.Value, srcs: list[ll.Value]) -> list[ll.Value]:
         """warp_read from each of `srcs`. Constant sources whose lanes read in runs of 8 or
         more from one lane (wmma's rows of a) are broadcast loads of the value's element
-        from a stack copy: cheaper than the shuffles LLVM makes of such masks."""
+        from a stack copy: cheaper than the shuffles LLVM makes of such masks, where it
+        keeps the copy in memory (floats: _keep_in_memory)."""
         b = self.b
         copy = None
         out = []
@@ -113,7 +114,9 @@ class WarpOps:
                 continue
             if copy is None:
                 copy = self.entry_alloca(values.type, "xlane_copy")
-                b.store(values, copy).volatile = True  # a copy LLVM keeps in memory
+                b.store(values, copy)
+                if not isinstance(values.type.element, ll.IntType):
+                    _keep_in_memory(b, copy)
             et = values.type.element
             parts = []
             for lane, n in runs:
@@ -147,6 +150,17 @@ class WarpOps:
 
         (out,) = for_each_lane(self, part, [zero], body)
         return out
+
+
+def _keep_in_memory(b: ll.IRBuilder, p: ll.Value) -> None:
+    """An empty asm that may change memory at `p`: LLVM then reads the floats stored there
+    from memory, which x86 folds into the FMAs that use them as broadcast operands (wmma.mma
+    f16: 256 FMAs and 500 shuffles -> 256 FMAs; cudaTensorCoreGemm's kernel -15%), instead
+    of forwarding the stored vector into shuffles (llvmlite 0.50 writes no volatile accesses).
+    Not integers: LLVM merges their loads into vector loads and shuffles, and multiplies
+    that no longer wait for them crowd the registers (immaTensorCoreGemm's kernel +25%)."""
+    asm = ll.InlineAsm(ll.FunctionType(ll.VoidType(), [PTR]), "", "r,~{memory}", side_effect=True)
+    b.call(asm, [p])
 
 
 def _runs(src: ll.Value) -> list[tuple[int, int]] | None:

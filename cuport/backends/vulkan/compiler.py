@@ -21,8 +21,9 @@ from ...passes.params import forward_params
 from ...passes.yields import observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
+from .layout import PUSH
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
-from .spirv.translate import FloatModes, TranslateError  # noqa: F401 (DeviceCaps.float_modes)
+from .spirv.translate import FloatModes, LoopMarks, TranslateError  # noqa: F401 (DeviceCaps.float_modes)
 from .spirv.translate import translate as to_spirv
 
 
@@ -146,21 +147,24 @@ def layout(c: Compilation) -> Compilation:
 def lower(c: Compilation) -> Compilation:
     em = VulkanEmitter(c.plan)
     c.llmod = em.emit()
-    c.notes["emitter"] = em  # for count_trips
+    c.notes["emitter"] = em  # for mark_loops
     return c
 
 
-def count_trips(c: Compilation) -> Compilation:
+def mark_loops(c: Compilation) -> Compilation:
     if c.caps.loop_iteration_limit:
         from . import loops
 
-        c.notes["counted_back_edges"] = loops.count_trips(c.notes["emitter"], c.caps.loop_iteration_limit)
+        c.notes["loop_lines"] = loops.mark_loops(c.notes["emitter"])
     return c
 
 
 def translate(c: Compilation) -> Compilation:
+    marks = None
+    if "loop_lines" in c.notes:
+        marks = LoopMarks(c.notes["loop_lines"], PUSH["pad"][0])
     try:
-        c.shader = to_spirv(c.llmod, "main", c.plan.local_size, c.caps.float_modes())
+        c.shader = to_spirv(c.llmod, "main", c.plan.local_size, c.caps.float_modes(), marks)
     except TranslateError as e:
         raise UnsupportedError(f"internal: SPIR-V translation of {c.kernel} failed: {e}",
                                e.ptx_line or 0) from e
@@ -193,10 +197,13 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
                                  "threads of a block, where the device cannot run them"),
     ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
-    ("count_trips", count_trips, "needs the lowered function, and the emitter for its launch "
-                                 "failures: where the driver ends long loops early (quirks.py), "
-                                 "a launch whose loops it cut short fails (loops.py)"),
-    ("translate", translate, "cuport's own SPIR-V, control flow structured"),
+    ("mark_loops", mark_loops, "needs the lowered function, and the emitter for its launch "
+                               "failures: where the driver ends long loops early (quirks.py), "
+                               "spin loops wait on each trip and each loop gets a PTX line "
+                               "(loops.py)"),
+    ("translate", translate, "cuport's own SPIR-V, control flow structured; where the driver "
+                             "ends long loops early, every loop marked so that a launch whose "
+                             "loops it cut short fails (translate.LoopMarks)"),
 ]
 
 
@@ -222,7 +229,7 @@ def dump(c: Compilation, step: str) -> str:
                 f"local {p.local_offsets} bytes={p.local_bytes}"
                 f"{' in device memory (slices.py)' if p.local_in_memory else ''}\nparams {p.kernel_param_offsets}\n"
                 f"globals {p.global_index}")
-    if step in ("lower", "count_trips"):
+    if step in ("lower", "mark_loops"):
         return str(c.llmod)
     if step == "translate":
         import subprocess  # noqa: PLC0415 (debug output only)

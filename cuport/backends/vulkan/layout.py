@@ -66,8 +66,9 @@ ERROR_NAMES = {
     ERR_ILLEGAL_ADDRESS: "illegal address",
     ERR_MISALIGNED: "misaligned address",
     ERR_LOOP_LIMIT: "a thread's loops ran longer than this Vulkan driver lets a shader loop "
-                    "(lavapipe ends them after 65535 iterations in all, so the results would "
-                    "be wrong; backends/vulkan/loops.py)",
+                    "(lavapipe ends a loop early once the 8 threads it runs together have made "
+                    "65535 loop passes in all, so the results would be wrong; "
+                    "backends/vulkan/loops.py)",
     ERR_STACK: "the per-thread stack overflowed (deep recursion)",  # arg: the stack's bytes
     ERR_ILLEGAL_INSTRUCTION: "illegal instruction",
 }

@@ -1,24 +1,44 @@
-"""Loops on drivers with a loop-iteration budget (quirks.py: lavapipe).
+"""Loops on drivers with a loop budget (quirks.py: lavapipe).
 
-lavapipe ends the loops of a shader invocation without a word once they have taken 65535
-back edges *in all* (gallivm's one loop limiter per shader function, set at its start and
-counted down by every loop's back edge): a long grid-stride loop or a spin wait for another
-block silently stops early. Nesting loops does not help (measured: the count is shared),
-so cuport does two things there (only where the probe measured a budget):
+lavapipe (Mesa 22.3's gallivm) ends a shader's loops without a word once it has spent
+65535 loop passes *in all*: one limiter per shader invocation group (8 invocations, a
+subgroup: each runs as one coroutine), set once at its start and decremented at the end of
+every pass of every loop (lp_bld_ir_common.c, lp_exec_endloop), the pass that leaves the
+loop included; when it reaches 0, every loop the group is in ends at the end of its pass,
+the lanes that were going round again included. Its control flow is masked, not branched
+(lp_exec_mask_cond_push), so a loop that no lane of the group enters still makes its one
+pass, and a loop runs as many passes as its longest-running lane needs. Measured here with
+cuport's own checks off (an outer loop of 100000 trips around an inner loop), the outer
+loop stopped at: 65536 with nothing inside; 32768 with an inner loop that exits in its first
+pass, run by one lane or by none (behind a branch no lane takes); 21845 with two passes of
+it; 7282 where lane t of 8 makes t + 1 passes (the group pays the longest: 9 a trip). A
+kernel's loop budget is therefore not what one thread counts: the spin loop of a grid
+sync that never waits (one block) still costs a pass per sync; libcudadevrt's
+`rows` kernel (tests/driver/c/cg_devrt.cu), whose loop nvcc unrolls four times, went wrong
+silently at 52429 rows (5 passes per 4 rows), the inline grid.sync() version at 32768 (2
+per row). NIR also rewrites loops (unrolling, peeling) before the limiter is placed, so no
+count kept in the SPIR-V can match the driver's exactly.
 
-- each back edge of a loop that waits for another thread (its body holds an atomic, an
-  ordered or volatile load, a fence, an mbarrier test: passes/yields.py) first spends
-  about 14 us in SPIN_DIVISIONS dependent vector divisions (measured on this machine's
-  lavapipe; the spin loop of cooperative groups' grid.sync() and flag waits are such
-  loops), so that a wait may last about 65535 x 14 us = 0.9 s in all before the budget
-  is spent, and the thread still sees the awaited value within 14 us. (Nothing shorter
-  gives a loop-free delay there: each division step costs compile time, 1 s for these.)
-- `count_trips` (the emitted function): every back edge counts in a per-invocation
-  counter, and the invocation that reaches the budget records a launch failure
-  (ERR_LOOP_LIMIT), so a launch whose loops the driver cut short fails loudly instead of
-  returning wrong results. The driver counts per group of invocations run together (8
-  on lavapipe), which can be ahead of one invocation's count when the group's lanes take
-  different loops; the check is exact where they loop together.
+So cuport does not count; it notices the cut (translate.LoopMarks): before each branch to a
+loop's continue target an invocation marks the loop, before each branch out of the loop it
+clears the mark, and at the loop's merge block a mark still set means that the invocation
+arrived there without leaving the loop: the driver ended the loop early. The first such
+loop's PTX line is noted, and the thread records the launch failure (ERR_LOOP_LIMIT) when
+it ends or before it records any other failure (lower.py report_fault), since once a loop
+is cut short what follows, a trap the thread then reaches included, is made of wrong
+values. A launch whose loops all finish (however many passes they took) runs as it would
+without the marks; one the driver cut fails, naming the loop. (One the driver cut in the
+very pass its loop was to end may fail with right results: NIR may rotate a loop so that
+its exit test opens the next pass, which the driver no longer runs; measured: a loop of
+exactly 65536 trips alone.) What the marks cost, a tight loop on lavapipe: DESIGN.md.
+
+Each back edge of a loop that waits for another thread (its body holds an atomic, an
+ordered or volatile load, a fence, an mbarrier test: passes/yields.py) first spends about
+14 us in SPIN_DIVISIONS dependent vector divisions (measured on this machine's lavapipe;
+the spin loop of cooperative groups' grid.sync() and flag waits are such loops), so that a
+wait may last about 65535 x 14 us = 0.9 s in all before the budget is spent, and the thread
+still sees the awaited value within 14 us. (Nothing shorter gives a loop-free delay there:
+each division step costs compile time, 1 s for these.)
 """
 
 from __future__ import annotations
@@ -26,7 +46,6 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ...passes.yields import observes_others
-from ...ptx import ir
 from . import layout as V
 
 #: <4 x i64> divisions on each back edge of a spin loop, so that a wait spends the budget slowly
@@ -97,10 +116,10 @@ def _delay(em, seed: ll.Value) -> None:
         em.record_failure(V.ERR_LOOP_LIMIT)
 
 
-def count_trips(em, limit: int) -> int:
-    """Count the back edges of the emitter's function (see the module docstring); the
-    number of back edges instrumented. Back edges into headers with phi nodes (the isa
-    helpers' compare-and-swap and lane loops) count too: they spend the same budget."""
+def mark_loops(em) -> dict[ll.Block, int]:
+    """Delay the back edges of spin loops (see the module docstring) and name each loop of
+    the emitter's function by a PTX line, that of its (last) back edge's branch: the map
+    from loop header to line that translate.LoopMarks reports a cut loop by."""
     fn = em.llfn
     blocks = list(fn.blocks)
     preds: dict = {b: [] for b in blocks}
@@ -109,29 +128,26 @@ def count_trips(em, limit: int) -> int:
             preds[s].append(b)
     dom = _dominators(blocks, preds)
     edges = [(p, h) for h in blocks for p in preds[h] if h in dom[p]]
-    if not edges:
-        return 0
+    em.push("pad")  # the marks' index (translate.LoopMarks), read where it is declared
+    lines: dict[ll.Block, int] = {}
+    for p, h in edges:
+        lines[h] = max(lines.get(h, 0), em.block_lines.get(p, 0))
     spins = _spin_headers(em)
-    trips = em.entry_alloca(I32, "trips")
+    if not any(h in spins for _, h in edges):
+        return lines
+    count = em.entry_alloca(I32, "spins")  # the delays' seed: a value that changes every trip
     eb = ll.IRBuilder(fn.entry_basic_block)
     eb.position_before(fn.entry_basic_block.terminator)
-    eb.store(ll.Constant(I32, 0), trips)
-    ptx_block = dict(zip(em.llblocks, em.blocks, strict=True))
+    eb.store(ll.Constant(I32, 0), count)
     saved_b, saved_ins = em.b, em.ins
     try:
-        for k, (p, h) in enumerate(edges):
-            # the failure names the PTX line that ends the latch's block, when it is a PTX block
-            blk = ptx_block.get(p)
-            line = (blk.term or blk.instrs[-1]).line if blk is not None and blk.instrs else 0
-            em.ins = ir.Instr("bra", (), [], line=line)
-            step = fn.append_basic_block(f"trip{k}")
+        for k, (p, h) in enumerate((p, h) for p, h in edges if h in spins):
+            step = fn.append_basic_block(f"spin{k}")
             b = em.b = ll.IRBuilder(step)
-            n = b.add(b.load(trips, typ=I32), ll.Constant(I32, 1))
-            b.store(n, trips)
-            with b.if_then(b.icmp_unsigned(">=", n, ll.Constant(I32, limit)), likely=False):
-                em.record_failure(V.ERR_LOOP_LIMIT)
-            if h in spins:
-                _delay(em, n)
+            em.ins = None
+            n = b.add(b.load(count, typ=I32), ll.Constant(I32, 1))
+            b.store(n, count)
+            _delay(em, n)
             last = b.block
             b.branch(h)
             for phi in (i for i in h.instructions if isinstance(i, ll.PhiInstr)):
@@ -139,4 +155,4 @@ def count_trips(em, limit: int) -> int:
             _retarget(p, h, step)
     finally:
         em.b, em.ins = saved_b, saved_ins
-    return len(edges)
+    return lines

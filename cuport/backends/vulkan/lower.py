@@ -33,7 +33,7 @@ from llvmlite import ir as ll
 
 from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.cluster import ONE_BLOCK_CLUSTER
-from ...isa.memory import Access, space_of
+from ...isa.memory import Access, InPlace, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
@@ -50,6 +50,7 @@ from .lower_async import needs_64bit_shared_words
 from .lower_sync import SyncOps, is_collective, with_visibility
 from .lower_texture import TextureOps
 from .slices import slice_bytes
+from .spirv.translate import LoopMarks
 
 SUBGROUP = 3  # SPIR-V Scope Subgroup
 WORKGROUP = 2
@@ -254,6 +255,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self.emulated = plan.caps.subgroup_size != 32
         self._fault: tuple[ll.Value, ll.Value] | None = None  # (line, address) noted (note_fault)
         self.last_error: ll.Value | None = None  # the thread's device-runtime error (lower_launch.py)
+        self.block_lines: dict[ll.Block, int] = {}  # the PTX line each block's code ends with (_lines)
 
     # ================================================================ the function
     def emit(self) -> ll.Module:
@@ -307,9 +309,22 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self.block = blk
         body = blk.instrs[:-1] if blk.term is not None else blk.instrs
         for ins in body:
+            at, n = b.block, len(self.llfn.blocks)
             self._emit_instr(ins)
+            self._lines(at, n, ins)
+        at, n = b.block, len(self.llfn.blocks)
         self.ins = blk.term
         self._emit_terminator(blk)
+        self._lines(at, n, blk.term or (body[-1] if body else None))
+
+    def _lines(self, at: ll.Block, n: int, ins: ir.Instr | None) -> None:
+        """Note `ins`'s PTX line for the block it was emitted into and those its lowering
+        made (from llfn.blocks[n]): each block ends up with the line of the last PTX
+        instruction emitted into it, which loops.py names a loop by."""
+        if ins is not None:
+            self.block_lines[at] = ins.line
+            for blk in self.llfn.blocks[n:]:
+                self.block_lines[blk] = ins.line
 
     def _guard(self, ins: ir.Instr) -> ll.Value:
         g = self.read_bits(ins.guard, "pred")
@@ -840,11 +855,19 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b.store(b.select(bad, address, b.load(addr_var)), addr_var)
 
     def report_fault(self) -> None:
-        """Record a noted wild access (note_fault), if any: at the thread's end, and before any
-        other failure of the thread is recorded (on a GPU the access would have ended it)."""
+        """Record a loop the driver ended early (loops.py), else a noted wild access
+        (note_fault), if any: at the thread's end, and before any other failure of the
+        thread is recorded (what a thread does after a cut loop is made of wrong values; on
+        a GPU a wild access would have ended it)."""
+        b = self.b
+        if self.plan.caps.loop_iteration_limit:
+            cut = self.spv("loop_cut", I32, [])  # the loop's PTX line (translate.LoopMarks)
+            with b.if_then(b.icmp_unsigned("!=", cut, ll.Constant(I32, 0)), likely=False):
+                unknown = b.icmp_unsigned("==", cut, ll.Constant(I32, LoopMarks.NO_LINE))
+                line = b.select(unknown, ll.Constant(I32, 0), cut)
+                self.record_failure(V.ERR_LOOP_LIMIT, line=line, noted=True)
         if self._fault is None:
             return
-        b = self.b
         line_var, addr_var = self._fault
         noted = b.load(line_var)
         with b.if_then(b.icmp_unsigned("!=", noted, ll.Constant(I32, 0)), likely=False):
@@ -1034,8 +1057,15 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
     def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
         return body(args)  # SPIR-V has no calls: in place
 
+    def outline_access(self, key: str, acc: Access, args: list[ll.Value], body) -> list[ll.Value]:
+        return body(InPlace(self, acc), args)
+
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch
+
+    def per_warp(self, key: ll.Value, args: list[ll.Value], lane_body, warp_body, nres: int = 0,
+                 t: ll.Type | None = None) -> list[ll.Value]:
+        return lane_body([key, *args])  # one thread: its own texture object
 
     def emit_call(self, ins: ir.Instr) -> None:
         calls.lower_call(self, ins)

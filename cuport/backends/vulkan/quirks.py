@@ -1,11 +1,13 @@
 """Driver behaviour that differs from the Vulkan spec in ways cuport must work around,
 measured by one probe kernel when the device opens (never assumed from a driver's name).
 
-- A loop iteration limit: Mesa's llvmpipe (lavapipe) ends every loop after 65535
-  iterations without a word (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS, there to
-  keep a shader from hanging the process). A kernel's long loop (a grid-stride loop over a
-  large array, a spin wait for another block) would silently stop early; cuport then nests
-  every loop so that no loop runs that long in one go (loops.py).
+- A loop budget: Mesa's llvmpipe (lavapipe) ends a shader's loops without a word once
+  they have made 65535 passes in all (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS,
+  there to keep a shader from hanging the process). A kernel's long loop (a grid-stride
+  loop over a large array, a spin wait for another block) would silently stop early; cuport
+  then marks every loop so that a launch whose loops the driver cut short fails, and makes
+  spin loops wait on each trip (loops.py). The probe's count says only that there is a
+  budget (its loop stops early); what a kernel may spend is the driver's to count.
 - Memory barriers that act as workgroup barriers: on lavapipe (Mesa 22.3) a memory barrier
   (OpMemoryBarrier, or acquire/release semantics on an atomic or on a volatile access) is
   a point where the workgroup's invocations meet, like OpControlBarrier: in a loop that

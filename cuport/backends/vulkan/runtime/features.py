@@ -40,6 +40,8 @@ FEATURE_STRUCTS = (
                   extension="VK_KHR_shader_subgroup_uniform_control_flow"),
     FeatureStruct("VkPhysicalDeviceShaderSMBuiltinsFeaturesNV",
                   extension="VK_NV_shader_sm_builtins"),
+    FeatureStruct("VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR",
+                  extension="VK_KHR_pipeline_executable_properties"),
 )
 
 CORE10 = "VkPhysicalDeviceFeatures"  # VkPhysicalDeviceFeatures2.features
@@ -52,6 +54,7 @@ AF2 = "VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT"
 CLOCK = "VkPhysicalDeviceShaderClockFeaturesKHR"
 SUCF = "VkPhysicalDeviceShaderSubgroupUniformControlFlowFeaturesKHR"
 SMB = "VkPhysicalDeviceShaderSMBuiltinsFeaturesNV"
+PEP = "VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR"
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ FEATURES = (
             "the SubgroupUniformControlFlowKHR execution mode"),
     Feature("maintenance4", (V13,), WANTED, "LocalSizeId and maxBufferSize"),
     Feature("shaderSMBuiltins", (SMB,), WANTED, "%smid and %nsmid as the GPU's own"),
+    Feature("pipelineExecutableInfo", (PEP,), WANTED,
+            "the driver's statistics per kernel, such as its registers (CUPORT_VK_STATS=1)"),
 )
 
 # Device extensions enabled when present (features aside): what each gives cuport.

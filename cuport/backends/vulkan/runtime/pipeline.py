@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import exec_stats
 from .errors import Unsupported, VulkanError
 
 if TYPE_CHECKING:
@@ -153,8 +154,10 @@ class Pipelines:
             stage.pNext = required
         if full:
             stage.flags = lib.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
+        capture = exec_stats.wanted(self.dev)
         cpci = vk.new("VkComputePipelineCreateInfo", stage=stage[0], layout=layout[0],
-                      flags=lib.VK_PIPELINE_CREATE_DISPATCH_BASE_BIT)
+                      flags=lib.VK_PIPELINE_CREATE_DISPATCH_BASE_BIT
+                      | (lib.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR if capture else 0))
         keep = (stage, name, required)  # noqa: F841 (what cpci.stage points to stays alive)
         pipe = ffi.new("VkPipeline*")
         try:
@@ -164,6 +167,8 @@ class Pipelines:
             cmd.vkDestroyPipelineLayout(h, layout[0], ffi.NULL)
             cmd.vkDestroyShaderModule(h, mod[0], ffi.NULL)
             raise
+        if capture:
+            exec_stats.report(vk, self.dev, pipe[0], entry, local_size)
         return Pipeline(handle=pipe[0], layout=layout[0], module=mod[0], entry=entry,
                         local_size=local_size, push_size=push, required_subgroup_size=rss, key=key)
 

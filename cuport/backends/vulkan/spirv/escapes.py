@@ -4,6 +4,8 @@
   type, or uvec3 with a component selected);
 - `spv.push.<type>(i32 offset)`: a member of the push-constant block (built in
   translate._prescan from all such calls);
+- `spv.loop_cut.i32()`: the PTX line of the first loop the driver ended early in this
+  invocation, 0 if none (translate.LoopMarks; 0 where loops are not marked);
 - `spv.Op<Name>[.<anything>](args...)`: instruction Op<Name>, its operands after the result
   type and id in grammar order; the grammar says which arguments are <id>s (made from values,
   constants and pointers) and which are literals or enumerants (taken from constant
@@ -28,6 +30,8 @@ def call(tr, ins, name: str) -> None:
         _builtin(tr, ins, parts[2], parts[3] if len(parts) > 3 else None)
     elif parts[1] == "push":
         _push(tr, ins)
+    elif parts[1] == "loop_cut":
+        tr.loop_cut(ins)
     elif parts[1].startswith("Op"):
         spirv_op(tr, ins, parts[1])
     else:

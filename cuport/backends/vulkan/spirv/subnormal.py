@@ -15,6 +15,7 @@ an instruction says .ftz. The emulation, per operation, where its result would d
 - mul and fma: the hardware's result is right unless an operand is subnormal or the
   result is at most 2^-126 in magnitude with nonzero factors (a flushed tiny result);
   then a branch to an exact helper (fpmath's, whose significands never go subnormal).
+  The hot test leaves out "nonzero factors" (a rarely taken branch tests it: _guarded).
 - negate, abs: bit operations (as LLVM defines them).
 - comparisons: on the integers that order floats (sign and magnitude made two's
   complement, so that -0 == +0), NaN tested from the bits (always: NVIDIA's compiler
@@ -208,10 +209,11 @@ def fmul(tr, t: ll.Type, a: int, b: int) -> int:
         fast = tr.no_contract(tr.op(OP.OpFMul, u.ft, x, y))
         kx, ky = _key(u, x), _key(u, y)
         sub = u.cmp(OP.OpULessThan, u.umin(kx, ky), u.c(_SUB_KEY))
-        nonzero = u.cmp(OP.OpINotEqual, u.umax(kx, ky), u.c(_ZERO_KEY))
-        return tr.slow_path(u.lor(sub, u.land(_tiny(tr, u, fast), nonzero)), fast, u.ft,
-                            "cuport.subnormal.fmul", [x, y],
-                            lambda p, q: fpmath.mul_exact32(tr, p, q))
+
+        def nonzero():  # x and y nonzero: a zero key is the largest
+            return u.cmp(OP.OpINotEqual, u.umax(kx, ky), u.c(_ZERO_KEY))
+        return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fmul", [x, y],
+                        lambda p, q: fpmath.mul_exact32(tr, p, q))
     return _scalarised(tr, t, (a, b), one)
 
 
@@ -227,16 +229,25 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     def one(x, y, z):
         u = _U(tr)
         fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
-        # (testing exponent fields alone is cheaper but sends zero operands down the slow
-        # path: on the H200 that made bench/gpu's sgemm, whose matrices hold zeros, 2.7x slower)
         kx, ky, kz = _key(u, x), _key(u, y), _key(u, z)
         sub = u.cmp(OP.OpULessThan, u.umin(u.umin(kx, ky), kz), u.c(_SUB_KEY))
-        # (x and y nonzero) or z nonzero: a zero key is the largest
-        nonzero = u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
-        return tr.slow_path(u.lor(sub, u.land(_tiny(tr, u, fast), nonzero)), fast, u.ft,
-                            "cuport.subnormal.fma", [x, y, z],
-                            lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
+
+        def nonzero():  # (x and y nonzero) or z nonzero: a zero key is the largest
+            return u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
+        return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fma", [x, y, z],
+                        lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
     return _scalarised(tr, t, (a, b, c), one)
+
+
+def _guarded(tr, u: _U, sub: int, fast: int, nonzero, key: str, args: list[int], exact) -> int:
+    """The device's `fast` product (or fma), or the exact helper's where an operand is
+    subnormal (`sub`) or the result is tiny with a nonzero exact value. Two levels: the
+    hot test is `sub` or |fast| <= 2^-126 alone, and only inside that rare branch does
+    `nonzero()` tell a true zero (x * 0 + 0, common in matrices that hold zeros) from a
+    flushed one, so that zeros cost a branch and not the exact helper."""
+    def tiny_or_sub():
+        return tr.slow_path(u.lor(sub, nonzero()), fast, u.ft, key, args, exact)
+    return tr.rare(u.lor(sub, _tiny(tr, u, fast)), fast, u.ft, tiny_or_sub)
 
 
 # The tests of mul and fma are per operation in the hottest loops (sgemm's), so they are

@@ -108,15 +108,34 @@ class FloatModes:
     simulate_flush32: bool = False
 
 
+@dataclass(frozen=True)
+class LoopMarks:
+    """Marks that tell a loop the driver ended early (backends/vulkan/loops.py): before each
+    branch to a loop's continue target an invocation stores the loop's PTX line (`lines`:
+    by the LLVM block heading the loop; NO_LINE where none is known), before each branch
+    to its merge block 0; at the merge, a mark still set means the invocation arrived
+    there without leaving the loop, and the first such mark is kept (`spv.loop_cut` reads
+    it). The mark is element `zero` of a two-element Private array, `zero` read from the
+    push-constant member at byte offset `zero_push` (0 at run time): a plain variable is
+    promoted to SSA form by the driver's compiler, which then proves it 0 at the merge
+    (every exit of the loop stores 0) and drops the check (measured on lavapipe: the cut
+    went unnoticed)."""
+
+    lines: dict
+    zero_push: int
+
+    NO_LINE = 0xFFFFFFFF  # the mark of a loop whose PTX line is not known
+
+
 def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
-              float_modes: FloatModes = FloatModes()) -> Shader:
+              float_modes: FloatModes = FloatModes(), loop_marks: LoopMarks | None = None) -> Shader:
     """Translate function `entry` of `module` into a SPIR-V compute shader."""
     fn = module.globals.get(entry)
     if not isinstance(fn, ll.Function) or not fn.blocks:
         raise TranslateError(f"no defined function @{entry} in the module")
     if not isinstance(fn.function_type.return_type, ll.VoidType) or fn.args:
         raise TranslateError(f"@{entry} must be `void @{entry}()`")
-    return _Translator(module, fn, tuple(local_size), float_modes).run()
+    return _Translator(module, fn, tuple(local_size), float_modes, loop_marks).run()
 
 
 # ---------------------------------------------------------------------- helpers
@@ -198,15 +217,17 @@ class _SBlock:
 
 
 class _Breakable:
-    __slots__ = ("merge", "cont", "is_loop")
+    __slots__ = ("merge", "cont", "is_loop", "line")
 
-    def __init__(self, merge: _SBlock, cont: _SBlock, is_loop: bool):
+    def __init__(self, merge: _SBlock, cont: _SBlock, is_loop: bool, line: int | None):
         self.merge, self.cont, self.is_loop = merge, cont, is_loop
+        self.line = line  # the loop's mark (LoopMarks), None where loops are not marked
 
 
 # ---------------------------------------------------------------------- the translator
 class _Translator:
-    def __init__(self, module: ll.Module, fn: ll.Function, local_size, float_modes: FloatModes):
+    def __init__(self, module: ll.Module, fn: ll.Function, local_size, float_modes: FloatModes,
+                 loop_marks: LoopMarks | None = None):
         self.llmod = module
         self.fn = fn
         self.local_size = local_size
@@ -247,6 +268,8 @@ class _Translator:
         self.t_bool = m.t_bool()
         self._sim = float_modes.simulate_flush32
         self._sim_raw: dict[int, int] = {}  # flushed result -> the instruction's own (simulation)
+        self.loop_marks = loop_marks
+        self._mark_vars: tuple[int, int] | None = None  # (the marks array, the noted line)
 
     # ------------------------------------------------------------------ errors
     def error(self, message: str, ins=None) -> TranslateError:
@@ -399,6 +422,12 @@ class _Translator:
         """`fast`, or where `cond` holds, helper function `key` (made by `build`, see
         call_helper) called on `args` (first passed through `prepare(args)` in the branch):
         a selection construct around the call, so that the rare case costs only a branch."""
+        return self.rare(cond, fast, rtype, lambda: self.call_helper(
+            key, rtype, args if prepare is None else prepare(args), build))
+
+    def rare(self, cond: int, fast: int, rtype: int, body) -> int:
+        """`fast`, or where `cond` holds, what `body()` emits inside the branch (it may
+        open selections of its own): a selection construct marked rarely taken."""
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
@@ -407,9 +436,7 @@ class _Translator:
         after.preds.append(head)
         self.cur = None
         self.start(then)
-        if prepare is not None:
-            args = prepare(args)
-        slow = self.call_helper(key, rtype, args, build)
+        slow = body()
         end = self.cur
         self.branch(after)
         self.start(after)
@@ -776,11 +803,16 @@ class _Translator:
                     self.emit_loop(node, t is st.Loop)
         elif t is st.Break:
             if self.cur is not None:
-                self.branch(self.breakables[-1].merge)
+                b = self.breakables[-1]
+                if b.line is not None:
+                    self._mark(0)
+                self.branch(b.merge)
         elif t is st.Continue:
             if self.cur is not None:
                 b = self.breakables[-1]
                 assert b.is_loop, "continue inside a once-only loop"
+                if b.line is not None:
+                    self._mark(b.line)
                 self.branch(b.cont)
         elif t is st.SetDest:
             if self.cur is not None:
@@ -866,9 +898,14 @@ class _Translator:
         self.stmt(OP.OpLoopMerge, merge.label, cont.label, 0)
         self.branch(body)
         self.start(body)
-        self.breakables.append(_Breakable(merge, cont, is_loop))
+        line = None  # a once-only loop ends every pass: the driver cannot end it early
+        if is_loop and self.loop_marks is not None:
+            line = self.loop_marks.lines.get(self.llblocks[node.header]) or LoopMarks.NO_LINE
+        self.breakables.append(_Breakable(merge, cont, is_loop, line))
         self.emit(node.body)
         if self.cur is not None:
+            if line is not None:
+                self._mark(line)
             self.branch(cont if is_loop else merge)
         self.breakables.pop()
         if cont.preds:
@@ -881,6 +918,8 @@ class _Translator:
             self.cur = None
             return
         self.start(merge)
+        if line is not None:
+            self._note_cut()
         for value, acts in node.dispatch.items():
             if self.cur is None:
                 break
@@ -898,6 +937,49 @@ class _Translator:
             if self.cur is not None:
                 self.branch(after)
             self.start(after)
+
+    # ------------------------------------------------------------------ loop marks
+    def _marks(self) -> tuple[int, int]:
+        """The Private variables of LoopMarks: the marks (two u32) and the noted line."""
+        if self._mark_vars is None:
+            m = self.m
+            arr = m.t_array(self.t_i32, 2)
+            marks = m.global_variable(self.ptr_type("Private", arr), "Private", m.const_null(arr))
+            noted = m.global_variable(self.ptr_type("Private", self.t_i32), "Private", self.cint(0))
+            m.name(marks, "cuport.loop_marks")
+            m.name(noted, "cuport.loop_cut")
+            self.interface[marks] = self.interface[noted] = None
+            self._mark_vars = (marks, noted)
+        return self._mark_vars
+
+    def _mark_ptr(self) -> int:
+        if self.loop_marks.zero_push not in self.push_members:
+            raise TranslateError("loop marks: no push constant at byte offset "
+                                 f"{self.loop_marks.zero_push} (the emitter reads it)")
+        member, t = self.push_members[self.loop_marks.zero_push]
+        pc = self.op(OP.OpAccessChain, self.ptr_type("PushConstant", self.ty(t)), self.push_var, self.cint(member))
+        zero = self.op(OP.OpLoad, self.ty(t), pc)
+        return self.op(OP.OpAccessChain, self.ptr_type("Private", self.t_i32), self._marks()[0], zero)
+
+    def _mark(self, line: int) -> None:
+        self.stmt(OP.OpStore, self._mark_ptr(), self.cint(line))
+
+    def _note_cut(self) -> None:
+        """At a loop's merge: keep the mark of an invocation the driver let out of the loop
+        (the first one)."""
+        noted = self._marks()[1]
+        mark = self.op(OP.OpLoad, self.t_i32, self._mark_ptr())
+        old = self.op(OP.OpLoad, self.t_i32, noted)
+        none = self.op(OP.OpIEqual, self.t_bool, old, self.cint(0))
+        self.stmt(OP.OpStore, noted, self.op(OP.OpSelect, self.t_i32, none, mark, old))
+
+    def loop_cut(self, ins) -> None:
+        """`spv.loop_cut.i32()`: the mark of the first loop the driver ended early in this
+        invocation (LoopMarks: its PTX line, or NO_LINE), else 0."""
+        if self.loop_marks is None:
+            self.define(ins, self.cint(0))
+            return
+        self.define(ins, self.op(OP.OpLoad, self.t_i32, self._marks()[1]))
 
     # ------------------------------------------------------------------ blocks' code
     def code(self, b: int) -> None:

@@ -1,0 +1,165 @@
+"""LLVM IR written once for one thread or for the lanes of a warp together.
+
+The texture unit (texture_sampler.py) is generated from the same Python code in two shapes:
+per thread, every value a scalar (the Vulkan backend, and a CPU warp whose lanes sample
+different textures), and per warp, what varies between lanes a `<N x T>` vector while what
+one descriptor says stays scalar (the CPU backend: decisions on a texture's format and
+modes then stay branches the whole warp takes once). `LaneBuilder` is llvmlite's IRBuilder
+whose operations take scalars and vectors alike, splatting a scalar where it meets a
+vector, and whose loads through a vector of addresses are gathers of the executing lanes.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from .types import I1, I32, I64, PTR, mangle, vec
+
+_BINARY = ("add", "sub", "mul", "and_", "or_", "xor", "shl", "lshr", "ashr", "sdiv", "udiv",
+           "srem", "urem", "fadd", "fsub", "fmul", "fdiv")
+_CASTS = ("zext", "sext", "trunc", "fpext", "fptrunc", "uitofp", "sitofp", "fptosi", "fptoui",
+          "bitcast", "inttoptr", "ptrtoint")
+
+
+def lanes_of(v: ll.Value) -> int:
+    """1 for a scalar, N for an <N x T> vector."""
+    return v.type.count if isinstance(v.type, ll.VectorType) else 1
+
+
+def scalar_type(t: ll.Type) -> ll.Type:
+    return t.element if isinstance(t, ll.VectorType) else t
+
+
+class LaneBuilder:
+    """An IRBuilder for values of one lane or of `lanes` lanes (see the module docstring).
+    `mask` (<lanes x i1>, None per thread) is the lanes that execute: gathers read only
+    those. Everything not defined here (blocks, branches, phis, calls, stores) is the
+    IRBuilder's own."""
+
+    def __init__(self, b: ll.IRBuilder, lanes: int = 1, mask: ll.Value | None = None) -> None:
+        self.ir = b
+        self.lanes = lanes
+        self.mask = mask
+
+    def __getattr__(self, name: str):
+        return getattr(self.ir, name)
+
+    # -- shapes
+    def splat(self, v: ll.Value, n: int | None = None) -> ll.Value:
+        """A scalar as a vector of n (default: the builder's) lanes; a vector as it is."""
+        n = n or self.lanes
+        if lanes_of(v) == n or n == 1:
+            return v
+        t = vec(v.type, n)
+        if isinstance(v, ll.Constant) and not isinstance(v.constant, (list, type(None))) \
+                and not isinstance(v.type, ll.PointerType):
+            return ll.Constant(t, [v.constant] * n)
+        undef = ll.Constant(t, ll.Undefined)
+        one = self.ir.insert_element(undef, v, ll.Constant(I32, 0))
+        return self.ir.shuffle_vector(one, undef, ll.Constant(vec(I32, n), [0] * n))
+
+    def like(self, *vals: ll.Value) -> list[ll.Value]:
+        """The values at the width of the widest of them."""
+        n = max(lanes_of(v) for v in vals)
+        return [self.splat(v, n) for v in vals]
+
+    def type_of(self, t: ll.Type, n: int) -> ll.Type:
+        return vec(t, n) if n > 1 else t
+
+    def any(self, c: ll.Value) -> ll.Value:
+        """Whether an i1 holds in any lane (of the executing ones where there is a mask)."""
+        if lanes_of(c) == 1:
+            return c
+        n = lanes_of(c)
+        if self.mask is not None:  # a select: a lane that does not execute may hold poison
+            c = self.ir.select(self.mask, c, ll.Constant(c.type, [0] * n))
+        bits = self.ir.bitcast(c, ll.IntType(n))
+        return self.ir.icmp_unsigned("!=", bits, ll.Constant(ll.IntType(n), 0))
+
+    # -- arithmetic
+    def icmp_signed(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        return self.ir.icmp_signed(op, *self.like(x, y), name=name)
+
+    def icmp_unsigned(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        return self.ir.icmp_unsigned(op, *self.like(x, y), name=name)
+
+    def fcmp_ordered(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        return self.ir.fcmp_ordered(op, *self.like(x, y), name=name)
+
+    def fcmp_unordered(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        return self.ir.fcmp_unordered(op, *self.like(x, y), name=name)
+
+    def select(self, c: ll.Value, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        """A scalar condition picks whole values; a vector one lane by lane."""
+        n = max(lanes_of(x), lanes_of(y), lanes_of(c))
+        x, y = self.splat(x, n), self.splat(y, n)
+        return self.ir.select(c, x, y, name=name)
+
+    def intrinsic(self, name: str, args: list[ll.Value], ret: ll.Type, overload_ret: bool = False,
+                  immediate: tuple[ll.Value, ...] = ()) -> ll.Value:
+        """llvm.`name` on args at a common width (then `immediate` arguments as they are),
+        mangled by the first argument's type (by the result's first where overload_ret)."""
+        args = self.like(*args)
+        n = lanes_of(args[0])
+        rt = self.type_of(ret, n)
+        full = name + (f".{mangle(rt)}" if overload_ret else "") + f".{mangle(args[0].type)}"
+        all_args = [*args, *immediate]
+        module = self.ir.module
+        try:
+            fn = module.get_global(full)
+        except KeyError:
+            fn = ll.Function(module, ll.FunctionType(rt, [a.type for a in all_args]), name=full)
+        return self.ir.call(fn, all_args)
+
+    # -- memory
+    def offset(self, base: ll.Value, off: ll.Value) -> ll.Value:
+        """The address `off` (i64) bytes past `base`: a pointer, or a vector of them where
+        either varies."""
+        if lanes_of(base) == 1 and lanes_of(off) == 1:
+            return self.ir.gep(base, [off], source_etype=ll.IntType(8))
+        n = max(lanes_of(base), lanes_of(off))
+        addr = self.add(self.ptrtoint(base, I64), off)
+        return self.ir.inttoptr(self.splat(addr, n), vec(PTR, n))
+
+    def load(self, ptr: ll.Value, name: str = "", align: int | None = None,
+             typ: ll.Type | None = None) -> ll.Value:
+        """A load, or a masked gather through a vector of addresses. A gather of 8- or 16-bit
+        integers (which the CPU cannot gather: LLVM would make them 32 scalar loads, each
+        behind its lane's test) gathers the 4-byte words that hold them, which lie in the
+        same page: a 16-bit element must not straddle two words (2-byte aligned)."""
+        if lanes_of(ptr) == 1:
+            return self.ir.load(ptr, name=name, align=align, typ=typ)
+        n = lanes_of(ptr)
+        if isinstance(typ, ll.IntType) and typ.width in (8, 16):
+            addr = self.ptrtoint(ptr, I64)
+            word = self.load(self.inttoptr(self.and_(addr, ll.Constant(I64, ~3)), PTR), typ=I32)
+            shift = self.trunc(self.shl(self.and_(addr, ll.Constant(I64, 3)), ll.Constant(I64, 3)), I32)
+            return self.trunc(self.lshr(word, shift), typ)
+        vt = vec(typ, n)
+        if align is None:
+            align = typ.width // 8 if isinstance(typ, ll.IntType) else 4
+        mask = self.mask if self.mask is not None else ll.Constant(vec(I1, n), [1] * n)
+        return self.intrinsic("llvm.masked.gather", [ptr], typ, overload_ret=True,
+                              immediate=(ll.Constant(I32, align), mask, ll.Constant(vt, None)))
+
+
+def _binary(op: str):
+    def fn(self: LaneBuilder, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        return getattr(self.ir, op)(*self.like(x, y), name=name)
+
+    fn.__name__ = op
+    return fn
+
+
+def _cast(op: str):
+    def fn(self: LaneBuilder, v: ll.Value, t: ll.Type, name: str = "") -> ll.Value:
+        return getattr(self.ir, op)(v, self.type_of(t, lanes_of(v)), name=name)
+
+    fn.__name__ = op
+    return fn
+
+
+for _op in _BINARY:
+    setattr(LaneBuilder, _op, _binary(_op))
+for _op in _CASTS:
+    setattr(LaneBuilder, _op, _cast(_op))
