@@ -102,10 +102,13 @@ def test_block_strides(ptx):
     assert _address_strides(ptx, "sgemm", (16, 16, 1)) == [0, 64, 64]
 
 
-def test_tile_rows_prefetch_blocks_ahead(ptx):
+def test_tile_rows_prefetch_blocks_ahead(ptx, monkeypatch):
     ahead = 64 * emit.PREFETCH_BLOCKS
     # the load's two runs (rows y and y + 1 of a warp), then the store's, for writing
     assert sorted(_prefetches(ptx, "tile_copy", (16, 16, 1))) == [(0, ahead)] * 2 + [(1, ahead)] * 2
+    monkeypatch.setenv("CUPORT_NO_PREFETCH", "1")
+    assert _prefetches(ptx, "tile_copy", (16, 16, 1)) == []
+    monkeypatch.delenv("CUPORT_NO_PREFETCH")
     # a warp's 32 lanes in one row: the CPU's own prefetchers follow it
     assert _prefetches(ptx, "tile_copy", (32, 8, 1)) == []
     assert _prefetches(ptx, "row_blocks", (16, 16, 1)) == []

@@ -39,7 +39,8 @@ AHEAD_MAX_KERNELS = 64
 
 #: environment variables that change the code a compile makes (sent with each job)
 CODE_ENV = ("CUPORT_CHECK_CONVERGENCE", "CUPORT_NO_YIELDS", "CUPORT_NO_OPT", "CUPORT_NO_FORMS",
-            "CUPORT_NO_REGION_LOOPS", "CUPORT_NO_INTERLEAVE", "CUPORT_NO_PREDICATE")
+            "CUPORT_NO_REGION_LOOPS", "CUPORT_NO_INTERLEAVE", "CUPORT_NO_PREDICATE",
+            "CUPORT_NO_PREFETCH")
 
 
 def worker_count() -> int:

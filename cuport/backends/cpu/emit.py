@@ -23,6 +23,7 @@ ISA families (cuport.isa.*) lower instructions through the small API of this cla
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -1851,7 +1852,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         stalled the warp (a third of jacobi's time)."""
         ins, f = self.ins, p.value.lanes
         if ins is None or ins.op not in ("ld", "ldu", "st") or "global" not in ins.mods or not (
-                DYN in (f.ky, f.iky) and p.seg < W):
+                DYN in (f.ky, f.iky) and p.seg < W) or os.environ.get("CUPORT_NO_PREFETCH") == "1":
             return
         mem = next((a for a in ins.args if isinstance(a, ir.Mem)), None)
         stride = self.block_strides.get(mem.base.name) if mem is not None and isinstance(mem.base, ir.Reg) else None
