@@ -58,7 +58,13 @@ from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
-from . import atomic_ops, jit, memory_ops, rounding
+from . import (
+    atomic_ops,
+    jit,
+    llvm_volatile,  # noqa: F401 (load/store volatile in the IR text)
+    memory_ops,
+    rounding,
+)
 from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
