@@ -13,6 +13,7 @@ Work runs on the plan's stream, on every core.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from dataclasses import dataclass
@@ -37,10 +38,12 @@ FORWARD, INVERSE = K["CUFFT_FORWARD"], K["CUFFT_INVERSE"]
 VERSION = K.get("CUFFT_VERSION", 12000)
 
 
+@functools.cache
 def _pocketfft():
     """scipy's pocketfft binding, which writes into a given output array; None where this
     scipy keeps it elsewhere (it is not public: SciPy 1.18 has no scipy.fft._pocketfft),
-    and then `transform` uses scipy.fft's public functions and copies their result."""
+    and then `transform` uses scipy.fft's public functions and copies their result. Looked
+    up once: a failed import is not cached by Python and would be retried at every exec."""
     try:
         from scipy.fft._pocketfft import pypocketfft
     except ImportError:
