@@ -714,6 +714,24 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
     return b.select(b.or_(nan, b.and_(pinf, ninf)), _i32(0x7FFFFFFF), word)
 
 
+def _filter_one(f: _Fn, v: ll.Value, half: ll.Value) -> ll.Value:
+    """_filter_float of one tap of weight 256, v (f32): for an f32 texture the texel itself
+    (its 24 bits truncate and round to themselves), but a denormal reads as a zero of its
+    sign and a NaN as 0x7fffffff; a half texture's taps (a border color may have more bits
+    than a half) go through _filter_float."""
+    b = f.b
+
+    def single() -> list[ll.Value]:
+        bits = b.bitcast(v, I32)
+        e = b.and_(b.lshr(bits, _i32(23)), _i32(0xFF))
+        nan = b.and_(b.icmp_unsigned("==", e, _i32(0xFF)),
+                     b.icmp_unsigned("!=", b.and_(bits, _i32(0x7FFFFF)), _i32(0)))
+        word = b.select(b.icmp_unsigned("==", e, _i32(0)), b.and_(bits, _i32(1 << 31)), bits)
+        return [b.select(nan, _i32(0x7FFFFFFF), word)]
+
+    return f.branch(half, lambda: [_filter_float(f, [(_i32(_FRAC), v)], half)], single)[0]
+
+
 def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
                  extra: list[ll.Value]) -> ll.Value:
     """_filter_float (kind "float", extra [half]) or _filter_int ("int", [scale, signed]) of
@@ -822,7 +840,9 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
 
-        def corners() -> list[tuple[ll.Value, list, list]]:
+        def corners(centred: bool) -> list[tuple[ll.Value, list, list]]:
+            if centred:  # the weights are 256 for the first corner, 0 for the others
+                return [(_i32(_FRAC), [ax[0][0] for ax in axes], [ax[0][1] for ax in axes])]
             weights = _corner_weights(f, [ax[2] for ax in axes])
             out = []
             for corner, w in weights.items():
@@ -835,13 +855,15 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
         for m in modes:
             filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
 
-        def filtered_float() -> list[ll.Value]:
+        def filtered_float(centred: bool) -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer, inline=True))
-                    for w, idx, ok in corners()]
+                    for w, idx, ok in corners(centred)]
             out = []
             for c in range(4):
                 def taken(c: int = c) -> list[ll.Value]:
+                    if centred:
+                        return [_filter_one(f, b.bitcast(taps[0][1][c], F32), half)]
                     return [_filter_call(f, "float", [(w, b.bitcast(v[c], F32)) for w, v in taps],
                                          [half])]
 
@@ -855,7 +877,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
                 out += f.branch(lacking, fill, taken) if c else taken()
             return out
 
-        def filtered_int() -> list[ll.Value]:
+        def filtered_int(centred: bool) -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
             for code, (raw_code, sc) in _INT_FILTER.items():
                 this = b.icmp_unsigned("==", decode, _i32(code))
@@ -863,7 +885,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
                 scale = b.select(this, _f32(float(sc)), scale)
             signed = b.fcmp_ordered("<", scale, _f32(40000.0))
             taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
-                    for w, idx, ok in corners()]
+                    for w, idx, ok in corners(centred)]
             out = []
             for c in range(4):
                 out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
@@ -876,7 +898,19 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
             integer = ll.Constant(I1, 0)
             for code in _INT_FILTER:
                 integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
-            return f.branch(integer, filtered_int, filtered_float)
+
+            def by_format(centred: bool) -> list[ll.Value]:
+                return f.branch(integer, lambda: filtered_int(centred),
+                                lambda: filtered_float(centred))
+
+            if f.lanes == 1:
+                return by_format(False)
+            # a warp whose every executing lane samples at texel centres (convolutionTexture's
+            # x + 0.5) filters one tap of weight 256: the others weigh 0 and add nothing
+            off_centre = ll.Constant(I1, 0)
+            for ax in axes:
+                off_centre = b.or_(off_centre, b.icmp_unsigned("!=", ax[2], _i32(0)))
+            return f.branch(b.any(off_centre), lambda: by_format(False), lambda: by_format(True))
 
         b.ret(f.pack(f.branch(linear, filtered, point)))
         return f.fn
