@@ -322,22 +322,49 @@ class _Fn:
                    linear: ll.Value, clamp_coordinate: bool = True) -> ll.Value:
         """texel_fixed as i32: wrap and mirror reduce it modulo their period first; in clamp
         mode the linear filter's coordinate stays within the first and last texel (the
-        weights of a clamped axis are 256 and 0, as the H200's 3D weights show)."""
+        weights of a clamped axis are 256 and 0, as the H200's 3D weights show). A warp's
+        unnormalized coordinates on an axis that does not wrap: see held_fixed."""
         b = self.b
-        fx = self.texel_fixed(u, n, normalized, linear)
         mirror = b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR))
-        period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
         periodic = b.or_(mirror, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)))
-        fx = self.branch(periodic, lambda: [self.floor_mod(fx, period)], lambda: [fx])[0]
+        clamp = ll.Constant(I1, 0)
         if clamp_coordinate:
+            clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
+
+        def exact() -> list[ll.Value]:
+            fx = self.texel_fixed(u, n, normalized, linear)
+            period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
+            fx = self.branch(periodic, lambda: [self.floor_mod(fx, period)], lambda: [fx])[0]
             last = b.mul(b.zext(b.sub(n, _i32(1)), I64), _i64(_FRAC))
             held = b.select(b.icmp_signed("<", fx, _i64(0)), _i64(0),
                             b.select(b.icmp_signed(">", fx, last), last, fx))
-            clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
             fx = b.select(clamp, held, fx)
-        fx = b.select(b.icmp_signed(">", fx, _i64(2**31 - 1)), _i64(2**31 - 1), fx)
-        fx = b.select(b.icmp_signed("<", fx, _i64(-(2**31))), _i64(-(2**31)), fx)
-        return b.trunc(fx, I32)
+            fx = b.select(b.icmp_signed(">", fx, _i64(2**31 - 1)), _i64(2**31 - 1), fx)
+            fx = b.select(b.icmp_signed("<", fx, _i64(-(2**31))), _i64(-(2**31)), fx)
+            return [b.trunc(fx, I32)]
+
+        if lanes_of(u) == 1:
+            return exact()[0]
+        return self.branch(b.or_(normalized, periodic), exact,
+                           lambda: [self.held_fixed(u, n, linear, clamp)])[0]
+
+    def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
+        """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
+        f64 and converted to i32 once: texel_fixed's floor is exact in f64, and every value
+        its i64 steps give beyond i32 (or beyond [0, last] where `clamp`) clamps to the same
+        end (a warp's i64 lanes took twice the vectors, and half of a centred sample)."""
+        b = self.b
+        tiny = b.fcmp_ordered("<", self.fabs(u), _f32(2.0**-126))
+        x = b.fpext(b.select(tiny, _f32(0.0), u), F64)
+        v = self.floor64(b.fadd(b.fmul(x, _f64(256.0)), b.select(linear, _f64(0.5), _f64(0.0))))
+        v = b.select(b.fcmp_unordered("uno", v, v), _f64(0.0), v)  # NaN reads as 0
+        v = b.fsub(v, b.select(linear, _f64(_FRAC // 2), _f64(0.0)))
+        top = _f64(2.0**31 - 1)
+        last = b.fmul(b.uitofp(b.sub(n, _i32(1)), F64), _f64(float(_FRAC)))
+        hi = b.select(clamp, self.b.intrinsic("llvm.minnum", [last, top], F64), top)
+        lo = b.select(clamp, _f64(0.0), _f64(-2.0**31))
+        v = b.intrinsic("llvm.minnum", [b.intrinsic("llvm.maxnum", [v, lo], F64), hi], F64)
+        return b.fptosi(v, I32)
 
     # -- control flow
     def branch(self, cond: ll.Value, then: Build, otherwise: Build) -> list[ll.Value]:
@@ -870,8 +897,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
                 def fill(c: int = c) -> list[ll.Value]:
                     # taps of one value v filter as v with weight 256 (_filter_float reads
                     # the weights only through which are nonzero and their sum)
-                    return [_filter_float(f, [(_i32(_FRAC), b.bitcast(f.field(desc, "fill", I32, c),
-                                                                       F32))], half)]
+                    return [_filter_one(f, b.bitcast(f.field(desc, "fill", I32, c), F32), half)]
 
                 lacking = b.and_(filled, b.icmp_unsigned(">=", _i32(c), channels))
                 out += f.branch(lacking, fill, taken) if c else taken()
