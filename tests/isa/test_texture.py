@@ -246,6 +246,28 @@ def test_linear_filter_at_texel_centres(fmt, mode):
         check(tex, launch(kernel, tex, c), [tex.sample(list(r[:dims])) for r in c], c)
 
 
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER])
+def test_rows_of_texels(linear, mode):
+    """Lanes reading consecutive texels of a row (x = i + 0.5 + offset, convolutionTexture's
+    pattern): a warp loads runs of 8 such lanes instead of gathering them. Runs that cross
+    the texture's edge (clamped or border texels), start mid-row or hold a lane off the
+    row, and a kernel where only every third lane samples."""
+    tex = Tex([image((1, 6, 40, 1))], linear=linear, address=(mode, mode, mode),
+              border=(2.5, 0.0, 0.0, 0.0))
+    c = np.zeros((256, 4), np.float32)
+    c[:, 0] = np.arange(256) % 32 + 0.5 + np.repeat([0, 3, -7, 5, 8, 9, 2, 1], 32)
+    c[:, 1] = np.arange(256) // 64 + 0.5
+    c[77, 0] = 2.5  # a lane off its run
+    c[140, 1] = 4.5  # a lane in another row
+    c[200:208, 0] -= 8  # a run of lanes before the next one
+    check(tex, launch("t2d", tex, c), [tex.sample(list(r[:2])) for r in c], c)
+    out = np.full((256, 4), -7.0, np.float32)
+    run(module_of(CUDA), "tdiv", 2, 128, tex.descriptor(), c, out, 256)
+    expected = [tex.sample(list(c[i, :2])) if i % 3 == 1 else [-7.0] * 4 for i in range(256)]
+    check(tex, out, expected, c)
+
+
 def test_linear_weights_are_9_bit_fixed_point():
     """Between texels 0 and 1 there are exactly 256 steps, each k/256 of the difference."""
     tex = Tex([np.array([0.0, 1.0], np.float32).reshape(1, 1, 2, 1)], dims=1, linear=True)
