@@ -17,6 +17,9 @@ from .types import I1, I32, I64, PTR, mangle, vec
 
 _BINARY = ("add", "sub", "mul", "and_", "or_", "xor", "shl", "lshr", "ashr", "sdiv", "udiv",
            "srem", "urem", "fadd", "fsub", "fmul", "fdiv")
+#: lanes per contiguous load where a gather's addresses follow each other (lanes.py
+#: _runs_or_gather): 8, the shortest row of a warp in blocks 8, 16 or 32 wide
+RUN = 8
 _CASTS = ("zext", "sext", "trunc", "fpext", "fptrunc", "uitofp", "sitofp", "fptosi", "fptoui",
           "bitcast", "inttoptr", "ptrtoint")
 
@@ -122,7 +125,7 @@ class LaneBuilder:
         return self.ir.inttoptr(self.splat(addr, n), vec(PTR, n))
 
     def load(self, ptr: ll.Value, name: str = "", align: int | None = None,
-             typ: ll.Type | None = None) -> ll.Value:
+             typ: ll.Type | None = None, runs: bool = True) -> ll.Value:
         """A load, or a masked gather through a vector of addresses. A gather of 8- or 16-bit
         integers (which the CPU cannot gather: LLVM would make them 32 scalar loads, each
         behind its lane's test) gathers the 4-byte words that hold them, which lie in the
@@ -132,7 +135,8 @@ class LaneBuilder:
         n = lanes_of(ptr)
         if isinstance(typ, ll.IntType) and typ.width in (8, 16):
             addr = self.ptrtoint(ptr, I64)
-            word = self.load(self.inttoptr(self.and_(addr, ll.Constant(I64, ~3)), PTR), typ=I32)
+            word = self.load(self.inttoptr(self.and_(addr, ll.Constant(I64, ~3)), PTR), typ=I32,
+                             runs=False)
             byte = self.and_(addr, ll.Constant(I64, 3))
             shift = self.trunc(self.shl(byte, ll.Constant(I64, 3)), I32)
             return self.trunc(self.lshr(word, shift), typ)
@@ -140,8 +144,64 @@ class LaneBuilder:
         if align is None:
             align = typ.width // 8 if isinstance(typ, ll.IntType) else 4
         mask = self.mask if self.mask is not None else ll.Constant(vec(I1, n), [1] * n)
-        return self.intrinsic("llvm.masked.gather", [ptr], typ, overload_ret=True,
-                              immediate=(ll.Constant(I32, align), mask, ll.Constant(vt, None)))
+
+        def gather() -> ll.Value:
+            return self.intrinsic("llvm.masked.gather", [ptr], typ, overload_ret=True,
+                                  immediate=(ll.Constant(I32, align), mask, ll.Constant(vt, None)))
+
+        if not runs or typ != I32 or n % RUN:
+            return gather()
+        return self._runs_or_gather(ptr, typ, align, mask, gather)
+
+    def freeze(self, v: ll.Value) -> ll.Value:
+        """v with any poison or undef lanes fixed to some value (LLVM's freeze)."""
+        frozen = ll.Instruction(self.ir.block, v.type, "freeze", [v])
+        self.ir._insert(frozen)
+        return frozen
+
+    def _runs_or_gather(self, ptr: ll.Value, typ: ll.Type, align: int, mask: ll.Value,
+                        gather) -> ll.Value:
+        """A gather of 4-byte elements whose executing lanes' addresses follow each other in
+        runs of RUN lanes (a row of a block reading a row of texels) as RUN-lane masked
+        loads, else the gather (a warp's 32-lane gather is 4 or 8 gather instructions of
+        8 or 4 lanes, slow on every x86; the loads are 4)."""
+        n = lanes_of(ptr)
+        ir, it = self.ir, vec(I64, n)
+        addr = self.freeze(ir.ptrtoint(ptr, it))  # a lane that does not execute may hold poison
+        lead = ir.shuffle_vector(addr, ll.Constant(it, ll.Undefined),
+                                 ll.Constant(vec(I32, n), [i - i % RUN for i in range(n)]))
+        step = ll.Constant(it, [4 * (i % RUN) for i in range(n)])
+        follows = ir.icmp_unsigned("==", addr, ir.add(lead, step))
+        bad = ir.and_(mask, ir.not_(follows))
+        runs = ir.icmp_unsigned("==", ir.bitcast(bad, ll.IntType(n)), ll.Constant(ll.IntType(n), 0))
+        fn = ir.block.parent
+        loads, gathers, join = (fn.append_basic_block(x) for x in ("runs", "gather", "loaded"))
+        ir.cbranch(runs, loads, gathers)
+        ir.position_at_end(loads)
+        rt = vec(typ, RUN)
+        parts = []
+        for r in range(0, n, RUN):
+            at = ir.inttoptr(ir.extract_element(addr, ll.Constant(I32, r)), PTR)
+            m = ir.shuffle_vector(mask, ll.Constant(mask.type, ll.Undefined),
+                                  ll.Constant(vec(I32, RUN), list(range(r, r + RUN))))
+            parts.append(self.intrinsic("llvm.masked.load", [at], rt, overload_ret=True,
+                                        immediate=(ll.Constant(I32, align), m,
+                                                   ll.Constant(rt, None))))
+        while len(parts) > 1:  # concatenate pairwise
+            w = lanes_of(parts[0])
+            parts = [ir.shuffle_vector(parts[k], parts[k + 1],
+                                       ll.Constant(vec(I32, 2 * w), list(range(2 * w))))
+                     for k in range(0, len(parts), 2)]
+        loaded, loads_end = parts[0], ir.block
+        ir.branch(join)
+        ir.position_at_end(gathers)
+        gathered, gathers_end = gather(), ir.block
+        ir.branch(join)
+        ir.position_at_end(join)
+        out = ir.phi(vec(typ, n))
+        out.add_incoming(loaded, loads_end)
+        out.add_incoming(gathered, gathers_end)
+        return out
 
 
 def _binary(op: str):

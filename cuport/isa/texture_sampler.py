@@ -322,22 +322,49 @@ class _Fn:
                    linear: ll.Value, clamp_coordinate: bool = True) -> ll.Value:
         """texel_fixed as i32: wrap and mirror reduce it modulo their period first; in clamp
         mode the linear filter's coordinate stays within the first and last texel (the
-        weights of a clamped axis are 256 and 0, as the H200's 3D weights show)."""
+        weights of a clamped axis are 256 and 0, as the H200's 3D weights show). A warp's
+        unnormalized coordinates on an axis that does not wrap: see held_fixed."""
         b = self.b
-        fx = self.texel_fixed(u, n, normalized, linear)
         mirror = b.icmp_unsigned("==", mode, _i32(T.ADDRESS_MIRROR))
-        period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
         periodic = b.or_(mirror, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_WRAP)))
-        fx = self.branch(periodic, lambda: [self.floor_mod(fx, period)], lambda: [fx])[0]
+        clamp = ll.Constant(I1, 0)
         if clamp_coordinate:
+            clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
+
+        def exact() -> list[ll.Value]:
+            fx = self.texel_fixed(u, n, normalized, linear)
+            period = b.mul(b.zext(b.select(mirror, b.shl(n, _i32(1)), n), I64), _i64(_FRAC))
+            fx = self.branch(periodic, lambda: [self.floor_mod(fx, period)], lambda: [fx])[0]
             last = b.mul(b.zext(b.sub(n, _i32(1)), I64), _i64(_FRAC))
             held = b.select(b.icmp_signed("<", fx, _i64(0)), _i64(0),
                             b.select(b.icmp_signed(">", fx, last), last, fx))
-            clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
             fx = b.select(clamp, held, fx)
-        fx = b.select(b.icmp_signed(">", fx, _i64(2**31 - 1)), _i64(2**31 - 1), fx)
-        fx = b.select(b.icmp_signed("<", fx, _i64(-(2**31))), _i64(-(2**31)), fx)
-        return b.trunc(fx, I32)
+            fx = b.select(b.icmp_signed(">", fx, _i64(2**31 - 1)), _i64(2**31 - 1), fx)
+            fx = b.select(b.icmp_signed("<", fx, _i64(-(2**31))), _i64(-(2**31)), fx)
+            return [b.trunc(fx, I32)]
+
+        if lanes_of(u) == 1:
+            return exact()[0]
+        return self.branch(b.or_(normalized, periodic), exact,
+                           lambda: [self.held_fixed(u, n, linear, clamp)])[0]
+
+    def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
+        """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
+        f64 and converted to i32 once: texel_fixed's floor is exact in f64, and every value
+        its i64 steps give beyond i32 (or beyond [0, last] where `clamp`) clamps to the same
+        end (a warp's i64 lanes took twice the vectors, and half of a centred sample)."""
+        b = self.b
+        tiny = b.fcmp_ordered("<", self.fabs(u), _f32(2.0**-126))
+        x = b.fpext(b.select(tiny, _f32(0.0), u), F64)
+        v = self.floor64(b.fadd(b.fmul(x, _f64(256.0)), b.select(linear, _f64(0.5), _f64(0.0))))
+        v = b.select(b.fcmp_unordered("uno", v, v), _f64(0.0), v)  # NaN reads as 0
+        v = b.fsub(v, b.select(linear, _f64(_FRAC // 2), _f64(0.0)))
+        top = _f64(2.0**31 - 1)
+        last = b.fmul(b.uitofp(b.sub(n, _i32(1)), F64), _f64(float(_FRAC)))
+        hi = b.select(clamp, self.b.intrinsic("llvm.minnum", [last, top], F64), top)
+        lo = b.select(clamp, _f64(0.0), _f64(-2.0**31))
+        v = b.intrinsic("llvm.minnum", [b.intrinsic("llvm.maxnum", [v, lo], F64), hi], F64)
+        return b.fptosi(v, I32)
 
     # -- control flow
     def branch(self, cond: ll.Value, then: Build, otherwise: Build) -> list[ll.Value]:
@@ -714,6 +741,24 @@ def _filter_float(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], half: ll.Value)
     return b.select(b.or_(nan, b.and_(pinf, ninf)), _i32(0x7FFFFFFF), word)
 
 
+def _filter_one(f: _Fn, v: ll.Value, half: ll.Value) -> ll.Value:
+    """_filter_float of one tap of weight 256, v (f32): for an f32 texture the texel itself
+    (its 24 bits truncate and round to themselves), but a denormal reads as a zero of its
+    sign and a NaN as 0x7fffffff; a half texture's taps (a border color may have more bits
+    than a half) go through _filter_float."""
+    b = f.b
+
+    def single() -> list[ll.Value]:
+        bits = b.bitcast(v, I32)
+        e = b.and_(b.lshr(bits, _i32(23)), _i32(0xFF))
+        nan = b.and_(b.icmp_unsigned("==", e, _i32(0xFF)),
+                     b.icmp_unsigned("!=", b.and_(bits, _i32(0x7FFFFF)), _i32(0)))
+        word = b.select(b.icmp_unsigned("==", e, _i32(0)), b.and_(bits, _i32(1 << 31)), bits)
+        return [b.select(nan, _i32(0x7FFFFFFF), word)]
+
+    return f.branch(half, lambda: [_filter_float(f, [(_i32(_FRAC), v)], half)], single)[0]
+
+
 def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
                  extra: list[ll.Value]) -> ll.Value:
     """_filter_float (kind "float", extra [half]) or _filter_int ("int", [scale, signed]) of
@@ -822,7 +867,9 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
 
-        def corners() -> list[tuple[ll.Value, list, list]]:
+        def corners(centred: bool) -> list[tuple[ll.Value, list, list]]:
+            if centred:  # the weights are 256 for the first corner, 0 for the others
+                return [(_i32(_FRAC), [ax[0][0] for ax in axes], [ax[0][1] for ax in axes])]
             weights = _corner_weights(f, [ax[2] for ax in axes])
             out = []
             for corner, w in weights.items():
@@ -835,27 +882,28 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
         for m in modes:
             filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
 
-        def filtered_float() -> list[ll.Value]:
+        def filtered_float(centred: bool) -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer, inline=True))
-                    for w, idx, ok in corners()]
+                    for w, idx, ok in corners(centred)]
             out = []
             for c in range(4):
                 def taken(c: int = c) -> list[ll.Value]:
+                    if centred:
+                        return [_filter_one(f, b.bitcast(taps[0][1][c], F32), half)]
                     return [_filter_call(f, "float", [(w, b.bitcast(v[c], F32)) for w, v in taps],
                                          [half])]
 
                 def fill(c: int = c) -> list[ll.Value]:
                     # taps of one value v filter as v with weight 256 (_filter_float reads
                     # the weights only through which are nonzero and their sum)
-                    return [_filter_float(f, [(_i32(_FRAC), b.bitcast(f.field(desc, "fill", I32, c),
-                                                                       F32))], half)]
+                    return [_filter_one(f, b.bitcast(f.field(desc, "fill", I32, c), F32), half)]
 
                 lacking = b.and_(filled, b.icmp_unsigned(">=", _i32(c), channels))
                 out += f.branch(lacking, fill, taken) if c else taken()
             return out
 
-        def filtered_int() -> list[ll.Value]:
+        def filtered_int(centred: bool) -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
             for code, (raw_code, sc) in _INT_FILTER.items():
                 this = b.icmp_unsigned("==", decode, _i32(code))
@@ -863,7 +911,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
                 scale = b.select(this, _f32(float(sc)), scale)
             signed = b.fcmp_ordered("<", scale, _f32(40000.0))
             taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
-                    for w, idx, ok in corners()]
+                    for w, idx, ok in corners(centred)]
             out = []
             for c in range(4):
                 out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
@@ -876,7 +924,19 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) ->
             integer = ll.Constant(I1, 0)
             for code in _INT_FILTER:
                 integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
-            return f.branch(integer, filtered_int, filtered_float)
+
+            def by_format(centred: bool) -> list[ll.Value]:
+                return f.branch(integer, lambda: filtered_int(centred),
+                                lambda: filtered_float(centred))
+
+            if f.lanes == 1:
+                return by_format(False)
+            # a warp whose every executing lane samples at texel centres (convolutionTexture's
+            # x + 0.5) filters one tap of weight 256: the others weigh 0 and add nothing
+            off_centre = ll.Constant(I1, 0)
+            for ax in axes:
+                off_centre = b.or_(off_centre, b.icmp_unsigned("!=", ax[2], _i32(0)))
+            return f.branch(b.any(off_centre), lambda: by_format(False), lambda: by_format(True))
 
         b.ret(f.pack(f.branch(linear, filtered, point)))
         return f.fn

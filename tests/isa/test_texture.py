@@ -215,6 +215,59 @@ def test_integer_coordinates_far_and_at_multiples_of_the_size(mode):
         check(tex, out, [tex.sample([int(x), int(y)], int_coords=True) for x, y in c], c)
 
 
+SPECIAL_TEXELS = [0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38, 1.1754944e-38,
+                  -1.1754944e-38, np.inf, -np.inf, np.nan, 3.4028235e38, -3.4028235e38, 1.0000001,
+                  -2.9999998]
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "u8", "s8", "s16"])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER, WRAP, MIRROR])
+def test_linear_filter_at_texel_centres(fmt, mode):
+    """Linear filtering where every lane of a warp samples at texel centres (x + 0.5,
+    convolutionTexture's coordinates): a warp then filters one tap of weight 256, which must
+    give what four taps give: denormal f32 texels read as zeros of their sign, NaN as
+    0x7fffffff, infinities kept; half textures' border colors rounded to half precision.
+    Centres outside the texture (border texels, wrapping, mirroring), in 1D, 2D and 3D, and
+    a warp with one lane off centre (four taps)."""
+    for dims, kernel in ((1, "t1d"), (2, "t2d"), (3, "t3d")):
+        shape = {1: (1, 1, 37, 4), 2: (1, 5, 7, 4), 3: (3, 4, 5, 4)}[dims]
+        data = image(shape, fmt)
+        if fmt == "f32":
+            flat = data.reshape(-1)
+            flat[RNG.choice(flat.size, len(SPECIAL_TEXELS), replace=False)] = SPECIAL_TEXELS
+        border = (0.1, -1e-40, 3.0e5, -0.0) if fmt == "f32" else (0.1, -0.75, 0.5, -0.0)
+        tex = Tex([data], fmt=fmt, dims=dims, linear=True, address=(mode, mode, mode),
+                  border=border)
+        sizes = [shape[2], shape[1], shape[0]][:dims]
+        c = np.zeros((160, 4), np.float32)
+        for k, n in enumerate(sizes):
+            c[:, k] = RNG.integers(-n - 2, 2 * n + 2, 160) + 0.5
+        c[100, 0] += 0.25  # the fourth warp: one lane between texels
+        check(tex, launch(kernel, tex, c), [tex.sample(list(r[:dims])) for r in c], c)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER])
+def test_rows_of_texels(linear, mode):
+    """Lanes reading consecutive texels of a row (x = i + 0.5 + offset, convolutionTexture's
+    pattern): a warp loads runs of 8 such lanes instead of gathering them. Runs that cross
+    the texture's edge (clamped or border texels), start mid-row or hold a lane off the
+    row, and a kernel where only every third lane samples."""
+    tex = Tex([image((1, 6, 40, 1))], linear=linear, address=(mode, mode, mode),
+              border=(2.5, 0.0, 0.0, 0.0))
+    c = np.zeros((256, 4), np.float32)
+    c[:, 0] = np.arange(256) % 32 + 0.5 + np.repeat([0, 3, -7, 5, 8, 9, 2, 1], 32)
+    c[:, 1] = np.arange(256) // 64 + 0.5
+    c[77, 0] = 2.5  # a lane off its run
+    c[140, 1] = 4.5  # a lane in another row
+    c[200:208, 0] -= 8  # a run of lanes before the next one
+    check(tex, launch("t2d", tex, c), [tex.sample(list(r[:2])) for r in c], c)
+    out = np.full((256, 4), -7.0, np.float32)
+    run(module_of(CUDA), "tdiv", 2, 128, tex.descriptor(), c, out, 256)
+    expected = [tex.sample(list(c[i, :2])) if i % 3 == 1 else [-7.0] * 4 for i in range(256)]
+    check(tex, out, expected, c)
+
+
 def test_linear_weights_are_9_bit_fixed_point():
     """Between texels 0 and 1 there are exactly 256 steps, each k/256 of the difference."""
     tex = Tex([np.array([0.0, 1.0], np.float32).reshape(1, 1, 2, 1)], dims=1, linear=True)
