@@ -13,11 +13,11 @@ commands: no two blocks that may run at once share a slice.
 
 Why chunks and not slots taken from a free list by an atomic: a block that found none free
 would spin until another block ended, and Vulkan promises no forward progress between
-workgroups (lavapipe also ends a shader's loops after 65535 iterations, quirks.py); chunks
-ask nothing of the device. Their price is a drain of the queue between chunks, so a chunk
-holds several waves of the blocks the device runs at once (WAVES; measured on lavapipe, see
-DESIGN.md), within POOL_BYTES. Slices are not cleared: CUDA's shared memory starts
-undefined, and only this process's kernels ever wrote the pool.
+workgroups (lavapipe also ends loops early once 8 invocations made 65535 passes in all,
+loops.py); chunks ask nothing of the device. Their price is a drain of the queue between
+chunks, so a chunk holds several waves of the blocks the device runs at once (WAVES;
+measured on lavapipe, see DESIGN.md), within POOL_BYTES. Slices are not cleared: CUDA's
+shared memory starts undefined, and only this process's kernels ever wrote the pool.
 """
 
 from __future__ import annotations
