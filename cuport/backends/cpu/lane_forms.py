@@ -247,7 +247,10 @@ class LaneForms:
         ok = None
         if kind == "contiguous":
             conds = []
-            rising = f.ext and runs == 1 and f.kx == 0 and lanes_pass.signed(f.ikx, 32) > 0 and (
+            # (shared memory only: there `s[t - k]` under `t >= k` wraps below the window in
+            # the first warp; elsewhere a wrapping 32-bit index is rare, and the extra leader
+            # and branch in every grid-stride loop cost AVX2 code of bench reduce 7%)
+            rising = space == "shared" and runs == 1 and f.kx == 0 and lanes_pass.signed(f.ikx, 32) > 0 and (
                 lanes_pass.signed(f.m, 64) > 0)
             if rising:
                 wrapped, leaders[0] = self._rising_wrap(v, leaders[0])
@@ -297,7 +300,7 @@ class LaneForms:
         """i1: a rising 32-bit term (_rising_wrap) does not wrap, or no executing lane lies
         before its wrap, where the term is still at or above the first lane's. The lanes are
         looked at only where it wraps, behind a branch (as an `or`, AVX2 code compared them
-        in every warp: block_scan 22.2M -> 25.9M instructions per launch)."""
+        in every warp: bench block_scan 21.2M -> 22.0M instructions per launch)."""
         b, f = self.b, v.lanes
         self.exec_mask()  # (cached before the branch: the access's other code uses it)
         start = b.block
