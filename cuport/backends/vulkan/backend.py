@@ -85,7 +85,18 @@ def caps_of(info) -> DeviceCaps:
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
         workgroup_memory=workgroup_memory(info),
         private_memory=int(os.environ.get("CUPORT_VK_PRIVATE_BYTES") or DeviceCaps.private_memory),
+        push_params=push_params(info),
     )
+
+
+def push_params(info) -> int:
+    """Bytes of kernel parameters passed as push constants too (DeviceCaps.push_params):
+    what the device's push-constant block holds beyond layout.PUSH, at most 128 (NVIDIA and
+    lavapipe offer 256 bytes in all). CUPORT_VK_PUSH_PARAMS=0 reads every parameter from
+    device memory instead (measurements)."""
+    if os.environ.get("CUPORT_VK_PUSH_PARAMS", "") == "0":
+        return 0
+    return max(0, min(info.limits.max_push_constants, 256) - V.PUSH_BYTES) & ~3
 
 
 def workgroup_memory(info) -> int:
@@ -172,7 +183,7 @@ class VulkanKernel:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
                 spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps, stack_bytes)
                 try:
-                    pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES,
+                    pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES + caps.push_params,
                                            32 if be.caps.subgroup_size == 32 and
                                            be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 except runtime.VulkanError as e:
@@ -199,7 +210,7 @@ class VulkanKernel:
         key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
         with self._lock:
             self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
-                                               V.PUSH_BYTES, None)
+                                               V.PUSH_BYTES + c.caps.push_params, None)
             self._slices[key] = c.plan.slice_bytes
 
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
@@ -685,10 +696,13 @@ class VulkanBackend:
         area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
         memory = self.dev.memory
 
+        # the parameters the pipeline reads from its push constants (DeviceCaps.push_params)
+        pushed = params[:pipe.push_size - V.PUSH_BYTES]
+
         def push(shared: tuple[int, int] = (0, 0)) -> bytes:
             return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
                                (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                               self.pages, shared, area)
+                               self.pages, shared, area) + pushed
 
         start = self.profile.before() if self.profile is not None else None
         if not slice_bytes:

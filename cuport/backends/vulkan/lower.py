@@ -104,6 +104,10 @@ class DeviceCaps:
     # block's slice of device memory (slices.py): NVIDIA's driver 580 refuses a pipeline
     # with a 32 KiB private array (VK_ERROR_UNKNOWN), and lavapipe's compile time grows with it
     private_memory: int = 8 * 1024
+    # bytes of kernel parameters also passed as push constants after layout.PUSH (0: none):
+    # a kernel reads its parameters from there (NVIDIA: its constant bank, as natively) and
+    # not with a load from device memory before its first address is known
+    push_params: int = 0
 
     def float_modes(self):
         from .spirv.translate import FloatModes
@@ -494,6 +498,43 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             self._builtins[key] = v
         return v
 
+    def push_word(self, off: int) -> ll.Value:
+        """The u32 at byte `off` of the kernel parameters' push-constant copy (4-aligned)."""
+        key = f"push@{off}"
+        v = self._builtins.get(key)
+        if v is None:
+            f = self.declare(f"spv.push.{mangle(I32)}", I32, [I32])
+            v = self.entry_builder.call(f, [ll.Constant(I32, V.PUSH_BYTES + off)])
+            self._builtins[key] = v
+        return v
+
+    def _pushed_param(self, acc: Access, et: ll.Type, n: int) -> list[ll.Value] | None:
+        """A kernel parameter's load (ld.param by the parameter's name) from its push-constant
+        copy (DeviceCaps.push_params), or None where it does not lie inside that copy."""
+        base = acc.mem.base
+        caps = self.plan.caps
+        if not (caps.push_params and acc.space == "param" and isinstance(base, ir.Sym)
+                and base.name in self.plan.kernel_param_offsets and acc.size in (1, 2, 4, 8)):
+            return None
+        off = self.plan.kernel_param_offsets[base.name] + acc.mem.offset
+        if off < 0 or off % acc.size or off + n * acc.size > caps.push_params:
+            return None
+        b = self.b
+        out = []
+        for i in range(n):
+            o = off + i * acc.size
+            if acc.size == 8:
+                lo, hi = (b.zext(self.push_word(o + k), I64) for k in (0, 4))
+                v = b.or_(lo, b.shl(hi, ll.Constant(I64, 32)))
+            else:
+                v = self.push_word(o & ~3)
+                if o & 3:
+                    v = b.lshr(v, ll.Constant(I32, 8 * (o & 3)))
+                if acc.size < 4:
+                    v = b.trunc(v, ll.IntType(8 * acc.size))
+            out.append(v if v.type == et else b.bitcast(v, et))
+        return out
+
     def linear_tid(self) -> ll.Value:
         return self.builtin("LocalInvocationIndex")
 
@@ -627,10 +668,14 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         return next(iter(sp)) if len(sp) == 1 else sp
 
     def load_elements(self, acc: Access, offsets: list[ll.Value] | None = None, runs: int = 0) -> list[ll.Value]:
-        a = self.address(acc.mem, acc.space)
-        where = self._space_for(acc.space, acc.mem)
         n = len(acc.items)
         et = bits_type(acc.t)
+        if offsets is None:
+            pushed = self._pushed_param(acc, et, n)
+            if pushed is not None:
+                return pushed
+        a = self.address(acc.mem, acc.space)
+        where = self._space_for(acc.space, acc.mem)
         if offsets is not None:
             _plain(self, acc)
 
