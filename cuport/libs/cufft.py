@@ -40,22 +40,28 @@ VERSION = K.get("CUFFT_VERSION", 12000)
 
 @functools.cache
 def _pocketfft():
-    """scipy's pocketfft binding, which writes into a given output array; None where this
-    scipy keeps it elsewhere (it is not public: SciPy 1.18 has no scipy.fft._pocketfft),
-    and then `transform` uses scipy.fft's public functions and copies their result. Looked
-    up once: a failed import is not cached by Python and would be retried at every exec."""
+    """scipy's pocketfft binding, which writes into a given output array: pypocketfft up to
+    SciPy 1.17, pyduccfft (ducc0's pocketfft, the same calls: c2c/r2c/c2r(a, axes, [lastsize,]
+    forward, inorm, out, nthreads)) from 1.18. Neither is public, so where neither is found
+    `transform` uses scipy.fft's public functions and copies their result. Looked up once: a
+    failed import is not cached by Python and would be retried at every exec."""
     try:
         from scipy.fft._pocketfft import pypocketfft
+        return pypocketfft
+    except ImportError:
+        pass
+    try:
+        from scipy.fft._duccfft import pyduccfft
+        return pyduccfft
     except ImportError:
         return None
-    return pypocketfft
 
 
 def transform(op: str, src: np.ndarray, dst: np.ndarray, axes: list[int], forward: bool,
               last: int, nthreads: int, fft=None) -> None:
     """dst = the unnormalised transform of src over `axes` (op c2c, r2c or c2r; `last` is
-    the real length of the last axis for c2r), as cuFFT computes it. `fft`: pypocketfft,
-    or None for the public scipy.fft path (the same pocketfft, one copy more)."""
+    the real length of the last axis for c2r), as cuFFT computes it. `fft`: scipy's private
+    binding (_pocketfft()), or None for the public scipy.fft path (one copy more)."""
     if fft is not None:
         if op == "c2c":
             fft.c2c(src, axes, forward, 0, dst, nthreads)

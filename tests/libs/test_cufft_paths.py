@@ -1,7 +1,7 @@
-"""cuFFT's two ways to pocketfft (cuport/libs/cufft.transform): scipy's pypocketfft, which
-writes into cuFFT's output, and scipy.fft's public functions, for a SciPy that keeps
-pypocketfft elsewhere (1.18, where the private import failed on the H100 host). Both
-must give cuFFT's unnormalised transforms, the same bits where both exist."""
+"""cuFFT's two ways to pocketfft (cuport/libs/cufft.transform): scipy's private binding,
+which writes into cuFFT's output (pypocketfft to SciPy 1.17, ducc0's pyduccfft from 1.18),
+and scipy.fft's public functions, for a SciPy that has neither. Both must give cuFFT's
+unnormalised transforms, the same bits where both exist."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def test_both_paths_give_the_unnormalised_transform(case, forward):
     x, oshape, otype = _inputs(op, n, batch, ctype, rng)
     axes = list(range(1, len(n) + 1))
     outs = {}
-    for name, fft in (("pypocketfft", cufft._pocketfft()), ("scipy.fft", None)):
-        if name == "pypocketfft" and fft is None:
+    for name, fft in (("private", cufft._pocketfft()), ("scipy.fft", None)):
+        if name == "private" and fft is None:
             continue
         dst = np.full(oshape, np.nan, dtype=otype)
         cufft.transform(op, x.copy(), dst, axes, forward, n[-1], 2, fft)
@@ -65,4 +65,4 @@ def test_both_paths_give_the_unnormalised_transform(case, forward):
     for name, got in outs.items():
         assert np.abs(got - want).max() <= tol * scale, name
     if len(outs) == 2:
-        assert outs["pypocketfft"].tobytes() == outs["scipy.fft"].tobytes()
+        assert outs["private"].tobytes() == outs["scipy.fft"].tobytes()
