@@ -91,9 +91,9 @@ def caps_of(info) -> DeviceCaps:
 
 def push_params(info) -> int:
     """Bytes of kernel parameters passed as push constants too (DeviceCaps.push_params):
-    what the device's push-constant block holds beyond layout.PUSH, at most 128 (NVIDIA and
-    lavapipe offer 256 bytes in all). CUPORT_VK_PUSH_PARAMS=0 reads every parameter from
-    device memory instead (measurements)."""
+    what the device's push-constant block holds beyond layout.PUSH, at most 128 (NVIDIA
+    offers 256 bytes in all, lavapipe 128: none there). CUPORT_VK_PUSH_PARAMS=0 reads every
+    parameter from device memory instead (measurements)."""
     if os.environ.get("CUPORT_VK_PUSH_PARAMS", "") == "0":
         return 0
     return max(0, min(info.limits.max_push_constants, 256) - V.PUSH_BYTES) & ~3
@@ -146,6 +146,8 @@ class VulkanKernel:
         self.info = kernel_info(module.ptx, fn)
         self._specs: dict[tuple, object] = {}
         self._slices: dict[tuple, int] = {}  # specialization -> slice bytes (slices.py)
+        # pipelines that read every parameter from push constants (KernelPlan.params_in_memory)
+        self.pushed_only: set = set()
         self._lock = threading.Lock()
 
     @functools.cached_property
@@ -181,7 +183,8 @@ class VulkanKernel:
                     caps = be.caps_for(self.fn)  # (may calibrate the clock, or refuse it)
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
-                spirv, local_size, in_memory = self._spirv(block, dyn_smem, caps, stack_bytes)
+                spirv, local_size, in_memory, params_in_memory = self._spirv(block, dyn_smem, caps,
+                                                                             stack_bytes)
                 try:
                     pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES + caps.push_params,
                                            32 if be.caps.subgroup_size == 32 and
@@ -190,6 +193,8 @@ class VulkanKernel:
                     raise self._refused(e, block, stack_bytes) from None
                 self._specs[key] = pipe
                 self._slices[key] = in_memory
+                if not params_in_memory:
+                    self.pushed_only.add(pipe)
             return pipe
 
     def _refused(self, e: Exception, block: tuple[int, int, int], stack_bytes: int) -> BackendError:
@@ -212,6 +217,8 @@ class VulkanKernel:
             self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
                                                V.PUSH_BYTES + c.caps.push_params, None)
             self._slices[key] = c.plan.slice_bytes
+            if not c.plan.params_in_memory:
+                self.pushed_only.add(self._specs[key])
 
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
                     stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
@@ -220,9 +227,10 @@ class VulkanKernel:
         return self._slices.get((block, dyn_smem, self.stack_for(stack_bytes)), 0)
 
     def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int
-               ) -> tuple[bytes, tuple[int, int, int], int]:
-        """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory)
-        of the kernel for this launch shape: from the
+               ) -> tuple[bytes, tuple[int, int, int], int, bool]:
+        """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory,
+        whether it reads its parameters' copy in memory) of the kernel for this launch shape:
+        from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
         push constants), so the key is the PTX, the kernel, the shape, the stack size (0 for
@@ -242,7 +250,8 @@ class VulkanKernel:
                 try:
                     local = tuple(int(x) for x in meta["local_size"])
                     if len(local) == 3 and len(spirv) % 4 == 0:
-                        return spirv, local, int(meta["slice_bytes"])
+                        return (spirv, local, int(meta["slice_bytes"]),
+                                bool(meta.get("params_in_memory", True)))
                 except (KeyError, TypeError, ValueError):
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
@@ -254,8 +263,9 @@ class VulkanKernel:
         in_memory = c.plan.slice_bytes
         if key is not None:
             cache.store(key, bytes(c.shader.spirv), {"local_size": list(local_size),
-                                                      "slice_bytes": in_memory})
-        return c.shader.spirv, local_size, in_memory
+                                                      "slice_bytes": in_memory,
+                                                      "params_in_memory": c.plan.params_in_memory})
+        return c.shader.spirv, local_size, in_memory, c.plan.params_in_memory
 
     def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
         self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
@@ -687,7 +697,9 @@ class VulkanBackend:
         else:
             at = slot * self.SLOT
             self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
-            if params:
+            # (a pipeline reading them all from its push constants needs no copy: without it
+            # a launch records no vkCmdUpdateBuffer where the slots are not mapped)
+            if params and pipe not in k.pushed_only:
                 if self._params_view is not None:
                     at = slot * self.PARAMS
                     self._params_view[at:at + len(params)] = params

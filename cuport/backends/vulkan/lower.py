@@ -145,6 +145,10 @@ class KernelPlan:
     shared_bytes: int = 0  # everything in the Workgroup array (or the slice)
     shared_in_memory: bool = False  # more than the workgroup memory: a slice of device memory
     local_in_memory: bool = False  # more than DeviceCaps.private_memory: in the slice, after shared
+    # whether the code reads the kernel parameters' copy in device memory (set where an
+    # address of one is made); False: every parameter read comes from the push constants
+    # (DeviceCaps.push_params), and a launch need not write the copy
+    params_in_memory: bool = True
 
     @property
     def shared_slice(self) -> int:
@@ -250,6 +254,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     def __init__(self, plan: KernelPlan) -> None:
         self.plan = plan
+        plan.params_in_memory = not plan.caps.push_params
         self.fn = plan.fn
         self.div = plan.div
         self.llmod = ll.Module(name=plan.fn.name)
@@ -630,6 +635,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         if name in plan.global_index:
             return b.add(self.global_address(name), ll.Constant(I64, offset))
         if name in plan.kernel_param_offsets:
+            plan.params_in_memory = True  # (an address of a parameter: its copy in memory is read)
             return b.add(self.push("params"), ll.Constant(I64, plan.kernel_param_offsets[name] + offset))
         if name in plan.ptx.functions:
             token = device_launch.function_token(plan.ptx, name)
