@@ -36,31 +36,33 @@ def _value(vk: Any, st: Any) -> str:
     return f"{st.value.f64:g}"
 
 
+def _listed(vk: Any, fn: Any, what: str, h: Any, info: Any, ctype: str) -> Any:
+    """Vulkan's two-call listing: how many, then that many `ctype` structs filled in."""
+    ffi = vk.ffi
+    n = ffi.new("uint32_t*")
+    vk.check(fn(h, info, n, ffi.NULL), what)
+    out = ffi.new(f"{ctype}[]", n[0])
+    for i in range(n[0]):
+        out[i].sType = vk.stype(ctype)
+    vk.check(fn(h, info, n, out), what)
+    return out
+
+
 def report(vk: Any, dev: Any, pipeline: Any, entry: str, local_size: tuple[int, int, int]) -> None:
     """Print each executable's statistics of `pipeline` (made with CAPTURE_STATISTICS)."""
     ffi, cmd, h = vk.ffi, dev.cmd, dev.handle
     try:
-        info = vk.new("VkPipelineInfoKHR", pipeline=pipeline)
-        n = ffi.new("uint32_t*")
-        vk.check(cmd.vkGetPipelineExecutablePropertiesKHR(h, info, n, ffi.NULL),
-                 "vkGetPipelineExecutablePropertiesKHR")
-        props = ffi.new("VkPipelineExecutablePropertiesKHR[]", n[0])
-        for i in range(n[0]):
-            props[i].sType = vk.stype("VkPipelineExecutablePropertiesKHR")
-        vk.check(cmd.vkGetPipelineExecutablePropertiesKHR(h, info, n, props),
-                 "vkGetPipelineExecutablePropertiesKHR")
-        for i in range(n[0]):
+        props = _listed(vk, cmd.vkGetPipelineExecutablePropertiesKHR,
+                        "vkGetPipelineExecutablePropertiesKHR", h,
+                        vk.new("VkPipelineInfoKHR", pipeline=pipeline),
+                        "VkPipelineExecutablePropertiesKHR")
+        for i, p in enumerate(props):
             ex = vk.new("VkPipelineExecutableInfoKHR", pipeline=pipeline, executableIndex=i)
-            m = ffi.new("uint32_t*")
-            vk.check(cmd.vkGetPipelineExecutableStatisticsKHR(h, ex, m, ffi.NULL),
-                     "vkGetPipelineExecutableStatisticsKHR")
-            sts = ffi.new("VkPipelineExecutableStatisticKHR[]", m[0])
-            for j in range(m[0]):
-                sts[j].sType = vk.stype("VkPipelineExecutableStatisticKHR")
-            vk.check(cmd.vkGetPipelineExecutableStatisticsKHR(h, ex, m, sts),
-                     "vkGetPipelineExecutableStatisticsKHR")
+            sts = _listed(vk, cmd.vkGetPipelineExecutableStatisticsKHR,
+                          "vkGetPipelineExecutableStatisticsKHR", h, ex,
+                          "VkPipelineExecutableStatisticKHR")
             figures = ", ".join(f"{ffi.string(s.name).decode()}={_value(vk, s)}" for s in sts)
-            print(f"cuport: stats {entry} {local_size} [{ffi.string(props[i].name).decode()}]: "
+            print(f"cuport: stats {entry} {local_size} [{ffi.string(p.name).decode()}]: "
                   f"{figures}", file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - a diagnostic: say why, never fail the launch
         print(f"cuport: CUPORT_VK_STATS: {entry}: {e}", file=sys.stderr)
