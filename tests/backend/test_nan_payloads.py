@@ -1,7 +1,8 @@
 """f32 NaNs made canonical where a read shows them (passes/nan_payloads.py): results of f32
 arithmetic read only by f32 arithmetic and comparisons keep the host's NaN, and every value a
 program can see (stores, bits moved to integers, conversions, shuffles) holds the GPU's
-canonical NaN 0x7fffffff, as when each operation makes its NaN canonical."""
+canonical NaN 0x7fffffff, as when each operation makes its NaN canonical. On the CPU and on
+the first Vulkan device (lavapipe in CI: its f32 NaNs are x86's, as the CPU backend's)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,15 @@ extern "C" __global__ void chains(const float* a, const float* b, float* out, un
 CANON = 0x7FFFFFFF
 
 
+def _devices() -> list[str]:
+    from cuport.backends.vulkan import runtime
+
+    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
+
+
+DEVICES = pytest.mark.parametrize("device", _devices())
+
+
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory) -> str:
     return ptx_of_source(tmp_path_factory, "nans", SOURCE)
@@ -62,8 +72,9 @@ def test_the_kernel_defers_its_arithmetic_nans(ptx):
     assert len(nan_payloads.deferred(fn)) >= 5  # (s, p, q's parts, the accumulator, u)
 
 
+@DEVICES
 @pytest.mark.parametrize("p0, p1", [(1.5, 2.0), (np.inf, -np.inf)])
-def test_every_shown_nan_is_canonical(ptx, p0, p1):
+def test_every_shown_nan_is_canonical(ptx, p0, p1, device):
     n = 64
     rng = np.random.default_rng(5)
     a = rng.integers(-8, 8, n).astype(np.float32)
@@ -76,7 +87,7 @@ def test_every_shown_nan_is_canonical(ptx, p0, p1):
     bits = np.zeros(n, np.uint32)
     wide = np.zeros(n, np.float64)
     flags = np.zeros(n, np.int32)
-    cuport.Module(ptx).kernel("chains")(1, n, (a, b, out, bits, wide, flags, np.float32(p0), np.float32(p1)))
+    cuport.Module(ptx, device=device).kernel("chains")(1, n, (a, b, out, bits, wide, flags, np.float32(p0), np.float32(p1)))
 
     with np.errstate(invalid="ignore"):
         s = a + b
@@ -116,7 +127,8 @@ extern "C" __global__ void minmax_chain(const float* a, const float* b, float* o
 """
 
 
-def test_min_max_keep_nans_deferred(tmp_path_factory):
+@DEVICES
+def test_min_max_keep_nans_deferred(tmp_path_factory, device):
     """f32 min/max ignore a NaN operand and give the canonical NaN for two: a register they
     write (a payoff max(x, 0) a tree then steps with fma, as binomial option pricers do)
     keeps the host's NaN like arithmetic's, and they read their operands blind."""
@@ -134,7 +146,7 @@ def test_min_max_keep_nans_deferred(tmp_path_factory):
     a[7], b[7] = _f32([0x7F800001])[0], _f32([0x7FA00000])[0]  # two signalling NaNs
     out = np.zeros(3 * n, np.float32)
     for steps in (0, 5):
-        cuport.Module(ptx).kernel("minmax_chain")(1, n, (a, b, out, np.int32(steps)))
+        cuport.Module(ptx, device=device).kernel("minmax_chain")(1, n, (a, b, out, np.int32(steps)))
         with np.errstate(invalid="ignore"):
             s = a + b
             y = np.where(np.isnan(s), b, np.where(np.isnan(b), s, np.maximum(s, b)))

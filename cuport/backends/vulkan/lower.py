@@ -37,6 +37,7 @@ from ...isa.memory import Access, InPlace, space_of
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
+from ...passes import nan_payloads
 from ...passes.divergence import Divergence
 from ...passes.spaces import Spaces
 from ...ptx import ir
@@ -265,6 +266,14 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         self._fault: tuple[ll.Value, ll.Value] | None = None  # (line, address) noted (note_fault)
         self.last_error: ll.Value | None = None  # the thread's device-runtime error (lower_launch.py)
         self.block_lines: dict[ll.Block, int] = {}  # the PTX line each block's code ends with (_lines)
+        # f32 registers whose canonical NaN waits for a read that shows it (nan_payloads.py): an
+        # accumulator's compare and select per step (a fifth of sgemm's fma) move after its loop
+        self._nan_deferred = nan_payloads.deferred(plan.fn)
+        self._blind = False  # the current instruction reads f32 registers NaN-blind
+
+    def nan_deferred(self, ins: ir.Instr) -> bool:
+        d = ins.args[0] if ins is not None and ins.args else None
+        return isinstance(d, ir.Reg) and d.name in self._nan_deferred
 
     # ================================================================ the function
     def emit(self) -> ll.Module:
@@ -344,6 +353,13 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         lower = VULKAN_LOWERINGS.get(ins.op) or registry.LOWERINGS.get(ins.op)
         if lower is None:
             raise UnsupportedError(f"the instruction `{ins.op}` is not supported", ins.line, ins.text())
+        self._blind = nan_payloads.blind(ins)
+        try:
+            self._emit_guarded(ins, lower)
+        finally:
+            self._blind = False
+
+    def _emit_guarded(self, ins: ir.Instr, lower) -> None:
         b = self.b
         if ins.guard is None:
             lower(self, ins)
@@ -460,7 +476,10 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
             if op.name not in self.regs:
                 raise self.error(f"the register {op.name} is not declared")
             slot, _ = self.regs[op.name]
-            return self._resize(b.load(slot), want, ptype[0] == "s")
+            v = b.load(slot)
+            if op.name in self._nan_deferred and not self._blind:
+                v = fprt.canon_nan(self, self.to_value(v, "f32"), "f32")
+            return self._resize(v, want, ptype[0] == "s")
         if isinstance(op, ir.Imm):
             return self.const_int(want.width, op.value)
         if isinstance(op, ir.FImm):
