@@ -1072,7 +1072,11 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     # ---------------------------------------------------------------- rounding
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
-        return fprt.directed_f64_emulated(self, op, args, mode)
+        """The constrained intrinsic that the CPU backend's strictfp helper wraps, called
+        directly: the SPIR-V translator rounds it exactly (spirv/fpmath.py, from the
+        operands' significands, subnormal and overflowing results included)."""
+        md = [ll.MetaDataString(self.llmod, s) for s in (fprt.CONSTRAINED_ROUNDING[mode], "fpexcept.ignore")]
+        return self.intrinsic(f"llvm.experimental.constrained.{op}", list(args) + md)
 
     # ---------------------------------------------------------------- failures and per-thread code
     def record_failure(self, kind: int, arg: ll.Value | None = None,
