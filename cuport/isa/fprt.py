@@ -11,8 +11,9 @@ Directed rounding (.rz/.rm/.rp) without touching the host's rounding mode:
   rounds the pair in the asked direction: round to nearest with `fptrunc`, compare back,
   step one ulp where the nearest value lies on the wrong side.
 - f64 results have no wider format to lean on: the backend's `em.directed_f64` does them
-  (the CPU backend switches the host FPU's rounding mode in a strictfp helper; a GPU backend
-  emulates with error-free transformations).
+  (the CPU backend switches the host FPU's rounding mode in a strictfp helper around LLVM's
+  constrained intrinsic; the Vulkan backend emits the intrinsic alone, which its SPIR-V
+  translator rounds exactly from the operands' significands: spirv/fpmath.py).
 - Narrow formats (f16, bf16, tf32, e4m3, e5m2) are produced by `round_small` with integer
   operations on the f32 bits. Wider sources first go to f32 with round-to-odd, which keeps
   the information any later rounding to a format of at most 22 bits needs.
@@ -53,6 +54,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MODES = ("rn", "rz", "rm", "rp")
+#: the rounding metadata of LLVM's constrained intrinsics (llvm.experimental.constrained.*)
+CONSTRAINED_ROUNDING = {"rn": "round.tonearest", "rz": "round.towardzero", "rp": "round.upward",
+                        "rm": "round.downward"}
 CANON_NAN = {"f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000, "f16": 0x7FFF, "bf16": 0x7FFF}
 DEFAULT_NAN64 = 0xFFF8000000000000  # what an invalid f64 operation generates (CUDART_NAN)
 QUIET64 = 1 << 51
@@ -264,55 +268,6 @@ def adjust_f64(em, s, e, mode: str):
     if mode == "rz":
         return b.select(_opposite(em, e, s), toward_zero(em, s, "f64"), s)
     return s
-
-
-def directed_f64_emulated(em, op: str, args: list, mode: str):
-    """f64 fadd/fsub/fmul/fdiv/sqrt/fma in rz/rm/rp without switching a rounding mode (for
-    backends that cannot: Vulkan fixes the mode per shader). The result rounded to nearest
-    and the sign of its exact error decide the step (adjust_f64): TwoSum for sums, the FMA
-    residual for products, quotients and square roots. Where nearest rounding overflows to
-    ±inf from finite operands, the directed result may be the largest finite value. For fma
-    the error is the sum of the product's and the addition's errors, exact except when the
-    final rounding's own error is itself inexact (not met outside constructed cases)."""
-    b = em.b
-    fma = lambda x, y, z: em.intrinsic("llvm.fma", [x, y, z])  # noqa: E731
-    if op in ("fadd", "fsub"):
-        c = args[1] if op == "fadd" else b.fneg(args[1])
-        s, e = two_sum(em, args[0], c)
-    elif op == "fmul":
-        s = b.fmul(args[0], args[1])
-        e = fma(args[0], args[1], b.fneg(s))
-    elif op == "fdiv":
-        s = b.fdiv(args[0], args[1])
-        r = fma(b.fneg(s), args[1], args[0])  # a - s*b, exact
-        e = b.select(signbit(em, args[1], "f64"), b.fneg(r), r)
-    elif op == "sqrt":
-        s = em.intrinsic("llvm.sqrt", [args[0]])
-        e = fma(b.fneg(s), s, args[0])
-    elif op == "fma":
-        p = b.fmul(args[0], args[1])
-        pe = fma(args[0], args[1], b.fneg(p))
-        t, te = two_sum(em, p, args[2])
-        s = fma(args[0], args[1], args[2])
-        e = b.fadd(b.fadd(b.fsub(t, s), te), pe)
-    else:
-        raise ValueError(op)
-    r = adjust_f64(em, s, e, mode)
-    inf = em.const("f64", float("inf"))
-    finite = None
-    for a in args:
-        f = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [a]), inf)
-        finite = f if finite is None else b.and_(finite, f)
-    big = em.const_bits("f64", 0x7FEFFFFFFFFFFFFF)
-    overflow = b.and_(finite, b.fcmp_ordered("==", em.intrinsic("llvm.fabs", [s]), inf))
-    neg = signbit(em, s, "f64")
-    if mode == "rz":
-        clamp = overflow
-    elif mode == "rp":
-        clamp = b.and_(overflow, neg)
-    else:  # rm
-        clamp = b.and_(overflow, b.not_(neg))
-    return b.select(clamp, em.intrinsic("llvm.copysign", [big, s]), r)
 
 
 def fma_unfused_device(em, a, b_, c):

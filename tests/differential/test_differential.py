@@ -26,6 +26,9 @@ sys.path.insert(0, str(HERE))
 import gen  # noqa: E402
 import harness  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent))
+from device_limits import device_limit  # noqa: E402 (tests/device_limits.py: what a device may refuse)
+
 GENERATED = {spec.name: gen.generate(spec) for spec in gen.FILES}
 MANIFEST = harness.RECORDED / "manifest.json"
 RECORD_CMD = "OUT=<dir> python3 tests/differential/record_gpu.py on the H200 (README.md)"
@@ -43,9 +46,49 @@ DEFAULT_FILES = {"d00", "d05", "d06", "d09ftz", "d10rdc", "d11mgd"}
 if os.environ.get("CUPORT_DIFFTEST_ALL", "") not in ("", "0"):
     DEFAULT_FILES = {spec.name for spec in gen.FILES}
 
-CASES = [pytest.param(spec.name, k.name, id=f"{spec.name}-{k.name.split('_')[-1]}",
-                      marks=[pytest.mark.xfail(strict=True, reason=KNOWN[k.name])] if k.name in KNOWN else [])
-         for spec in gen.FILES if spec.name in DEFAULT_FILES for k in GENERATED[spec.name].kernels]
+
+
+def _devices() -> list[str]:
+    """cuport's devices the recording is compared on: the CPU, and the first Vulkan device
+    where there is one (lavapipe in CI); DIFFTEST_DEVICE=D checks D alone (vulkan on the H200
+    host: NVIDIA's driver)."""
+    if os.environ.get("DIFFTEST_DEVICE"):
+        return [os.environ["DIFFTEST_DEVICE"]]
+    from cuport.backends.vulkan import runtime
+
+    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
+
+
+DEVICES = _devices()
+
+
+def _lavapipe() -> bool:
+    from cuport.backends.vulkan import runtime
+
+    devs = runtime.devices()
+    return bool(devs) and devs[0].driver_id == "MESA_LLVMPIPE"
+
+
+#: kernels that fail on lavapipe (the first Vulkan device) for a bug not yet found (strict)
+KNOWN_LAVAPIPE: dict[str, str] = {
+    "d06_k014": "a register carried out of a loop (c1 after the shf.l.clamp loop, PTX %r103) has the value of a "
+                "later trip for a lane that left the loop before others of its subgroup: the store inside the "
+                "loop is right (0x104), the value used after it is not (0x100); cuport's SPIR-V or lavapipe's "
+                "masked loops, not yet told apart"}
+
+
+def _marks(dev: str, kname: str) -> list:
+    if kname in KNOWN:
+        return [pytest.mark.xfail(strict=True, reason=KNOWN[kname])]
+    if dev == "vulkan" and kname in KNOWN_LAVAPIPE and _lavapipe():
+        return [pytest.mark.xfail(strict=True, reason=KNOWN_LAVAPIPE[kname])]
+    return []
+
+
+CASES = [pytest.param(dev, spec.name, k.name, id=f"{dev}-{spec.name}-{k.name.split('_')[-1]}", marks=_marks(dev, k.name))
+         for dev in DEVICES for spec in gen.FILES if spec.name in DEFAULT_FILES for k in GENERATED[spec.name].kernels]
+FILE_CASES = [pytest.param(dev, spec.name, id=f"{dev}-{spec.name}")
+              for dev in DEVICES for spec in gen.FILES if spec.name in DEFAULT_FILES]
 
 
 def _recording_state() -> str:
@@ -83,44 +126,47 @@ def cuport_runs(recordings, request):
         pytest.skip("nvcc is not available")
     cache = Path(request.config.cache.mkdir("cuport-differential"))
 
-    def one(spec):
-        g = GENERATED[spec.name]
+    specs = {s.name: s for s in gen.FILES}
+
+    def one(key):
+        device, fname = key
+        g = GENERATED[fname]
         exe = harness.build(g, cache, nvcc)
         names = [k.name for k in g.kernels]
-        device = os.environ.get("DIFFTEST_DEVICE")  # e.g. vulkan: another cuport device than the default CPU
-        env = harness.clean_env(**({"CUPORT_DEVICE": device} if device else {}))
-        run = harness.run(exe, harness.cuport_prefix(), env, len(names), names)
+        run = harness.run(exe, harness.cuport_prefix(), harness.clean_env(CUPORT_DEVICE=device), len(names), names)
         run.ptx = harness.ptx_digests(exe)
-        return spec.name, run
+        return key, run
 
-    # only the files whose cases were selected (pytest -k d03 runs one program, not twelve)
-    wanted = {item.callspec.params["fname"] for item in request.session.items
-              if hasattr(item, "callspec") and "fname" in item.callspec.params}
+    # only the files and devices whose cases were selected (pytest -k d03 runs d03 alone)
+    wanted = sorted({(item.callspec.params["device"], item.callspec.params["fname"]) for item in request.session.items
+                     if hasattr(item, "callspec") and "fname" in item.callspec.params})
     with ThreadPoolExecutor(int(os.environ.get("DIFFTEST_JOBS", "2"))) as pool:
-        runs = dict(pool.map(one, [s for s in gen.FILES if s.name in wanted]))
+        # every file built once before its runs on several devices
+        list(pool.map(lambda f: harness.build(GENERATED[f], cache, nvcc), sorted({f for _, f in wanted})))
+        runs = dict(pool.map(one, [(d, f) for d, f in wanted if f in specs]))
     runs["__nvcc__"] = harness.nvcc_version(nvcc)
     return runs
 
 
-@pytest.mark.parametrize("fname", [s.name for s in gen.FILES if s.name in DEFAULT_FILES])
-def test_inputs_and_init_match_the_recording(recordings, cuport_runs, fname):
+@pytest.mark.parametrize("device, fname", FILE_CASES)
+def test_inputs_and_init_match_the_recording(recordings, cuport_runs, device, fname):
     """The recorded inputs are the generator's, and cudaFree(0) answers as on the GPU."""
     g = GENERATED[fname]
     st, pools = recordings[fname]["__init__"]
     words = [w for t in gen.POOLED for w in g.pools[t]]
     assert pools == b"".join(w.to_bytes(8, "little") for w in words), f"{fname}: recorded inputs differ"
-    assert cuport_runs[fname].init_status == st, (
-        f"{fname}: cudaFree(0) returned {cuport_runs[fname].init_status} under cuport, {st} on the GPU")
+    assert cuport_runs[device, fname].init_status == st, (
+        f"{fname}: cudaFree(0) returned {cuport_runs[device, fname].init_status} under cuport, {st} on the GPU")
 
 
-@pytest.mark.parametrize("fname", [s.name for s in gen.FILES if s.name in DEFAULT_FILES])
-def test_function_attributes_match_the_gpu(recordings, cuport_runs, fname):
+@pytest.mark.parametrize("device, fname", FILE_CASES)
+def test_function_attributes_match_the_gpu(recordings, cuport_runs, device, fname):
     """cudaFuncGetAttributes: static shared memory, constant memory and threads per block."""
     bad = []
     for k in GENERATED[fname].kernels:
         key = k.name + "@attr"
         gst, gdata = recordings[fname][key]
-        st, data = cuport_runs[fname].records.get(key, (None, b""))
+        st, data = cuport_runs[device, fname].records.get(key, (None, b""))
         if st != gst or data != gdata:
             def show(s, d):
                 vals = [int.from_bytes(d[i:i + 4], "little") for i in range(0, len(d), 4)]
@@ -129,20 +175,22 @@ def test_function_attributes_match_the_gpu(recordings, cuport_runs, fname):
     assert not bad, f"{len(bad)} kernels:\n" + "\n".join(bad[:10])
 
 
-@pytest.mark.parametrize("fname, kname", CASES)
-def test_kernel_matches_the_gpu(recordings, cuport_runs, fname, kname):
+@pytest.mark.parametrize("device, fname, kname", CASES)
+def test_kernel_matches_the_gpu(recordings, cuport_runs, device, fname, kname):
     g = GENERATED[fname]
     k = next(x for x in g.kernels if x.name == kname)
     gst, gdata = recordings[fname][kname]
     if gst != 0:
         pytest.skip(f"the GPU failed this kernel (cudaError {gst}): a generator bug to fix")
-    run = cuport_runs[fname]
-    where = f"{kname} ({k.family}, {fname}.cu line {k.first_line})"
+    run = cuport_runs[device, fname]
+    where = f"{kname} ({k.family}, {fname}.cu line {k.first_line}, device {device})"
     if run.ptx.get(kname) != recordings[fname]["__ptx__"].get(kname):
         pytest.skip(f"{where}: nvcc made other PTX than for the recording ({cuport_runs['__nvcc__']}; "
                     f"recorded with {recordings[fname]['__nvcc__']}): re-record with this nvcc")
     assert kname not in run.crashed, f"{where}: no result under cuport: {run.crashed.get(kname)}"
     st, data = run.records[kname]
+    if device_limit(device, st, run.message(kname)):
+        pytest.skip(f"{where}: {run.message(kname)}")
     assert st == 0, f"{where}: cuport returned cudaError {st}: {run.message(kname)}"
     got = harness.decode(k, data)
     bad = harness.compare(k, got, harness.decode(k, gdata))

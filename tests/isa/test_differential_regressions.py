@@ -23,7 +23,7 @@ FLAGS = ("-O3", "-arch=sm_90", "-std=c++17", "-fmad=false")  # tests/differentia
 
 
 @functools.cache
-def module(source: str) -> cuport.Module:
+def module(source: str, device: str | None = None) -> cuport.Module:
     nvcc = nvcc_path()
     if nvcc is None:
         pytest.skip("nvcc is not installed")
@@ -31,7 +31,7 @@ def module(source: str) -> cuport.Module:
     cu, ptx = _DIR / f"k{h}.cu", _DIR / f"k{h}.ptx"
     cu.write_text(source)
     subprocess.run([nvcc, "-ptx", *FLAGS, "-o", str(ptx), str(cu)], check=True, capture_output=True, text=True)
-    return cuport.Module(ptx.read_text())
+    return cuport.Module(ptx.read_text(), **({"device": device} if device else {}))
 
 
 HALF = r"""
@@ -233,3 +233,59 @@ def test_integer_cvt_sat_on_every_device(device):
         u64 = v & ((1 << 64) - 1)
         want += [max(0, s16), min(u64, 0x7FFF), max(0, s16), min(u64, (1 << 63) - 1), max(0, s8)]
     assert out.tolist() == want
+
+
+F64_DIRECTED = r"""
+extern "C" __global__ void f64_directed(const int* op, const double* a, const double* b, const double* c,
+                                        double* out) {
+    int i = threadIdx.x;
+    double x = a[i], y = b[i], z = c[i], r = 0;
+    switch (op[i]) {
+    case 0: r = __ddiv_ru(x, y); break;
+    case 1: r = __dsub_rd(x, y); break;
+    case 2: r = __dmul_ru(x, y); break;
+    case 3: r = __dsqrt_rd(x); break;
+    case 4: r = __fma_rd(x, y, z); break;
+    case 5: r = __drcp_rd(x); break;
+    case 6: r = __dmul_rz(x, y); break;
+    case 7: r = __fma_rz(x, y, z); break;
+    case 8: r = __fma_ru(x, y, z); break;
+    case 9: r = __ddiv_rz(x, y); break;
+    }
+    out[i] = r;
+}
+"""
+
+#: (operation, a, b, c, the H200's result; where the differential recording has it)
+F64_DIRECTED_CASES = [
+    (0, 0xC3E0000000000000, 0x0000000000000000, 0, 0xFFF0000000000000),  # d00_k007 o11[26]: -x / +0 = -inf
+    (0, 0x41F0000000000000, 0x8000000000000000, 0, 0xFFF0000000000000),  # d06_k010 o13[37]
+    (9, 0xBFF0000000000000, 0x0000000000000000, 0, 0xFFF0000000000000),  # __ddiv_rz(-1, +0): -inf too
+    (5, 0x0000000000000000, 0, 0, 0x7FF0000000000000),  # d10rdc_k017 o0[59]: 1 / +0 rounded down is +inf
+    (1, 0x3FDE852550000003, 0x3FDE852550000003, 0, 0x8000000000000000),  # d00_k008 o8[1]: x - x = -0 (rm)
+    (1, 0x0000000000000000, 0x0000000000000000, 0, 0x8000000000000000),  # d10rdc_k048 o17[20]
+    (2, 0x096E73968EC3613B, 0x0000000000000001, 0, 0x0000000000000001),  # d00_k027 o13[2]: tiny, up
+    (2, 0x800E3CC4642ECE1C, 0x800E3CC4642ECE1C, 0, 0x0000000000000001),  # d11mgd_k009 o4[65]
+    (6, 0x3FE0000000000000, 0x000FFFFFFFFFFFFF, 0, 0x0007FFFFFFFFFFFF),  # d09ftz_k026 o2[12]: subnormal, rz
+    (3, 0x000D5BECDB8ED82B, 0, 0, 0x1FFD3D74CB21A498),  # d06_k003 o0[3]: the root of a subnormal
+    (4, 0x3690000000000000, 0x800E3CC4642ECE1C, 0x3690000000000000, 0x368FFFFFFFFFFFFF),  # d11mgd_k009 o2[2]
+    (7, 0x800317AB2E9CB577, 0x80062F565D396AEE, 0x800317AB2E9CB577, 0x800317AB2E9CB576),  # d09ftz_k041 o3[50]
+    (8, 0x92B6550A0C58B24D, 0x92B6550A0C58B24D, 0x92B6550A0C58B24D, 0x92B6550A0C58B24C),  # d05_k011 o1[6] (rp)
+]
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_f64_directed_rounding_at_the_edges(device):
+    """f64 .rz/.rm/.rp where the Vulkan backend's error-free emulation (TwoSum and FMA
+    residuals in LLVM IR) was wrong on lavapipe: a division by zero clamped to the largest
+    finite value as if it overflowed, the exact zero x - x as +0 rounding down, products and
+    roots whose residual is below the subnormal range (0 instead of the smallest subnormal,
+    an ulp off), and an fma off by an ulp. The H200's answers, from the differential
+    recording (the kernel and element beside each case)."""
+    cases = F64_DIRECTED_CASES
+    op = np.array([c[0] for c in cases], np.int32)
+    a, b, c = (np.array([x[k] for x in cases], np.uint64).view(np.float64) for k in (1, 2, 3))
+    out = np.zeros(len(cases), np.uint64)
+    module(F64_DIRECTED, device).kernel("f64_directed")((1,), (len(cases),), (op, a, b, c, out.view(np.float64)))
+    got = [hex(v) for v in out]
+    assert got == [hex(x[4]) for x in cases]

@@ -10,6 +10,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ import pytest
 import cuport
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+from device_limits import device_limit  # noqa: E402 (tests/device_limits.py: what a device may refuse)
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is needed to build the kernels")
 
@@ -30,15 +33,6 @@ def _devices() -> list[str]:
     from cuport.backends.vulkan import runtime
 
     return ["cpu"] + (["vulkan"] if runtime.devices() else [])
-
-
-#: what a Vulkan device may refuse, by the backend's own words: the test is then skipped
-#: with that reason (on devices whose subgroups are not 32 wide, warp collectives need the
-#: whole block; lavapipe runs kernels in-process)
-VULKAN_LIMITS = ("a warp collective", "a CTA barrier in code that",
-                 "a loop that waits for another thread of the block",
-                 "a guarded shfl",
-                 "a guarded vote", "a guarded activemask", "a guarded match")
 
 
 class _Skipping:
@@ -57,7 +51,7 @@ class _Skipping:
             try:
                 return k(*a, **kw)
             except cuport.BackendError as e:
-                if self.device != "cpu" and e.code == 801 and any(w in e.message for w in VULKAN_LIMITS):
+                if device_limit(self.device, e.code, e.message):
                     pytest.skip(f"{self.device}: {e.message}")
                 raise
 

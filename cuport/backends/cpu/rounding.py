@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
+from ...isa.fprt import CONSTRAINED_ROUNDING
 from ...isa.types import mangle
 
-# host rounding mode numbers of llvm.set.rounding, and constrained-intrinsic metadata
+# host rounding mode numbers of llvm.set.rounding
 _HOST_MODE = {"rn": 1, "rz": 0, "rp": 2, "rm": 3}
-_MD_MODE = {"rn": "round.tonearest", "rz": "round.towardzero", "rp": "round.upward", "rm": "round.downward"}
 
 
 def strict(em, op: str, args: list, mode: str, ret: ll.Type | None = None) -> ll.Value:
@@ -43,7 +43,7 @@ def strict(em, op: str, args: list, mode: str, ret: ll.Type | None = None) -> ll
         if op in ("sitofp", "uitofp", "fptrunc"):
             cname += f".{mangle(args[0].type)}"
         cfn = mc.declare(cname, rt, [a.type for a in args] + [md, md])
-        r = bb.call(cfn, list(fn.args) + [ll.MetaDataString(mc.llmod, _MD_MODE[mode]),
+        r = bb.call(cfn, list(fn.args) + [ll.MetaDataString(mc.llmod, CONSTRAINED_ROUNDING[mode]),
                                           ll.MetaDataString(mc.llmod, "fpexcept.ignore")])
         set.add(r.attributes, "strictfp")
         c = bb.call(setr, [old])

@@ -159,6 +159,14 @@ def mark_loops(c: Compilation) -> Compilation:
     return c
 
 
+def guard_folds(c: Compilation) -> Compilation:
+    if c.caps.float_zero_folds or c.caps.sext64_compare_folds:
+        from . import folds
+
+        folds.guard_folds(c.notes["emitter"], c.caps.float_zero_folds, c.caps.sext64_compare_folds)
+    return c
+
+
 def translate(c: Compilation) -> Compilation:
     marks = None
     if "loop_lines" in c.notes:
@@ -201,6 +209,11 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
                                "failures: where the driver ends long loops early (quirks.py), "
                                "spin loops wait on each trip and each loop gets a PTX line "
                                "(loops.py)"),
+    ("guard_folds", guard_folds, "needs the lowered function, whole: where the driver's compiler "
+                                 "folds float zeros or 64-bit signed comparisons wrongly "
+                                 "(quirks.py), the operands it could know made opaque and the "
+                                 "comparisons unsigned (folds.py); after mark_loops, whose "
+                                 "code is arithmetic too"),
     ("translate", translate, "cuport's own SPIR-V, control flow structured; where the driver "
                              "ends long loops early, every loop marked so that a launch whose "
                              "loops it cut short fails (translate.LoopMarks)"),
@@ -229,7 +242,7 @@ def dump(c: Compilation, step: str) -> str:
                 f"local {p.local_offsets} bytes={p.local_bytes}"
                 f"{' in device memory (slices.py)' if p.local_in_memory else ''}\nparams {p.kernel_param_offsets}\n"
                 f"globals {p.global_index}")
-    if step in ("lower", "mark_loops"):
+    if step in ("lower", "mark_loops", "guard_folds"):
         return str(c.llmod)
     if step == "translate":
         import subprocess  # noqa: PLC0415 (debug output only)

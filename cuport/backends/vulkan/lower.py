@@ -88,13 +88,15 @@ class DeviceCaps:
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
     signed_zero_inf_nan: tuple[int, ...] = ()  # float widths whose ±0/inf/NaN the device keeps
     simd_width: int = 0  # lavapipe: a workgroup must fill whole SIMD groups (else pad it)
-    # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has both):
+    # driver quirks, measured by probes when the device opens (quirks.py; lavapipe has all):
     device_clock: bool = False  # VK_KHR_shader_clock's device scope (%globaltimer, clock.py)
     globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
     zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
     sink_page: int = 0  # where a store to a wild address goes instead (0: no address checks)
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
+    float_zero_folds: bool = False  # x * 0.0 folded to 0.0, x + 0.0 to x (folds.py)
+    sext64_compare_folds: bool = False  # signed i64 compare of a sign-extended i32 folded (folds.py)
     denorm_preserve: tuple[int, ...] = ()  # float widths with the DenormPreserve mode
     flush32: bool = False  # f32 subnormals flushed by the device: emulated (spirv/subnormal.py)
     int_order32: bool = False  # f32 comparisons and min/max in the integer order (FloatModes)
@@ -1072,7 +1074,11 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     # ---------------------------------------------------------------- rounding
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
-        return fprt.directed_f64_emulated(self, op, args, mode)
+        """The constrained intrinsic that the CPU backend's strictfp helper wraps, called
+        directly: the SPIR-V translator rounds it exactly (spirv/fpmath.py, from the
+        operands' significands, subnormal and overflowing results included)."""
+        md = [ll.MetaDataString(self.llmod, s) for s in (fprt.CONSTRAINED_ROUNDING[mode], "fpexcept.ignore")]
+        return self.intrinsic(f"llvm.experimental.constrained.{op}", list(args) + md)
 
     # ---------------------------------------------------------------- failures and per-thread code
     def record_failure(self, kind: int, arg: ll.Value | None = None,

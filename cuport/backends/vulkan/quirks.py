@@ -15,8 +15,21 @@ measured by one probe kernel when the device opens (never assumed from a driver'
   their later stores never happen). cuport then gives such accesses in block-divergent code
   no memory semantics (relaxed atomics, no fence; see lower_order.py).
 
-The probe is one workgroup of 64 invocations: invocation 0 alone counts a loop to PROBE_N
-and runs a loop of 64 iterations with a fence in it.
+- Float operands known to be +0.0 when the driver compiles: gallivm (llvmpipe's code
+  generator, lp_bld_arit.c lp_build_mul/lp_build_add) returns 0.0 for x * 0.0 and x for
+  x + 0.0 whatever x is, although the shader declares SignedZeroInfNanPreserve (lavapipe,
+  Mesa 22.3: inf * 0 gives 0, -0 + 0 gives -0; libdevice's sinf(inf) is inf * 0). The zero
+  may come from a constant the driver propagated through registers; cuport then hides such
+  operands from its constant folding (opaque_zeros.py).
+- A signed 64-bit comparison of an i32 sign-extended to i64 with a constant is folded to a
+  wrong constant (lavapipe, Mesa 22.3: cvt.s64.s32 then setp.lt.s64 against 0 is false for
+  -1, against 7 false for 0; cvt.sat.u64.s32 of a negative value kept it). cuport then
+  compares 64-bit integers signed as unsigned with the sign bits flipped
+  (spirv/instructions.py), which the driver compiles correctly.
+
+The probe is one workgroup of 64 invocations: invocation 0 alone counts a loop to PROBE_N,
+runs a loop of 64 iterations with a fence in it, and computes inf * 0.0, -0.0 + 0.0 and
+(s64) -1 < 0 on values it loads (the constants are the instructions' own).
 """
 
 from __future__ import annotations
@@ -27,20 +40,37 @@ import struct
 PROBE_N = 100_000
 _DIVERGENT_ITERATIONS = 64
 
+# the probe's buffer: counts at 0 and 4, the fenced loop's flag at 8 (never 12345), inputs
+# at 16 (f32 inf, f32 -0.0, s32 -1), results at 32
+_BYTES = 48
+_INPUT = struct.pack("<4I3I5I", 0, 0, 0, 0, 0x7F800000, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0)
+
 _PTX = """
 .version 8.0
 .target sm_80
 .address_size 64
 .visible .entry quirks(.param .u64 out, .param .u32 n)
 {
-    .reg .pred %p<5>;
+    .reg .pred %p<6>;
     .reg .b32 %r<10>;
+    .reg .f32 %f<5>;
     .reg .b64 %rd<3>;
     ld.param.u64 %rd1, [out];
     ld.param.u32 %r1, [n];
     mov.u32 %r2, %tid.x;
     setp.ne.u32 %p1, %r2, 0;
     @%p1 bra DONE;
+    ld.global.f32 %f1, [%rd1+16];
+    mul.rn.f32 %f2, %f1, 0f00000000;
+    st.global.f32 [%rd1+32], %f2;
+    ld.global.f32 %f3, [%rd1+20];
+    add.rn.f32 %f4, %f3, 0f00000000;
+    st.global.f32 [%rd1+36], %f4;
+    ld.global.s32 %r6, [%rd1+24];
+    cvt.s64.s32 %rd2, %r6;
+    setp.lt.s64 %p5, %rd2, 0;
+    selp.u32 %r7, 1, 0, %p5;
+    st.global.u32 [%rd1+40], %r7;
     mov.u32 %r3, 0;
 COUNT:
     add.u32 %r3, %r3, 1;
@@ -69,15 +99,16 @@ def probe(backend) -> dict[str, object]:
     the spec. `backend` is a VulkanBackend whose caps do not work around anything yet."""
     from .backend import VulkanModule
 
-    buf = backend.allocate_buffer(16, "host")
+    buf = backend.allocate_buffer(_BYTES, "host")
     try:
-        ctypes.memset(buf.host_ptr, 0, 16)
+        ctypes.memmove(buf.host_ptr, _INPUT, _BYTES)
         mod = VulkanModule(backend, [_PTX])
         mod.kernel("quirks").launch((1, 1, 1), (64, 1, 1), 0, struct.pack("<QI", buf.address, PROBE_N))
         failed = backend.drain()  # launches are asynchronous: read the counts once it ran
         if failed is not None:
             raise failed[1]
         count, fenced = struct.unpack("<II", ctypes.string_at(buf.host_ptr, 8))
+        inf_times_zero, minus_zero_plus_zero, negative = struct.unpack("<III", ctypes.string_at(buf.host_ptr + 32, 12))
     finally:
         backend.dev.free(buf)
     out: dict[str, object] = {}
@@ -85,4 +116,8 @@ def probe(backend) -> dict[str, object]:
         out["loop_iteration_limit"] = max(count - 1, 1)  # back edges taken before the loop ended
     if fenced != _DIVERGENT_ITERATIONS:
         out["divergent_memory_barriers"] = False
+    if inf_times_zero != 0x7FFFFFFF or minus_zero_plus_zero != 0:  # the canonical NaN, +0
+        out["float_zero_folds"] = True
+    if negative != 1:
+        out["sext64_compare_folds"] = True
     return out
