@@ -20,12 +20,12 @@ measured by one probe kernel when the device opens (never assumed from a driver'
   x + 0.0 whatever x is, although the shader declares SignedZeroInfNanPreserve (lavapipe,
   Mesa 22.3: inf * 0 gives 0, -0 + 0 gives -0; libdevice's sinf(inf) is inf * 0). The zero
   may come from a constant the driver propagated through registers; cuport then hides such
-  operands from its constant folding (opaque_zeros.py).
+  operands from its constant folding (folds.py).
 - A signed 64-bit comparison of an i32 sign-extended to i64 with a constant is folded to a
   wrong constant (lavapipe, Mesa 22.3: cvt.s64.s32 then setp.lt.s64 against 0 is false for
   -1, against 7 false for 0; cvt.sat.u64.s32 of a negative value kept it). cuport then
   compares 64-bit integers signed as unsigned with the sign bits flipped
-  (spirv/instructions.py), which the driver compiles correctly.
+  (folds.py), which the driver compiles correctly.
 
 The probe is one workgroup of 64 invocations: invocation 0 alone counts a loop to PROBE_N,
 runs a loop of 64 iterations with a fence in it, and computes inf * 0.0, -0.0 + 0.0 and
