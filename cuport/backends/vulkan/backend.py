@@ -615,6 +615,9 @@ class VulkanBackend:
 
     def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
         """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
+        if V.SHARED_WINDOW <= address < V.LOCAL_WINDOW + V.WINDOW_BYTES:
+            # a thread's local or a block's shared memory, which only the kernel could read
+            raise ValueError(f"the string at {address:#x} is in a kernel's local or shared memory")
         if self.host_accessible(address):
             return ctypes.string_at(address)
         out = b""

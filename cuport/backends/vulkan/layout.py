@@ -84,6 +84,7 @@ RING_BYTES = 1 << 20
 SHARED_WINDOW = 1 << 62
 LOCAL_WINDOW = (1 << 62) + (1 << 48)
 WINDOW_BYTES = 1 << 48
+WINDOW = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
 
 
 @dataclass(frozen=True)
