@@ -97,16 +97,8 @@ def _vprintf(em, fmt: ll.Value, argp: ll.Value) -> None:
             with b.if_then(em._in_window(sp, v)):
                 b.store(b.add(b.load(strings), ll.Constant(I32, 1)), strings)
     size = b.add(b.add(n, ll.Constant(I32, 16)), b.mul(b.load(strings), ll.Constant(I32, STR_MAX)))
-    ring = em.push("printf")
-    head = b.inttoptr(ring, PTR)
-    pos = em.spv("OpAtomicIAdd", I32, [head, ll.Constant(I32, 1), ll.Constant(I32, 0), size], "g")
-    cap = b.load(b.inttoptr(b.add(ring, ll.Constant(I64, V.RING_CAP)), PTR), typ=I32, align=4)
-    fits = b.icmp_unsigned("<=", b.add(pos, size), cap)
+    fits, rec = _record(em, size, n, fmt)
     with b.if_then(fits):
-        rec = b.add(ring, b.add(ll.Constant(I64, V.RING_DATA), b.zext(pos, I64)))
-        b.store(size, b.inttoptr(rec, PTR), align=4)
-        b.store(n, b.inttoptr(b.add(rec, ll.Constant(I64, 4)), PTR), align=4)
-        b.store(fmt, b.inttoptr(b.add(rec, ll.Constant(I64, 8)), PTR), align=8)
         # copy n bytes of the local argument buffer, a word at a time
         with _loop(em, n, 4) as i:
             w = em._word_load("local", b.zext(b.add(off, i), I64), I32)
@@ -125,6 +117,23 @@ def _vprintf(em, fmt: ll.Value, argp: ll.Value) -> None:
                         b.store(copy, b.inttoptr(b.add(rec, b.add(ll.Constant(I64, 16), b.zext(j, I64))), PTR),
                                 align=8)
                         b.store(b.add(k, ll.Constant(I32, 1)), strings)
+
+
+def _record(em, size: ll.Value, n: ll.Value, fmt: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """Reserve `size` bytes of the printf ring: (whether they fit, the record's address),
+    its header (size, argument bytes `n`, format `fmt`) written where they fit."""
+    b = em.b
+    ring = em.push("printf")
+    head = b.inttoptr(ring, PTR)
+    pos = em.spv("OpAtomicIAdd", I32, [head, ll.Constant(I32, 1), ll.Constant(I32, 0), size], "g")
+    cap = b.load(b.inttoptr(b.add(ring, ll.Constant(I64, V.RING_CAP)), PTR), typ=I32, align=4)
+    fits = b.icmp_unsigned("<=", b.add(pos, size), cap)
+    rec = b.add(ring, b.add(ll.Constant(I64, V.RING_DATA), b.zext(pos, I64)))
+    with b.if_then(fits):
+        b.store(size, b.inttoptr(rec, PTR), align=4)
+        b.store(n, b.inttoptr(b.add(rec, ll.Constant(I64, 4)), PTR), align=4)
+        b.store(fmt, b.inttoptr(b.add(rec, ll.Constant(I64, 8)), PTR), align=8)
+    return fits, rec
 
 
 class _loop:
@@ -181,7 +190,18 @@ def _copy_string(em, space: str, src: ll.Value, dst: ll.Value) -> None:
 
 
 def _assertfail(em, msg: ll.Value, file: ll.Value, line: ll.Value, func: ll.Value) -> None:
+    """Every failing thread's line goes to the printf ring, as a GPU prints each; the first
+    failure is the launch's."""
     b = em.b
+    size = 16 + V.RING_ASSERT_ARGS.size
+    fits, rec = _record(em, ll.Constant(I32, size), ll.Constant(I32, V.RING_ASSERT), msg)
+    with b.if_then(fits):
+        words = [file, func, line, *(em.special(f"%ctaid.{k}") for k in "xyz"),
+                 *(em.special(f"%tid.{k}") for k in "xyz")]
+        at = 16
+        for w in words:
+            b.store(w, b.inttoptr(b.add(rec, ll.Constant(I64, at)), PTR), align=w.type.width // 8)
+            at += w.type.width // 8
     em.record_failure(V.ERR_ASSERT, msg, {"file": file, "func": func, "aline": line})
     b.branch(em.ret_bb)
     b.position_at_end(em.llfn.append_basic_block("after_assert"))
