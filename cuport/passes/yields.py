@@ -21,11 +21,13 @@ import copy
 import itertools
 from collections.abc import Callable
 
+from ..isa.operands import defs, uses
 from ..ptx import ir, opcodes
 from ..ptx.callgraph import call_target, callees
-from .cfg import build
+from .cfg import Cfg, build
 
 _counter = itertools.count(1)
+_READS_ONLY = ("ld", "ldu", "prefetch", "prefetchu")
 Waits = Callable[[ir.Instr], bool]
 
 
@@ -66,6 +68,32 @@ def waits_in(funcs: list[ir.Function], taken: set[str] | frozenset[str] = frozen
         target = call_target(ins)
         return target in waiting if target is not None else indirect
     return waits
+
+
+def loop_waits(cfg: Cfg, body: set[int], waits: Waits = observes_others) -> bool:
+    """Whether the loop of `cfg` made of the blocks `body` waits for another thread: whether
+    it goes round or leaves depending on what an instruction of it for which `waits` holds
+    gave (a flag, a counter, an mbarrier's phase), through registers, guards, or memory the
+    loop writes and reads back. A loop that only reads what others wrote (thread 0 summing
+    a block's partial sums from volatile shared memory) runs the same trips whatever they
+    wrote. Branches inside the loop count too, as if each could leave it."""
+    instrs = [ins for x in body for ins in cfg.blocks[x].instrs]
+    seen: set[str] = set()
+    stored = False  # an observed value went to memory: every load of the loop may give it back
+    changed = True
+    while changed:
+        changed = False
+        for ins in instrs:
+            touches_memory = any(isinstance(a, ir.Mem) for a in ins.args)
+            if not (waits(ins) or (stored and touches_memory) or any(r.name in seen for r in uses(ins))):
+                continue
+            if touches_memory and not stored and ins.op not in _READS_ONLY:
+                stored = changed = True
+            for r in defs(ins):
+                if r.name not in seen:
+                    seen.add(r.name)
+                    changed = True
+    return any(opcodes.ends_block(ins) and any(r.name in seen for r in uses(ins)) for ins in instrs)
 
 
 def _spin_loops(fn: ir.Function, waits: Waits):

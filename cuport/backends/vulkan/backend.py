@@ -22,7 +22,6 @@ import functools
 import math
 import os
 import struct
-import sys
 import threading
 
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
@@ -615,6 +614,9 @@ class VulkanBackend:
 
     def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
         """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
+        if V.SHARED_WINDOW <= address < V.LOCAL_WINDOW + V.WINDOW_BYTES:
+            # a thread's local or a block's shared memory, which only the kernel could read
+            raise ValueError(f"the string at {address:#x} is in a kernel's local or shared memory")
         if self.host_accessible(address):
             return ctypes.string_at(address)
         out = b""
@@ -796,6 +798,10 @@ class VulkanBackend:
             size, nargs, fmt = struct.unpack_from("<IIQ", data, pos)
             if size < 16 or pos + size > len(data):
                 break
+            if nargs == V.RING_ASSERT:
+                out.append(self._assert_line(fmt, *V.RING_ASSERT_ARGS.unpack_from(data, pos + 16)))
+                pos += size
+                continue
             args = ctypes.create_string_buffer(data[pos + 16:pos + 16 + nargs], max(nargs, 8))
             try:
                 out.append(format_printf(self.string_at(fmt), ctypes.addressof(args), self.string_at))
@@ -806,21 +812,23 @@ class VulkanBackend:
         _libc.fwrite(text, 1, len(text), _c_stdout)
         _libc.fflush(_c_stdout)
 
+    def _assert_line(self, msg: int, file: int, func: int, line: int, cx: int, cy: int, cz: int,
+                     tx: int, ty: int, tz: int, _pad: int) -> bytes:
+        """A failed assert's line as CUDA prints it (each failing thread's, printf ring)."""
+        def s(p: int) -> str:
+            try:
+                return self.string_at(p).decode(errors="replace") if p else "?"
+            except ValueError:
+                return "?"
+        return (f"{s(file)}:{line}: {s(func)}: block: [{cx},{cy},{cz}], thread: [{tx},{ty},{tz}] "
+                f"Assertion `{s(msg)}` failed.\n").encode()
+
     def _raise(self, name: str, lb: int, kind: int) -> None:
         f = {name: struct.unpack_from("<Q" if off in (32, 40, 48) else "<I",
                                       ctypes.string_at(lb + off, 8), 0)[0]
              for name, off, _ in V.STATUS_FIELDS}
         where = (f"PTX line {f['line']}, block ({f['ctaid_x']},{f['ctaid_y']},{f['ctaid_z']}), "
                  f"thread ({f['tid_x']},{f['tid_y']},{f['tid_z']})")
-        if kind == V.ERR_ASSERT:
-            def s(p: int) -> str:
-                return self.string_at(p).decode(errors="replace") if p else "?"
-
-            sys.stdout.flush()
-            sys.stderr.write(f"{s(f['file'])}:{f['aline']}: {s(f['func'])}: block: [{f['ctaid_x']},"
-                             f"{f['ctaid_y']},{f['ctaid_z']}], thread: [{f['tid_x']},{f['tid_y']},"
-                             f"{f['tid_z']}] Assertion `{s(f['arg'])}` failed.\n")
-            sys.stderr.flush()
         what = V.ERROR_NAMES.get(kind, f"error {kind}")
         if kind == V.ERR_ILLEGAL_ADDRESS and f["arg"]:
             what += f" 0x{f['arg']:x}"

@@ -18,7 +18,7 @@ from ...passes import spaces as spaces_pass
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions, stack_recursive_calls
 from ...passes.inline import inline_all_calls
 from ...passes.params import forward_params
-from ...passes.yields import observes_others
+from ...passes.yields import loop_waits, observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .layout import PUSH
@@ -101,24 +101,25 @@ def analyze_divergence(c: Compilation) -> Compilation:
 
 
 def check_progress(c: Compilation) -> Compilation:
-    """A loop that waits for another thread of its block (a volatile or ordered shared load,
-    or an mbarrier test, in a loop that part of the block runs) needs threads that make progress independently,
+    """A loop that waits for another thread of its block (one whose trips depend on a volatile
+    or ordered shared load or an mbarrier test of its own, in code that part of the block
+    runs: yields.loop_waits) needs threads that make progress independently,
     as on Volta and later NVIDIA GPUs; a device that runs a workgroup's invocations in lock
     step would spin for ever or read stale data, so there it is refused."""
     if c.caps.independent_threads:
         return c
+
+    def waits(ins: ir.Instr) -> bool:
+        return (ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins)) \
+            or (ins.op == "mbarrier" and ins.mods[:1] in (("test_wait",), ("try_wait",)))
     for header, body in c.cfg.loops.items():
-        if header not in c.block_div.split_blocks:
+        if header not in c.block_div.split_blocks or not loop_waits(c.cfg, body, waits):
             continue
-        for x in body:
-            for ins in c.cfg.blocks[x].instrs:
-                waits = (ins.op in ("ld", "ldu") and observes_others(ins) and _may_be_shared(c, ins)) \
-                    or (ins.op == "mbarrier" and ins.mods[:1] in (("test_wait",), ("try_wait",)))
-                if waits:
-                    raise UnsupportedError(
-                        "a loop that waits for another thread of the block (this Vulkan device runs "
-                        "a workgroup's threads in lock step, so they cannot make progress "
-                        "independently)", ins.line, ins.text())
+        ins = next(ins for x in sorted(body) for ins in c.cfg.blocks[x].instrs if waits(ins))
+        raise UnsupportedError(
+            "a loop that waits for another thread of the block (this Vulkan device runs "
+            "a workgroup's threads in lock step, so they cannot make progress "
+            "independently)", ins.line, ins.text())
     return c
 
 

@@ -78,12 +78,17 @@ FAILURE_KINDS = {"trap": ERR_TRAP, "assert": ERR_ASSERT, "illegal_address": ERR_
 #: printf ring: u32 next free byte (from RING_DATA), u32 capacity, then records of
 #: u32 record bytes, u32 argument bytes, u64 format address, argument bytes (8-aligned)
 RING_HEAD, RING_CAP, RING_DATA = 0, 4, 16
+#: a record whose argument bytes are RING_ASSERT is a failed assert's line: its format is the
+#: message, then u64 file, u64 function, u32 line, u32 ctaid.xyz, u32 tid.xyz, u32 pad
+RING_ASSERT = 0xFFFFFFFF
+RING_ASSERT_ARGS = struct.Struct("<QQIIIIIIII")
 RING_BYTES = 1 << 20
 
 #: generic-address windows of shared and local memory
 SHARED_WINDOW = 1 << 62
 LOCAL_WINDOW = (1 << 62) + (1 << 48)
 WINDOW_BYTES = 1 << 48
+WINDOW = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
 
 
 @dataclass(frozen=True)

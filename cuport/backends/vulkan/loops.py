@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ...passes.yields import observes_others
+from ...passes.yields import loop_waits
 from . import layout as V
 
 #: <4 x i64> divisions on each back edge of a spin loop, so that a wait spends the budget slowly
@@ -96,8 +96,7 @@ def _dominators(blocks: list[ll.Block], preds: dict) -> dict:
 def _spin_headers(em) -> set:
     """The llvmlite blocks heading PTX loops that wait for another thread."""
     cfg = em.plan.cfg
-    return {em.llblocks[h] for h, body in cfg.loops.items()
-            if any(observes_others(ins) for x in body for ins in cfg.blocks[x].instrs)}
+    return {em.llblocks[h] for h, body in cfg.loops.items() if loop_waits(cfg, body)}
 
 
 def _delay(em, seed: ll.Value) -> None:

@@ -768,7 +768,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
                 miss = self.llfn.append_basic_block(f"gen_not_{space}")
                 b.cbranch(self._in_window(space, a), hit, miss)
                 b.position_at_end(hit)
-            local_a = a if space == "global" else b.sub(a, ll.Constant(I64, _WINDOW[space]))
+            local_a = a if space == "global" else b.sub(a, ll.Constant(I64, V.WINDOW[space]))
             for s, v in zip(slots, go(space, local_a), strict=True):
                 b.store(v, s)
             b.branch(done)
@@ -780,7 +780,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
     def _in_window(self, space: str, a: ll.Value) -> ll.Value:
         b = self.b
         size = self.plan.shared_bytes if space == "shared" else self.plan.local_bytes
-        return b.icmp_unsigned("<", b.sub(a, ll.Constant(I64, _WINDOW[space])), ll.Constant(I64, size))
+        return b.icmp_unsigned("<", b.sub(a, ll.Constant(I64, V.WINDOW[space])), ll.Constant(I64, size))
 
     def _global_ptr(self, a: ll.Value, write: bool = False, trusted: bool = False) -> ll.Value:
         """The global address `a` as a pointer: checked against the device's memory where the
@@ -1052,7 +1052,7 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b = self.b
         if space not in ("shared", "local"):
             return a  # global, const and param addresses are generic already
-        base = ll.Constant(I64, _WINDOW[space])
+        base = ll.Constant(I64, V.WINDOW[space])
         if to_space:
             return b.sub(a, base)
         return b.add(b.and_(a, ll.Constant(I64, 0xFFFFFFFF)), base)
@@ -1145,9 +1145,6 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
 
     def emit_call(self, ins: ir.Instr) -> None:
         calls.lower_call(self, ins)
-
-
-_WINDOW = {"shared": V.SHARED_WINDOW, "local": V.LOCAL_WINDOW}
 
 
 def _plain(em: VulkanEmitter, acc: Access) -> None:
