@@ -270,46 +270,6 @@ def adjust_f64(em, s, e, mode: str):
     return s
 
 
-def fma_unfused_device(em, a, b_, c):
-    """fma(a, b, c) where the device's own fused multiply-add is not fused (Vulkan lets an
-    implementation compute GLSL's Fma as a multiply then an add; lavapipe does).
-
-    f32: exact. The product of two f32 is exact in f64; TwoSum gives the sum's exact error;
-    the f64 value rounded to odd (truncate, set the last bit when inexact), then to f32 to
-    nearest, is the correctly rounded result (f64 has more than f32's 24 + 2 bits).
-    f64: Dekker's exact product (Veltkamp splitting; products above 2^996 overflow the
-    split) and a TwoSum, rounded once at the end: faithful, and exact except in rare
-    double-rounding cases."""
-    b = em.b
-    if a.type == em.ty("f32"):
-        x, y, z = (b.fpext(v, em.ty("f64")) for v in (a, b_, c))
-        s, e = two_sum(em, b.fmul(x, y), z)
-        inexact = b.fcmp_ordered("!=", e, em.const("f64", 0.0))
-        down = b.and_(inexact, b.xor(signbit(em, e, "f64"), signbit(em, s, "f64")))
-        t = b.select(down, toward_zero(em, s, "f64"), s)
-        bits = em.to_bits(t, "f64")
-        odd = b.select(inexact, b.or_(bits, ci(em, 64, 1)), bits)
-        return b.fptrunc(em.to_value(odd, "f64"), em.ty("f32"))
-    split = em.const("f64", 134217729.0)  # 2^27 + 1
-
-    def halves(v):
-        t = b.fmul(split, v)
-        hi = b.fsub(t, b.fsub(t, v))
-        return hi, b.fsub(v, hi)
-
-    ah, al = halves(a)
-    bh, bl = halves(b_)
-    p = b.fmul(a, b_)
-    err = b.fadd(b.fadd(b.fadd(b.fsub(b.fmul(ah, bh), p), b.fmul(ah, bl)), b.fmul(al, bh)), b.fmul(al, bl))
-    s, t = two_sum(em, p, c)
-    r = b.fadd(s, b.fadd(t, err))
-    # infinities and NaNs: the plain expression gives the IEEE answer where the pieces cannot
-    plain = b.fadd(p, c)
-    inf = em.const("f64", float("inf"))
-    finite = b.fcmp_ordered("<", em.intrinsic("llvm.fabs", [plain]), inf)
-    return b.select(finite, r, plain)
-
-
 def _opposite(em, e, s):
     """e is non-zero and of the other sign than s (the exact value lies towards zero)."""
     b = em.b
