@@ -48,6 +48,7 @@ def guard_folds(em, float_zero: bool, compare64: bool) -> None:
 # ---------------------------------------------------------------------- comparisons
 def _unsigned_compares(fn: ll.Function) -> None:
     sign = ll.Constant(I64, 1 << 63)
+    made: dict[int, tuple] = {}  # id(old comparison) -> (old, new)
     for blk in fn.blocks:
         for ins in list(blk.instructions):
             if not (isinstance(ins, ll.ICMPInstr) and ins.op in ("slt", "sle", "sgt", "sge")
@@ -57,7 +58,9 @@ def _unsigned_compares(fn: ll.Function) -> None:
             b.position_before(ins)
             a, c = (b.xor(x, sign) for x in ins.operands)
             new = b.icmp_unsigned({"slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}[ins.op], a, c)
-            _replace(fn, ins, new)
+            made[id(ins)] = (ins, new)
+    if made:
+        _replace(fn, made)
 
 
 # ---------------------------------------------------------------------- float zeros
@@ -177,10 +180,14 @@ def _driver_may_know(fn: ll.Function) -> set[int]:
     return {id(i) for i in insts if id(i) not in tainted}
 
 
-def _replace(fn: ll.Function, old, new) -> None:
-    """Every use of `old` in `fn` by `new`; `old` removed from its block."""
+def _replace(fn: ll.Function, made: dict[int, tuple]) -> None:
+    """Every use in `fn` of each old value of `made` (id -> (old, new)) by its new one, in one
+    walk of the function; the old instructions removed from their blocks."""
     for blk in fn.blocks:
         for ins in blk.instructions:
-            if ins is not new and any(op is old for op in ins.operands):
-                ins.replace_usage(old, new)
-    old.parent.instructions.remove(old)
+            for op in list(ins.operands):
+                hit = made.get(id(op))
+                if hit is not None and hit[0] is op and ins is not hit[1]:
+                    ins.replace_usage(op, hit[1])
+    for old, _ in made.values():
+        old.parent.instructions.remove(old)
