@@ -27,7 +27,7 @@ import threading
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from .. import cache, facts
+from .. import cache, device_heap, facts
 from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
@@ -44,7 +44,7 @@ from ..base import (
 )
 from ..facts import calls_malloc, kernel_info, pack_init
 from ..printf import format_printf
-from . import clock, device_heap, device_launch, slices, validate
+from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel, reachable
