@@ -78,6 +78,17 @@ def header(limit: int) -> bytes:
             + bytes(8 * NCLASS))
 
 
+def heap_bytes(limit: int) -> int:
+    """The bytes of a heap of `limit` usable bytes (the header with it)."""
+    from .base import CUDA_ERROR_OUT_OF_MEMORY, BackendError
+
+    if limit + HEADER_BYTES > MAX_HEAP_BYTES:
+        raise BackendError(CUDA_ERROR_OUT_OF_MEMORY,
+                           f"a device malloc heap (CU_LIMIT_MALLOC_HEAP_SIZE) of {limit} bytes: "
+                           f"cuport's heap holds at most {MAX_HEAP_BYTES - HEADER_BYTES} bytes")
+    return HEADER_BYTES + limit
+
+
 def _c32(v: int) -> ll.Constant:
     return ll.Constant(I32, v)
 

@@ -338,13 +338,7 @@ class VulkanModule:
 
     @staticmethod
     def device_heap_bytes(limit: int) -> int:
-        """The bytes of a malloc heap of `limit` bytes (device_heap.py's header with it)."""
-        if limit + device_heap.HEADER_BYTES > device_heap.MAX_HEAP_BYTES:
-            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY,
-                               f"a device malloc heap (CU_LIMIT_MALLOC_HEAP_SIZE) of {limit} bytes: "
-                               f"the Vulkan backend's heap holds at most "
-                               f"{device_heap.MAX_HEAP_BYTES - device_heap.HEADER_BYTES} bytes")
-        return device_heap.HEADER_BYTES + limit
+        return device_heap.heap_bytes(limit)
 
     def init_device_heap(self, address: int, limit: int) -> None:
         """Lay out a fresh (zeroed) heap: its header (device_heap.py)."""
