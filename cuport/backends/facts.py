@@ -8,7 +8,7 @@ import struct
 
 from .. import ptx
 from ..ptx import ir
-from ..ptx.callgraph import reachable_shared
+from ..ptx.callgraph import reachable_shared, reached_symbols
 from ..ptx.errors import UnsupportedError
 from ..ptx.lexer import PtxSyntaxError
 from . import module_cache
@@ -95,6 +95,12 @@ def _whole_program(module: ir.Module) -> bool:
     if any(v.linkage in linked for v in module.variables if v.space != "shared"):
         return False
     return not any(f.linkage in linked for f in module.functions.values() if not f.is_entry and f.is_definition)
+
+
+def calls_malloc(module: ir.Module, fn: ir.Function) -> bool:
+    """Whether the kernel can reach the device runtime's malloc or free (C++ new/delete):
+    its context's heap limit is fixed once it has run (driver/device_heap.py)."""
+    return not reached_symbols(module, fn).isdisjoint(("malloc", "free"))
 
 
 def kernel_info(module: ir.Module, fn: ir.Function) -> KernelInfo:

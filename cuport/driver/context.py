@@ -66,6 +66,8 @@ class Context:
         self.shared_config = K.CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE
         self.cls: dict[int, tuple[int, Callable | None]] = {}
         self.sticky_error: CudaError | None = None
+        self.heap_fixed = False  # a kernel using malloc/free ran: the heap limit is fixed
+        self.device_heap = None  # its heap's allocation, where the backend needs one (device_heap.py)
         self.streams = None  # its stream.ContextStreams, made when first asked for
         self.lock = threading.RLock()
         self.usage = 1  # cuCtxAttach/cuCtxDetach (legacy): destroyed when it reaches 0
@@ -326,6 +328,9 @@ def set_limit(limit: int, value: int) -> None:
     ctx = current()
     if _limit(limit) in READ_ONLY_LIMITS:
         raise CudaError(E.UNSUPPORTED_LIMIT, f"limit {limit} cannot be set on cuport's device")
+    from cuport.driver import device_heap
+
+    device_heap.check_set_limit(ctx, limit)
     ctx.limits[limit] = value
 
 

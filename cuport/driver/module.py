@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cuport import loader
 from cuport.backends.base import BackendError
-from cuport.driver import context, device, handles, memory, stream
+from cuport.driver import context, device, device_heap, handles, memory, stream
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -234,6 +234,8 @@ class Function:
         self.packer = None  # the parameter packer made for the layout (launch.pack_params)
         self.labels: dict[str, str] = {}  # "cuLaunchKernel" -> "cuLaunchKernel(name)"
         self.checked: tuple | None = None  # the last (grid, block, shared) check_geometry passed
+        # a kernel calling malloc/free: the context's heap is bound before its first launch
+        self.heap_pending = bool(getattr(kernel, "uses_device_heap", False))
         self.handle = handles.new(self)
 
     @property
@@ -247,7 +249,11 @@ class Function:
 
     def launch_options(self) -> dict[str, int]:
         """What a launch tells the backend's kernel beside its shape: the context's stack
-        limit, where the kernel's stack is compiled in (recursion on the Vulkan backend)."""
+        limit, where the kernel's stack is compiled in (recursion on the Vulkan backend).
+        A kernel calling malloc or free gets the context's heap first (device_heap.py)."""
+        if self.heap_pending:
+            device_heap.launching(self.context, self.module.image)
+            self.heap_pending = False
         if getattr(self.kernel, "needs_stack_limit", False):
             return {"stack_bytes": self.context.limits[K.CU_LIMIT_STACK_SIZE]}
         return {}

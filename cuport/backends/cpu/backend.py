@@ -17,7 +17,7 @@ import time
 from ... import __version__
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from .. import cache, facts, host_pages
+from .. import cache, device_heap, facts, host_pages
 from ..base import (
     CUDA_ERROR_ASSERT,
     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
@@ -33,7 +33,7 @@ from ..base import (
     BackendError,
 )
 from ..device_launch import function_token
-from ..facts import kernel_info, pack_init
+from ..facts import calls_malloc, kernel_info, pack_init
 from . import compile_pool, device_launch, faultaddr, guard, hostcalls, jit, launch_queue
 from . import layout as L
 from .layout import MAX_RESIDENT_SLOTS, RESIDENT_SLOTS, CompiledKernelInfo
@@ -84,6 +84,8 @@ class CpuKernel:
         # the last queued launch's (spec, grid, shared, what, cooperative), scratch, record
         # template and Record (CpuBackend.queue_launch)
         self.last_queued: tuple | None = None
+        # calls malloc/free: the context's heap is bound before it runs (driver/device_heap.py)
+        self.uses_device_heap = calls_malloc(module.ptx, fn)
 
     def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS) -> Spec:
         spec = self._specs.get((block, resident))
@@ -181,6 +183,23 @@ class CpuModule:
             if v.init and v.name in self.globals:
                 data = pack_init(v, resolve)
                 ctypes.memmove(self.globals[v.name][0], data, len(data))
+        # the device heap's address, for kernels calling malloc/free (0 until bound)
+        cell = HostBuffer(8, 8)
+        self._buffers.append(cell)
+        self.globals[hostcalls.HEAP_CELL] = (cell.address, 8)
+
+    @staticmethod
+    def device_heap_bytes(limit: int) -> int:
+        return device_heap.heap_bytes(limit)
+
+    def init_device_heap(self, address: int, limit: int) -> None:
+        """Lay out a fresh (zeroed) heap: its header (backends/device_heap.py)."""
+        data = device_heap.header(limit)
+        ctypes.memmove(address, data, len(data))
+
+    def bind_device_heap(self, address: int) -> None:
+        """Give the module's kernels the context's malloc heap: the cell they link to."""
+        ctypes.c_uint64.from_address(self.globals[hostcalls.HEAP_CELL][0]).value = address
 
     def kernel(self, name: str) -> CpuKernel:
         k = self._kernels.get(name)

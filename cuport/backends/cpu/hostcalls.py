@@ -1,4 +1,5 @@
-"""Calls from kernels to the CUDA device runtime: printf, assert, malloc and free.
+"""Calls from kernels to the CUDA device runtime: printf, assert, malloc and free (the device
+heap's allocator, backends/device_heap.py, run lane by lane on the context's heap).
 
 nvcc turns `printf` into `vprintf(fmt, argbuf)`, `assert` into `__assertfail(...)` and
 device `malloc`/`free` into calls of those names; they are `.extern .func` in the PTX.
@@ -19,8 +20,10 @@ from llvmlite import ir as ll
 
 from ...isa.types import I1, I8, I32, I64, PTR
 from ...ptx import ir
+from .. import device_heap
 from ..printf import format_printf
 from . import layout as L
+from .memory_ops import store_atomic
 
 W = L.WARP
 
@@ -120,6 +123,50 @@ def address_of(sym: str) -> int:
 # ------------------------------------------------------------------ lowering of the calls
 
 
+class _CpuHeap(device_heap.Heap):
+    """The device heap's allocator (backends/device_heap.py) on LLVM atomics, lane by lane;
+    the heap's address is a cell of the module (CpuModule.bind_device_heap) the kernel links
+    to as a global variable."""
+
+    def __init__(self, mc, em) -> None:
+        super().__init__(em.b, em.llfn)
+        self.mc, self.em = mc, em
+
+    def load(self, address: ll.Value, t: ll.Type, acquire: bool = False) -> ll.Value:
+        return self.b.load_atomic(self.ptr(address), "acquire" if acquire else "monotonic",
+                                  t.width // 8, typ=t)
+
+    def store(self, address: ll.Value, v: ll.Value) -> None:
+        store_atomic(self.b, v, self.ptr(address), "monotonic", v.type.width // 8)
+
+    def cas(self, address: ll.Value, expected: ll.Value, new: ll.Value, ordered: bool) -> ll.Value:
+        res = self.b.cmpxchg(self.ptr(address), expected, new, "acq_rel" if ordered else "monotonic",
+                             "acquire" if ordered else "monotonic")
+        return self.b.extract_value(res, 0)
+
+    def base(self) -> ll.Value:
+        mc = self.mc
+        g = mc.llmod.globals.get(HEAP_SYMBOL)
+        if g is None:
+            g = ll.GlobalVariable(mc.llmod, I64, name=HEAP_SYMBOL)
+            g.linkage = "external"
+            mc.global_symbols[HEAP_SYMBOL] = HEAP_CELL
+        return self.b.load(g, typ=I64, align=8)
+
+    def alloca(self, t: ll.Type, name: str) -> ll.Value:
+        return self.em.entry_alloca(t, name)
+
+    def fail_unless(self, ok: ll.Value) -> None:
+        self.em.fail_if(self.b.not_(ok), "illegal_address")
+
+
+#: the module cell that holds the device heap's address: its name among the module's
+#: variables (no PTX name has a dot) and its symbol in the kernel's object
+HEAP_CELL = "cuport.device_heap"
+HEAP_SYMBOL = "cuport_device_heap"
+
+
+
 def _lane_loop(em, body) -> None:
     """Emit `for lane in exec mask: body(lane)` (lane order, as the host sees it)."""
     b = em.b
@@ -174,15 +221,15 @@ def lower_call(mc, em, name: str, callee: ir.Function, ins: ir.Instr, params: tu
     if name in ("malloc", "free"):
         ps = [slot(p) for p in params]
         rs = [slot(r) for r in rets]
-        if name == "malloc":
-            f = mc.declare("malloc", PTR, [I64])
-        else:
-            f = mc.declare("free", ll.VoidType(), [PTR])
+        heap = _CpuHeap(mc, em)
 
         def body(lane):
-            arg = b.load(_slot_at(em, ps[0], lane), typ=I64 if name == "malloc" else PTR)
-            r = b.call(f, [arg])
-            if name == "malloc" and rs:
+            arg = b.load(_slot_at(em, ps[0], lane), typ=I64)
+            if name == "free":
+                heap.free(arg)
+                return
+            r = heap.malloc(arg)
+            if rs:
                 b.store(r, _slot_at(em, rs[0], lane))
 
         _lane_loop(em, body)

@@ -27,7 +27,7 @@ import threading
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
-from .. import cache, facts
+from .. import cache, device_heap, facts
 from .. import device_launch as device_launch_rules
 from ..base import (
     CUDA_ERROR_ASSERT,
@@ -42,7 +42,7 @@ from ..base import (
     CUDA_ERROR_OUT_OF_MEMORY,
     BackendError,
 )
-from ..facts import kernel_info, pack_init
+from ..facts import calls_malloc, kernel_info, pack_init
 from ..printf import format_printf
 from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
@@ -153,6 +153,12 @@ class VulkanKernel:
     def may_launch(self) -> bool:
         """Whether the kernel may launch kernels (or otherwise use the launch area)."""
         return device_launch.may_launch(self.module, self.fn)
+
+    @functools.cached_property
+    def uses_device_heap(self) -> bool:
+        """Whether the kernel calls malloc or free: its context's heap is bound to the module
+        before it runs (driver/device_heap.py)."""
+        return calls_malloc(self.module.ptx, self.fn)
 
     @functools.cached_property
     def needs_stack_limit(self) -> bool:
@@ -301,7 +307,8 @@ class VulkanModule:
     def _allocate_globals(self) -> None:
         be = self.backend
         vars_ = [v for v in self.ptx.variables if v.space in ("global", "const")]
-        table = bytearray(8 * max(len(vars_), 1))
+        # the variables' addresses, then the device heap's (device_heap.py; 0 until bound)
+        table = bytearray(8 * (len(vars_) + 1))
         for i, v in enumerate(vars_):
             if v.linkage == "extern" and v.init is None and v.size == 0:
                 continue
@@ -324,9 +331,23 @@ class VulkanModule:
             if v.name in self.globals:
                 data = pack_init(v, resolve) if v.init else bytes(max(v.size, 1))
                 be.write(self.globals[v.name][0], data)
+        self.table_bytes = bytes(table)
         self.table = be.allocate_buffer(len(table))
         self._buffers.append(self.table)
         be.write(self.table.address, bytes(table))
+
+    @staticmethod
+    def device_heap_bytes(limit: int) -> int:
+        return device_heap.heap_bytes(limit)
+
+    def init_device_heap(self, address: int, limit: int) -> None:
+        """Lay out a fresh (zeroed) heap: its header (device_heap.py)."""
+        self.backend.write(address, device_heap.header(limit))
+
+    def bind_device_heap(self, address: int) -> None:
+        """Give the module's kernels the context's malloc heap (device_heap.py): the table's
+        last slot. Written once, before the first launch that reads it."""
+        self.backend.write(self.table.address + len(self.table_bytes) - 8, address.to_bytes(8, "little"))
 
     def launch_table(self) -> int:
         """The device address of the module's kernel table (device_launch.py), made once."""

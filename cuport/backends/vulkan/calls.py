@@ -1,5 +1,5 @@
 """Calls from kernels to the CUDA device runtime on the Vulkan backend: printf, assert,
-cudaGraphSetConditional, and libcudadevrt's `__cuda_syscall_cnpv2*` calls (dynamic
+malloc and free (device_heap.py), cudaGraphSetConditional, and libcudadevrt's `__cuda_syscall_cnpv2*` calls (dynamic
 parallelism: lower_launch.py).
 
 Device functions are inlined before lowering (passes/inline.py; recursive ones become
@@ -23,8 +23,8 @@ from llvmlite import ir as ll
 
 from ...isa.types import I32, I64, PTR
 from ...ptx import ir
+from . import device_heap, lower_launch
 from . import layout as V
-from . import lower_launch
 
 MAX_ARGS = 256
 STR_MAX = 256
@@ -68,8 +68,14 @@ def lower_call(em, ins: ir.Instr) -> None:
         st = em.b.store(param(1, I32), em._global_ptr(param(0, I64), write=True), align=4)
         st.volatile = True  # the host reads it after the kernel
         return
-    if name in ("malloc", "free"):
-        raise em.error(f"device-side {name} is not supported on the Vulkan backend")
+    if name == "malloc":
+        p = device_heap.lower_malloc(em, param(0, I64))
+        if rets:
+            em._word_store("local", ll.Constant(I64, em.plan.local_offsets[rets[0].name]), p)
+        return
+    if name == "free":
+        device_heap.lower_free(em, param(0, I64))
+        return
     if name.startswith(lower_launch.SYSCALL):  # dynamic parallelism
         lower_launch.lower_syscall(em, name, params, rets)
         return
