@@ -173,6 +173,9 @@ class VulkanKernel:
                        stack_bytes: int = DEFAULT_STACK_BYTES):
         stack_bytes = self.stack_for(stack_bytes)
         key = (block, dyn_smem, stack_bytes)
+        pipe = self._specs.get(key)  # (made once: asked again by every launch, without the lock)
+        if pipe is not None:
+            return pipe
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
@@ -268,7 +271,8 @@ class VulkanKernel:
         return c.shader.spirv, local_size, in_memory, c.plan.params_in_memory
 
     def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
-        self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
+        self.specialization(block if block.__class__ is tuple else tuple(int(x) for x in block),
+                            0, stack_bytes)
 
     def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
         """The occupancy calculator's answer on this device (driver/launch.py)."""
@@ -276,16 +280,18 @@ class VulkanKernel:
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
-        grid = tuple(int(x) for x in grid)
-        block = tuple(int(x) for x in block)
+        if grid.__class__ is not tuple:  # (the driver's are tuples of ints already)
+            grid = tuple(int(x) for x in grid)
+        if block.__class__ is not tuple:
+            block = tuple(int(x) for x in block)
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
+        dyn = int(dynamic_shared_bytes)
         if cooperative:
-            cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
-        pipe = self.specialization(block, int(dynamic_shared_bytes), stack_bytes)
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative,
-                                self.slice_bytes(block, int(dynamic_shared_bytes), stack_bytes),
-                                stack_bytes)
+            cooperative_.check(self, grid, block, dyn)
+        pipe = self.specialization(block, dyn, stack_bytes)
+        self.module.backend.run(self, pipe, grid, dyn, params if params.__class__ is bytes else bytes(params),
+                                cooperative, self.slice_bytes(block, dyn, stack_bytes), stack_bytes)
 
 
 class VulkanModule:
@@ -709,21 +715,22 @@ class VulkanBackend:
         memory = self.dev.memory
 
         # the parameters the pipeline reads from its push constants (DeviceCaps.push_params)
-        pushed = params[:pipe.push_size - V.PUSH_BYTES]
+        pushed = params[:pipe.push_size - V.PUSH_BYTES] if params else b""
 
         def push(shared: tuple[int, int] = (0, 0)) -> bytes:
             return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
                                (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
                                self.pages, shared, area) + pushed
 
-        start = self.profile.before() if self.profile is not None else None
+        profile = self.profile
+        start = profile.before() if profile is not None else None
         if not slice_bytes:
             self.stream.dispatch(pipe, grid, push())
         else:
             for base, size, first in slices.chunks(grid, nslices):
                 self.stream.dispatch(pipe, size, push((pool, first)), base)
         if start is not None:
-            self.profile.after(k.fn.name, start)
+            profile.after(k.fn.name, start)
         self._inflight.append((k.fn.name, host, slot))
         if slot is None or self.sync_launches or area:
             failed = failed or self._retire()
