@@ -217,19 +217,25 @@ class Device:
         self.pipelines.destroy(p)
 
     def stream(self, batch: int | None = None, eager: bool | None = None,
-               host_paths: bool = True) -> Stream:
-        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths).
-        Defaults: CUPORT_VK_BATCH (256) commands a submission at most; CUPORT_VK_SUBMIT=batch
-        turns off submitting while the GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the
-        stream left to run ("eager")."""
+               host_paths: bool = True, submitter: bool | None = None) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths,
+        submitter). Defaults: CUPORT_VK_BATCH (256) commands a submission at most; while the
+        GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the stream left to run, what is
+        recorded is submitted ("eager") by a thread of the stream's, the submitter;
+        CUPORT_VK_SUBMIT=eager submits on the recording thread instead, =batch only when a
+        batch is full or a result is needed."""
         self._check()
         if batch is None:
             batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
+        policy = os.environ.get("CUPORT_VK_SUBMIT", "thread")
         if eager is None:
-            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
+            eager = policy != "batch"
+        if submitter is None:
+            submitter = policy == "thread"
         depth = int(os.environ.get("CUPORT_VK_DEPTH", "2") or 2)
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth,
+                   submitter=submitter)
         self._streams.add(s)
         return s
 
@@ -420,6 +426,8 @@ def _on_exit() -> None:
     _last_words()
     _shut_down = True
     for dev in list(_open_devices):
+        for s in list(dev._streams):
+            s.quiesce()
         dev.cmd.shut_down()
 
 

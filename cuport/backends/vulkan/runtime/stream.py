@@ -121,7 +121,7 @@ class Stream:
     """One CUDA stream on a device queue."""
 
     def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
-                 host_paths: bool = True, depth: int = 2) -> None:
+                 host_paths: bool = True, depth: int = 2, submitter: bool = False) -> None:
         self.dev = dev
         self.vk = dev.vk
         self.cmd = dev.cmd
@@ -134,9 +134,24 @@ class Stream:
         # the end of a kernel to the host's next call: up to a launch's host time, ~100 us on
         # the H200 host); else it is recorded, and goes with the next command after one ends
         self.depth = max(1, depth)
+        # submitter: eager submissions are made by a thread of the stream's (_submit_loop), so
+        # that the thread recording work never waits in vkEndCommandBuffer/vkQueueSubmit, and
+        # what is recorded while a submission is under way goes with the next one
+        self.threaded = submitter and eager
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         h = dev.handle
         self._lock = threading.RLock()
+        # held from a ticket's _detach (under _lock) until its vkQueueSubmit returned, so that
+        # submissions reach the queue in ticket order; never wait for _lock while holding it
+        self._submitting = threading.Lock()
+        self._queued = 0  # the last ticket vkQueueSubmit has returned for
+        self._failure: BaseException | None = None  # a failed submission of the submitter's
+        self._kick = threading.Lock()  # released: the submitter has work (see _recorded)
+        self._kick.acquire()
+        self._kicked = False
+        self._submitter: threading.Thread | None = None
+        self._waiting = threading.Lock()  # held while the submitter waits for the GPU
+        self._stopped = False  # the submitter makes no more Vulkan calls (quiesce)
         tci = vk.new("VkSemaphoreTypeCreateInfo", semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE,
                      initialValue=0)
         sem = ffi.new("VkSemaphore*")
@@ -227,7 +242,10 @@ class Stream:
         if ticket > self.submitted:
             raise ValueError(f"ticket {ticket} was never issued on this stream "
                              f"(last {self.submitted})")
+        self._on_queue(ticket)
         self.dev.wait_value(self.semaphore, ticket, timeout_s)
+        if self._failure is not None:  # (a submission the submitter could not make)
+            self._check_open()
         with self._lock:
             if ticket > self._done:
                 self._done = ticket
@@ -245,6 +263,7 @@ class Stream:
             other.submit()
         if other.is_done(ticket):
             return
+        other._on_queue(ticket)
         with self._lock:
             if self._cb is not None:
                 self.submit()  # the wait applies only to what is recorded after it
@@ -295,68 +314,88 @@ class Stream:
     # -- submission ---------------------------------------------------------------------------------
     def submit(self) -> int:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
-        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
         with self._lock:
             self._check_open()
-            if self._cb is None and not self._waits:
+            job = self._detach()
+            if job is None:
                 return self.submitted
-            cb = self._cb
-            if cb is not None:
-                self._barrier(cb, to_host=True)
-                vk.check(cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
-            value = self.submitted + 1
-            waits = list(self._waits)
-            if self.submitted:
-                waits.append((self.semaphore, self.submitted))
-            si, tsi = self._submit, self._tsi
-            n = len(waits)
-            if n > len(self._wsems):
-                self._grow_waits(n)
-            for i, (sem, val) in enumerate(waits):
-                self._wsems[i] = sem
-                self._wvals[i] = val
-            si.waitSemaphoreCount = n
-            si.pWaitSemaphores = self._wsems
-            si.pWaitDstStageMask = self._wstages
-            tsi.waitSemaphoreValueCount = n
-            tsi.pWaitSemaphoreValues = self._wvals
-            self._signal_val[0] = value
-            tsi.signalSemaphoreValueCount = 1
-            tsi.pSignalSemaphoreValues = self._signal_val
-            si.signalSemaphoreCount = 1
-            si.pSignalSemaphores = self._signal_sem
-            if cb is not None:
-                self._cbs[0] = cb
-                si.commandBufferCount = 1
-                si.pCommandBuffers = self._cbs
-            else:
-                si.commandBufferCount = 0
-                si.pCommandBuffers = ffi.NULL
-            with self.queue.lock:
-                r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
-            if not _submitted[0]:
-                _submitted[0] = True
-                from .device import exit_hook
+            self._submitting.acquire()  # (released once it is on the queue: ticket order)
+        try:
+            self._queue_submit(*job)
+        finally:
+            self._submitting.release()
+        return job[0]
 
-                exit_hook("submit")  # after the driver's first submission (device.py)
-            keep = list(self._keep)
-            self._keep.clear()
-            self._cb = None
-            self._count = 0
-            self._bound = None
-            self._waits = []
-            if r < 0:  # what was recorded is dropped; the stream stays usable unless the device is lost
-                if cb is not None:
-                    self._free_cbs.append(cb)
-                for k in keep:
-                    if isinstance(k, Staging):
-                        self.dev.staging.put(k)
-                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+    def _detach(self) -> tuple[int, Any, list[tuple[Any, int]]] | None:
+        """End the command buffer being recorded and give it the next ticket (lock held):
+        (ticket, command buffer or None, semaphore waits), or None if nothing is new. From here
+        the ticket counts as submitted; _queue_submit hands it to the queue."""
+        if self._cb is None and not self._waits:
+            return None
+        cb = self._cb
+        if cb is not None:
+            self._barrier(cb, to_host=True)
+            self.vk.check(self.cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+        value = self.submitted + 1
+        waits = self._waits
+        if self.submitted:
+            waits.append((self.semaphore, self.submitted))
+        keep = list(self._keep)
+        self._keep.clear()
+        self._cb = None
+        self._count = 0
+        self._bound = None
+        self._waits = []
+        self._inflight.append((value, cb, keep))
+        self.submitted = self._h.submitted = value
+        return value, cb, waits
+
+    def _queue_submit(self, value: int, cb: Any, waits: list[tuple[Any, int]]) -> None:
+        """vkQueueSubmit of a detached ticket (`_submitting` held, the stream lock need not
+        be: the submitter thread records nothing meanwhile). A failed submission's work is
+        dropped: the host signals its ticket, so what waits for it goes on, and the error is
+        raised (on the submitter thread: by the stream's next call)."""
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
+        si, tsi = self._submit, self._tsi
+        n = len(waits)
+        if n > len(self._wsems):
+            self._grow_waits(n)
+        for i, (sem, val) in enumerate(waits):
+            self._wsems[i] = sem
+            self._wvals[i] = val
+        si.waitSemaphoreCount = n
+        si.pWaitSemaphores = self._wsems
+        si.pWaitDstStageMask = self._wstages
+        tsi.waitSemaphoreValueCount = n
+        tsi.pWaitSemaphoreValues = self._wvals
+        self._signal_val[0] = value
+        tsi.signalSemaphoreValueCount = 1
+        tsi.pSignalSemaphoreValues = self._signal_val
+        si.signalSemaphoreCount = 1
+        si.pSignalSemaphores = self._signal_sem
+        if cb is not None:
+            self._cbs[0] = cb
+            si.commandBufferCount = 1
+            si.pCommandBuffers = self._cbs
+        else:
+            si.commandBufferCount = 0
+            si.pCommandBuffers = ffi.NULL
+        with self.queue.lock:
+            r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
+        if not _submitted[0]:
+            _submitted[0] = True
+            from .device import exit_hook
+
+            exit_hook("submit")  # after the driver's first submission (device.py)
+        if r < 0:
+            if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+                self.dev.lost = True
+            else:
+                info = vk.new("VkSemaphoreSignalInfo", semaphore=self.semaphore, value=value)
+                if cmd.vkSignalSemaphore(self.dev.handle, info) < 0:
                     self.dev.lost = True
-                vk.check(r, "vkQueueSubmit")
-            self._inflight.append((value, cb, keep))
-            self.submitted = self._h.submitted = value
-            return value
+        self._queued = value
+        vk.check(r, "vkQueueSubmit")
 
     def _grow_waits(self, n: int) -> None:
         ffi, lib = self.vk.ffi, self.vk.lib
@@ -411,10 +450,78 @@ class Stream:
 
     def _recorded(self) -> None:
         """After each command: submit while the GPU has fewer than `depth` submissions left to
-        run (eager), or when the batch is full."""
+        run (eager; with a submitter, it is told to), or when the batch is full."""
         self._count += 1
-        if self._count >= self.batch or (self.eager and self._room()):
+        if self._count >= self.batch:
             self.submit()
+        elif self.threaded:
+            if not self._kicked:
+                self._kicked = True
+                self._start_submitter()
+                self._kick.release()
+        elif self.eager and self._room():
+            self.submit()
+
+    def _on_queue(self, ticket: int) -> None:
+        """Return once `ticket`, detached, is on the queue (the submitter may be handing it
+        over): a wait for it, on the host or the GPU, then waits for its signal only."""
+        if ticket > self._queued:
+            with self._submitting:
+                pass
+
+    def _start_submitter(self) -> None:
+        if self._submitter is None:
+            self._h.kick = self._kick  # (a stream dropped without close() lets it end)
+            self._submitter = threading.Thread(target=_submitter_main,
+                                               args=(weakref.ref(self), self._kick), daemon=True,
+                                               name="cuport-vulkan-submit")
+            self._submitter.start()
+
+    def _submit_round(self) -> bool:
+        """The submitter's answer to a kick: submit what is recorded once the GPU has fewer
+        than `depth` of the stream's submissions left to run (waiting for one to finish, while
+        the recording thread goes on adding to the batch); False: the stream is gone."""
+        with self._lock:
+            self._kicked = False  # (cleared once per kick taken: a kick is never given twice)
+            if self.destroyed or self._stopped:
+                return False
+        try:
+            while True:
+                with self._lock:
+                    if self._stopped or self.closed or (self._cb is None and not self._waits):
+                        return True
+                    if self._room():
+                        job = self._detach()
+                        self._submitting.acquire()
+                        target = 0
+                    else:
+                        target = self.submitted - self.depth + 1
+                        self._waiting.acquire()
+                if not target:
+                    break
+                try:
+                    self.dev.wait_value(self.semaphore, target)
+                finally:
+                    self._waiting.release()
+            try:
+                self._queue_submit(*job)
+            finally:
+                self._submitting.release()
+        except Exception as e:  # (raised by the stream's next call: _check_open)
+            self._failure = e
+        return True
+
+    def quiesce(self) -> None:
+        """No Vulkan call from the submitter from now on, the one under way finished (the
+        driver is about to shut down: device.py _on_exit)."""
+        if self._submitter is None:
+            return
+        if self._lock.acquire(timeout=1):  # (a thread of the program's may hold it at exit)
+            self._stopped = True
+            self._lock.release()
+        for lock in (self._submitting, self._waiting):
+            if lock.acquire(timeout=1):
+                lock.release()
 
     def _room(self) -> bool:
         """Whether fewer than `depth` submissions are unfinished."""
@@ -422,6 +529,9 @@ class Stream:
                 or self.submitted - self.completed() < self.depth)
 
     def _check_open(self) -> None:
+        if self._failure is not None:  # (the submitter's, raised once)
+            failure, self._failure = self._failure, None
+            raise failure
         if self.closed:
             raise VulkanError("the stream was destroyed")
         if self.dev.lost:
@@ -678,8 +788,9 @@ class Stream:
             ts = Timestamp(self, self.submitted + 1, slot)
             weakref.finalize(ts, self._free_slots.append, slot)
             self._timestamps.add(ts)
-            if submit and self.eager and self._room():
-                self.submit()
+            if submit:
+                self._count -= 1
+                self._recorded()
             return ts
 
     def _read_timestamp(self, ts: Timestamp) -> float:
@@ -725,10 +836,25 @@ class Stream:
                     except VulkanError:
                         pass
             self._done = max(self._done, self.submitted)
-            self.destroyed = True
+            with self._waiting, self._submitting:  # (the submitter is done with the handles)
+                self.destroyed = True
             if self._host_sem is not None:
                 self._host_jobs.put((0, None, 0))
+            if self._submitter is not None and not self._kicked:
+                self._kicked = True
+                self._kick.release()  # (it sees `destroyed` and ends)
             _release_handles(self.dev, self._h)
+
+
+def _submitter_main(ref: weakref.ref, kick: Any) -> None:
+    """A stream's submitter thread (Stream._submit_round on each kick); it holds the stream
+    only while it works, so that a stream dropped without close() is still collected."""
+    while True:
+        kick.acquire()
+        s = ref()
+        if s is None or not s._submit_round():
+            return
+        del s
 
 
 @dataclass(eq=False)
@@ -742,6 +868,7 @@ class _Handles:
     keep: list
     queries: Any = None
     host_sem: Any = None
+    kick: Any = None  # the submitter's kick (released when the stream is dropped: it ends)
     submitted: int = 0
     released: bool = False
 
@@ -771,6 +898,11 @@ def _release_handles(dev: Device, h: _Handles) -> None:
 def _dropped(dev_ref: weakref.ref, h: _Handles) -> None:
     """A stream was garbage-collected: hand its objects to the device (no Vulkan call here:
     this runs inside the garbage collector, wherever that happens)."""
+    if h.kick is not None:
+        try:
+            h.kick.release()
+        except RuntimeError:  # (a kick was pending: it finds the stream gone all the same)
+            pass
     dev = dev_ref()
     if dev is not None and not h.released:
         dev.dropped.put(h)
