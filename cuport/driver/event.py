@@ -90,7 +90,8 @@ def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
         mark()
         e.op = stream.FINISHED
         return
-    e.op = stream.submit(s, mark, "cuEventRecord")
+    # a place in the device's queue where it has one (work handed over later need not wait)
+    e.op = stream.submit_mark(s, mark, "cuEventRecord") or stream.submit(s, mark, "cuEventRecord")
 
 
 implements("cuEventRecord", "cuEventRecord_ptsz")(_record)

@@ -349,6 +349,48 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     return op
 
 
+class DeviceMark(Op):
+    """A point in the queue of a backend that queues_on_device (an event's record): done once
+    the device has run the work handed over before it, which the backend tells on a thread of
+    its own (when_reached), so that work handed over after it never waits for it. Until it is
+    handed over (`handed_over`), it may wait in its stream's worker like any op."""
+
+    __slots__ = ("handed_over",)
+
+
+def submit_mark(s: Stream, fn: Callable[[], None], what: str) -> Op | None:
+    """fn called once the device has run everything handed over before it in s's order (a
+    DeviceMark, returned), where s's backend queues_on_device and can tell (when_reached);
+    None elsewhere (submit it as an op). A launch that failed before it is the context's
+    error by the time it is done, as if drained."""
+    b = s.context.device.backend()
+    when_reached = getattr(b, "when_reached", None)
+    if when_reached is None or not getattr(b, "queues_launches", False):
+        return None
+    ctx = s.context
+    op = DeviceMark(fn, [], what, device_work=True)
+    op.handed_over = False
+
+    def reached(failed) -> None:
+        try:
+            if failed is not None:
+                Op(fn, [], failed[0])._fail(ctx, CudaError(failed[1].code, failed[1].message))
+            fn()
+        finally:
+            op.done.set()
+
+    def hand_over() -> None:
+        try:
+            when_reached(reached)
+        except BaseException:
+            op.done.set()  # (nothing to wait for: the error is the context's, submit_device)
+            raise
+        op.handed_over = True
+
+    submit_device(s, hand_over, what)
+    return op
+
+
 _capture_module = None
 
 
@@ -539,6 +581,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
             submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
         return
     if e.op is not None and not e.op.done.is_set():
+        if (getattr(e.op, "handed_over", False)
+                and e.context.device.backend() is s.context.device.backend()):
+            # (in s's device's queue already: whatever s hands over from now on runs after it,
+            # and s's host work drains the device first)
+            return
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
 

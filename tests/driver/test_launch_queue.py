@@ -12,6 +12,8 @@ synchronising call's error, naming the kernel.
 
 from __future__ import annotations
 
+import pytest
+from capi_support import clean_env
 from test_nvcc_regressions import build, cuport_run
 
 
@@ -39,3 +41,27 @@ def test_per_thread_default_streams(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["own stream: 1, another thread's: 1; cudaSuccess 100"], \
         r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device, extra", [
+    ("cpu", {}),
+    ("vulkan", {}),
+    # nothing submitted until needed: a later kernel would join the event's submission unless
+    # the record ends it (backend.py when_reached), and the event would wait for that kernel
+    ("vulkan", {"CUPORT_VK_SUBMIT": "batch"}),
+    ("vulkan", {"CUPORT_VK_EVENT_MARKS": "0"}),  # events recorded as stream ops, as before
+], ids=["cpu", "vulkan", "vulkan-batch", "vulkan-stream-op-events"])
+def test_events_recorded_behind_queued_launches(tmp_path, device, extra):
+    """tests/driver/c/event_marks.cu: an event is reached once the work before it has run, not
+    the work after it (a later kernel spins until the host, past the event, sets a flag), is
+    not ready while the work before it runs, orders another stream's work after the work
+    before it, and reports a trap before it."""
+    exe = build(tmp_path, "event_marks", ["event_marks.cu"])
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device, **extra), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "event before a spinning kernel: reached, the stream cudaErrorNotReady, counter 1",
+        "event after a spinning kernel: cudaErrorNotReady, then cudaSuccess",
+        "another stream waiting for the event: 100; after it 100; elapsed not negative",
+        "event after a trap: cudaErrorLaunchFailure",
+    ], r.stdout + r.stderr

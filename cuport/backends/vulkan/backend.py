@@ -415,8 +415,11 @@ class VulkanBackend:
         self._params_view = (_view(self.param_slots.host_ptr, self.PARAMS * self.SLOTS)
                              if self.param_slots.host_ptr is not None and not self.copies_only else None)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
-        self._inflight: list[tuple[str, int, int | None]] = []
+        self._inflight: list[tuple[str, int, int | None, int]] = []  # (name, record, slot, seq)
+        self._launched = 0  # launches recorded so far (their sequence numbers: when_reached)
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        if os.environ.get("CUPORT_VK_EVENT_MARKS") == "0":  # events recorded as stream ops
+            self.when_reached = None  # (driver/stream.py submit_mark: measurements)
         from . import profile
 
         self.profile = profile.Profile(self.stream) if profile.enabled() else None
@@ -731,7 +734,8 @@ class VulkanBackend:
                 self.stream.dispatch(pipe, size, push((pool, first)), base)
         if start is not None:
             profile.after(k.fn.name, start)
-        self._inflight.append((k.fn.name, host, slot))
+        self._launched += 1
+        self._inflight.append((k.fn.name, host, slot, self._launched))
         if slot is None or self.sync_launches or area:
             failed = failed or self._retire()
         if area and failed is None:
@@ -779,8 +783,14 @@ class VulkanBackend:
         hring = self.ring.host_ptr
         self._print(hring)
         struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
+        failed = self._check_records(self._inflight)
+        self._inflight.clear()
+        return failed
+
+    def _check_records(self, launches: list) -> tuple[str, BackendError] | None:
+        """The first failure in the status records of finished launches; their slots freed."""
         failed = None
-        for name, host, slot in self._inflight:
+        for name, host, slot, _ in launches:
             kind = ctypes.c_uint32.from_address(host).value
             if kind and failed is None:
                 try:
@@ -789,8 +799,37 @@ class VulkanBackend:
                     failed = (f"cuLaunchKernel({name})", e)
             if slot is not None:
                 self._free_slots.append(slot)
-        self._inflight.clear()
         return failed
+
+    def when_reached(self, fn) -> None:
+        """Call fn(failure) on a thread of the stream's once the work handed over so far has
+        run (an event's record: driver/stream.py DeviceMark), without holding back what is
+        handed over later; failure: the first failed launch among that work, as drain's. The
+        launches after it stay in flight, and so does the printf ring while they run (its
+        records are read and printed when nothing is in flight)."""
+        with self._lock:
+            # (cut: work recorded later must not join its submission, or the event would wait
+            # for it)
+            ticket, seq = self.stream.cut(), self._launched
+
+            def reached(error: BaseException | None) -> None:
+                if error is not None:
+                    fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
+                    return
+                with self._lock:
+                    fn(self._retire_through(seq))
+
+            self.stream.when_done(ticket, reached)
+
+    def _retire_through(self, seq: int) -> tuple[str, BackendError] | None:
+        """_retire for the launches up to sequence number `seq`, which have finished."""
+        if not self._inflight or self._inflight[-1][3] <= seq:
+            return self._retire()
+        done = [x for x in self._inflight if x[3] <= seq]
+        if not done:
+            return None
+        self._inflight = self._inflight[len(done):]
+        return self._check_records(done)
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)

@@ -151,7 +151,10 @@ class Stream:
         self._kicked = False
         self._submitter: threading.Thread | None = None
         self._waiting = threading.Lock()  # held while the submitter waits for the GPU
-        self._stopped = False  # the submitter makes no more Vulkan calls (quiesce)
+        self._stopped = False  # the submitter and watcher make no more Vulkan calls (quiesce)
+        self._watched: queue.SimpleQueue | None = None  # (ticket, fn) for the watcher (when_done)
+        self._watching = threading.Lock()  # held while the watcher waits for the GPU
+        self._cut: list = []  # detached jobs (cut) the submitter has yet to hand to the queue
         tci = vk.new("VkSemaphoreTypeCreateInfo", semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE,
                      initialValue=0)
         sem = ffi.new("VkSemaphore*")
@@ -292,6 +295,34 @@ class Stream:
             self._host_jobs.put((ticket, fn, self._host_value))
             self._waits.append((self._host_sem, self._host_value))
 
+    def when_done(self, ticket: int, fn: Callable[[BaseException | None], None]) -> None:
+        """Call fn on the stream's watcher thread once `ticket` has completed (fn(None)), or
+        could not (fn(the error)); in ticket order. Unlike launch_host_func, nothing recorded
+        later waits for fn (an event's record)."""
+        with self._lock:
+            self._check_open()
+            if self._watched is None:
+                self._watched = self._h.watched = queue.SimpleQueue()
+                threading.Thread(target=_watcher_main, args=(weakref.ref(self), self._watched),
+                                 daemon=True, name="cuport-vulkan-watch").start()
+            self._watched.put((ticket, fn))
+
+    def _watch(self, ticket: int) -> BaseException | None:
+        """The watcher's wait for `ticket` (what it reports to its fn)."""
+        if ticket <= self._done:
+            return None
+        try:
+            if ticket > self.submitted:
+                self.submit()
+            self._on_queue(ticket)
+            with self._watching:  # (quiesce waits for it)
+                if self._stopped or self.destroyed:
+                    return VulkanError("the stream was destroyed before its work completed")
+                self.dev.wait_value(self.semaphore, ticket)
+            return None
+        except Exception as e:
+            return e
+
     def _host_worker(self) -> None:
         vk = self.vk
         while True:
@@ -316,15 +347,48 @@ class Stream:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
         with self._lock:
             self._check_open()
+            jobs = self._cut
+            self._cut = []
+            job = self._detach()
+            if job is not None:
+                jobs.append(job)
+            if not jobs:
+                return self.submitted
+            self._submitting.acquire()  # (released once they are on the queue: ticket order)
+        self._queue_jobs(jobs)
+        return self.submitted if job is None else job[0]
+
+    def cut(self) -> int:
+        """End the submission being recorded here: its ticket (returned) covers nothing recorded
+        later (an event's place). With a submitter, the thread submits it."""
+        if not self.threaded:
+            return self.submit()
+        with self._lock:
+            self._check_open()
             job = self._detach()
             if job is None:
                 return self.submitted
-            self._submitting.acquire()  # (released once it is on the queue: ticket order)
+            self._cut.append(job)
+            if not self._kicked:
+                self._kicked = True
+                self._start_submitter()
+                self._kick.release()
+            return job[0]
+
+    def _queue_jobs(self, jobs: list) -> None:
+        """_queue_submit each detached job in order (`_submitting` held, released here); the
+        first failure is raised once all were tried (a failed one is signalled: see there)."""
+        first = None
         try:
-            self._queue_submit(*job)
+            for job in jobs:
+                try:
+                    self._queue_submit(*job)
+                except Exception as e:
+                    first = first or e
         finally:
             self._submitting.release()
-        return job[0]
+        if first is not None:
+            raise first
 
     def _detach(self) -> tuple[int, Any, list[tuple[Any, int]]] | None:
         """End the command buffer being recorded and give it the next ticket (lock held):
@@ -464,8 +528,17 @@ class Stream:
 
     def _on_queue(self, ticket: int) -> None:
         """Return once `ticket`, detached, is on the queue (the submitter may be handing it
-        over): a wait for it, on the host or the GPU, then waits for its signal only."""
+        over, or have it still to do: cut): a wait for it, on the host or the GPU, then waits
+        for its signal only."""
         if ticket > self._queued:
+            if self._cut:
+                with self._lock:
+                    jobs = self._cut
+                    self._cut = []
+                    if jobs:
+                        self._submitting.acquire()
+                if jobs:
+                    self._queue_jobs(jobs)
             with self._submitting:
                 pass
 
@@ -478,9 +551,10 @@ class Stream:
             self._submitter.start()
 
     def _submit_round(self) -> bool:
-        """The submitter's answer to a kick: submit what is recorded once the GPU has fewer
-        than `depth` of the stream's submissions left to run (waiting for one to finish, while
-        the recording thread goes on adding to the batch); False: the stream is gone."""
+        """The submitter's answer to a kick: submit what was cut, and what is recorded once the
+        GPU has fewer than `depth` of the stream's submissions left to run (waiting for one to
+        finish, while the recording thread goes on adding to the batch); False: the stream is
+        gone."""
         with self._lock:
             self._kicked = False  # (cleared once per kick taken: a kick is never given twice)
             if self.destroyed or self._stopped:
@@ -488,38 +562,43 @@ class Stream:
         try:
             while True:
                 with self._lock:
-                    if self._stopped or self.closed or (self._cb is None and not self._waits):
+                    if self._stopped or self.closed:
                         return True
-                    if self._room():
-                        job = self._detach()
+                    jobs, last = self._cut, False
+                    if jobs:
+                        self._cut = []
+                    elif self._cb is None and not self._waits:
+                        return True
+                    elif self._room():
+                        jobs, last = [self._detach()], True
+                    else:
+                        self._waiting.acquire()
+                    if jobs:
                         self._submitting.acquire()
-                        target = 0
                     else:
                         target = self.submitted - self.depth + 1
-                        self._waiting.acquire()
-                if not target:
-                    break
+                if jobs:
+                    self._queue_jobs(jobs)
+                    if last:
+                        return True
+                    continue
                 try:
                     self.dev.wait_value(self.semaphore, target)
                 finally:
                     self._waiting.release()
-            try:
-                self._queue_submit(*job)
-            finally:
-                self._submitting.release()
         except Exception as e:  # (raised by the stream's next call: _check_open)
             self._failure = e
         return True
 
     def quiesce(self) -> None:
-        """No Vulkan call from the submitter from now on, the one under way finished (the
-        driver is about to shut down: device.py _on_exit)."""
-        if self._submitter is None:
+        """No Vulkan call from the submitter or the watcher from now on, the one under way
+        finished (the driver is about to shut down: device.py _on_exit)."""
+        if self._submitter is None and self._watched is None:
             return
         if self._lock.acquire(timeout=1):  # (a thread of the program's may hold it at exit)
             self._stopped = True
             self._lock.release()
-        for lock in (self._submitting, self._waiting):
+        for lock in (self._submitting, self._waiting, self._watching):
             if lock.acquire(timeout=1):
                 lock.release()
 
@@ -836,14 +915,35 @@ class Stream:
                     except VulkanError:
                         pass
             self._done = max(self._done, self.submitted)
-            with self._waiting, self._submitting:  # (the submitter is done with the handles)
-                self.destroyed = True
+            with self._waiting, self._submitting, self._watching:  # (its threads are done
+                self.destroyed = True                                # with the handles)
+            if self._watched is not None:
+                self._watched.put(None)
             if self._host_sem is not None:
                 self._host_jobs.put((0, None, 0))
             if self._submitter is not None and not self._kicked:
                 self._kicked = True
                 self._kick.release()  # (it sees `destroyed` and ends)
             _release_handles(self.dev, self._h)
+
+
+def _watcher_main(ref: weakref.ref, jobs: queue.SimpleQueue) -> None:
+    """A stream's watcher thread (Stream.when_done); like the submitter, it holds the stream
+    only while it waits for a ticket."""
+    while True:
+        job = jobs.get()
+        s = ref()
+        if job is None or s is None:
+            return
+        ticket, fn = job
+        failure = s._watch(ticket)
+        del s
+        try:
+            fn(failure)
+        except Exception:  # (fn's own errors are its caller's business: reported, not fatal)
+            import traceback
+
+            traceback.print_exc()
 
 
 def _submitter_main(ref: weakref.ref, kick: Any) -> None:
@@ -869,6 +969,7 @@ class _Handles:
     queries: Any = None
     host_sem: Any = None
     kick: Any = None  # the submitter's kick (released when the stream is dropped: it ends)
+    watched: Any = None  # the watcher's jobs (None put when the stream is dropped: it ends)
     submitted: int = 0
     released: bool = False
 
@@ -898,6 +999,8 @@ def _release_handles(dev: Device, h: _Handles) -> None:
 def _dropped(dev_ref: weakref.ref, h: _Handles) -> None:
     """A stream was garbage-collected: hand its objects to the device (no Vulkan call here:
     this runs inside the garbage collector, wherever that happens)."""
+    if h.watched is not None:
+        h.watched.put(None)
     if h.kick is not None:
         try:
             h.kick.release()
