@@ -194,10 +194,10 @@ class VulkanKernel:
                                            be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 except runtime.VulkanError as e:
                     raise self._refused(e, block, stack_bytes) from None
-                self._specs[key] = pipe
                 self._slices[key] = in_memory
                 if not params_in_memory:
                     self.pushed_only.add(pipe)
+                self._specs[key] = pipe  # (last: a launch finding it reads the two above unlocked)
             return pipe
 
     def _refused(self, e: Exception, block: tuple[int, int, int], stack_bytes: int) -> BackendError:
@@ -217,11 +217,12 @@ class VulkanKernel:
         be = self.module.backend
         key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
         with self._lock:
-            self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
-                                               V.PUSH_BYTES + c.caps.push_params, None)
+            pipe = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
+                                   V.PUSH_BYTES + c.caps.push_params, None)
             self._slices[key] = c.plan.slice_bytes
             if not c.plan.params_in_memory:
-                self.pushed_only.add(self._specs[key])
+                self.pushed_only.add(pipe)
+            self._specs[key] = pipe
 
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
                     stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
@@ -817,7 +818,8 @@ class VulkanBackend:
                     fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
                     return
                 with self._lock:
-                    fn(self._retire_through(seq))
+                    failed = self._retire_through(seq)
+                fn(failed)
 
             self.stream.when_done(ticket, reached)
 

@@ -9,10 +9,14 @@ concurrently with each other (their submissions wait only for their own predeces
 for what `wait_for` adds), as CUDA streams do.
 
 Launches are not waited for: they are recorded, and the command buffer is submitted when
-the GPU has nothing of this stream left to run (so it starts at once), when `batch`
-commands have piled up, or when a result is needed (wait, synchronize, a copy into
-pageable host memory, a ticket someone waits for). `mark()` names the work recorded so far
-without submitting it.
+the GPU has fewer than `depth` of this stream's submissions left to run (so it starts at
+once), when `batch` commands have piled up, or when a result is needed (wait, synchronize, a
+copy into pageable host memory, a ticket someone waits for). With a submitter (the default)
+the first of these is a thread of the stream's: the recording thread only kicks it, never
+waits in vkEndCommandBuffer/vkQueueSubmit, and what it records while a submission is under
+way goes with the next. `mark()` names the work recorded so far without submitting it;
+`cut()` ends the submission there (an event's place) and `when_done()` calls back once a
+ticket has run.
 
 Copies follow CUDA's rules on pageable and pinned host memory: from pageable memory the
 data is taken at the call (into the command buffer up to 64 KiB, else into staging memory),
@@ -47,6 +51,9 @@ CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this s
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
 _submitted = [False]  # a first submission was made in this process
+#: streams with cut submissions the submitter has yet to hand over: kept alive until it has
+#: (a stream dropped meanwhile would leave tickets that nothing signals)
+_cut_pending: set = set()
 
 
 @dataclass(eq=False)
@@ -347,8 +354,7 @@ class Stream:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
         with self._lock:
             self._check_open()
-            jobs = self._cut
-            self._cut = []
+            jobs = self._take_cut()
             job = self._detach()
             if job is not None:
                 jobs.append(job)
@@ -369,11 +375,21 @@ class Stream:
             if job is None:
                 return self.submitted
             self._cut.append(job)
+            _cut_pending.add(self)
             if not self._kicked:
                 self._kicked = True
                 self._start_submitter()
                 self._kick.release()
             return job[0]
+
+    def _take_cut(self) -> list:
+        """The cut jobs, now the caller's to submit (lock held)."""
+        jobs = self._cut
+        if not jobs:
+            return []  # (a list of the caller's: it may add to it)
+        self._cut = []
+        _cut_pending.discard(self)
+        return jobs
 
     def _queue_jobs(self, jobs: list) -> None:
         """_queue_submit each detached job in order (`_submitting` held, released here); the
@@ -533,8 +549,7 @@ class Stream:
         if ticket > self._queued:
             if self._cut:
                 with self._lock:
-                    jobs = self._cut
-                    self._cut = []
+                    jobs = self._take_cut()
                     if jobs:
                         self._submitting.acquire()
                 if jobs:
@@ -564,15 +579,14 @@ class Stream:
                 with self._lock:
                     if self._stopped or self.closed:
                         return True
-                    jobs, last = self._cut, False
-                    if jobs:
-                        self._cut = []
-                    elif self._cb is None and not self._waits:
-                        return True
-                    elif self._room():
-                        jobs, last = [self._detach()], True
-                    else:
-                        self._waiting.acquire()
+                    jobs, last = self._take_cut(), False
+                    if not jobs:
+                        if self._cb is None and not self._waits:
+                            return True
+                        if self._room():
+                            jobs, last = [self._detach()], True
+                        else:
+                            self._waiting.acquire()
                     if jobs:
                         self._submitting.acquire()
                     else:
