@@ -121,6 +121,26 @@ class Device:
             | lib.VK_ACCESS_TRANSFER_READ_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT))
         self.barrier_host = vk.new("VkMemoryBarrier", srcAccessMask=writes,
                                    dstAccessMask=lib.VK_ACCESS_HOST_READ_BIT)
+        # The same two barriers for vkCmdPipelineBarrier2 (synchronization2): a call of two
+        # arguments instead of ten, which cffi converts each time (lavapipe: a third of the
+        # host time of vkCmdPipelineBarrier's)
+        self.barrier2 = None  # (CUPORT_VK_BARRIER2=0: vkCmdPipelineBarrier, for measurements)
+        if (self.enabled_features.get("synchronization2")
+                and os.environ.get("CUPORT_VK_BARRIER2", "") != "0"):
+            self.barrier2 = self.cmd.vkCmdPipelineBarrier2
+            work2 = lib.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | lib.VK_PIPELINE_STAGE_2_TRANSFER_BIT
+            writes2 = lib.VK_ACCESS_2_SHADER_WRITE_BIT | lib.VK_ACCESS_2_TRANSFER_WRITE_BIT
+            self.dependency_work = vk.new("VkDependencyInfo", memoryBarrierCount=1,
+                                          pMemoryBarriers=vk.new(
+                "VkMemoryBarrier2", srcStageMask=work2, srcAccessMask=writes2, dstStageMask=work2,
+                dstAccessMask=(lib.VK_ACCESS_2_SHADER_READ_BIT | lib.VK_ACCESS_2_SHADER_WRITE_BIT
+                               | lib.VK_ACCESS_2_TRANSFER_READ_BIT
+                               | lib.VK_ACCESS_2_TRANSFER_WRITE_BIT)))
+            self.dependency_host = vk.new("VkDependencyInfo", memoryBarrierCount=1,
+                                          pMemoryBarriers=vk.new(
+                "VkMemoryBarrier2", srcStageMask=work2, srcAccessMask=writes2,
+                dstStageMask=lib.VK_PIPELINE_STAGE_2_HOST_BIT,
+                dstAccessMask=lib.VK_ACCESS_2_HOST_READ_BIT))
 
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._lock = threading.Lock()

@@ -523,6 +523,9 @@ class Stream:
 
     def _barrier(self, cb: Any, to_host: bool = False) -> None:
         d = self.dev
+        if d.barrier2 is not None:
+            d.barrier2(cb, d.dependency_host if to_host else d.dependency_work)
+            return
         self.cmd.vkCmdPipelineBarrier(
             cb, d.stages_work, d.stages_host if to_host else d.stages_work, 0,
             1, d.barrier_host if to_host else d.barrier_work, 0, self.vk.ffi.NULL, 0,
