@@ -7,9 +7,9 @@ under `cuport run` once per setting per round, the settings alternating round by
 shared or noisy machine drifts between rounds, not between settings); printed per operation
 and setting: the median over rounds of the microseconds per operation (wall clock) and of
 the calling thread's CPU microseconds (on a CPU Vulkan driver, without the kernels' own
-execution). Settings default to the launch path before and after the submitter thread and
-device-queue event records:
-    before: CUPORT_VK_SUBMIT=eager CUPORT_VK_EVENT_MARKS=0
+execution). Settings default to the launch path before and after the submitter thread,
+device-queue event records, pinned copies in the device's queue and synchronization2 barriers:
+    before: CUPORT_VK_SUBMIT=eager CUPORT_VK_EVENT_MARKS=0 CUPORT_VK_PINNED_QUEUE=0 CUPORT_VK_BARRIER2=0
     after:  (cuport's defaults)
 Each NAME='ENV=V ...' argument replaces them; CUPORT_ settings of the caller's environment
 apply to every run (CUPORT_VK_COPIES=1: a discrete GPU's copy paths on lavapipe). Nothing is
@@ -32,7 +32,8 @@ sys.path.insert(0, str(HERE))
 
 from run import program  # noqa: E402
 
-DEFAULT = {"before": "CUPORT_VK_SUBMIT=eager CUPORT_VK_EVENT_MARKS=0", "after": ""}
+DEFAULT = {"before": "CUPORT_VK_SUBMIT=eager CUPORT_VK_EVENT_MARKS=0 CUPORT_VK_PINNED_QUEUE=0 "
+                     "CUPORT_VK_BARRIER2=0", "after": ""}
 LINE = re.compile(r"(.*) ([0-9.]+) us \(cpu ([0-9.]+) us, calling thread ([0-9.]+) us\)$")
 
 

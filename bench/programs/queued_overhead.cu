@@ -3,8 +3,8 @@
 // synchronise, the whole timed; per operation, wall clock and the process's CPU time (all
 // its threads: on a CPU Vulkan driver the kernels' own time is in it). Operations: an empty
 // launch, a launch with 4 arguments, cudaMemsetAsync and cudaMemcpyAsync of 4 bytes
-// (device to device, and host to device from pinned memory), cudaEventRecord, and the same
-// launches on the legacy default stream. Each line: name, microseconds per operation, CPU
+// (device to device, and host to device from pinned memory), the three together (pinned in,
+// launch, pinned out), cudaEventRecord, and the same launches on the legacy default stream. Each line: name, microseconds per operation, CPU
 // microseconds per operation. Run it several times: the figures are noisy.
 #include <chrono>
 #include <ctime>
@@ -82,6 +82,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < reps; i++) CHECK(cudaMemcpyAsync(d + 2, h, 4, cudaMemcpyHostToDevice, s));
   CHECK(cudaStreamSynchronize(s));
   report("4-byte copy pinned to device", reps);
+
+  start();
+  for (int i = 0; i < reps; i++) {
+    CHECK(cudaMemcpyAsync(d + 2, h, 4, cudaMemcpyHostToDevice, s));
+    four<<<1, 32, 0, s>>>(d, d, i, 2.0f);
+    CHECK(cudaMemcpyAsync(h + 4, d + 2, 4, cudaMemcpyDeviceToHost, s));
+  }
+  CHECK(cudaStreamSynchronize(s));
+  report("pinned copy in + launch + pinned copy out", reps);
 
   start();
   for (int i = 0; i < reps; i++) CHECK(cudaEventRecord(ev, s));

@@ -46,6 +46,26 @@ def test_per_thread_default_streams(tmp_path):
 @pytest.mark.parametrize("device, extra", [
     ("cpu", {}),
     ("vulkan", {}),
+    ("vulkan", {"CUPORT_VK_COPIES": "1"}),  # (a discrete GPU's copy paths)
+    ("vulkan", {"CUPORT_VK_PINNED_QUEUE": "0"}),  # pinned copies as stream ops, as before
+], ids=["cpu", "vulkan", "vulkan-copies", "vulkan-pinned-stream-ops"])
+def test_async_copies_through_pinned_memory(tmp_path, device, extra):
+    """tests/driver/c/pinned_async.cu: copies between device and pinned memory in stream order
+    with launches, a stream synchronisation after a copy alone waits for it (32 MiB into
+    pinned memory, every byte seen), a synchronous copy into pinned memory is done on return."""
+    exe = build(tmp_path, "pinned_async", ["pinned_async.cu"])
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device, **extra), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "rounds through pinned memory: 0 wrong",
+        "32 MiB into pinned memory: all there",
+        "synchronous copy after a kernel: 10",
+    ], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device, extra", [
+    ("cpu", {}),
+    ("vulkan", {}),
     # nothing submitted until needed: a later kernel would join the event's submission unless
     # the record ends it (backend.py when_reached), and the event would wait for that kernel
     ("vulkan", {"CUPORT_VK_SUBMIT": "batch"}),

@@ -418,7 +418,9 @@ class VulkanBackend:
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
         self._inflight: list[tuple[str, int, int | None, int]] = []  # (name, record, slot, seq)
         self._launched = 0  # launches recorded so far (their sequence numbers: when_reached)
+        self._queued = 0  # the ticket of the last fill or copy handed to the queue (pending)
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        self.pinned_in_queue = os.environ.get("CUPORT_VK_PINNED_QUEUE") != "0"
         if os.environ.get("CUPORT_VK_EVENT_MARKS") == "0":  # events recorded as stream ops
             self.when_reached = None  # (driver/stream.py submit_mark: measurements)
         from . import profile
@@ -618,10 +620,19 @@ class VulkanBackend:
     def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
         """A fill of device memory after the work handed over before it, not waited for."""
         self.stream.fill(dst, value, n, width)
+        self._queued = self.stream.mark()
 
     def copy_queued(self, dst: int, src: int, n: int) -> None:
-        """A device-to-device copy after the work handed over before it, not waited for."""
+        """A copy between device memory and pinned memory of this device's (either way, or
+        device to device) after the work handed over before it, not waited for."""
         self.stream.copy(dst, src, n)
+        self._queued = self.stream.mark()
+
+    def queues_host_memory(self, address: int) -> bool:
+        """Whether the allocation of page-locked host memory at `address` is a buffer of the
+        device's, which copy_queued reaches (not plain host pages: host_only).
+        CUPORT_VK_PINNED_QUEUE=0: never (such copies are stream ops, measurements)."""
+        return self.pinned_in_queue and address in self._owned
 
     def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
         """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
@@ -767,12 +778,17 @@ class VulkanBackend:
         return failed
 
     def pending(self) -> bool:
-        return bool(self._inflight)
+        """Launches in flight, or a fill or copy handed to the queue and not yet done."""
+        return bool(self._inflight) or (self._queued > self.stream._done
+                                         and not self.stream.is_done(self._queued))
 
     def drain(self) -> tuple[str, BackendError] | None:
-        """Wait for the launches in flight; print their printf output; the first failure
-        among them, as (the launch, its error), if any."""
+        """Wait for the launches in flight (and the fills and copies queued: pinned memory
+        the host reads next); print their printf output; the first failure among them, as
+        (the launch, its error), if any."""
         if not self._inflight:
+            if self._queued > self.stream._done:
+                self.stream.wait(self._queued)
             return None
         with self._lock:
             return self._retire()
