@@ -85,3 +85,17 @@ def test_events_recorded_behind_queued_launches(tmp_path, device, extra):
         "another stream waiting for the event: 100; after it 100; elapsed not negative",
         "event after a trap: cudaErrorLaunchFailure",
     ], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_a_program_exits_quietly_with_work_queued(tmp_path, device):
+    """tests/driver/c/exit_with_work_queued.cu: main returns with 2000 launches and 200 event
+    records handed over and not waited for; no error is printed (on Vulkan the exit handler
+    stops the stream's submitter and watcher before the driver shuts down; an event the
+    watcher had yet to mark was reported as a failed launch, and the runtime's release of
+    its context as an internal error)."""
+    exe = build(tmp_path, "exit_with_work_queued", ["exit_with_work_queued.cu"])
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["exiting with work queued"], r.stdout + r.stderr
+    assert "cuport:" not in r.stderr, r.stderr

@@ -824,12 +824,17 @@ class VulkanBackend:
         handed over later; failure: the first failed launch among that work, as drain's. The
         launches after it stay in flight, and so does the printf ring while they run (its
         records are read and printed when nothing is in flight)."""
+        from . import runtime
+
         with self._lock:
             # (cut: work recorded later must not join its submission, or the event would wait
             # for it)
             ticket, seq = self.stream.cut(), self._launched
 
             def reached(error: BaseException | None) -> None:
+                if isinstance(error, runtime.VulkanUnavailable):
+                    fn(None)  # (the process is exiting: nothing more to find out)
+                    return
                 if error is not None:
                     fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
                     return

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import DeviceLost, Unsupported, VulkanError
+from .errors import DeviceLost, Unsupported, VulkanError, VulkanUnavailable
 from .memory import Block, Buffer
 from .pipeline import Pipeline
 
@@ -242,7 +242,10 @@ class Stream:
         return self._cb is None and not self._waits and self.completed() >= self.submitted
 
     def wait(self, ticket: int | None = None, timeout_s: float | None = None) -> None:
-        """Block until `ticket` (default: all recorded work) has completed."""
+        """Block until `ticket` (default: all recorded work) has completed. Once the driver
+        shut down (the process is exiting), waits do nothing (device.py _on_exit)."""
+        if self.cmd.down():
+            return
         if ticket is None:
             ticket = self.mark()
         if ticket <= self._done:
@@ -304,8 +307,8 @@ class Stream:
 
     def when_done(self, ticket: int, fn: Callable[[BaseException | None], None]) -> None:
         """Call fn on the stream's watcher thread once `ticket` has completed (fn(None)), or
-        could not (fn(the error)); in ticket order. Unlike launch_host_func, nothing recorded
-        later waits for fn (an event's record)."""
+        could not (fn(the error); VulkanUnavailable: the process is exiting); in ticket order.
+        Unlike launch_host_func, nothing recorded later waits for fn (an event's record)."""
         with self._lock:
             self._check_open()
             if self._watched is None:
@@ -324,7 +327,7 @@ class Stream:
             self._on_queue(ticket)
             with self._watching:  # (quiesce waits for it)
                 if self._stopped or self.destroyed:
-                    return VulkanError("the stream was destroyed before its work completed")
+                    return VulkanUnavailable("the Vulkan driver shut down (the process is exiting)")
                 self.dev.wait_value(self.semaphore, ticket)
             return None
         except Exception as e:
