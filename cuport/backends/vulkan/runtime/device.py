@@ -241,13 +241,16 @@ class Device:
         """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths,
         submitter). Defaults: CUPORT_VK_BATCH (256) commands a submission at most; while the
         GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the stream left to run, what is
-        recorded is submitted ("eager") by a thread of the stream's, the submitter;
-        CUPORT_VK_SUBMIT=eager submits on the recording thread instead, =batch only when a
-        batch is full or a result is needed."""
+        recorded is submitted ("eager"), in a C program by a thread of the stream's, the
+        submitter, in a Python program on the recording thread (a Python program may hold
+        the GIL for a while after a launch, and the submitter would wait for it: up to the
+        interpreter's switch interval, 5 ms, with the GPU idle); CUPORT_VK_SUBMIT=thread or
+        =eager chooses either anywhere, =batch submits only when a batch is full or a result
+        is needed."""
         self._check()
         if batch is None:
             batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
-        policy = os.environ.get("CUPORT_VK_SUBMIT", "thread")
+        policy = os.environ.get("CUPORT_VK_SUBMIT") or ("thread" if _in_c_program() else "eager")
         if eager is None:
             eager = policy != "batch"
         if submitter is None:
