@@ -64,13 +64,13 @@ def main() -> int:
             for name, env in settings.items():
                 for op, value in run_once(exe, args.reps, args.device, env, cache).items():
                     rows.setdefault((op, name), []).append(value)
-    print(f"{'operation':<36}{'setting':<10}{'us/op':>9}{'calling thread':>16}   (medians of "
+    print(f"{'operation':<44}{'setting':<10}{'us/op':>9}{'calling thread':>16}   (medians of "
           f"{args.runs} runs of {args.reps})")
     for op in dict.fromkeys(op for op, _ in rows):
         for name in settings:
             got = rows.get((op, name), [])
             if got:
-                print(f"{op:<36}{name:<10}{statistics.median(w for w, _ in got):9.2f}"
+                print(f"{op:<44}{name:<10}{statistics.median(w for w, _ in got):9.2f}"
                       f"{statistics.median(c for _, c in got):16.2f}")
     for name, env in settings.items():
         print(f"  {name}: {env or '(defaults)'}")
