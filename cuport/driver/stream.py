@@ -349,11 +349,33 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     return op
 
 
+class _MarkDone(Done):
+    """A DeviceMark's flag: set by the backend's thread when the device gets there, or by
+    whoever asks first once the device is past it (`check`, the backend's: after a stream's
+    synchronisation its events are reached, whether or not that thread has run yet)."""
+
+    __slots__ = ("check",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.check: Callable[[bool], None] | None = None  # (set when handed over)
+
+    def is_set(self) -> bool:
+        if not self._set and self.check is not None:
+            self.check(False)
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._set and self.check is not None and timeout is None:
+            self.check(True)
+        return super().wait(timeout)
+
+
 class DeviceMark(Op):
     """A point in the queue of a backend that queues_on_device (an event's record): done once
-    the device has run the work handed over before it, which the backend tells on a thread of
-    its own (when_reached), so that work handed over after it never waits for it. Until it is
-    handed over (`handed_over`), it may wait in its stream's worker like any op."""
+    the device has run the work handed over before it (when_reached), so that work handed
+    over after it never waits for it. Until it is handed over (`handed_over`), it may wait in
+    its stream's worker like any op."""
 
     __slots__ = ("handed_over",)
 
@@ -369,6 +391,7 @@ def submit_mark(s: Stream, fn: Callable[[], None], what: str) -> Op | None:
         return None
     ctx = s.context
     op = DeviceMark(fn, [], what, device_work=True)
+    op.done = done = _MarkDone()
     op.handed_over = False
 
     def reached(failed) -> None:
@@ -381,7 +404,7 @@ def submit_mark(s: Stream, fn: Callable[[], None], what: str) -> Op | None:
 
     def hand_over() -> None:
         try:
-            when_reached(reached)
+            done.check = when_reached(reached)
         except BaseException:
             op.done.set()  # (nothing to wait for: the error is the context's, submit_device)
             raise

@@ -83,6 +83,7 @@ def test_events_recorded_behind_queued_launches(tmp_path, device, extra):
         "event before a spinning kernel: reached, the stream cudaErrorNotReady, counter 1",
         "event after a spinning kernel: cudaErrorNotReady, then cudaSuccess",
         "another stream waiting for the event: 100; after it 100; elapsed not negative",
+        "events reached once their stream is synchronised: 0 late",
         "event after a trap: cudaErrorLaunchFailure",
     ], r.stdout + r.stderr
 

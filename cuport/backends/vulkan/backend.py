@@ -818,31 +818,51 @@ class VulkanBackend:
                 self._free_slots.append(slot)
         return failed
 
-    def when_reached(self, fn) -> None:
-        """Call fn(failure) on a thread of the stream's once the work handed over so far has
-        run (an event's record: driver/stream.py DeviceMark), without holding back what is
-        handed over later; failure: the first failed launch among that work, as drain's. The
-        launches after it stay in flight, and so does the printf ring while they run (its
-        records are read and printed when nothing is in flight)."""
+    def when_reached(self, fn):
+        """Call fn(failure) once the work handed over so far has run (an event's record:
+        driver/stream.py DeviceMark), without holding back what is handed over later;
+        failure: the first failed launch among that work, as drain's. A thread of the
+        stream's calls it when the device gets there, or the returned check(block) does
+        first: at once if the device is past it (a synchronisation of the stream made it
+        so), after waiting for it with `block`. The launches after it stay in flight, and so
+        does the printf ring while they run (its records are read and printed when nothing is
+        in flight)."""
         from . import runtime
 
+        calling = threading.Lock()  # (held while fn is called: a second caller waits, then skips)
+        called = [False]
         with self._lock:
             # (cut: work recorded later must not join its submission, or the event would wait
             # for it)
             ticket, seq = self.stream.cut(), self._launched
 
             def reached(error: BaseException | None) -> None:
-                if isinstance(error, runtime.VulkanUnavailable):
-                    fn(None)  # (the process is exiting: nothing more to find out)
-                    return
-                if error is not None:
-                    fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
-                    return
-                with self._lock:
-                    failed = self._retire_through(seq)
-                fn(failed)
+                with calling:
+                    if called[0]:
+                        return
+                    called[0] = True
+                    if isinstance(error, runtime.VulkanUnavailable):
+                        fn(None)  # (the process is exiting: nothing more to find out)
+                    elif error is not None:
+                        fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
+                    else:
+                        with self._lock:
+                            failed = self._retire_through(seq)
+                        fn(failed)
 
             self.stream.when_done(ticket, reached)
+
+        def check(block: bool) -> None:
+            if called[0]:
+                with calling:  # (fn may be under way on the stream's thread: its end)
+                    return
+            if block:
+                self.stream.wait(ticket)
+            elif not self.stream.is_done(ticket):
+                return
+            reached(None)
+
+        return check
 
     def _retire_through(self, seq: int) -> tuple[str, BackendError] | None:
         """_retire for the launches up to sequence number `seq`, which have finished."""

@@ -6,6 +6,8 @@
 // - the event is not ready while a kernel before it runs;
 // - another stream waiting for the event sees the work before it (100 launches) while the
 //   event's stream goes on, and the time between two events is not negative;
+// - once its stream is synchronised, an event recorded there is reached (cudaEventQuery,
+//   cudaEventElapsedTime), whatever thread tells the event so has not run yet;
 // - a kernel's trap before the event is the event synchronisation's error.
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -77,6 +79,15 @@ int main()
     CHECK(cudaMemcpy(&host[1], counter + 1, sizeof(int), cudaMemcpyDeviceToHost));
     printf("another stream waiting for the event: %d; after it %d; elapsed %s\n", host[0], host[1],
            ms >= 0 ? "not negative" : "negative");
+
+    int late = 0;
+    for (int i = 0; i < 100; i++) {
+        add_one<<<1, 1, 0, s>>>(counter);
+        CHECK(cudaEventRecord(ev, s));
+        CHECK(cudaStreamSynchronize(s));
+        late += cudaEventQuery(ev) != cudaSuccess;
+    }
+    printf("events reached once their stream is synchronised: %d late\n", late);
 
     trap<<<1, 1, 0, s>>>();
     CHECK(cudaEventRecord(ev, s));
