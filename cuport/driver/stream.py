@@ -380,11 +380,13 @@ class DeviceMark(Op):
     __slots__ = ("handed_over",)
 
 
-def submit_mark(s: Stream, fn: Callable[[], None], what: str) -> Op | None:
+def submit_mark(s: Stream, fn: Callable[[], None], what: str, watch: bool = True) -> Op | None:
     """fn called once the device has run everything handed over before it in s's order (a
     DeviceMark, returned), where s's backend queues_on_device and can tell (when_reached);
     None elsewhere (submit it as an op). A launch that failed before it is the context's
-    error by the time it is done, as if drained."""
+    error by the time it is done, as if drained. `watch`: fn is called as soon as the device
+    gets there (a thread of the backend's waits for it: an event's time); else when someone
+    asks whether it is done or waits for it."""
     b = s.context.device.backend()
     when_reached = getattr(b, "when_reached", None)
     if when_reached is None or not getattr(b, "queues_launches", False):
@@ -404,7 +406,7 @@ def submit_mark(s: Stream, fn: Callable[[], None], what: str) -> Op | None:
 
     def hand_over() -> None:
         try:
-            done.check = when_reached(reached)
+            done.check = when_reached(reached, watch)
         except BaseException:
             op.done.set()  # (nothing to wait for: the error is the context's, submit_device)
             raise

@@ -81,7 +81,8 @@ def test_events_recorded_behind_queued_launches(tmp_path, device, extra):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == [
         "event before a spinning kernel: reached, the stream cudaErrorNotReady, counter 1",
-        "event after a spinning kernel: cudaErrorNotReady, then cudaSuccess",
+        "event after a spinning kernel: cudaErrorNotReady cudaErrorNotReady, then cudaSuccess "
+        "cudaSuccess",
         "another stream waiting for the event: 100; after it 100; elapsed not negative",
         "events reached once their stream is synchronised: 0 late",
         "event after a trap: cudaErrorLaunchFailure",

@@ -818,15 +818,15 @@ class VulkanBackend:
                 self._free_slots.append(slot)
         return failed
 
-    def when_reached(self, fn):
+    def when_reached(self, fn, watch: bool = True):
         """Call fn(failure) once the work handed over so far has run (an event's record:
         driver/stream.py DeviceMark), without holding back what is handed over later;
-        failure: the first failed launch among that work, as drain's. A thread of the
-        stream's calls it when the device gets there, or the returned check(block) does
-        first: at once if the device is past it (a synchronisation of the stream made it
-        so), after waiting for it with `block`. The launches after it stay in flight, and so
-        does the printf ring while they run (its records are read and printed when nothing is
-        in flight)."""
+        failure: the first failed launch among that work, as drain's. With `watch` a thread
+        of the stream's calls it when the device gets there (an event's time, another
+        process waiting); else, or first, the returned check(block) does: at once if the
+        device is past it (a synchronisation of the stream made it so), after waiting for it
+        with `block`. The launches after it stay in flight, and so does the printf ring while
+        they run (its records are read and printed when nothing is in flight)."""
         from . import runtime
 
         calling = threading.Lock()  # (held while fn is called: a second caller waits, then skips)
@@ -850,7 +850,8 @@ class VulkanBackend:
                             failed = self._retire_through(seq)
                         fn(failed)
 
-            self.stream.when_done(ticket, reached)
+            if watch:
+                self.stream.when_done(ticket, reached)
 
         def check(block: bool) -> None:
             if called[0]:

@@ -54,14 +54,19 @@ int main()
     printf("event before a spinning kernel: reached, the stream %s, counter %d\n",
            cudaGetErrorName(query), host[0]);
 
+    cudaEvent_t quiet;
+    CHECK(cudaEventCreateWithFlags(&quiet, cudaEventDisableTiming));
     *flag = 0;
     wait_for<<<1, 1, 0, s>>>(dflag, out);
     CHECK(cudaEventRecord(ev, s));
-    cudaError_t before = cudaEventQuery(ev);
+    CHECK(cudaEventRecord(quiet, s));
+    cudaError_t before = cudaEventQuery(ev), quiet_before = cudaEventQuery(quiet);
     *flag = 1;
     CHECK(cudaEventSynchronize(ev));
-    printf("event after a spinning kernel: %s, then %s\n", cudaGetErrorName(before),
-           cudaGetErrorName(cudaEventQuery(ev)));
+    CHECK(cudaEventSynchronize(quiet));
+    printf("event after a spinning kernel: %s %s, then %s %s\n", cudaGetErrorName(before),
+           cudaGetErrorName(quiet_before), cudaGetErrorName(cudaEventQuery(ev)),
+           cudaGetErrorName(cudaEventQuery(quiet)));
 
     CHECK(cudaMemset(counter, 0, 2 * sizeof(int)));
     CHECK(cudaEventRecord(start, s));
@@ -81,16 +86,20 @@ int main()
            ms >= 0 ? "not negative" : "negative");
 
     int late = 0;
+    cudaEvent_t untimed;  // (no time kept: marked only when asked)
+    CHECK(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming));
     for (int i = 0; i < 100; i++) {
         add_one<<<1, 1, 0, s>>>(counter);
         CHECK(cudaEventRecord(ev, s));
+        add_one<<<1, 1, 0, s>>>(counter);
+        CHECK(cudaEventRecord(untimed, s));
         CHECK(cudaStreamSynchronize(s));
-        late += cudaEventQuery(ev) != cudaSuccess;
+        late += (cudaEventQuery(ev) != cudaSuccess) + (cudaEventQuery(untimed) != cudaSuccess);
     }
     printf("events reached once their stream is synchronised: %d late\n", late);
 
     trap<<<1, 1, 0, s>>>();
-    CHECK(cudaEventRecord(ev, s));
-    printf("event after a trap: %s\n", cudaGetErrorName(cudaEventSynchronize(ev)));
+    CHECK(cudaEventRecord(quiet, s));  // (marked by the synchronisation itself)
+    printf("event after a trap: %s\n", cudaGetErrorName(cudaEventSynchronize(quiet)));
     return 0;
 }
