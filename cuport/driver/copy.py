@@ -32,9 +32,11 @@ def _copy_rows(rows: Rows) -> Callable[[], None]:
     return run
 
 
-def _queued_copy(rows: Rows) -> Callable[[], None] | None:
-    """Device-to-device rows that the device's own queue can run (memory.queued_backend)."""
-    b = memory.queued_backend(*(a for d, s, _ in rows for a in (d, s))) if rows else None
+def _queued_copy(rows: Rows, pinned: bool = False) -> Callable[[], None] | None:
+    """Device-to-device rows that the device's own queue can run (memory.queued_backend;
+    `pinned`: an asynchronous copy, whose page-locked host memory it may reach too)."""
+    b = memory.queued_backend(*(a for d, s, _ in rows for a in (d, s)),
+                              pinned=pinned) if rows else None
     if b is None:
         return None
 
@@ -117,7 +119,7 @@ def _copy(rows: Rows, handle: int | None, what: str, desc=None) -> None:
         # with the program, on the stream's thread)
         memory.host_copy(dst, src, n)
         return
-    queued = _queued_copy(rows)
+    queued = _queued_copy(rows, pinned=True)
     if queued is not None:
         _queue(s, queued, what)
         return

@@ -90,7 +90,11 @@ def _record(handle: int, stream_handle: int, flags: int = 0) -> None:
         mark()
         e.op = stream.FINISHED
         return
-    e.op = stream.submit(s, mark, "cuEventRecord")
+    # a place in the device's queue where it has one (work handed over later need not wait);
+    # marked when the device gets there where a time is kept or another process waits,
+    # else when asked
+    e.op = (stream.submit_mark(s, mark, "cuEventRecord", watch=e.timing or shared is not None)
+            or stream.submit(s, mark, "cuEventRecord"))
 
 
 implements("cuEventRecord", "cuEventRecord_ptsz")(_record)

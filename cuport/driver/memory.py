@@ -248,19 +248,27 @@ def _settle(*addresses: int) -> None:
             stream.drain(a.context)
 
 
-def queued_backend(*addresses: int):
+def _no(_address: int) -> bool:
+    return False
+
+
+def queued_backend(*addresses: int, pinned: bool = False):
     """The backend that can fill or copy this memory in its own queue (queues_launches: in
     order with its launches, nothing waited for), or None: every address must be device
-    memory of one context whose backend does so."""
+    memory of one context whose backend does so, or with `pinned` (an asynchronous copy:
+    CUDA reads and writes pinned memory when the stream gets there) page-locked host memory
+    that backend's queue reaches (queues_host_memory)."""
     if not _async_devices:  # (no such backend holds memory: the CPU backend's copies skip this)
         return None
     backend = None
     for address in addresses:
         a = TABLE.find(address)
-        if a is None or a.kind != "device" or a.context is None:
+        if a is None or a.context is None or a.kind not in ("device", "host"):
             return None
         b = a.context.device.backend()
         if not getattr(b, "queues_launches", False) or backend not in (None, b):
+            return None
+        if a.kind == "host" and not (pinned and getattr(b, "queues_host_memory", _no)(a.base)):
             return None
         backend = b
     return backend

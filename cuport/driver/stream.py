@@ -349,6 +349,73 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     return op
 
 
+class _MarkDone(Done):
+    """A DeviceMark's flag: set by the backend's thread when the device gets there, or by
+    whoever asks first once the device is past it (`check`, the backend's: after a stream's
+    synchronisation its events are reached, whether or not that thread has run yet)."""
+
+    __slots__ = ("check",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.check: Callable[[bool], None] | None = None  # (set when handed over)
+
+    def is_set(self) -> bool:
+        if not self._set and self.check is not None:
+            self.check(False)
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._set and self.check is not None and timeout is None:
+            self.check(True)
+        return super().wait(timeout)
+
+
+class DeviceMark(Op):
+    """A point in the queue of a backend that queues_on_device (an event's record): done once
+    the device has run the work handed over before it (when_reached), so that work handed
+    over after it never waits for it. Until it is handed over (`handed_over`), it may wait in
+    its stream's worker like any op."""
+
+    __slots__ = ("handed_over",)
+
+
+def submit_mark(s: Stream, fn: Callable[[], None], what: str, watch: bool = True) -> Op | None:
+    """fn called once the device has run everything handed over before it in s's order (a
+    DeviceMark, returned), where s's backend queues_on_device and can tell (when_reached);
+    None elsewhere (submit it as an op). A launch that failed before it is the context's
+    error by the time it is done, as if drained. `watch`: fn is called as soon as the device
+    gets there (a thread of the backend's waits for it: an event's time); else when someone
+    asks whether it is done or waits for it."""
+    b = s.context.device.backend()
+    when_reached = getattr(b, "when_reached", None)
+    if when_reached is None or not getattr(b, "queues_launches", False):
+        return None
+    ctx = s.context
+    op = DeviceMark(fn, [], what, device_work=True)
+    op.done = done = _MarkDone()
+    op.handed_over = False
+
+    def reached(failed) -> None:
+        try:
+            if failed is not None:
+                Op(fn, [], failed[0])._fail(ctx, CudaError(failed[1].code, failed[1].message))
+            fn()
+        finally:
+            op.done.set()
+
+    def hand_over() -> None:
+        try:
+            done.check = when_reached(reached, watch)
+        except BaseException:
+            op.done.set()  # (nothing to wait for: the error is the context's, submit_device)
+            raise
+        op.handed_over = True
+
+    submit_device(s, hand_over, what)
+    return op
+
+
 _capture_module = None
 
 
@@ -539,6 +606,11 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
             submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
         return
     if e.op is not None and not e.op.done.is_set():
+        if (getattr(e.op, "handed_over", False)
+                and e.context.device.backend() is s.context.device.backend()):
+            # (in s's device's queue already: whatever s hands over from now on runs after it,
+            # and s's host work drains the device first)
+            return
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 
 

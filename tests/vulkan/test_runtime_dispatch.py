@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import time
 
 import numpy as np
 import pytest
@@ -72,12 +73,14 @@ def test_pointers_stored_in_device_memory_can_be_chased(dev):
         dev.free(out)
 
 
-@pytest.mark.parametrize("eager,batch", [(True, 256), (False, 10_000), (False, 7)])
-def test_a_stream_of_dependent_launches_runs_in_order(dev, eager, batch):
+@pytest.mark.parametrize("eager,batch,submitter", [(True, 256, False), (True, 256, True),
+                                                    (True, 7, True), (False, 10_000, False),
+                                                    (False, 7, False)])
+def test_a_stream_of_dependent_launches_runs_in_order(dev, eager, batch, submitter):
     n = 4096
     buf = dev.alloc(n * 4)
     try:
-        s = dev.stream(eager=eager, batch=batch)
+        s = dev.stream(eager=eager, batch=batch, submitter=submitter)
         s.fill(buf.address, 0, n, 4)
         pipe = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 16)
         push = struct.pack("<QI", buf.address, n)
@@ -88,6 +91,48 @@ def test_a_stream_of_dependent_launches_runs_in_order(dev, eager, batch):
         out = np.empty(n, dtype=np.uint32)
         s.copy_to_host(out, buf.address)
         assert (out == 200).all()
+    finally:
+        dev.free(buf)
+
+
+def test_the_submitter_hands_recorded_work_over_without_another_call(dev):
+    """Launches recorded on a stream with a submitter thread run although the host makes no
+    further call (no wait, no submit): the thread submits them, in order."""
+    n = 4096
+    buf = dev.alloc(n * 4, "host")
+    try:
+        s = dev.stream(submitter=True)
+        assert s.threaded
+        counts = _host_array(buf, np.uint32, n)
+        counts[:] = 0
+        pipe = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 16)
+        push = struct.pack("<QI", buf.address, n)
+        for _ in range(50):
+            s.dispatch(pipe, (n // 64, 1, 1), push)
+        deadline = time.monotonic() + 60
+        while s.completed() < s.mark() and time.monotonic() < deadline:
+            time.sleep(0.01)  # (completed() only reads the semaphore: it submits nothing)
+        assert s.completed() == s.mark() == s.submitted
+        assert (counts == 50).all()
+        s.close()
+    finally:
+        dev.free(buf)
+
+
+def test_a_dropped_stream_ends_its_submitter(dev):
+    import gc
+
+    buf = dev.alloc(64 * 4)
+    try:
+        s = dev.stream(submitter=True)
+        pipe = dev.pipeline(vs.glsl(vs.INCR), "main", (64, 1, 1), 16)
+        s.dispatch(pipe, (1, 1, 1), struct.pack("<QI", buf.address, 64))  # (starts the thread)
+        thread = s._submitter
+        s.synchronize()
+        del s
+        gc.collect()
+        thread.join(10)
+        assert not thread.is_alive()
     finally:
         dev.free(buf)
 
@@ -418,10 +463,10 @@ def test_a_stream_dropped_without_close_is_released_after_its_work(dev):
     n = 4096
     buf = dev.alloc(n * 4)
     try:
-        s = dev.stream()
+        s = dev.stream(submitter=False)
         spin = dev.pipeline(vs.glsl(vs.SPIN), "main", (64, 1, 1), 16)
         s.dispatch(spin, (n // 64, 1, 1), struct.pack("<QII", buf.address, n, 300))
-        assert s.submitted == 1  # submitted at once (eager)
+        assert s.submitted == 1  # submitted at once (eager, on this thread)
         h = s._h
         del s
         gc.collect()

@@ -178,6 +178,9 @@ class VulkanKernel:
                        stack_bytes: int = DEFAULT_STACK_BYTES):
         stack_bytes = self.stack_for(stack_bytes)
         key = (block, dyn_smem, stack_bytes)
+        pipe = self._specs.get(key)  # (made once: asked again by every launch, without the lock)
+        if pipe is not None:
+            return pipe
         with self._lock:
             pipe = self._specs.get(key)
             if pipe is None:
@@ -196,10 +199,10 @@ class VulkanKernel:
                                            be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 except runtime.VulkanError as e:
                     raise self._refused(e, block, stack_bytes) from None
-                self._specs[key] = pipe
                 self._slices[key] = in_memory
                 if not params_in_memory:
                     self.pushed_only.add(pipe)
+                self._specs[key] = pipe  # (last: a launch finding it reads the two above unlocked)
             return pipe
 
     def _refused(self, e: Exception, block: tuple[int, int, int], stack_bytes: int) -> BackendError:
@@ -219,11 +222,12 @@ class VulkanKernel:
         be = self.module.backend
         key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
         with self._lock:
-            self._specs[key] = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
-                                               V.PUSH_BYTES + c.caps.push_params, None)
+            pipe = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
+                                   V.PUSH_BYTES + c.caps.push_params, None)
             self._slices[key] = c.plan.slice_bytes
             if not c.plan.params_in_memory:
-                self.pushed_only.add(self._specs[key])
+                self.pushed_only.add(pipe)
+            self._specs[key] = pipe
 
     def slice_bytes(self, block: tuple[int, int, int], dyn_smem: int,
                     stack_bytes: int = DEFAULT_STACK_BYTES) -> int:
@@ -273,7 +277,8 @@ class VulkanKernel:
         return c.shader.spirv, local_size, in_memory, c.plan.params_in_memory
 
     def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
-        self.specialization(tuple(int(x) for x in block), 0, stack_bytes)
+        self.specialization(block if block.__class__ is tuple else tuple(int(x) for x in block),
+                            0, stack_bytes)
 
     def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
         """The occupancy calculator's answer on this device (driver/launch.py)."""
@@ -281,16 +286,18 @@ class VulkanKernel:
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
-        grid = tuple(int(x) for x in grid)
-        block = tuple(int(x) for x in block)
+        if grid.__class__ is not tuple:  # (the driver's are tuples of ints already)
+            grid = tuple(int(x) for x in grid)
+        if block.__class__ is not tuple:
+            block = tuple(int(x) for x in block)
         if min(grid) < 1 or min(block) < 1:
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} / block {block} has a zero dimension")
+        dyn = int(dynamic_shared_bytes)
         if cooperative:
-            cooperative_.check(self, grid, block, int(dynamic_shared_bytes))
-        pipe = self.specialization(block, int(dynamic_shared_bytes), stack_bytes)
-        self.module.backend.run(self, pipe, grid, int(dynamic_shared_bytes), bytes(params), cooperative,
-                                self.slice_bytes(block, int(dynamic_shared_bytes), stack_bytes),
-                                stack_bytes)
+            cooperative_.check(self, grid, block, dyn)
+        pipe = self.specialization(block, dyn, stack_bytes)
+        self.module.backend.run(self, pipe, grid, dyn, params if params.__class__ is bytes else bytes(params),
+                                cooperative, self.slice_bytes(block, dyn, stack_bytes), stack_bytes)
 
 
 class VulkanModule:
@@ -429,8 +436,13 @@ class VulkanBackend:
         self._params_view = (_view(self.param_slots.host_ptr, self.PARAMS * self.SLOTS)
                              if self.param_slots.host_ptr is not None and not self.copies_only else None)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
-        self._inflight: list[tuple[str, int, int | None]] = []
+        self._inflight: list[tuple[str, int, int | None, int]] = []  # (name, record, slot, seq)
+        self._launched = 0  # launches recorded so far (their sequence numbers: when_reached)
+        self._queued = 0  # the ticket of the last fill or copy handed to the queue (pending)
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
+        self.pinned_in_queue = os.environ.get("CUPORT_VK_PINNED_QUEUE") != "0"
+        if os.environ.get("CUPORT_VK_EVENT_MARKS") == "0":  # events recorded as stream ops
+            self.when_reached = None  # (driver/stream.py submit_mark: measurements)
         from . import profile
 
         self.profile = profile.Profile(self.stream) if profile.enabled() else None
@@ -628,10 +640,19 @@ class VulkanBackend:
     def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
         """A fill of device memory after the work handed over before it, not waited for."""
         self.stream.fill(dst, value, n, width)
+        self._queued = self.stream.mark()
 
     def copy_queued(self, dst: int, src: int, n: int) -> None:
-        """A device-to-device copy after the work handed over before it, not waited for."""
+        """A copy between device memory and pinned memory of this device's (either way, or
+        device to device) after the work handed over before it, not waited for."""
         self.stream.copy(dst, src, n)
+        self._queued = self.stream.mark()
+
+    def queues_host_memory(self, address: int) -> bool:
+        """Whether the allocation of page-locked host memory at `address` is a buffer of the
+        device's, which copy_queued reaches (not plain host pages: host_only).
+        CUPORT_VK_PINNED_QUEUE=0: never (such copies are stream ops, measurements)."""
+        return self.pinned_in_queue and address in self._owned
 
     def string_at(self, address: int, limit: int = 1 << 16) -> bytes:
         """A NUL-terminated string in device or host memory (printf formats, %s, asserts)."""
@@ -732,22 +753,24 @@ class VulkanBackend:
         memory = self.dev.memory
 
         # the parameters the pipeline reads from its push constants (DeviceCaps.push_params)
-        pushed = params[:pipe.push_size - V.PUSH_BYTES]
+        pushed = params[:pipe.push_size - V.PUSH_BYTES] if params else b""
 
         def push(shared: tuple[int, int] = (0, 0)) -> bytes:
             return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
                                (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
                                self.pages, shared, area) + pushed
 
-        start = self.profile.before() if self.profile is not None else None
+        profile = self.profile
+        start = profile.before() if profile is not None else None
         if not slice_bytes:
             self.stream.dispatch(pipe, grid, push())
         else:
             for base, size, first in slices.chunks(grid, nslices):
                 self.stream.dispatch(pipe, size, push((pool, first)), base)
         if start is not None:
-            self.profile.after(k.fn.name, start)
-        self._inflight.append((k.fn.name, host, slot))
+            profile.after(k.fn.name, start)
+        self._launched += 1
+        self._inflight.append((k.fn.name, host, slot, self._launched))
         if slot is None or self.sync_launches or area:
             failed = failed or self._retire()
         if area and failed is None:
@@ -778,12 +801,17 @@ class VulkanBackend:
         return failed
 
     def pending(self) -> bool:
-        return bool(self._inflight)
+        """Launches in flight, or a fill or copy handed to the queue and not yet done."""
+        return bool(self._inflight) or (self._queued > self.stream._done
+                                         and not self.stream.is_done(self._queued))
 
     def drain(self) -> tuple[str, BackendError] | None:
-        """Wait for the launches in flight; print their printf output; the first failure
-        among them, as (the launch, its error), if any."""
+        """Wait for the launches in flight (and the fills and copies queued: pinned memory
+        the host reads next); print their printf output; the first failure among them, as
+        (the launch, its error), if any."""
         if not self._inflight:
+            if self._queued > self.stream._done:
+                self.stream.wait(self._queued)
             return None
         with self._lock:
             return self._retire()
@@ -795,8 +823,14 @@ class VulkanBackend:
         hring = self.ring.host_ptr
         self._print(hring)
         struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
+        failed = self._check_records(self._inflight)
+        self._inflight.clear()
+        return failed
+
+    def _check_records(self, launches: list) -> tuple[str, BackendError] | None:
+        """The first failure in the status records of finished launches; their slots freed."""
         failed = None
-        for name, host, slot in self._inflight:
+        for name, host, slot, _ in launches:
             kind = ctypes.c_uint32.from_address(host).value
             if kind and failed is None:
                 try:
@@ -805,8 +839,64 @@ class VulkanBackend:
                     failed = (f"cuLaunchKernel({name})", e)
             if slot is not None:
                 self._free_slots.append(slot)
-        self._inflight.clear()
         return failed
+
+    def when_reached(self, fn, watch: bool = True):
+        """Call fn(failure) once the work handed over so far has run (an event's record:
+        driver/stream.py DeviceMark), without holding back what is handed over later;
+        failure: the first failed launch among that work, as drain's. With `watch` a thread
+        of the stream's calls it when the device gets there (an event's time, another
+        process waiting); else, or first, the returned check(block) does: at once if the
+        device is past it (a synchronisation of the stream made it so), after waiting for it
+        with `block`. The launches after it stay in flight, and so does the printf ring while
+        they run (its records are read and printed when nothing is in flight)."""
+        from . import runtime
+
+        calling = threading.Lock()  # (held while fn is called: a second caller waits, then skips)
+        called = [False]
+        with self._lock:
+            # (cut: work recorded later must not join its submission, or the event would wait
+            # for it)
+            ticket, seq = self.stream.cut(), self._launched
+
+            def reached(error: BaseException | None) -> None:
+                with calling:
+                    if called[0]:
+                        return
+                    called[0] = True
+                    if isinstance(error, runtime.VulkanUnavailable):
+                        fn(None)  # (the process is exiting: nothing more to find out)
+                    elif error is not None:
+                        fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
+                    else:
+                        with self._lock:
+                            failed = self._retire_through(seq)
+                        fn(failed)
+
+            if watch:
+                self.stream.when_done(ticket, reached)
+
+        def check(block: bool) -> None:
+            if called[0]:
+                with calling:  # (fn may be under way on the stream's thread: its end)
+                    return
+            if block:
+                self.stream.wait(ticket)
+            elif not self.stream.is_done(ticket):
+                return
+            reached(None)
+
+        return check
+
+    def _retire_through(self, seq: int) -> tuple[str, BackendError] | None:
+        """_retire for the launches up to sequence number `seq`, which have finished."""
+        if not self._inflight or self._inflight[-1][3] <= seq:
+            return self._retire()
+        done = [x for x in self._inflight if x[3] <= seq]
+        if not done:
+            return None
+        self._inflight = self._inflight[len(done):]
+        return self._check_records(done)
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)

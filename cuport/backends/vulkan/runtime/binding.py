@@ -132,6 +132,10 @@ class DeviceCommands:
         self._vk = vk
         self._device = device
 
+    def down(self) -> bool:
+        """Whether shut_down was called (the process is exiting)."""
+        return self.__dict__.get("_shut_down", False)
+
     def shut_down(self) -> None:
         """No command reaches the driver from now on (see _QUIET_AFTER_SHUTDOWN)."""
         for name in [n for n in vars(self) if n.startswith("vk")]:

@@ -121,6 +121,26 @@ class Device:
             | lib.VK_ACCESS_TRANSFER_READ_BIT | lib.VK_ACCESS_TRANSFER_WRITE_BIT))
         self.barrier_host = vk.new("VkMemoryBarrier", srcAccessMask=writes,
                                    dstAccessMask=lib.VK_ACCESS_HOST_READ_BIT)
+        # The same two barriers for vkCmdPipelineBarrier2 (synchronization2): a call of two
+        # arguments instead of ten, which cffi converts each time (lavapipe: a third of the
+        # host time of vkCmdPipelineBarrier's)
+        self.barrier2 = None  # (CUPORT_VK_BARRIER2=0: vkCmdPipelineBarrier, for measurements)
+        if (self.enabled_features.get("synchronization2")
+                and os.environ.get("CUPORT_VK_BARRIER2", "") != "0"):
+            self.barrier2 = self.cmd.vkCmdPipelineBarrier2
+            work2 = lib.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | lib.VK_PIPELINE_STAGE_2_TRANSFER_BIT
+            writes2 = lib.VK_ACCESS_2_SHADER_WRITE_BIT | lib.VK_ACCESS_2_TRANSFER_WRITE_BIT
+            self.dependency_work = vk.new("VkDependencyInfo", memoryBarrierCount=1,
+                                          pMemoryBarriers=vk.new(
+                "VkMemoryBarrier2", srcStageMask=work2, srcAccessMask=writes2, dstStageMask=work2,
+                dstAccessMask=(lib.VK_ACCESS_2_SHADER_READ_BIT | lib.VK_ACCESS_2_SHADER_WRITE_BIT
+                               | lib.VK_ACCESS_2_TRANSFER_READ_BIT
+                               | lib.VK_ACCESS_2_TRANSFER_WRITE_BIT)))
+            self.dependency_host = vk.new("VkDependencyInfo", memoryBarrierCount=1,
+                                          pMemoryBarriers=vk.new(
+                "VkMemoryBarrier2", srcStageMask=work2, srcAccessMask=writes2,
+                dstStageMask=lib.VK_PIPELINE_STAGE_2_HOST_BIT,
+                dstAccessMask=lib.VK_ACCESS_2_HOST_READ_BIT))
 
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -217,19 +237,28 @@ class Device:
         self.pipelines.destroy(p)
 
     def stream(self, batch: int | None = None, eager: bool | None = None,
-               host_paths: bool = True) -> Stream:
-        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths).
-        Defaults: CUPORT_VK_BATCH (256) commands a submission at most; CUPORT_VK_SUBMIT=batch
-        turns off submitting while the GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the
-        stream left to run ("eager")."""
+               host_paths: bool = True, submitter: bool | None = None) -> Stream:
+        """A new stream, on the next of the device's queues (stream.py: batch, eager, host_paths,
+        submitter). Defaults: CUPORT_VK_BATCH (256) commands a submission at most; while the
+        GPU has fewer than CUPORT_VK_DEPTH (2) submissions of the stream left to run, what is
+        recorded is submitted ("eager"), in a C program by a thread of the stream's, the
+        submitter, in a Python program on the recording thread (a Python program may hold
+        the GIL for a while after a launch, and the submitter would wait for it: up to the
+        interpreter's switch interval, 5 ms, with the GPU idle); CUPORT_VK_SUBMIT=thread or
+        =eager chooses either anywhere, =batch submits only when a batch is full or a result
+        is needed."""
         self._check()
         if batch is None:
             batch = int(os.environ.get("CUPORT_VK_BATCH", "256") or 256)
+        policy = os.environ.get("CUPORT_VK_SUBMIT") or ("thread" if _in_c_program() else "eager")
         if eager is None:
-            eager = os.environ.get("CUPORT_VK_SUBMIT", "eager") != "batch"
+            eager = policy != "batch"
+        if submitter is None:
+            submitter = policy == "thread"
         depth = int(os.environ.get("CUPORT_VK_DEPTH", "2") or 2)
         q = self.queues[next(self._next_queue) % len(self.queues)]
-        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth)
+        s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth,
+                   submitter=submitter)
         self._streams.add(s)
         return s
 
@@ -420,6 +449,8 @@ def _on_exit() -> None:
     _last_words()
     _shut_down = True
     for dev in list(_open_devices):
+        for s in list(dev._streams):
+            s.quiesce()
         dev.cmd.shut_down()
 
 

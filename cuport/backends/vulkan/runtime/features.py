@@ -102,6 +102,9 @@ FEATURES = (
     Feature("shaderSubgroupUniformControlFlow", (SUCF,), WANTED,
             "the SubgroupUniformControlFlowKHR execution mode"),
     Feature("maintenance4", (V13,), WANTED, "LocalSizeId and maxBufferSize"),
+    Feature("synchronization2", (V13,), WANTED,
+            "pipeline barriers described by one struct (vkCmdPipelineBarrier2: less host time "
+            "per launch)"),
     Feature("shaderSMBuiltins", (SMB,), WANTED, "%smid and %nsmid as the GPU's own"),
     Feature("pipelineExecutableInfo", (PEP,), WANTED,
             "the driver's statistics per kernel, such as its registers (CUPORT_VK_STATS=1)"),

@@ -9,10 +9,14 @@ concurrently with each other (their submissions wait only for their own predeces
 for what `wait_for` adds), as CUDA streams do.
 
 Launches are not waited for: they are recorded, and the command buffer is submitted when
-the GPU has nothing of this stream left to run (so it starts at once), when `batch`
-commands have piled up, or when a result is needed (wait, synchronize, a copy into
-pageable host memory, a ticket someone waits for). `mark()` names the work recorded so far
-without submitting it.
+the GPU has fewer than `depth` of this stream's submissions left to run (so it starts at
+once), when `batch` commands have piled up, or when a result is needed (wait, synchronize, a
+copy into pageable host memory, a ticket someone waits for). With a submitter (the default)
+the first of these is a thread of the stream's: the recording thread only kicks it, never
+waits in vkEndCommandBuffer/vkQueueSubmit, and what it records while a submission is under
+way goes with the next. `mark()` names the work recorded so far without submitting it;
+`cut()` ends the submission there (an event's place) and `when_done()` calls back once a
+ticket has run.
 
 Copies follow CUDA's rules on pageable and pinned host memory: from pageable memory the
 data is taken at the call (into the command buffer up to 64 KiB, else into staging memory),
@@ -35,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import DeviceLost, Unsupported, VulkanError
+from .errors import DeviceLost, Unsupported, VulkanError, VulkanUnavailable
 from .memory import Block, Buffer
 from .pipeline import Pipeline
 
@@ -47,6 +51,9 @@ CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this s
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
 _submitted = [False]  # a first submission was made in this process
+#: streams with cut submissions the submitter has yet to hand over: kept alive until it has
+#: (a stream dropped meanwhile would leave tickets that nothing signals)
+_cut_pending: set = set()
 
 
 @dataclass(eq=False)
@@ -121,7 +128,7 @@ class Stream:
     """One CUDA stream on a device queue."""
 
     def __init__(self, dev: Device, queue: Queue, batch: int = 256, eager: bool = True,
-                 host_paths: bool = True, depth: int = 2) -> None:
+                 host_paths: bool = True, depth: int = 2, submitter: bool = False) -> None:
         self.dev = dev
         self.vk = dev.vk
         self.cmd = dev.cmd
@@ -134,9 +141,27 @@ class Stream:
         # the end of a kernel to the host's next call: up to a launch's host time, ~100 us on
         # the H200 host); else it is recorded, and goes with the next command after one ends
         self.depth = max(1, depth)
+        # submitter: eager submissions are made by a thread of the stream's (_submit_loop), so
+        # that the thread recording work never waits in vkEndCommandBuffer/vkQueueSubmit, and
+        # what is recorded while a submission is under way goes with the next one
+        self.threaded = submitter and eager
         vk, ffi, lib = self.vk, self.vk.ffi, self.vk.lib
         h = dev.handle
         self._lock = threading.RLock()
+        # held from a ticket's _detach (under _lock) until its vkQueueSubmit returned, so that
+        # submissions reach the queue in ticket order; never wait for _lock while holding it
+        self._submitting = threading.Lock()
+        self._queued = 0  # the last ticket vkQueueSubmit has returned for
+        self._failure: BaseException | None = None  # a failed submission of the submitter's
+        self._kick = threading.Lock()  # released: the submitter has work (see _recorded)
+        self._kick.acquire()
+        self._kicked = False
+        self._submitter: threading.Thread | None = None
+        self._waiting = threading.Lock()  # held while the submitter waits for the GPU
+        self._stopped = False  # the submitter and watcher make no more Vulkan calls (quiesce)
+        self._watched: queue.SimpleQueue | None = None  # (ticket, fn) for the watcher (when_done)
+        self._watching = threading.Lock()  # held while the watcher waits for the GPU
+        self._cut: list = []  # detached jobs (cut) the submitter has yet to hand to the queue
         tci = vk.new("VkSemaphoreTypeCreateInfo", semaphoreType=lib.VK_SEMAPHORE_TYPE_TIMELINE,
                      initialValue=0)
         sem = ffi.new("VkSemaphore*")
@@ -217,7 +242,10 @@ class Stream:
         return self._cb is None and not self._waits and self.completed() >= self.submitted
 
     def wait(self, ticket: int | None = None, timeout_s: float | None = None) -> None:
-        """Block until `ticket` (default: all recorded work) has completed."""
+        """Block until `ticket` (default: all recorded work) has completed. Once the driver
+        shut down (the process is exiting), waits do nothing (device.py _on_exit)."""
+        if self.cmd.down():
+            return
         if ticket is None:
             ticket = self.mark()
         if ticket <= self._done:
@@ -227,7 +255,10 @@ class Stream:
         if ticket > self.submitted:
             raise ValueError(f"ticket {ticket} was never issued on this stream "
                              f"(last {self.submitted})")
+        self._on_queue(ticket)
         self.dev.wait_value(self.semaphore, ticket, timeout_s)
+        if self._failure is not None:  # (a submission the submitter could not make)
+            self._check_open()
         with self._lock:
             if ticket > self._done:
                 self._done = ticket
@@ -245,6 +276,7 @@ class Stream:
             other.submit()
         if other.is_done(ticket):
             return
+        other._on_queue(ticket)
         with self._lock:
             if self._cb is not None:
                 self.submit()  # the wait applies only to what is recorded after it
@@ -273,6 +305,34 @@ class Stream:
             self._host_jobs.put((ticket, fn, self._host_value))
             self._waits.append((self._host_sem, self._host_value))
 
+    def when_done(self, ticket: int, fn: Callable[[BaseException | None], None]) -> None:
+        """Call fn on the stream's watcher thread once `ticket` has completed (fn(None)), or
+        could not (fn(the error); VulkanUnavailable: the process is exiting); in ticket order.
+        Unlike launch_host_func, nothing recorded later waits for fn (an event's record)."""
+        with self._lock:
+            self._check_open()
+            if self._watched is None:
+                self._watched = self._h.watched = queue.SimpleQueue()
+                threading.Thread(target=_watcher_main, args=(weakref.ref(self), self._watched),
+                                 daemon=True, name="cuport-vulkan-watch").start()
+            self._watched.put((ticket, fn))
+
+    def _watch(self, ticket: int) -> BaseException | None:
+        """The watcher's wait for `ticket` (what it reports to its fn)."""
+        if ticket <= self._done:
+            return None
+        try:
+            if ticket > self.submitted:
+                self.submit()
+            self._on_queue(ticket)
+            with self._watching:  # (quiesce waits for it)
+                if self._stopped or self.destroyed:
+                    return VulkanUnavailable("the Vulkan driver shut down (the process is exiting)")
+                self.dev.wait_value(self.semaphore, ticket)
+            return None
+        except Exception as e:
+            return e
+
     def _host_worker(self) -> None:
         vk = self.vk
         while True:
@@ -295,68 +355,130 @@ class Stream:
     # -- submission ---------------------------------------------------------------------------------
     def submit(self) -> int:
         """Hand what is recorded to the queue; returns its ticket (the last one if nothing is new)."""
-        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
         with self._lock:
             self._check_open()
-            if self._cb is None and not self._waits:
+            jobs = self._take_cut()
+            job = self._detach()
+            if job is not None:
+                jobs.append(job)
+            if not jobs:
                 return self.submitted
-            cb = self._cb
-            if cb is not None:
-                self._barrier(cb, to_host=True)
-                vk.check(cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
-            value = self.submitted + 1
-            waits = list(self._waits)
-            if self.submitted:
-                waits.append((self.semaphore, self.submitted))
-            si, tsi = self._submit, self._tsi
-            n = len(waits)
-            if n > len(self._wsems):
-                self._grow_waits(n)
-            for i, (sem, val) in enumerate(waits):
-                self._wsems[i] = sem
-                self._wvals[i] = val
-            si.waitSemaphoreCount = n
-            si.pWaitSemaphores = self._wsems
-            si.pWaitDstStageMask = self._wstages
-            tsi.waitSemaphoreValueCount = n
-            tsi.pWaitSemaphoreValues = self._wvals
-            self._signal_val[0] = value
-            tsi.signalSemaphoreValueCount = 1
-            tsi.pSignalSemaphoreValues = self._signal_val
-            si.signalSemaphoreCount = 1
-            si.pSignalSemaphores = self._signal_sem
-            if cb is not None:
-                self._cbs[0] = cb
-                si.commandBufferCount = 1
-                si.pCommandBuffers = self._cbs
-            else:
-                si.commandBufferCount = 0
-                si.pCommandBuffers = ffi.NULL
-            with self.queue.lock:
-                r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
-            if not _submitted[0]:
-                _submitted[0] = True
-                from .device import exit_hook
+            self._submitting.acquire()  # (released once they are on the queue: ticket order)
+        self._queue_jobs(jobs)
+        return self.submitted if job is None else job[0]
 
-                exit_hook("submit")  # after the driver's first submission (device.py)
-            keep = list(self._keep)
-            self._keep.clear()
-            self._cb = None
-            self._count = 0
-            self._bound = None
-            self._waits = []
-            if r < 0:  # what was recorded is dropped; the stream stays usable unless the device is lost
-                if cb is not None:
-                    self._free_cbs.append(cb)
-                for k in keep:
-                    if isinstance(k, Staging):
-                        self.dev.staging.put(k)
-                if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+    def cut(self) -> int:
+        """End the submission being recorded here: its ticket (returned) covers nothing recorded
+        later (an event's place). With a submitter, the thread submits it."""
+        if not self.threaded:
+            return self.submit()
+        with self._lock:
+            self._check_open()
+            job = self._detach()
+            if job is None:
+                return self.submitted
+            self._cut.append(job)
+            _cut_pending.add(self)
+            if not self._kicked:
+                self._kicked = True
+                self._start_submitter()
+                self._kick.release()
+            return job[0]
+
+    def _take_cut(self) -> list:
+        """The cut jobs, now the caller's to submit (lock held)."""
+        jobs = self._cut
+        if not jobs:
+            return []  # (a list of the caller's: it may add to it)
+        self._cut = []
+        _cut_pending.discard(self)
+        return jobs
+
+    def _queue_jobs(self, jobs: list) -> None:
+        """_queue_submit each detached job in order (`_submitting` held, released here); the
+        first failure is raised once all were tried (a failed one is signalled: see there)."""
+        first = None
+        try:
+            for job in jobs:
+                try:
+                    self._queue_submit(*job)
+                except Exception as e:
+                    first = first or e
+        finally:
+            self._submitting.release()
+        if first is not None:
+            raise first
+
+    def _detach(self) -> tuple[int, Any, list[tuple[Any, int]]] | None:
+        """End the command buffer being recorded and give it the next ticket (lock held):
+        (ticket, command buffer or None, semaphore waits), or None if nothing is new. From here
+        the ticket counts as submitted; _queue_submit hands it to the queue."""
+        if self._cb is None and not self._waits:
+            return None
+        cb = self._cb
+        if cb is not None:
+            self._barrier(cb, to_host=True)
+            self.vk.check(self.cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+        value = self.submitted + 1
+        waits = self._waits
+        if self.submitted:
+            waits.append((self.semaphore, self.submitted))
+        keep = list(self._keep)
+        self._keep.clear()
+        self._cb = None
+        self._count = 0
+        self._bound = None
+        self._waits = []
+        self._inflight.append((value, cb, keep))
+        self.submitted = self._h.submitted = value
+        return value, cb, waits
+
+    def _queue_submit(self, value: int, cb: Any, waits: list[tuple[Any, int]]) -> None:
+        """vkQueueSubmit of a detached ticket (`_submitting` held, the stream lock need not
+        be: the submitter thread records nothing meanwhile). A failed submission's work is
+        dropped: the host signals its ticket, so what waits for it goes on, and the error is
+        raised (on the submitter thread: by the stream's next call)."""
+        vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
+        si, tsi = self._submit, self._tsi
+        n = len(waits)
+        if n > len(self._wsems):
+            self._grow_waits(n)
+        for i, (sem, val) in enumerate(waits):
+            self._wsems[i] = sem
+            self._wvals[i] = val
+        si.waitSemaphoreCount = n
+        si.pWaitSemaphores = self._wsems
+        si.pWaitDstStageMask = self._wstages
+        tsi.waitSemaphoreValueCount = n
+        tsi.pWaitSemaphoreValues = self._wvals
+        self._signal_val[0] = value
+        tsi.signalSemaphoreValueCount = 1
+        tsi.pSignalSemaphoreValues = self._signal_val
+        si.signalSemaphoreCount = 1
+        si.pSignalSemaphores = self._signal_sem
+        if cb is not None:
+            self._cbs[0] = cb
+            si.commandBufferCount = 1
+            si.pCommandBuffers = self._cbs
+        else:
+            si.commandBufferCount = 0
+            si.pCommandBuffers = ffi.NULL
+        with self.queue.lock:
+            r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
+        if not _submitted[0]:
+            _submitted[0] = True
+            from .device import exit_hook
+
+            exit_hook("submit")  # after the driver's first submission (device.py)
+        if r < 0:
+            if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+                self.dev.lost = True
+            else:
+                info = vk.new("VkSemaphoreSignalInfo", semaphore=self.semaphore, value=value)
+                if cmd.vkSignalSemaphore(self.dev.handle, info) < 0:
                     self.dev.lost = True
-                vk.check(r, "vkQueueSubmit")
-            self._inflight.append((value, cb, keep))
-            self.submitted = self._h.submitted = value
-            return value
+        self._queued = value
+        vk.check(r, "vkQueueSubmit")
 
     def _grow_waits(self, n: int) -> None:
         ffi, lib = self.vk.ffi, self.vk.lib
@@ -404,6 +526,9 @@ class Stream:
 
     def _barrier(self, cb: Any, to_host: bool = False) -> None:
         d = self.dev
+        if d.barrier2 is not None:
+            d.barrier2(cb, d.dependency_host if to_host else d.dependency_work)
+            return
         self.cmd.vkCmdPipelineBarrier(
             cb, d.stages_work, d.stages_host if to_host else d.stages_work, 0,
             1, d.barrier_host if to_host else d.barrier_work, 0, self.vk.ffi.NULL, 0,
@@ -411,10 +536,91 @@ class Stream:
 
     def _recorded(self) -> None:
         """After each command: submit while the GPU has fewer than `depth` submissions left to
-        run (eager), or when the batch is full."""
+        run (eager; with a submitter, it is told to), or when the batch is full."""
         self._count += 1
-        if self._count >= self.batch or (self.eager and self._room()):
+        if self._count >= self.batch:
             self.submit()
+        elif self.threaded:
+            if not self._kicked:
+                self._kicked = True
+                self._start_submitter()
+                self._kick.release()
+        elif self.eager and self._room():
+            self.submit()
+
+    def _on_queue(self, ticket: int) -> None:
+        """Return once `ticket`, detached, is on the queue (the submitter may be handing it
+        over, or have it still to do: cut): a wait for it, on the host or the GPU, then waits
+        for its signal only."""
+        if ticket > self._queued:
+            if self._cut:
+                with self._lock:
+                    jobs = self._take_cut()
+                    if jobs:
+                        self._submitting.acquire()
+                if jobs:
+                    self._queue_jobs(jobs)
+            with self._submitting:
+                pass
+
+    def _start_submitter(self) -> None:
+        if self._submitter is None:
+            self._h.kick = self._kick  # (a stream dropped without close() lets it end)
+            self._submitter = threading.Thread(target=_submitter_main,
+                                               args=(weakref.ref(self), self._kick), daemon=True,
+                                               name="cuport-vulkan-submit")
+            self._submitter.start()
+
+    def _submit_round(self) -> bool:
+        """The submitter's answer to a kick: submit what was cut, and what is recorded once the
+        GPU has fewer than `depth` of the stream's submissions left to run (waiting for one to
+        finish, while the recording thread goes on adding to the batch); False: the stream is
+        gone."""
+        with self._lock:
+            self._kicked = False  # (cleared once per kick taken: a kick is never given twice)
+            if self.destroyed or self._stopped:
+                return False
+        try:
+            while True:
+                with self._lock:
+                    if self._stopped or self.closed:
+                        return True
+                    jobs, last = self._take_cut(), False
+                    if not jobs:
+                        if self._cb is None and not self._waits:
+                            return True
+                        if self._room():
+                            jobs, last = [self._detach()], True
+                        else:
+                            self._waiting.acquire()
+                    if jobs:
+                        self._submitting.acquire()
+                    else:
+                        target = self.submitted - self.depth + 1
+                if jobs:
+                    self._queue_jobs(jobs)
+                    if last:
+                        return True
+                    continue
+                try:
+                    self.dev.wait_value(self.semaphore, target)
+                finally:
+                    self._waiting.release()
+        except Exception as e:  # (raised by the stream's next call: _check_open)
+            self._failure = e
+        return True
+
+    def quiesce(self) -> None:
+        """No Vulkan call from the submitter or the watcher from now on, the one under way
+        finished (the driver is about to shut down: device.py _on_exit)."""
+        if self._submitter is None and self._watched is None:
+            return
+        if self._lock.acquire(timeout=1):  # (a thread of the program's may hold it at exit)
+            self._stopped = True
+            self._lock.release()
+        for lock in (self._submitting, self._waiting, self._watching):
+            if lock.acquire(timeout=1):
+                lock.release()
 
     def _room(self) -> bool:
         """Whether fewer than `depth` submissions are unfinished."""
@@ -422,6 +628,9 @@ class Stream:
                 or self.submitted - self.completed() < self.depth)
 
     def _check_open(self) -> None:
+        if self._failure is not None:  # (the submitter's, raised once)
+            failure, self._failure = self._failure, None
+            raise failure
         if self.closed:
             raise VulkanError("the stream was destroyed")
         if self.dev.lost:
@@ -678,8 +887,9 @@ class Stream:
             ts = Timestamp(self, self.submitted + 1, slot)
             weakref.finalize(ts, self._free_slots.append, slot)
             self._timestamps.add(ts)
-            if submit and self.eager and self._room():
-                self.submit()
+            if submit:
+                self._count -= 1
+                self._recorded()
             return ts
 
     def _read_timestamp(self, ts: Timestamp) -> float:
@@ -725,10 +935,46 @@ class Stream:
                     except VulkanError:
                         pass
             self._done = max(self._done, self.submitted)
-            self.destroyed = True
+            with self._waiting, self._submitting, self._watching:  # (its threads are done
+                self.destroyed = True                                # with the handles)
+            if self._watched is not None:
+                self._watched.put(None)
             if self._host_sem is not None:
                 self._host_jobs.put((0, None, 0))
+            if self._submitter is not None and not self._kicked:
+                self._kicked = True
+                self._kick.release()  # (it sees `destroyed` and ends)
             _release_handles(self.dev, self._h)
+
+
+def _watcher_main(ref: weakref.ref, jobs: queue.SimpleQueue) -> None:
+    """A stream's watcher thread (Stream.when_done); like the submitter, it holds the stream
+    only while it waits for a ticket."""
+    while True:
+        job = jobs.get()
+        s = ref()
+        if job is None or s is None:
+            return
+        ticket, fn = job
+        failure = s._watch(ticket)
+        del s
+        try:
+            fn(failure)
+        except Exception:  # (fn's own errors are its caller's business: reported, not fatal)
+            import traceback
+
+            traceback.print_exc()
+
+
+def _submitter_main(ref: weakref.ref, kick: Any) -> None:
+    """A stream's submitter thread (Stream._submit_round on each kick); it holds the stream
+    only while it works, so that a stream dropped without close() is still collected."""
+    while True:
+        kick.acquire()
+        s = ref()
+        if s is None or not s._submit_round():
+            return
+        del s
 
 
 @dataclass(eq=False)
@@ -742,6 +988,8 @@ class _Handles:
     keep: list
     queries: Any = None
     host_sem: Any = None
+    kick: Any = None  # the submitter's kick (released when the stream is dropped: it ends)
+    watched: Any = None  # the watcher's jobs (None put when the stream is dropped: it ends)
     submitted: int = 0
     released: bool = False
 
@@ -771,6 +1019,13 @@ def _release_handles(dev: Device, h: _Handles) -> None:
 def _dropped(dev_ref: weakref.ref, h: _Handles) -> None:
     """A stream was garbage-collected: hand its objects to the device (no Vulkan call here:
     this runs inside the garbage collector, wherever that happens)."""
+    if h.watched is not None:
+        h.watched.put(None)
+    if h.kick is not None:
+        try:
+            h.kick.release()
+        except RuntimeError:  # (a kick was pending: it finds the stream gone all the same)
+            pass
     dev = dev_ref()
     if dev is not None and not h.released:
         dev.dropped.put(h)
