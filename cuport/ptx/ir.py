@@ -201,6 +201,7 @@ class Var:
     linkage: str = ""  # "", visible, extern, weak, common
     ptr_space: str = ""  # kernel params: `.ptr .global`
     line: int = 0
+    managed: bool = False  # `.attribute(.managed)`: a __managed__ variable (host and device)
 
     @property
     def elem_bytes(self) -> int:

@@ -280,6 +280,7 @@ class _Parser:
         vector = 1
         ptr_space = ""
         vtype = ""
+        managed = False
         texts = self.texts
         while True:
             t = texts[self.i]
@@ -306,9 +307,11 @@ class _Parser:
                 vtype = t[1:]
                 self.i += 1
             elif t in (".attribute", ".managed", ".unified"):
+                managed = managed or t == ".managed"
                 self.i += 1
                 if texts[self.i] == "(":
                     while texts[self.i] != ")" and self.kinds[self.i] != EOF:
+                        managed = managed or texts[self.i] == ".managed"
                         self.i += 1
                     self.expect(")")
             else:
@@ -332,7 +335,8 @@ class _Parser:
                 for d in dims[:-1]:
                     per *= d or 1
                 dims[-1] = -(-len(init) // (per * vector))
-        return ir.Var(name, space, vtype, tuple(dims), align, vector, init, linkage, ptr_space, line)
+        return ir.Var(name, space, vtype, tuple(dims), align, vector, init, linkage, ptr_space, line,
+                      managed)
 
     def initializer(self) -> list:
         out: list = []

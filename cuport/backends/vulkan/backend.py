@@ -319,7 +319,9 @@ class VulkanModule:
         for i, v in enumerate(vars_):
             if v.linkage == "extern" and v.init is None and v.size == 0:
                 continue
-            buf = be.allocate_buffer(max(v.size, 1))
+            # a __managed__ variable is written by the host at its address (the runtime
+            # registers it and the program assigns it): managed memory, one address for both
+            buf = be.allocate_managed_buffer(max(v.size, 1)) if v.managed else be.allocate_buffer(max(v.size, 1))
             self._buffers.append(buf)
             self.globals[v.name] = (buf.address, v.size)
             struct.pack_into("<Q", table, 8 * i, buf.address)
@@ -528,18 +530,25 @@ class VulkanBackend:
         except runtime.OutOfDeviceMemory as e:
             raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
 
+    def allocate_managed_buffer(self, size: int):
+        """A buffer of managed memory (one address for host and kernels), or NOT_SUPPORTED."""
+        from . import runtime
+
+        try:
+            return self.dev.alloc(size, runtime.MANAGED)
+        except runtime.Unsupported as e:
+            raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+        except runtime.OutOfDeviceMemory as e:
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
+
     def allocate(self, size: int, kind: str = "device") -> int:
         """Memory for the driver. Device memory starts zeroed, as the CPU backend's does.
         Pinned host memory (cuMemHostAlloc) is host memory at one address for host and
         kernels where the device allows it, else plain host memory that only copies use (the
         device then reports CAN_MAP_HOST_MEMORY 0); managed memory needs one address."""
-        from . import runtime
 
         if kind == "managed":
-            try:
-                buf = self.dev.alloc(size, runtime.MANAGED)
-            except runtime.Unsupported as e:
-                raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"managed memory: {e}") from None
+            buf = self.allocate_managed_buffer(size)
         elif kind == "host":
             buf = self.allocate_buffer(size, "host")
             if not buf.same_address:
