@@ -366,13 +366,16 @@ def _minmax_of_itself(em, ins: ir.Instr, t: str) -> None:
     em.write(ins.args[0], t, fprt.canon_nan(em, a, t))
 
 
-def minmax_values(em, ins: ir.Instr, t: str, vals: list):
+def minmax_values(em, ins: ir.Instr, t: str, vals: list, signs: list | None = None):
     """min/max of float values of type `t` (f32 or f64, f16/bf16 passed in as f32) with the
-    instruction's modifiers (callers canonicalise a NaN result)."""
+    instruction's modifiers (callers canonicalise a NaN result). `signs`: the operands' sign
+    bits where `vals` may have lost a NaN's (a GPU's f16 -> f32 conversion makes NaNs
+    canonical, so `.xorsign` reads the halves' own bits)."""
     b = em.b
     xorsign = None
     if "xorsign" in ins.mods:
-        xorsign = b.xor(fprt.signbit(em, vals[0], _bt(t)), fprt.signbit(em, vals[1], _bt(t)))
+        sa, sb = signs[:2] if signs is not None else (fprt.signbit(em, v, _bt(t)) for v in vals[:2])
+        xorsign = b.xor(sa, sb)
     if "abs" in ins.mods:
         vals = [em.intrinsic("llvm.fabs", [v]) for v in vals]
     name = ("llvm.minimum" if ins.op == "min" else "llvm.maximum") if "NaN" in ins.mods else \

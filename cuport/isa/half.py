@@ -170,7 +170,8 @@ def lower_minmax(em, ins: ir.Instr) -> None:
     b = em.b
     out = []
     for hs in _inputs(em, ins, t, len(ins.args) - 1, "ftz" in ins.mods):
-        v = minmax_values(em, ins, "f32", [to_f32(em, h, elem) for h in hs])
+        signs = [b.icmp_signed("<", h, em.const_int(16, 0)) for h in hs]  # (a NaN's own sign)
+        v = minmax_values(em, ins, "f32", [to_f32(em, h, elem) for h in hs], signs)
         if elem == "f16":
             r = b.bitcast(b.fptrunc(v, em.ty("f16")), em.bty("b16"))
         else:
