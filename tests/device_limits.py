@@ -4,7 +4,8 @@ on anything else. lavapipe's 8-wide subgroups refuse warp collectives in code th
 block may skip, and devices that run a workgroup in lock step refuse divergent barriers and
 spin loops between threads of a block."""
 
-VULKAN_LIMITS = ("a warp collective", "a CTA barrier in code that",
+VULKAN_LIMITS = ("a warp collective", "a warp barrier (bar.warp.sync) in code",
+                 "a CTA barrier in code that",
                  "a loop that waits for another thread of the block",
                  "a guarded shfl",
                  "a guarded vote", "a guarded activemask", "a guarded match")

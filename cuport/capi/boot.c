@@ -60,6 +60,10 @@ static volatile int cuport_forked = 0;
 /* What cuDriverGetVersion answers (set by runtime.attach): a child forked after cuInit
  * still gets it, as from NVIDIA's driver, whose version query needs no initialisation. */
 static int cuport_driver_version = 0;
+/* cuport closed its Vulkan devices at the end of the Python program (set by the Python side,
+ * driver/device.py on_shut_down): the exit handlers of packages that run after that one (CuPy's
+ * module releases) are answered as after the interpreter has ended, not on a closed device. */
+static volatile int cuport_shut_down = 0;
 
 #define CUPORT_NOT_STARTED 3    /* CUDA_ERROR_NOT_INITIALIZED */
 #define CUPORT_DEINITIALIZED 4  /* CUDA_ERROR_DEINITIALIZED */
@@ -95,7 +99,8 @@ static int cuport_refused(const char *name, int code, int answer)
                 answer == 0 ? "CUDA_SUCCESS"
                 : answer == CUPORT_DEINITIALIZED ? "CUDA_ERROR_DEINITIALIZED"
                 : "CUDA_ERROR_NOT_INITIALIZED",
-                code == CUPORT_DEINITIALIZED ? "the interpreter has ended"
+                code == CUPORT_DEINITIALIZED ? (cuport_shut_down ? "cuport closed its devices at exit"
+                                                : "the interpreter has ended")
                 : "a child forked after cuInit");
     return answer;
 }
@@ -254,12 +259,12 @@ static int cuport_enter_slow(void)
             return CUPORT_NOT_STARTED;  /* cuport_boot said why */
     }
     /* Never started (loaded into a Python that has ended since) or ended since. */
-    return cuport_python_alive() ? 0 : CUPORT_DEINITIALIZED;
+    return cuport_python_alive() && !cuport_shut_down ? 0 : CUPORT_DEINITIALIZED;
 }
 
 static inline int cuport_enter(void)
 {
-    if (__builtin_expect(cuport_ready && !cuport_forked && cuport_python_alive(), 1))
+    if (__builtin_expect(cuport_ready && !cuport_forked && !cuport_shut_down && cuport_python_alive(), 1))
         return 0;
     return cuport_enter_slow();
 }

@@ -79,6 +79,7 @@ def cdef_text() -> str:
     lines.append("extern int cuport_attached;")
     lines.append("extern int cuport_interrupted;")
     lines.append("extern int cuport_driver_version;")
+    lines.append("extern int cuport_shut_down;")
     lines.append("extern uint64_t cuport_cls_generation;")
     lines.append("struct cuport_symbol { const char *name; void *fn; };")
     lines.append(f"extern const struct cuport_symbol cuport_symbols[{len(funcs)}];")

@@ -35,5 +35,6 @@ def attach(ffi, lib) -> None:
                                                                                  entry.fn))
     export_tables.install(ffi, lib)
     stream.rearm_interrupt = lambda: setattr(lib, "cuport_interrupted", 1)
+    device.on_shut_down = lambda: setattr(lib, "cuport_shut_down", 1)
     lib.cuport_driver_version = device.driver_version()  # (boot.c: a forked child's answer)
     lib.cuport_attached = 1

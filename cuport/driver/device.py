@@ -376,11 +376,22 @@ def _vulkan_device(ordinal: int, index: int) -> Device:
                                                          if not infos else "")
         raise CudaError(E.NO_DEVICE, f"CUPORT_DEVICE asks for vulkan:{index}, but {why}")
     info = infos[index]
+    runtime.at_shut_down(_shut_down)
     attrs = device_attributes(info)
     memory = attrs.pop("_memory_bytes")
     return Device(ordinal, f"cuport Vulkan ({info.name})", bytes(info.uuid), attrs["MULTIPROCESSOR_COUNT"],
                   attrs["CLOCK_RATE"], attrs["L2_CACHE_SIZE"], "vulkan", index,
                   tuple(sorted(attrs.items())), memory)
+
+
+def on_shut_down() -> None:
+    """Called when a Vulkan device is about to be closed at the end of a Python program
+    (capi/runtime.py replaces it: every later call is then answered without Python, as
+    after the interpreter's end)."""
+
+
+def _shut_down() -> None:
+    on_shut_down()  # (looked up at the call: capi replaces it)
 
 
 #: device files through which a GPU's Vulkan driver reaches it (Linux DRM render nodes,

@@ -126,8 +126,12 @@ def instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err, tag
     params: tuple = ()
     if args and isinstance(args[0], ir.Args):
         params = args.pop(0).items
-    if len(params) != len(callee.params) or len(rets) != len(callee.rets):
+    if len(params) != len(callee.params) or len(rets) < len(callee.rets):
         raise err(f"a call of {callee.name} with the wrong number of arguments", call.line, call.text())
+    # a call may name a result its callee does not give (a prototype declared with one for a
+    # function defined without: numba-cuda's declare_device of a C void function, linked from
+    # another module): as on a GPU, and as on the CPU backend, nothing writes that .param
+    rets = rets[:len(callee.rets)]
     rename: dict[str, str] = {}
     for formal, actual in zip(list(callee.params) + list(callee.rets), list(params) + list(rets), strict=True):
         if not isinstance(actual, ir.Sym):

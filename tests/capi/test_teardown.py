@@ -212,6 +212,60 @@ def test_calls_racing_interpreter_shutdown():
         assert r.returncode == 0 and r.stdout.strip() == "PASS", r.stdout + r.stderr
 
 
+# -- exit handlers that run after cuport closed its Vulkan device ---------------------------
+
+LATE_KERNEL = r"""
+extern "C" __global__ void fill(int *p, int v) { p[threadIdx.x] = v + threadIdx.x; }
+"""
+
+LATE_SCRIPT = """
+    import atexit, ctypes, sys
+    lib = ctypes.CDLL("libcuda.so.1")
+    state = {}
+
+    def late():
+        # registered before cuport opened the device: Python runs it after cuport's own exit
+        # handler closed the device, as CuPy's module releases ran after a failed sort
+        buf, words = state["buf"], (ctypes.c_int * 4)()
+        print("late", lib.cuModuleUnload(state["mod"]), lib.cuMemFree_v2(buf),
+              lib.cuMemcpyDtoH_v2(words, buf, ctypes.c_size_t(16)))
+
+    atexit.register(late)
+    ctx, mod, fn, buf = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint64()
+    assert lib.cuInit(0) == 0 and lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+    assert lib.cuCtxSetCurrent(ctx) == 0
+    assert lib.cuModuleLoadData(ctypes.byref(mod), open(sys.argv[1], "rb").read() + b"\\0") == 0
+    assert lib.cuModuleGetFunction(ctypes.byref(fn), mod, b"fill") == 0
+    assert lib.cuMemAlloc_v2(ctypes.byref(buf), ctypes.c_size_t(128)) == 0
+    args = (ctypes.c_void_p * 2)(ctypes.addressof(buf), ctypes.addressof(ctypes.c_int(5)))
+    assert lib.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, None, args, None) == 0  # still in flight
+    state.update(mod=mod, buf=buf.value)
+    print("PASS")
+"""
+
+
+def test_exit_handlers_after_the_vulkan_device_closed(tmp_path):
+    """A Python program's atexit handlers run in reverse order of registration, so those
+    registered before cuport opened a Vulkan device run after cuport closed it. CuPy's
+    module unloads there drained a launch still in flight and read its status ring from
+    memory already unmapped: SIGSEGV (exit 139) after a refused CUB sort on lavapipe. Now
+    every call after the close is answered as after the interpreter's end: releases
+    succeed, anything else is CUDA_ERROR_DEINITIALIZED (4)."""
+    from cuport.backends.vulkan import runtime
+
+    if not runtime.devices():
+        pytest.skip("no Vulkan device")
+    nvcc = need_nvcc()
+    (tmp_path / "fill.cu").write_text(LATE_KERNEL)
+    r = run([nvcc, "-ptx", "-o", str(tmp_path / "fill.ptx"), str(tmp_path / "fill.cu")], timeout=300)
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / "late.py"
+    script.write_text(textwrap.dedent(LATE_SCRIPT))
+    r = cuport_run([sys.executable, str(script), str(tmp_path / "fill.ptx")], CUPORT_DEVICE="vulkan")
+    assert (r.returncode, r.stdout) == (0, "PASS\nlate 0 0 4\n"), r.stdout + r.stderr[-3000:]
+    assert "cuport:" not in r.stderr, r.stderr[-3000:]
+
+
 # -- fork -------------------------------------------------------------------------------------
 
 FORK_SCRIPT = """

@@ -157,10 +157,12 @@ class SyncOps:
         """Whether the device's OpAtomicFAddEXT does PTX's float add: PTX's global f32 add
         flushes subnormals (a device whose buffer add keeps them does it exactly), its
         shared one keeps them (shared memory in device memory: a device whose buffer add
-        flushes, NVIDIA's, does it exactly)."""
+        flushes, NVIDIA's, does it exactly). Never on shared memory's Workgroup array: its
+        elements are integer words, and OpAtomicFAddEXT needs a pointer to a float (every
+        atom.shared.add.f32 failed SPIR-V translation on devices with shaderSharedFloat32AtomicAdd)."""
         caps = self.plan.caps
         if words:
-            return t == "f32" and caps.float32_atomic_add_shared
+            return False
         if t == "f64":
             return caps.float64_atomic_add
         return caps.float32_atomic_add and caps.atomic_add_flushes_f32 != shared

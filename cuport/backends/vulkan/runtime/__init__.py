@@ -13,7 +13,7 @@
 Nothing here knows about PTX or CUDA's API: the backend maps CUDA's calls onto these.
 """
 
-from .device import Device, Queue, open
+from .device import Device, Queue, at_shut_down, open
 from .errors import DeviceLost, OutOfDeviceMemory, Unsupported, VulkanError, VulkanUnavailable
 from .memory import DEVICE, HOST, IMPORTED, MANAGED, REGISTERED, BadAddress, Buffer
 from .pipeline import Pipeline
@@ -25,5 +25,5 @@ __all__ = [
     "DEVICE", "HOST", "IMPORTED", "MANAGED", "REGISTERED", "BadAddress", "Buffer", "Device", "DeviceInfo",
     "DeviceLost", "Limits", "MemoryHeap", "MemoryType", "OutOfDeviceMemory", "Pipeline",
     "Queue", "QueueFamily", "Stream", "Timestamp", "Unsupported", "VulkanError",
-    "VulkanUnavailable", "devices", "elapsed_ms", "open", "unavailable_reason",
+    "VulkanUnavailable", "at_shut_down", "devices", "elapsed_ms", "open", "unavailable_reason",
 ]

@@ -431,9 +431,21 @@ _shut_down = False
 _before_exit: list[Callable[[], None]] = []  # last words that still use the device
 
 
+_at_shut_down: list[Callable[[], None]] = []  # told before the devices are closed at exit
+
+
 def before_exit(fn: Callable[[], None]) -> None:
     """Call fn at exit while Vulkan calls still work (CUPORT_VK_PROFILE's report)."""
     _before_exit.append(fn)
+
+
+def at_shut_down(fn: Callable[[], None]) -> None:
+    """Call fn when the devices are about to be closed at the end of a Python program: no
+    call may reach them afterwards (the driver then answers as after the interpreter's end;
+    the exit handlers of packages that registered theirs before the device opened run later,
+    and touched memory that was no longer mapped)."""
+    if fn not in _at_shut_down:
+        _at_shut_down.append(fn)
 
 
 def _last_words() -> None:
@@ -480,6 +492,9 @@ def _in_c_program() -> bool:
 @atexit.register
 def _close_all() -> None:
     _last_words()
+    if _open_devices:
+        for fn in _at_shut_down:
+            fn()
     for dev in list(_open_devices):
         try:
             dev.close()
