@@ -7,30 +7,10 @@ for sm_120 only, which cuport translates although it reports compute capability 
 """
 
 import sys
-import time
 
 import cupy as cp
 import numpy as np
-
-failed = []
-
-
-def check(name, test):
-    """Run one part: test() answers ok or (ok, detail). An exception (a call the device
-    refused: CuPy raises for some, CUB's launches fail silently) is a MISMATCH with its
-    text; stderr gets the part's time (first runs compile kernels), which also tells what
-    cuport said about which part."""
-    start = time.perf_counter()
-    try:
-        ok = test()
-    except Exception as e:  # noqa: BLE001 - reported as this part's failure, the rest runs
-        ok = (False, f"raised {type(e).__name__}: {e}")
-    ok, detail = ok if isinstance(ok, tuple) else (ok, "")
-    print(f"{name}: {'ok' if ok else 'MISMATCH'} {detail}".rstrip())
-    print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-    if not ok:
-        failed.append(name)
-
+from parts import check, failed  # (beside this program)
 
 rng = np.random.default_rng(7)
 

@@ -7,30 +7,13 @@ that numba-cuda links its PTX through the driver's cuLink* calls).
 
 import math
 import sys
-import time
 
 import numpy as np
 from numba import cuda, float32, int32
 from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+from parts import check, failed  # (beside this program)
 
 TPB = 16
-failed = []
-
-
-def check(name, test):
-    """Run one part: test() answers ok or (ok, detail). An exception (a launch the device
-    refused) is a MISMATCH with its text; stderr gets the part's time, which also tells
-    what cuport said about which part."""
-    start = time.perf_counter()
-    try:
-        ok = test()
-    except Exception as e:  # noqa: BLE001 - reported as this part's failure, the rest runs
-        ok = (False, f"raised {type(e).__name__}: {e}")
-    ok, detail = ok if isinstance(ok, tuple) else (ok, "")
-    print(f"{name}: {'ok' if ok else 'MISMATCH'} {detail}".rstrip())
-    print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-    if not ok:
-        failed.append(name)
 
 
 @cuda.jit
