@@ -211,51 +211,55 @@ class Heap:
         """The address of a chunk taken from class `cls`'s list, or 0 where it is empty."""
         b = self.b
         at = b.add(heap, b.add(_c64(HEAP_LISTS), b.shl(cls, _c64(3))))
-        pre = b.block
         # acquire: the chunk's next link, written before the push's release, is read next
         first = self.load(at, I64, acquire=True)
-        head, take, out = self.block("pop"), self.block("pop_take"), self.block("pop_out")
-        b.branch(head)
-        b.position_at_end(head)
-        h = b.phi(I64)
-        h.add_incoming(first, pre)
-        unit = b.and_(h, _c64(0xFFFFFFFF))
-        b.cbranch(b.icmp_unsigned("==", unit, _c64(0)), out, take)
-        b.position_at_end(take)
-        chunk = b.add(heap, b.shl(unit, _c64(4)))
-        nxt = b.zext(self.load(b.add(chunk, _c64(4)), I32), I64)
-        tag = b.and_(b.add(h, _c64(1 << 32)), _c64(~0xFFFFFFFF))
-        old = self.cas(at, h, b.or_(tag, nxt), True)
-        h.add_incoming(old, take)
-        b.cbranch(b.icmp_unsigned("==", old, h), out, head)
-        b.position_at_end(out)
-        res = b.phi(I64)
-        res.add_incoming(_c64(0), head)
-        res.add_incoming(chunk, take)
-        return res
+
+        def step(h):
+            unit = b.and_(h, _c64(0xFFFFFFFF))
+            return b.icmp_unsigned("==", unit, _c64(0)), lambda: _popped(h, unit)
+
+        def _popped(h, unit):
+            chunk = b.add(heap, b.shl(unit, _c64(4)))
+            nxt = b.zext(self.load(b.add(chunk, _c64(4)), I32), I64)
+            tag = b.and_(b.add(h, _c64(1 << 32)), _c64(~0xFFFFFFFF))
+            return b.or_(tag, nxt), chunk, True
+        return self._cas_loop("pop", at, first, step)
 
     def bump(self, heap: ll.Value, size: ll.Value) -> ll.Value:
         """A new chunk of `size` bytes from the untouched tail, or 0 where it does not fit."""
         b = self.b
         at = b.add(heap, _c64(HEAP_BUMP))
         end = b.load(self.ptr(b.add(heap, _c64(HEAP_END))), typ=I64, align=8)
-        pre = b.block
         first = self.load(at, I64)
-        head, take, out = self.block("bump"), self.block("bump_take"), self.block("bump_out")
+
+        def step(o):
+            return (b.icmp_unsigned(">", b.add(o, size), end),
+                    lambda: (b.add(o, size), b.add(heap, o), False))
+        return self._cas_loop("bump", at, first, step)
+
+    def _cas_loop(self, name: str, at: ll.Value, first: ll.Value, step) -> ll.Value:
+        """A compare-and-swap loop on the word at `at`, first read as `first`: step(word) gives
+        (give up?, then() -> (new word, result, acquire-release?)); the loop retries with the
+        word the failed CAS read. Answers the result, or 0 where it gave up."""
+        b = self.b
+        pre = b.block
+        head, take, out = self.block(name), self.block(f"{name}_take"), self.block(f"{name}_out")
         b.branch(head)
         b.position_at_end(head)
-        o = b.phi(I64)
-        o.add_incoming(first, pre)
-        b.cbranch(b.icmp_unsigned("<=", b.add(o, size), end), take, out)
+        w = b.phi(I64)
+        w.add_incoming(first, pre)
+        give_up, then = step(w)
+        b.cbranch(give_up, out, take)
         b.position_at_end(take)
-        old = self.cas(at, o, b.add(o, size), False)
-        chunk = b.add(heap, o)
-        o.add_incoming(old, take)
-        b.cbranch(b.icmp_unsigned("==", old, o), out, head)
+        new, result, acq_rel = then()
+        old = self.cas(at, w, new, acq_rel)
+        tail = b.block  # (the CAS's own code may end in another block than `take`)
+        w.add_incoming(old, tail)
+        b.cbranch(b.icmp_unsigned("==", old, w), out, head)
         b.position_at_end(out)
         res = b.phi(I64)
         res.add_incoming(_c64(0), head)
-        res.add_incoming(chunk, take)
+        res.add_incoming(result, tail)
         return res
 
     def push(self, heap: ll.Value, chunk: ll.Value, cls: ll.Value) -> None:
