@@ -14,3 +14,11 @@ VULKAN_LIMITS = ("a warp collective", "a warp barrier (bar.warp.sync) in code",
 def device_limit(device: str, status: int, message: str) -> bool:
     """A refusal that the Vulkan device `device` may make by design (not the CPU's)."""
     return device != "cpu" and status == 801 and any(w in message for w in VULKAN_LIMITS)
+
+
+def devices() -> list[str]:
+    """The devices tests run on: the CPU, and the first Vulkan device where there is one
+    (lavapipe in CI)."""
+    from cuport.backends.vulkan import runtime
+
+    return ["cpu"] + (["vulkan"] if runtime.devices() else [])

@@ -6,6 +6,9 @@ the first Vulkan device (lavapipe in CI: its f32 NaNs are x86's, as the CPU back
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from nvcc_source import needs_nvcc, ptx_of_source
@@ -14,6 +17,9 @@ import cuport
 from cuport.backends import facts
 from cuport.passes import nan_payloads
 from cuport.ptx import ir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
 
 pytestmark = needs_nvcc
 
@@ -42,13 +48,7 @@ extern "C" __global__ void chains(const float* a, const float* b, float* out, un
 CANON = 0x7FFFFFFF
 
 
-def _devices() -> list[str]:
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
-
-
-DEVICES = pytest.mark.parametrize("device", _devices())
+DEVICES = pytest.mark.parametrize("device", devices())
 
 
 @pytest.fixture(scope="module")

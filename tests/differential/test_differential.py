@@ -27,7 +27,7 @@ import gen  # noqa: E402
 import harness  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent))
-from device_limits import device_limit  # noqa: E402 (tests/device_limits.py: what a device may refuse)
+from device_limits import device_limit, devices  # noqa: E402 (tests/device_limits.py: what a device may refuse)
 
 GENERATED = {spec.name: gen.generate(spec) for spec in gen.FILES}
 MANIFEST = harness.RECORDED / "manifest.json"
@@ -54,9 +54,7 @@ def _devices() -> list[str]:
     host: NVIDIA's driver)."""
     if os.environ.get("DIFFTEST_DEVICE"):
         return [os.environ["DIFFTEST_DEVICE"]]
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
+    return devices()
 
 
 DEVICES = _devices()

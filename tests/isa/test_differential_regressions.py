@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,9 @@ import pytest
 from nvcc import nvcc_path
 
 import cuport
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
 
 _DIR = Path(tempfile.mkdtemp(prefix="cuport-isa-diffreg-"))
 FLAGS = ("-O3", "-arch=sm_90", "-std=c++17", "-fmad=false")  # tests/differential/gen.py NVCC_FLAGS
@@ -203,13 +207,7 @@ extern "C" __global__ void cvt_sat(const long long* x, unsigned long long* out) 
 """
 
 
-def _devices() -> list[str]:
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
-
-
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_integer_cvt_sat_on_every_device(device):
     """cvt.sat between integer types clamped at one bit wider than both (i17, i65), which
     SPIR-V has no type for: the Vulkan backend refused 9 of 250 differential kernels
@@ -274,7 +272,7 @@ F64_DIRECTED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_f64_directed_rounding_at_the_edges(device):
     """f64 .rz/.rm/.rp where the Vulkan backend's error-free emulation (TwoSum and FMA
     residuals in LLVM IR) was wrong on lavapipe: a division by zero clamped to the largest

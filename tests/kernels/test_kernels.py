@@ -20,19 +20,12 @@ import cuport
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from device_limits import device_limit  # noqa: E402 (tests/device_limits.py: what a device may refuse)
+from device_limits import device_limit, devices  # noqa: E402 (tests/device_limits.py: what a device may refuse)
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is needed to build the kernels")
 
 
 ON_GPU = os.environ.get("CUPORT_KERNEL_TESTS_ON") == "cupy"  # confirm the references on a real GPU
-
-
-def _devices() -> list[str]:
-    """The CPU, and the first Vulkan device when there is one (lavapipe in CI)."""
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
 
 
 class _Skipping:
@@ -60,7 +53,7 @@ class _Skipping:
         return run
 
 
-@pytest.fixture(scope="module", params=_devices())
+@pytest.fixture(scope="module", params=devices())
 def mod(request, tmp_path_factory):
     if request.param != "cpu":
         # every SPIR-V module the Vulkan backend builds goes through spirv-val

@@ -14,15 +14,12 @@ from nvcc_ptx import ptx_of
 
 import cuport
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 NAN = 0x7FFFFFFF  # the canonical f32 NaN of the GPU's arithmetic
-
-
-def _devices() -> list[str]:
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +31,7 @@ def _bits(a: np.ndarray) -> list[str]:
     return [hex(v) for v in a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint64)]
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_libdevice_trig_of_infinities(ptx, device):
     """sinf/tanf/cospif(inf) are NaN (libdevice multiplies the argument by a register holding
     0: lavapipe folded that to 0, so sinf(inf) was 0 and cospif(inf) 1), and sinpif/cospif
@@ -50,7 +47,7 @@ def test_libdevice_trig_of_infinities(ptx, device):
     assert got[16] == "0x80000000" and got[19] == "0x80000000"  # sinf(-0), sinpif(-0)
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_float_operands_that_are_zero_registers(ptx, device):
     """x * (a register holding +0) and x + 0.0 as IEEE 754 says, whatever the driver could
     fold: inf * 0 = NaN, -2.5 * 0 = -0, -0 + 0 = +0."""
@@ -61,7 +58,7 @@ def test_float_operands_that_are_zero_registers(ptx, device):
                           "0x3f800000"]
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_sign_extended_comparisons(ptx, device):
     """cvt.sat.u64.s32 of a negative value is 0 (d09ftz_k000 o13: 0xf0000000 gave
     0xfffffffff0000000 on lavapipe), and (s64)x < 7 after cvt.s64.s32 is the comparison of x."""

@@ -21,11 +21,8 @@ sys.path.insert(0, str(HERE.parent / "capi"))
 
 from capi_support import clean_env, cuport_command, need_nvcc, run  # noqa: E402
 
-
-def _devices() -> list[str]:
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
 
 
 def build(tmp_path: Path, name: str, *flags: str, where: Path = HERE) -> Path:
@@ -41,7 +38,7 @@ def cuport_run(exe: Path, device: str, *args: str, timeout: float = 300):
                env=clean_env(CUPORT_DEVICE=device, CUPORT_SPIRV_VALIDATE="1"), timeout=timeout)
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_printf_of_local_and_shared_strings(tmp_path, device):
     exe = build(tmp_path, "printf_strings")
     r = cuport_run(exe, device)
@@ -49,7 +46,7 @@ def test_printf_of_local_and_shared_strings(tmp_path, device):
     assert r.stdout.splitlines() == ["| | | block 0 aaa 4", "block 0 aaa 1", "cudaSuccess"], r.stdout
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_every_failing_thread_prints_its_assert_line(tmp_path, device):
     c = HERE.parent / "driver" / "c"
     exe = build(tmp_path, "device_assert", where=c)

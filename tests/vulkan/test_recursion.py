@@ -27,15 +27,12 @@ from cuport.backends.base import (
     BackendError,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
+
 HERE = Path(__file__).resolve().parent
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 STATS = np.dtype([("sum", "<i8"), ("count", "<i4"), ("depth", "<i4")])
-
-
-def _devices() -> list[str]:
-    from cuport.backends.vulkan import runtime
-
-    return ["cpu"] + (["vulkan"] if runtime.devices() else [])
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +40,7 @@ def ptx(tmp_path_factory) -> str:
     return ptx_of(tmp_path_factory, HERE / "recursion.cu", "sm_75")
 
 
-@pytest.fixture(scope="module", params=_devices())
+@pytest.fixture(scope="module", params=devices())
 def mod(request, ptx):
     if request.param != "cpu":
         mp = pytest.MonkeyPatch()
@@ -181,7 +178,7 @@ def test_stack_overflow_is_the_launchs_error(mod):
     assert "kernel depth" in e.value.message and "stack" in e.value.message
 
 
-@pytest.mark.skipif("vulkan" not in _devices(), reason="no Vulkan device")
+@pytest.mark.skipif("vulkan" not in devices(), reason="no Vulkan device")
 def test_a_stack_the_driver_cannot_make_is_the_launchs_error(ptx, monkeypatch):
     """NVIDIA's driver (580, H100) fails vkCreateComputePipelines with VK_ERROR_UNKNOWN for a
     32 KiB call stack per invocation: the launch fails as a launch beyond the device's
@@ -274,7 +271,7 @@ def _f(n: int) -> int:
     return n if r % 2 == 0 else r + 3 * n
 
 
-@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("device", devices())
 def test_parameters_read_after_a_call_and_results_written_before_one(device, monkeypatch):
     monkeypatch.setenv("CUPORT_SPIRV_VALIDATE", "1")
     out = np.zeros(40, np.int32)
