@@ -1,14 +1,14 @@
 """The context's heap for device-side malloc and free (C++ new/delete in kernels).
 
-CUDA sizes it by cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) (8 MiB by default) and fixes it
-once a kernel that uses malloc or free has been launched in the context: a later
-cuCtxSetLimit of that limit fails with CUDA_ERROR_INVALID_VALUE (cuCtxSetLimit's and
-cudaDeviceSetLimit's documentation). Memory malloc'ed in one kernel stays valid in later ones
-until freed, and the host may copy from it: the heap is one device allocation of the context,
-made when the first such kernel is launched, freed with the context. A backend whose kernels
-run the allocator on the device (Vulkan: backends/vulkan/device_heap.py) lays the heap out and
-is told its address per module (`bind_device_heap`); the CPU backend calls the host's C
-library and needs none.
+CUDA sizes it by cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) (8 MiB by default); cuport refuses
+to change that limit once a kernel that uses malloc or free has been launched in the context
+(CUDA_ERROR_INVALID_VALUE, as cuCtxSetLimit's documentation says; not recorded on a GPU).
+Memory malloc'ed in one kernel stays valid in later ones until freed: the heap is one device
+allocation of the context, made when the first such kernel is launched, freed with the
+context. (So cuport's cudaMemcpy accepts heap memory, which an H100 refuses, and it answers
+the limit asked, where an H100 answered 4 MiB for 1 MiB.) Each backend runs the allocator in
+its kernels (backends/device_heap.py), lays the heap out (`init_device_heap`) and is told its
+address per module (`bind_device_heap`).
 """
 
 from __future__ import annotations

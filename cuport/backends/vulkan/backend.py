@@ -811,16 +811,14 @@ class VulkanBackend:
 
     def pending(self) -> bool:
         """Launches in flight, or a fill or copy handed to the queue and not yet done."""
-        return bool(self._inflight) or (self._queued > self.stream._done
-                                         and not self.stream.is_done(self._queued))
+        return bool(self._inflight) or not self.stream.is_done(self._queued)
 
     def drain(self) -> tuple[str, BackendError] | None:
         """Wait for the launches in flight (and the fills and copies queued: pinned memory
         the host reads next); print their printf output; the first failure among them, as
         (the launch, its error), if any."""
         if not self._inflight:
-            if self._queued > self.stream._done:
-                self.stream.wait(self._queued)
+            self.stream.wait(self._queued)  # (returns at once once it has run)
             return None
         with self._lock:
             return self._retire()

@@ -379,10 +379,7 @@ class Stream:
                 return self.submitted
             self._cut.append(job)
             _cut_pending.add(self)
-            if not self._kicked:
-                self._kicked = True
-                self._start_submitter()
-                self._kick.release()
+            self._kick_submitter()
             return job[0]
 
     def _take_cut(self) -> list:
@@ -541,10 +538,7 @@ class Stream:
         if self._count >= self.batch:
             self.submit()
         elif self.threaded:
-            if not self._kicked:
-                self._kicked = True
-                self._start_submitter()
-                self._kick.release()
+            self._kick_submitter()
         elif self.eager and self._room():
             self.submit()
 
@@ -562,6 +556,13 @@ class Stream:
                     self._queue_jobs(jobs)
             with self._submitting:
                 pass
+
+    def _kick_submitter(self) -> None:
+        """Wake the submitter (started on first use) unless a kick is pending (lock held)."""
+        if not self._kicked:
+            self._kicked = True
+            self._start_submitter()
+            self._kick.release()
 
     def _start_submitter(self) -> None:
         if self._submitter is None:
