@@ -70,7 +70,6 @@ def caps_of(info) -> DeviceCaps:
     return DeviceCaps(
         subgroup_size=32 if warp else info.subgroup_size,
         float32_atomic_add=bool(f.get("shaderBufferFloat32AtomicAdd")),
-        float32_atomic_add_shared=bool(f.get("shaderSharedFloat32AtomicAdd")),
         float64_atomic_add=bool(f.get("shaderBufferFloat64AtomicAdd")),
         atomic_add_flushes_f32=nvidia,  # the same instruction as CUDA's red.global.add.f32
         shader_clock=bool(f.get("shaderSubgroupClock")),

@@ -77,7 +77,6 @@ class DeviceCaps:
 
     subgroup_size: int = 32  # 32: the warp is the subgroup
     float32_atomic_add: bool = False  # OpAtomicFAddEXT on buffers
-    float32_atomic_add_shared: bool = False
     float64_atomic_add: bool = False
     atomic_add_flushes_f32: bool = False  # native f32 atomic add flushes subnormals as PTX's does
     shader_clock: bool = True
