@@ -193,9 +193,9 @@ def pool_get_access(handle: int, location: int) -> int:
 
 
 def _alloc(size: int, pool: Pool, stream_handle: int, what: str) -> int:
-    if size == 0:
-        raise CudaError(E.INVALID_VALUE, "an allocation of 0 bytes was asked for")
     s = stream.resolve(stream_handle)
+    if size == 0:  # success and a NULL pointer, as NVIDIA's driver answers (gpu_answers.json)
+        return 0
     if s.capture is not None:  # a graph memory node, as CUDA records it
         from cuport.driver import capture, graph_nodes
 
@@ -224,6 +224,8 @@ def mem_alloc_from_pool_async(size: int, handle: int, stream_handle: int) -> int
 @implements("cuMemFreeAsync", "cuMemFreeAsync_ptsz")
 def mem_free_async(dptr: int, stream_handle: int) -> None:
     s = stream.resolve(stream_handle)
+    if dptr == 0:  # NULL: success, nothing queued, as NVIDIA's driver answers (gpu_answers.json)
+        return
     if s.capture is not None:
         from cuport.driver import capture, graph_nodes
 

@@ -46,6 +46,12 @@ answers["cuMemFree_v2(0) without a context"] = lib.cuMemFree_v2(u64(0))
 ctx = ptr()
 answers["cuDevicePrimaryCtxRetain"] = lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0)
 answers["cuMemFree_v2(0) with a context"] = (lib.cuCtxSetCurrent(ctx), lib.cuMemFree_v2(u64(0)))[1]
+answers["cuMemFreeAsync(0) with a context"] = lib.cuMemFreeAsync(u64(0), ptr(0))
+p0 = u64(1)
+answers["cuMemAllocAsync of 0 bytes: code, pointer"] = [
+    lib.cuMemAllocAsync(ctypes.byref(p0), ctypes.c_size_t(0), ptr(0)), p0.value]
+answers["cuMemFreeHost(NULL)"] = lib.cuMemFreeHost(ptr(0))
+answers["cuCtxSynchronize after them"] = lib.cuCtxSynchronize()
 def drop():
     # (on a machine shared with other programs the host's free memory moves too: the
     # largest of three drops is taken)

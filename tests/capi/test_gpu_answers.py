@@ -1,8 +1,8 @@
 """cuport answers as NVIDIA's driver does where programs key on the answer.
 
 The probes of record_gpu.py (fork before and after cuInit, cuMemFree_v2(0) with and
-without a context, cuMemGetInfo after an allocation, cuCtxGetDevice without a
-context) run against cuport's libcuda.so.1 and are compared with the answers recorded
+without a context, NULL and empty stream-ordered frees and allocations, cuMemGetInfo after
+an allocation, cuCtxGetDevice without a context) run against cuport's libcuda.so.1 and are compared with the answers recorded
 on an H200 (tests/capi/gpu_answers.json).
 """
 
@@ -39,6 +39,12 @@ def test_answers_cuport_gives():
     assert after.pop("cuDriverGetVersion") == 0 and set(after.values()) == {3}
     assert answers["cuMemFree_v2(0) without a context"] == 0
     assert answers["cuMemFree_v2(0) with a context"] == 0
+    # NULL frees and empty stream-ordered allocations succeed (cuda.core frees a zero-size
+    # array with cuMemFreeAsync(0)); an empty allocation gives NULL
+    assert answers["cuMemFreeAsync(0) with a context"] == 0
+    assert answers["cuMemAllocAsync of 0 bytes: code, pointer"] == [0, 0]
+    assert answers["cuMemFreeHost(NULL)"] == 0
+    assert answers["cuCtxSynchronize after them"] == 0
     assert answers["cuMemGetInfo falls by 0.9 GiB or more on a 1 GiB allocation"] is True
 
 
