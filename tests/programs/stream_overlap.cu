@@ -1,0 +1,174 @@
+// stream_overlap: host operations on one stream wait only for what CUDA orders them
+// after. A kernel on non-blocking stream A spins until the host sets a flag in mapped
+// pinned memory; meanwhile non-blocking stream B runs a pageable cudaMemcpyAsync, a
+// cudaMemsetAsync, a kernel, a host function and a pageable copy back, and the host
+// synchronises B (cudaStreamSynchronize, cudaStreamQuery) while A's kernel still spins.
+// Only then does the host set the flag. A GPU finishes this; a runtime whose B work
+// waits for A's kernel would hang, so the spinning kernel gives up after about 2 s
+// (clock64 against the clock rate) and leaves a FAIL marker. Then the legacy default
+// stream's implicit synchronisation: a blocking stream's kernel waits for a slow kernel
+// on the legacy stream, and a legacy-stream kernel waits for a slow one on a blocking
+// stream.
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define CHECK(call)                                                           \
+    do {                                                                      \
+        cudaError_t err_ = (call);                                            \
+        if (err_ != cudaSuccess) {                                            \
+            fprintf(stderr, "CUDA error: %s failed at %s:%d: %s\n", #call,    \
+                    __FILE__, __LINE__, cudaGetErrorString(err_));            \
+            exit(2);                                                          \
+        }                                                                     \
+    } while (0)
+
+enum { SEEN = 1, GAVE_UP = 2 };
+
+// Spins until *flag is non-zero, or until `limit` clock64 ticks have passed. Writes
+// SEEN and the payload the host wrote before the flag, or GAVE_UP.
+__global__ void spin_until_set(volatile int* flag, volatile int* payload, long long limit,
+                               int* result) {
+    long long start = clock64();
+    while (*flag == 0) {
+        if (clock64() - start > limit) {
+            result[0] = GAVE_UP;
+            return;
+        }
+    }
+    __threadfence_system();
+    result[0] = SEEN;
+    result[1] = *payload;
+}
+
+__global__ void add_index(int* data, int n, int k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] += k * i;
+}
+
+// Busy for `ticks` clock64 ticks (one thread), then writes `value`: a slow first kernel,
+// so that a later one on another stream that is not ordered after it would see the old
+// value.
+__global__ void slow_write(int* where, int value, long long ticks) {
+    long long start = clock64();
+    while (clock64() - start < ticks) {
+    }
+    *where = value;
+}
+
+__global__ void copy_plus_one(const int* from, int* to) { *to = *from + 1; }
+
+static void CUDART_CB note_host_func(void* data) { *(volatile int*)data = 7; }
+
+int main() {
+    int clock_khz = 0;
+    CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    const long long two_seconds = 2000LL * clock_khz;  // kHz: ticks per ms
+    const long long fifty_ms = 50LL * clock_khz;
+    bool ok = true;
+
+    // -- part 1: stream B's host operations do not wait for stream A's kernel ------------
+    int *flag_h, *flag_d;
+    CHECK(cudaHostAlloc(&flag_h, 2 * sizeof(int), cudaHostAllocMapped));
+    CHECK(cudaHostGetDevicePointer((void**)&flag_d, flag_h, 0));
+    flag_h[0] = 0;  // the flag
+    flag_h[1] = 0;  // the payload, written before the flag
+    int* d_result;
+    CHECK(cudaMalloc(&d_result, 2 * sizeof(int)));
+    CHECK(cudaMemset(d_result, 0, 2 * sizeof(int)));
+
+    cudaStream_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK(cudaDeviceSynchronize());
+
+    spin_until_set<<<1, 1, 0, a>>>(flag_d, flag_d + 1, two_seconds, d_result);
+    CHECK(cudaGetLastError());
+
+    const int n = 1000;
+    std::vector<int> in(n), out(n, -1);
+    for (int i = 0; i < n; ++i) in[i] = 3 * i + 1;
+    int* d_data;
+    CHECK(cudaMalloc(&d_data, (n + 16) * sizeof(int)));
+    CHECK(cudaMemcpyAsync(d_data, in.data(), n * sizeof(int), cudaMemcpyHostToDevice, b));
+    CHECK(cudaMemsetAsync(d_data + n, 0x11, 16 * sizeof(int), b));
+    add_index<<<(n + 127) / 128, 128, 0, b>>>(d_data, n, 5);
+    CHECK(cudaGetLastError());
+    volatile int host_func_ran = 0;
+    CHECK(cudaLaunchHostFunc(b, note_host_func, (void*)&host_func_ran));
+    CHECK(cudaMemcpyAsync(out.data(), d_data, n * sizeof(int), cudaMemcpyDeviceToHost, b));
+    std::vector<int> tail(16, 0);
+    CHECK(cudaMemcpyAsync(tail.data(), d_data + n, 16 * sizeof(int), cudaMemcpyDeviceToHost, b));
+    CHECK(cudaStreamSynchronize(b));
+    cudaError_t b_query = cudaStreamQuery(b);
+    cudaError_t a_query = cudaStreamQuery(a);  // still spinning: cudaErrorNotReady
+
+    flag_h[1] = 4242;
+    __sync_synchronize();
+    ((volatile int*)flag_h)[0] = 1;
+    CHECK(cudaStreamSynchronize(a));
+    int result[2];
+    CHECK(cudaMemcpy(result, d_result, sizeof(result), cudaMemcpyDeviceToHost));
+
+    int bad = 0;
+    for (int i = 0; i < n; ++i)
+        if (out[i] != 3 * i + 1 + 5 * i) ++bad;
+    for (int i = 0; i < 16; ++i)
+        if (tail[i] != 0x11111111) ++bad;
+    printf("stream B: %d of %d values right, host function %s, query %s\n", n + 16 - bad, n + 16,
+           host_func_ran == 7 ? "ran" : "did not run", cudaGetErrorName(b_query));
+    printf("stream A while B synchronised: %s\n", cudaGetErrorName(a_query));
+    printf("stream A's kernel: %s, payload %d\n",
+           result[0] == SEEN ? "saw the flag" : result[0] == GAVE_UP ? "gave up" : "did not run",
+           result[1]);
+    if (bad || host_func_ran != 7 || b_query != cudaSuccess) {
+        printf("FAIL: stream B's work is wrong\n");
+        ok = false;
+    }
+    if (a_query != cudaErrorNotReady) {
+        printf("FAIL: stream A's spinning kernel was not pending while B was synchronised\n");
+        ok = false;
+    }
+    if (result[0] != SEEN || result[1] != 4242) {
+        printf("FAIL: stream B's work waited for stream A's kernel (it gave up spinning)\n");
+        ok = false;
+    }
+
+    // -- part 2: the legacy default stream still orders blocking streams ------------------
+    cudaStream_t c;
+    CHECK(cudaStreamCreate(&c));  // blocking
+    int* d_cell;
+    CHECK(cudaMalloc(&d_cell, 4 * sizeof(int)));
+    CHECK(cudaMemset(d_cell, 0, 4 * sizeof(int)));
+    CHECK(cudaDeviceSynchronize());
+    // legacy stream -> blocking stream
+    slow_write<<<1, 1>>>(d_cell, 11, fifty_ms);
+    copy_plus_one<<<1, 1, 0, c>>>(d_cell, d_cell + 1);
+    // blocking stream -> legacy stream
+    slow_write<<<1, 1, 0, c>>>(d_cell + 2, 21, fifty_ms);
+    copy_plus_one<<<1, 1>>>(d_cell + 2, d_cell + 3);
+    CHECK(cudaGetLastError());
+    int host_copy_first = 0;
+    // a pageable copy on the legacy stream waits for c's work before it
+    CHECK(cudaMemcpy(&host_copy_first, d_cell + 3, sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(cudaStreamSynchronize(c));
+    int cell[4];
+    CHECK(cudaMemcpy(cell, d_cell, sizeof(cell), cudaMemcpyDeviceToHost));
+    printf("legacy then blocking: %d -> %d; blocking then legacy: %d -> %d (copied %d)\n", cell[0],
+           cell[1], cell[2], cell[3], host_copy_first);
+    if (cell[0] != 11 || cell[1] != 12 || cell[2] != 21 || cell[3] != 22 || host_copy_first != 22) {
+        printf("FAIL: the legacy default stream did not order the blocking stream\n");
+        ok = false;
+    }
+
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    CHECK(cudaStreamDestroy(c));
+    CHECK(cudaFree(d_data));
+    CHECK(cudaFree(d_result));
+    CHECK(cudaFree(d_cell));
+    CHECK(cudaFreeHost(flag_h));
+    if (ok) printf("PASS\n");
+    return ok ? 0 : 1;
+}
