@@ -76,25 +76,27 @@ def device_lanes(s: Stream, peers: bool = True) -> tuple[int, ...]:
     return (s.lane, *_peer_lanes(s)) if peers else (s.lane,)
 
 
-def _peer_lanes(s: Stream) -> tuple[int, ...]:
+def _peer_lanes(s: Stream, locked: bool = False) -> tuple[int, ...]:
     """The lanes of the streams whose device work handed over so far s's next work follows:
-    the blocking streams for the legacy stream, the legacy stream for a blocking one."""
+    the blocking streams for the legacy stream, the legacy stream for a blocking one
+    (`locked`: the caller holds the streams' lock)."""
     if s.kind == "legacy":
         cs = s.context.streams or streams_of(s.context)
         if not cs.created and not cs.per_thread:
             return ()
-        with cs.lock:
+        with contextlib.nullcontext() if locked else cs.lock:
             return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values())
                          if o.blocking)
     return (0,) if s.blocking else ()
 
 
-def _on_lane(b, s: Stream | None) -> None:
+def _on_lane(b, s: Stream | None, locked: bool = False) -> None:
     """Tell a backend with a queue per CUDA stream (use_lane) that this thread's device work
-    is s's from now on (None: no stream's), after what s implicitly waits for."""
+    is s's from now on (None: no stream's), after what s implicitly waits for (`locked`: the
+    caller holds the streams' lock)."""
     use = getattr(b, "use_lane", None)
     if use is not None:
-        use(None) if s is None else use(s.lane, _peer_lanes(s))
+        use(None) if s is None else use(s.lane, _peer_lanes(s, locked))
 
 
 def _drain(ctx: context.Context, b, lanes: tuple[int, ...] | None = None) -> None:
@@ -385,7 +387,7 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
         if not deps and not s.pending():
             b = s.context.device.loaded_backend()
             try:
-                _on_lane(b, s)
+                _on_lane(b, s, locked=True)
                 fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)

@@ -4,13 +4,17 @@
 // cudaMemsetAsync, a kernel, a host function and a pageable copy back, and the host
 // synchronises B (cudaStreamSynchronize, cudaStreamQuery) while A's kernel still spins.
 // Only then does the host set the flag. A GPU finishes this; a runtime whose B work
-// waits for A's kernel would hang, so the spinning kernel gives up after about 2 s
-// (clock64 against the clock rate) and leaves a FAIL marker. Then the legacy default
+// waits for A's kernel would hang, so a watchdog thread of the host's sets the flag after
+// 5 s with another payload (no device clock needed: a device's clock rate may be unknown)
+// and the program says FAIL. Then the legacy default
 // stream's implicit synchronisation: a blocking stream's kernel waits for a slow kernel
 // on the legacy stream, and a legacy-stream kernel waits for a slow one on a blocking
 // stream.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -24,22 +28,25 @@
         }                                                                     \
     } while (0)
 
-enum { SEEN = 1, GAVE_UP = 2 };
+enum { SEEN = 1 };
+const int PAYLOAD = 4242, WATCHDOG_PAYLOAD = -1;
 
-// Spins until *flag is non-zero, or until `limit` clock64 ticks have passed. Writes
-// SEEN and the payload the host wrote before the flag, or GAVE_UP.
-__global__ void spin_until_set(volatile int* flag, volatile int* payload, long long limit,
-                               int* result) {
-    long long start = clock64();
+// Spins until *flag is non-zero; writes SEEN and the payload the host wrote before the flag.
+__global__ void spin_until_set(volatile int* flag, volatile int* payload, int* result) {
     while (*flag == 0) {
-        if (clock64() - start > limit) {
-            result[0] = GAVE_UP;
-            return;
-        }
     }
     __threadfence_system();
     result[0] = SEEN;
     result[1] = *payload;
+}
+
+// Sets the flag once: the main thread (payload PAYLOAD) or, after 5 s, the watchdog.
+static std::atomic<bool> flag_set{false};
+static void set_flag(int* flag_h, int payload) {
+    if (flag_set.exchange(true)) return;
+    flag_h[1] = payload;
+    __sync_synchronize();
+    ((volatile int*)flag_h)[0] = 1;
 }
 
 __global__ void add_index(int* data, int n, int k) {
@@ -47,13 +54,11 @@ __global__ void add_index(int* data, int n, int k) {
     if (i < n) data[i] += k * i;
 }
 
-// Busy for `ticks` clock64 ticks (one thread), then writes `value`: a slow first kernel,
-// so that a later one on another stream that is not ordered after it would see the old
-// value.
-__global__ void slow_write(int* where, int value, long long ticks) {
-    long long start = clock64();
-    while (clock64() - start < ticks) {
-    }
+// `rounds` dependent trips through global memory (one thread), then writes `value`: a
+// slow first kernel, so that a later one on another stream that is not ordered after it
+// would see the old value.
+__global__ void slow_write(volatile int* scratch, int* where, int value, int rounds) {
+    for (int i = 0; i < rounds; ++i) scratch[0] = scratch[0] * 3 + 1;
     *where = value;
 }
 
@@ -62,10 +67,7 @@ __global__ void copy_plus_one(const int* from, int* to) { *to = *from + 1; }
 static void CUDART_CB note_host_func(void* data) { *(volatile int*)data = 7; }
 
 int main() {
-    int clock_khz = 0;
-    CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-    const long long two_seconds = 2000LL * clock_khz;  // kHz: ticks per ms
-    const long long fifty_ms = 50LL * clock_khz;
+    const int rounds = 50000;  // (a Vulkan driver may end longer loops early: lavapipe's 65535)
     bool ok = true;
 
     // -- part 1: stream B's host operations do not wait for stream A's kernel ------------
@@ -83,7 +85,12 @@ int main() {
     CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
     CHECK(cudaDeviceSynchronize());
 
-    spin_until_set<<<1, 1, 0, a>>>(flag_d, flag_d + 1, two_seconds, d_result);
+    std::thread watchdog([flag_h] {
+        for (int i = 0; i < 500 && !flag_set.load(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        set_flag(flag_h, WATCHDOG_PAYLOAD);
+    });
+    spin_until_set<<<1, 1, 0, a>>>(flag_d, flag_d + 1, d_result);
     CHECK(cudaGetLastError());
 
     const int n = 1000;
@@ -104,10 +111,9 @@ int main() {
     cudaError_t b_query = cudaStreamQuery(b);
     cudaError_t a_query = cudaStreamQuery(a);  // still spinning: cudaErrorNotReady
 
-    flag_h[1] = 4242;
-    __sync_synchronize();
-    ((volatile int*)flag_h)[0] = 1;
+    set_flag(flag_h, PAYLOAD);
     CHECK(cudaStreamSynchronize(a));
+    watchdog.join();
     int result[2];
     CHECK(cudaMemcpy(result, d_result, sizeof(result), cudaMemcpyDeviceToHost));
 
@@ -119,8 +125,7 @@ int main() {
     printf("stream B: %d of %d values right, host function %s, query %s\n", n + 16 - bad, n + 16,
            host_func_ran == 7 ? "ran" : "did not run", cudaGetErrorName(b_query));
     printf("stream A while B synchronised: %s\n", cudaGetErrorName(a_query));
-    printf("stream A's kernel: %s, payload %d\n",
-           result[0] == SEEN ? "saw the flag" : result[0] == GAVE_UP ? "gave up" : "did not run",
+    printf("stream A's kernel: %s, payload %d\n", result[0] == SEEN ? "saw the flag" : "did not run",
            result[1]);
     if (bad || host_func_ran != 7 || b_query != cudaSuccess) {
         printf("FAIL: stream B's work is wrong\n");
@@ -130,23 +135,24 @@ int main() {
         printf("FAIL: stream A's spinning kernel was not pending while B was synchronised\n");
         ok = false;
     }
-    if (result[0] != SEEN || result[1] != 4242) {
-        printf("FAIL: stream B's work waited for stream A's kernel (it gave up spinning)\n");
+    if (result[0] != SEEN || result[1] != PAYLOAD) {
+        printf("FAIL: stream B's work waited for stream A's kernel (the watchdog set the flag)\n");
         ok = false;
     }
 
     // -- part 2: the legacy default stream still orders blocking streams ------------------
     cudaStream_t c;
     CHECK(cudaStreamCreate(&c));  // blocking
-    int* d_cell;
+    int *d_cell, *d_scratch;
     CHECK(cudaMalloc(&d_cell, 4 * sizeof(int)));
+    CHECK(cudaMalloc(&d_scratch, 2 * sizeof(int)));
     CHECK(cudaMemset(d_cell, 0, 4 * sizeof(int)));
     CHECK(cudaDeviceSynchronize());
     // legacy stream -> blocking stream
-    slow_write<<<1, 1>>>(d_cell, 11, fifty_ms);
+    slow_write<<<1, 1>>>(d_scratch, d_cell, 11, rounds);
     copy_plus_one<<<1, 1, 0, c>>>(d_cell, d_cell + 1);
     // blocking stream -> legacy stream
-    slow_write<<<1, 1, 0, c>>>(d_cell + 2, 21, fifty_ms);
+    slow_write<<<1, 1, 0, c>>>(d_scratch + 1, d_cell + 2, 21, rounds);
     copy_plus_one<<<1, 1>>>(d_cell + 2, d_cell + 3);
     CHECK(cudaGetLastError());
     int host_copy_first = 0;
@@ -168,6 +174,7 @@ int main() {
     CHECK(cudaFree(d_data));
     CHECK(cudaFree(d_result));
     CHECK(cudaFree(d_cell));
+    CHECK(cudaFree(d_scratch));
     CHECK(cudaFreeHost(flag_h));
     if (ok) printf("PASS\n");
     return ok ? 0 : 1;
