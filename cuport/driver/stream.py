@@ -501,8 +501,13 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     with cs.lock:
         idle = not s.pending() and not _dependencies(s)
     if idle:
-        drain(s.context, s)
-        fn()
+        b = s.context.device.loaded_backend()
+        try:
+            _on_lane(b, s)  # (a copy or fill the backend makes goes in s's order)
+            drain(s.context, s)
+            fn()
+        finally:
+            _on_lane(b, None)
     else:
         op = submit(s, fn, what)
         op.done.wait()

@@ -470,7 +470,7 @@ class VulkanBackend:
         from .lower_texture import ZERO_PAGE_BYTES
 
         self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
-        self.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)  # (waited for: every lane reads it)
+        self.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1, self._sync())  # (every lane reads it)
         self.sink_page = self.allocate_buffer(ZERO_PAGE_BYTES)  # stores to wild addresses land here
         self.pages = (self.zero_page.address, self.sink_page.address)  # (push constants)
         # CUPORT_VK_ADDRESS_CHECK=0: no range check of global addresses (README: faster; a
@@ -646,7 +646,7 @@ class VulkanBackend:
         if self.host_accessible(buf.address):
             ctypes.memset(buf.address, 0, size)
         else:
-            self.fill(buf.address, 0, size, 1)  # (waited for: any lane may use it next)
+            self.fill(buf.address, 0, size, 1, self._sync())  # (waited for: any lane may use it)
         return buf.address
 
     def free(self, address: int, size: int) -> None:
@@ -712,25 +712,23 @@ class VulkanBackend:
         except runtime.BadAddress:
             return True  # not device memory: host memory
 
-    # Synchronous copies and fills (the driver has waited for the work they follow) run on
-    # the sync lane, so that they never queue behind another CUDA stream's kernels.
+    # Synchronous copies and fills run on the calling thread's lane (the driver's host
+    # operation on a CUDA stream selects that stream's: use_lane), after its work.
     def copy_htod(self, dst: int, src: int, n: int) -> None:
-        lane = self._sync()
-        lane.copy_to_device(dst, src, n)
-        lane.synchronize()
+        self.stream.copy_to_device(dst, src, n)
+        self.stream.synchronize()
 
-    def copy_dtoh(self, dst: int, src: int, n: int) -> None:
-        lane = self._sync()
+    def copy_dtoh(self, dst: int, src: int, n: int, lane: Stream | None = None) -> None:
+        lane = lane or self.stream
         lane.copy_to_host(dst, src, n)
         lane.synchronize()
 
     def copy_dtod(self, dst: int, src: int, n: int) -> None:
-        lane = self._sync()
-        lane.copy(dst, src, n)
-        lane.synchronize()
+        self.stream.copy(dst, src, n)
+        self.stream.synchronize()
 
-    def fill(self, dst: int, value: int, n: int, width: int = 1) -> None:
-        lane = self._sync()
+    def fill(self, dst: int, value: int, n: int, width: int = 1, lane: Stream | None = None) -> None:
+        lane = lane or self.stream
         lane.fill(dst, value, n, width)
         lane.synchronize()
 
@@ -763,7 +761,8 @@ class VulkanBackend:
             n = min(256, buf.address + buf.size - (address + len(out)))
             if n <= 0:
                 break
-            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n)
+            # (the sync lane: printed while retiring launches, on whichever thread does)
+            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n, self._sync())
             part = chunk.raw[:n]
             if b"\0" in part:
                 return out + part[:part.index(b"\0")]
