@@ -544,7 +544,7 @@ class VulkanBackend:
         dispatch of another lane that used it (lock held)."""
         lane = self.stream
         last = self._exclusive.get(name)
-        if last is not None and last[0] is not lane and not last[0].closed:
+        if last is not None and last[0] is not lane and not last[0].destroyed:
             lane.wait_for(*last)
 
     def _subnormal_modes(self) -> dict:
@@ -1031,7 +1031,7 @@ class VulkanBackend:
         """Later work on the calling thread's lane waits on the GPU for the place of an event
         recorded on this device (when_reached's check; cuStreamWaitEvent)."""
         other, ticket = check.place
-        if other is not self.stream and not other.closed:
+        if other is not self.stream and not other.destroyed:
             self.stream.wait_for(other, ticket)
 
     def _print(self, ring: int) -> None:
