@@ -935,6 +935,12 @@ class VulkanBackend:
         with self._lock:
             return self._retire_finished()
 
+    def drain_here(self) -> tuple[str, BackendError] | None:
+        """drain() for the calling thread's lane alone (the backend's own launches made in a
+        launch of a CUDA stream's, e.g. the clock's calibration, wait for no other stream)."""
+        with self._lock:
+            return self._retire([self.stream]) if self._inflight else None
+
     def _retire(self, chosen: list[Stream] | None = None) -> tuple[str, BackendError] | None:
         """Wait for the lanes `chosen` (None: every lane), then read the records of every
         launch that has finished (lock held); the ring is printed and emptied once none is
