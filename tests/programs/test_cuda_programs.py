@@ -30,7 +30,9 @@ ON_OTHER_RUNTIMES = ["reduction", "constant_memory", "pipeline"]
 PROGRAM_FLAGS = {"wmma": ["-arch=sm_80"],  # bf16, tf32, f64 and s8 wmma
                  "async_copy": ["-arch=sm_90"],  # cp.async.bulk, mbarrier transaction counts
                  "mbarrier_tokens": ["-arch=sm_90"],  # mbarrier.expect_tx
-                 "dynamic_parallelism": ["-rdc=true"]}  # links libcudadevrt
+                 "dynamic_parallelism": ["-rdc=true"],  # links libcudadevrt
+                 # (cudaMemcpy on the per-thread default stream, as NVIDIA's _ptds entries)
+                 "stream_legacy_order": ["--default-stream", "per-thread"]}
 
 #: What each program printed on an H200 (driver 580.159, CUDA 13.0, nvcc -O3): cuport's
 #: output must be the same, line for line, but for the lines below, which differ for a
