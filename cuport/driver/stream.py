@@ -84,7 +84,10 @@ def _peer_lanes(s: Stream, locked: bool = False) -> tuple[int, ...]:
         cs = s.context.streams or streams_of(s.context)
         if not cs.created and not cs.per_thread:
             return ()
-        with contextlib.nullcontext() if locked else cs.lock:
+        if locked:
+            return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values())
+                         if o.blocking)
+        with cs.lock:
             return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values())
                          if o.blocking)
     return (0,) if s.blocking else ()
@@ -548,11 +551,19 @@ def caught_up(s: Stream) -> bool:
         return False
     b = ctx.device.loaded_backend()
     if b is not None:
-        lanes = device_lanes(s) if hasattr(b, "use_lane") else None
+        if hasattr(b, "use_lane"):  # (a queue per stream: s's lanes, and no other's)
+            lanes = device_lanes(s)
+            if b.pending(lanes):
+                return False
+            failed = b.drain(lanes)
+            if failed is not None:
+                Op(lambda: None, [], failed[0])._fail(ctx, CudaError(failed[1].code,
+                                                                     failed[1].message))
+            return True
         pending = getattr(b, "pending", None)
-        if pending is not None and (pending() if lanes is None else pending(lanes)):
+        if pending is not None and pending():
             return False
-        _drain(ctx, b, lanes)
+        _drain(ctx, b)
     return True
 
 

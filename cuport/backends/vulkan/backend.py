@@ -426,6 +426,7 @@ class VulkanBackend:
         self._lanes: dict[int, Stream] = {0: self._default}
         self._local = threading.local()
         self._sync_lane: Stream | None = None
+        self._followed: dict[tuple[Stream, Stream], int] = {}  # (lane, other): ticket followed
         self._dropped: list[Stream] = []  # lanes of destroyed CUDA streams, until their work ran
         # shared buffers that kernels of two lanes must not use at once (slices, the grid
         # workspace): the lane and ticket of the last dispatch that used each
@@ -506,7 +507,10 @@ class VulkanBackend:
         for k in after:
             other = self._lanes.get(k)
             if other is not None and other is not lane:
-                lane.wait_for(other, other.mark())
+                ticket = other.mark()
+                if self._followed.get((lane, other), -1) < ticket:  # (new work there since)
+                    lane.wait_for(other, ticket)
+                    self._followed[(lane, other)] = ticket
         self._local.lane = lane
 
     def drop_lane(self, key: int) -> None:
@@ -518,6 +522,7 @@ class VulkanBackend:
             lane = self._lanes.pop(key, None)
             if lane is not None:
                 self._dropped = [x for x in self._dropped if not x.destroyed] + [lane]
+                self._followed = {k: t for k, t in self._followed.items() if lane not in k}
         if lane is not None:
             lane.close()
 
@@ -920,16 +925,23 @@ class VulkanBackend:
     def pending(self, lanes: Iterable[int] | None = None) -> bool:
         """Work handed over and not finished (launches, fills, copies, a wait for another
         lane's event) on the lanes of the CUDA streams `lanes` (None: on any)."""
-        return any(not lane.is_done(lane.mark()) for lane in self._lanes_of(lanes))
+        if lanes is None:
+            return any(not x.known_idle() and not x.is_done(x.mark()) for x in self._lanes_of(None))
+        get = self._lanes.get
+        for k in lanes:  # (a loop, not any(): this is on every idle check's path)
+            lane = get(k)
+            if lane is not None and not lane.known_idle() and not lane.is_done(lane.mark()):
+                return True
+        return False
 
     def drain(self, lanes: Iterable[int] | None = None) -> tuple[str, BackendError] | None:
         """Wait for the work handed over to the lanes of the CUDA streams `lanes` (None: all)
         and no other's: launches, and the fills and copies (pinned memory the host reads
         next); print the printf output once nothing is in flight; the first failure among
         the launches that have finished, as (the launch, its error), if any."""
-        chosen = self._lanes_of(lanes)
-        for lane in chosen:
-            lane.synchronize()
+        for lane in self._lanes_of(lanes) if lanes is None else map(self._lanes.get, lanes):
+            if lane is not None and not lane.known_idle():
+                lane.synchronize()
         if not self._inflight:
             return None
         with self._lock:

@@ -237,6 +237,12 @@ class Stream:
             self.submit()
         return self.completed() >= ticket
 
+    def known_idle(self) -> bool:
+        """Nothing recorded, waited for or cut, and every submission known to have finished
+        (no Vulkan call: False may still be idle)."""
+        return (self._cb is None and not self._waits and not self._cut
+                and self.submitted <= self._done)
+
     def idle(self) -> bool:
         """Nothing recorded, nothing waited for, nothing running."""
         return self._cb is None and not self._waits and self.completed() >= self.submitted
