@@ -85,12 +85,15 @@ def _peer_lanes(s: Stream, locked: bool = False) -> tuple[int, ...]:
         if not cs.created and not cs.per_thread:
             return ()
         if locked:
-            return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values())
-                         if o.blocking)
+            return _blocking_lanes(cs)
         with cs.lock:
-            return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values())
-                         if o.blocking)
+            return _blocking_lanes(cs)
     return (0,) if s.blocking else ()
+
+
+def _blocking_lanes(cs: ContextStreams) -> tuple[int, ...]:
+    """The lanes of the blocking streams, created and per-thread (lock held)."""
+    return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values()) if o.blocking)
 
 
 def _on_lane(b, s: Stream | None, locked: bool = False) -> None:

@@ -94,7 +94,7 @@ VULKAN_LIMITS = (
 IN_PROCESS_SKIPS: dict[str, str] = {  # (kernels check their global addresses: faults runs)
     "stream_overlap": "lavapipe runs every submission on its one queue, in order, and ends a "
                       "shader loop after 65535 passes: a kernel cannot spin while another "
-                      "stream's kernel runs (tests/vulkan/test_stream_lanes.py checks the lanes)",
+                      "stream's kernel runs (tests/vulkan/test_vulkan_lanes.py checks the lanes)",
 }
 #: programs the CPU backend cannot run yet, and why
 CPU_SKIPS = {
