@@ -259,8 +259,10 @@ class Stream:
         if self.last is not None:
             self.last.done.wait()
         # (its own lane: the work it handed over already waits on the device for what it
-        # follows, and its host operations waited for that on the host)
-        drain(self.context, self, peers=False)
+        # follows, and its host operations waited for that on the host; the legacy stream's
+        # synchronisation also waits for the blocking streams, as it did when it drained
+        # the device)
+        drain(self.context, self, peers=self.kind == "legacy")
 
     def close(self) -> None:
         """No more work: the worker finishes what is queued and exits; the backend's lane

@@ -85,7 +85,8 @@ def test_synchronize_query_and_settled_ask_only_for_the_streams_lanes(ctx):
     rec = ctx.rec
     b.synchronize()
     c.synchronize()  # (its work already follows the legacy stream's on the device)
-    assert rec.drains == [(b.lane,), (c.lane,)]
+    legacy.synchronize()  # (and the blocking streams', as cudaDeviceSynchronize's)
+    assert rec.drains == [(b.lane,), (c.lane,), (0, c.lane)]
     rec.drains.clear()
     assert stream.caught_up(b) and stream.settled(legacy)
     assert rec.pendings == [(b.lane,), (0, c.lane)]
