@@ -419,9 +419,9 @@ class VulkanBackend:
         # Each CUDA stream's device work goes to a runtime stream of its own, a *lane* (0: the
         # legacy stream and the backend's own work), so that streams run concurrently as on a
         # GPU; the driver says which lane a thread's work goes to (use_lane) and what it must
-        # follow there (the legacy stream's implicit synchronisation, events). Synchronous
-        # copies and fills go to a lane of their own that nothing else queues on: the driver
-        # has already waited for what they follow, and they wait only for themselves.
+        # follow there (the legacy stream's implicit synchronisation, events). New memory's
+        # zero fill and printf's strings go to a lane of their own (_sync), waited for at once:
+        # they follow nothing, and no stream's kernels hold them back.
         self._default = self.dev.stream()
         self._lanes: dict[int, Stream] = {0: self._default}
         self._local = threading.local()
