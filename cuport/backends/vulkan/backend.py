@@ -969,7 +969,7 @@ class VulkanBackend:
         done: list = []
         left: list = []
         for x in self._inflight:
-            (done if x[3].is_done(x[4]) else left).append(x)
+            (done if x[3].finished(x[4]) else left).append(x)
         if not done:
             return None
         self._inflight = left

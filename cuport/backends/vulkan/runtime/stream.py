@@ -237,6 +237,15 @@ class Stream:
             self.submit()
         return self.completed() >= ticket
 
+    def finished(self, ticket: int) -> bool:
+        """Whether `ticket` has completed, submitting nothing (a watcher's question: work
+        recorded since stays for its own submission); False once the driver shut down."""
+        if ticket <= self._done:
+            return True
+        if ticket > self.submitted or self.cmd.down():
+            return False
+        return self.completed() >= ticket
+
     def known_idle(self) -> bool:
         """Nothing recorded, waited for or cut, and every submission known to have finished
         (no Vulkan call: False may still be idle)."""
