@@ -828,9 +828,8 @@ class VulkanBackend:
             self._follow("workspace")
         workspace = cooperative_.workspace(self) if cooperative else 0
         big = len(params) > self.PARAMS
-        if big:
-            failed = self._retire()  # wait (every lane): the big buffer is needed
-        elif not self._free_slots:
+        # (the big buffer is free: a launch that used it was waited for, below)
+        if not big and not self._free_slots:
             failed = self._free_a_slot(lane)
         if big:
             dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
@@ -880,9 +879,7 @@ class VulkanBackend:
             self._exclusive["slices"] = (lane, ticket)
         if cooperative:
             self._exclusive["workspace"] = (lane, ticket)
-        if slot is None:
-            failed = failed or self._retire()
-        elif self.sync_launches or area:
+        if slot is None or self.sync_launches or area:
             failed = failed or self._retire([lane])
         if area and failed is None:
             failed = self._run_children(k.module, self._launch_area.read(k.module), depth,
