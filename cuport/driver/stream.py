@@ -56,22 +56,61 @@ thread_state = _tls
 active_captures: set = set()
 
 
-def drain(ctx: context.Context) -> None:
+def drain(ctx: context.Context, s: Stream | None = None, peers: bool = True) -> None:
     """Let the device finish the work its backend has in flight (a Vulkan backend returns
     from a launch once the kernel is queued on the GPU), before anything that observes its
-    results: a host callback, an event, a copy, a synchronising call. A kernel failure found
-    then becomes the context's asynchronous error, as a failing launch does."""
+    results: a host callback, an event, a copy, a synchronising call. With `s`, only the
+    device work CUDA orders a host operation on s after: s's own and, with `peers`, the
+    streams s implicitly waits for (device_lanes); a backend without lanes (one queue for
+    all streams) finishes all of it. A kernel failure found then becomes the context's
+    asynchronous error, as a failing launch does."""
     b = ctx.device.loaded_backend()  # (none made: nothing in flight)
     if b is not None:
-        _drain(ctx, b)
+        _drain(ctx, b, None if s is None else device_lanes(s, peers))
 
 
-def _drain(ctx: context.Context, b) -> None:
-    """drain(ctx) with its device's backend b."""
+def device_lanes(s: Stream, peers: bool = True) -> tuple[int, ...]:
+    """The lanes (a backend's queue per CUDA stream: use_lane) of the device work that a host
+    operation on s follows: s's own and, with `peers`, those of the streams whose earlier
+    work s implicitly waits for (the legacy stream's rules, as _dependencies)."""
+    return (s.lane, *_peer_lanes(s)) if peers else (s.lane,)
+
+
+def _peer_lanes(s: Stream, locked: bool = False) -> tuple[int, ...]:
+    """The lanes of the streams whose device work handed over so far s's next work follows:
+    the blocking streams for the legacy stream, the legacy stream for a blocking one
+    (`locked`: the caller holds the streams' lock)."""
+    if s.kind == "legacy":
+        cs = s.context.streams or streams_of(s.context)
+        if not cs.created and not cs.per_thread:
+            return ()
+        if locked:
+            return _blocking_lanes(cs)
+        with cs.lock:
+            return _blocking_lanes(cs)
+    return (0,) if s.blocking else ()
+
+
+def _blocking_lanes(cs: ContextStreams) -> tuple[int, ...]:
+    """The lanes of the blocking streams, created and per-thread (lock held)."""
+    return tuple(o.lane for o in itertools.chain(cs.created, cs.per_thread.values()) if o.blocking)
+
+
+def _on_lane(b, s: Stream | None, locked: bool = False) -> None:
+    """Tell a backend with a queue per CUDA stream (use_lane) that this thread's device work
+    is s's from now on (None: no stream's), after what s implicitly waits for (`locked`: the
+    caller holds the streams' lock)."""
+    use = getattr(b, "use_lane", None)
+    if use is not None:
+        use(None) if s is None else use(s.lane, _peer_lanes(s, locked))
+
+
+def _drain(ctx: context.Context, b, lanes: tuple[int, ...] | None = None) -> None:
+    """drain(ctx) with its device's backend b, for the lanes `lanes` (None: all)."""
     finish = getattr(b, "drain", None)
     if finish is None:
         return
-    failed = finish()
+    failed = finish() if lanes is None or not hasattr(b, "use_lane") else finish(lanes)
     if failed is not None:
         what, err = failed
         Op(lambda: None, [], what)._fail(ctx, CudaError(err.code, err.message))
@@ -116,7 +155,7 @@ class Op:
     """One queued operation and the operations it must wait for. Device work (launches)
     may finish after the op returns; every other op first drains the device (drain)."""
 
-    __slots__ = ("fn", "deps", "done", "error", "what", "device_work")
+    __slots__ = ("fn", "deps", "done", "error", "what", "device_work", "stream")
 
     def __init__(self, fn: Callable[[], None], deps: list[Op], what: str,
                  device_work: bool = False) -> None:
@@ -126,19 +165,26 @@ class Op:
         self.error: CudaError | None = None
         self.what = what
         self.device_work = device_work
+        self.stream: Stream | None = None  # (set by submit: the stream whose work it is)
 
     def run(self, ctx: context.Context) -> None:
         for dep in self.deps:
             dep.done.wait()
+        s = self.stream
+        b = ctx.device.loaded_backend() if s is not None else None
         try:
+            if b is not None:
+                _on_lane(b, s)  # (the device work fn hands over is s's: a graph's kernels)
             if not self.device_work:
-                drain(ctx)
+                drain(ctx, s)
             self.fn()
         except CudaError as e:
             self._fail(ctx, e)
         except Exception as e:  # noqa: BLE001 - a worker must survive any failure
             self._fail(ctx, from_exception(e, self.what))
         finally:
+            if b is not None:
+                _on_lane(b, None)
             self.done.set()
 
     def _fail(self, ctx: context.Context, e: CudaError) -> None:
@@ -183,6 +229,12 @@ class Stream:
     def blocking(self) -> bool:
         return not self.flags & K.CU_STREAM_NON_BLOCKING
 
+    @property
+    def lane(self) -> int:
+        """Its key for a backend with a queue per CUDA stream (use_lane): 0 is the legacy
+        stream's, which is also the backend's own."""
+        return 0 if self.kind == "legacy" else self.id
+
     def _ensure_worker(self) -> None:
         if self._worker is None:
             self._worker = threading.Thread(target=self._drain, daemon=True,
@@ -192,6 +244,13 @@ class Stream:
     def _drain(self) -> None:
         while (op := self._queue.get()) is not None:
             op.run(self.context)
+        self._drop_lane()  # (closed: its work is handed over)
+
+    def _drop_lane(self) -> None:
+        b = self.context.device.loaded_backend()
+        drop = getattr(b, "drop_lane", None)
+        if drop is not None:
+            drop(self.lane)
 
     def pending(self) -> bool:
         return self.last is not None and not self.last.done.is_set()
@@ -199,12 +258,19 @@ class Stream:
     def synchronize(self) -> None:
         if self.last is not None:
             self.last.done.wait()
-        drain(self.context)
+        # (its own lane: the work it handed over already waits on the device for what it
+        # follows, and its host operations waited for that on the host; the legacy stream's
+        # synchronisation also waits for the blocking streams, as it did when it drained
+        # the device)
+        drain(self.context, self, peers=self.kind == "legacy")
 
     def close(self) -> None:
-        """No more work: the worker finishes what is queued and exits."""
+        """No more work: the worker finishes what is queued and exits; the backend's lane
+        goes then (at once if it has no worker)."""
         if self._worker is not None:
             self._queue.put(None)
+        elif self.kind != "legacy":
+            self._drop_lane()
 
 
 class ContextStreams:
@@ -298,6 +364,7 @@ def submit(s: Stream, fn: Callable[[], None], what: str, extra: list[Op] | None 
     with cs.lock:
         deps = _dependencies(s) + [d for d in (extra or []) if not d.done.is_set()]
         op = Op(fn, deps, what, device_work)
+        op.stream = s
         s.last = op
         s._ensure_worker()
         s._queue.put(op)
@@ -326,12 +393,16 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     with cs.lock:
         deps = _dependencies(s)
         if not deps and not s.pending():
+            b = s.context.device.loaded_backend()
             try:
+                _on_lane(b, s, locked=True)
                 fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)
             except Exception as e:  # noqa: BLE001 - as Op.run
                 Op(fn, [], what)._fail(s.context, from_exception(e, what))
+            finally:
+                _on_lane(b, None)
             return None
         if hold is not None:
             hold.launch_started()
@@ -343,6 +414,7 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
                 if hold is not None:
                     hold.launch_finished()
         op = Op(later, deps, what, device_work=True)
+        op.stream = s
         s.last = op
         s._ensure_worker()
         s._queue.put(op)
@@ -437,8 +509,13 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
     with cs.lock:
         idle = not s.pending() and not _dependencies(s)
     if idle:
-        drain(s.context)
-        fn()
+        b = s.context.device.loaded_backend()
+        try:
+            _on_lane(b, s)  # (a copy or fill the backend makes goes in s's order)
+            drain(s.context, s)
+            fn()
+        finally:
+            _on_lane(b, None)
     else:
         op = submit(s, fn, what)
         op.done.wait()
@@ -479,6 +556,15 @@ def caught_up(s: Stream) -> bool:
         return False
     b = ctx.device.loaded_backend()
     if b is not None:
+        if hasattr(b, "use_lane"):  # (a queue per stream: s's lanes, and no other's)
+            lanes = device_lanes(s)
+            if b.pending(lanes):
+                return False
+            failed = b.drain(lanes)
+            if failed is not None:
+                Op(lambda: None, [], failed[0])._fail(ctx, CudaError(failed[1].code,
+                                                                     failed[1].message))
+            return True
         pending = getattr(b, "pending", None)
         if pending is not None and pending():
             return False
@@ -606,10 +692,14 @@ def wait_event(handle: int, event_handle: int, flags: int) -> None:
             submit(s, lambda: shared.wait_for(n), "cuStreamWaitEvent")
         return
     if e.op is not None and not e.op.done.is_set():
-        if (getattr(e.op, "handed_over", False)
-                and e.context.device.backend() is s.context.device.backend()):
-            # (in s's device's queue already: whatever s hands over from now on runs after it,
-            # and s's host work drains the device first)
+        b = s.context.device.backend()
+        if getattr(e.op, "handed_over", False) and e.context.device.backend() is b:
+            # (a place in a queue of s's device: s's device work from now on waits for it
+            # there, s's host work on the host; a backend with one queue needs nothing)
+            follow = getattr(b, "follow", None)
+            if follow is not None:
+                check = e.op.done.check
+                submit_device(s, lambda: follow(check), "cuStreamWaitEvent")
             return
         submit(s, lambda: None, "cuStreamWaitEvent", extra=[e.op])
 

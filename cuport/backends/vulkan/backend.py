@@ -23,6 +23,8 @@ import math
 import os
 import struct
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...ptx import ir
@@ -49,6 +51,9 @@ from . import cooperative as cooperative_
 from . import layout as V
 from .compiler import compile_kernel, reachable
 from .lower import DeviceCaps
+
+if TYPE_CHECKING:
+    from .runtime.stream import Stream
 
 _CODES = {V.ERR_ASSERT: CUDA_ERROR_ASSERT, V.ERR_ILLEGAL_ADDRESS: CUDA_ERROR_ILLEGAL_ADDRESS,
           V.ERR_MISALIGNED: CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -410,7 +415,21 @@ class VulkanBackend:
         self.info = infos[index]
         self.dev = runtime.open(index)
         self.caps = caps_of(self.info)
-        self.stream = self.dev.stream()
+        # Each CUDA stream's device work goes to a runtime stream of its own, a *lane* (0: the
+        # legacy stream and the backend's own work), so that streams run concurrently as on a
+        # GPU; the driver says which lane a thread's work goes to (use_lane) and what it must
+        # follow there (the legacy stream's implicit synchronisation, events). New memory's
+        # zero fill and printf's strings go to a lane of their own (_sync), waited for at once:
+        # they follow nothing, and no stream's kernels hold them back.
+        self._default = self.dev.stream()
+        self._lanes: dict[int, Stream] = {0: self._default}
+        self._local = threading.local()
+        self._sync_lane: Stream | None = None
+        self._followed: dict[tuple[Stream, Stream], int] = {}  # (lane, other): ticket followed
+        self._dropped: list[Stream] = []  # lanes of destroyed CUDA streams, until their work ran
+        # shared buffers that kernels of two lanes must not use at once (slices, the grid
+        # workspace): the lane and ticket of the last dispatch that used each
+        self._exclusive: dict[str, tuple[Stream, int]] = {}
         # (reentrant: a child kernel compiled while its parent's launches run may calibrate
         # the clock, which launches a kernel of its own)
         self._lock = threading.RLock()
@@ -437,21 +456,21 @@ class VulkanBackend:
         self._params_view = (_view(self.param_slots.host_ptr, self.PARAMS * self.SLOTS)
                              if self.param_slots.host_ptr is not None and not self.copies_only else None)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
-        self._inflight: list[tuple[str, int, int | None, int]] = []  # (name, record, slot, seq)
-        self._launched = 0  # launches recorded so far (their sequence numbers: when_reached)
-        self._queued = 0  # the ticket of the last fill or copy handed to the queue (pending)
+        # (name, record, slot, lane, ticket): launches whose records are still to be read
+        self._inflight: list[tuple[str, int, int | None, Stream, int]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
         self.pinned_in_queue = os.environ.get("CUPORT_VK_PINNED_QUEUE") != "0"
         if os.environ.get("CUPORT_VK_EVENT_MARKS") == "0":  # events recorded as stream ops
             self.when_reached = None  # (driver/stream.py submit_mark: measurements)
         from . import profile
 
-        self.profile = profile.Profile(self.stream) if profile.enabled() else None
+        # (profiling times every launch on the default lane's timestamps: one lane for all)
+        self.profile = profile.Profile(self._default) if profile.enabled() else None
         from . import quirks
         from .lower_texture import ZERO_PAGE_BYTES
 
         self.zero_page = self.allocate_buffer(ZERO_PAGE_BYTES)
-        self.stream.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1)
+        self.fill(self.zero_page.address, 0, ZERO_PAGE_BYTES, 1, self._sync())  # (every lane reads it)
         self.sink_page = self.allocate_buffer(ZERO_PAGE_BYTES)  # stores to wild addresses land here
         self.pages = (self.zero_page.address, self.sink_page.address)  # (push constants)
         # CUPORT_VK_ADDRESS_CHECK=0: no range check of global addresses (README: faster; a
@@ -463,6 +482,74 @@ class VulkanBackend:
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
         self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
+
+    # ------------------------------------------------------------ lanes (CUDA streams)
+    @property
+    def stream(self) -> Stream:
+        """The lane the calling thread's device work goes to (use_lane; else the default)."""
+        lane = getattr(self._local, "lane", None)
+        return self._default if lane is None else lane
+
+    def use_lane(self, key: int | None, after: Iterable[int] = ()) -> None:
+        """Device work handed over on this thread from now on goes to CUDA stream `key`'s lane
+        (None: back to the default), after the work handed over so far to the lanes `after`
+        (the legacy stream's implicit synchronisation: the driver's model, driver/stream.py)."""
+        if key is None or self.profile is not None:
+            self._local.lane = None
+            return
+        lane = self._lanes.get(key)
+        if lane is None:
+            with self._lock:
+                lane = self._lanes.get(key)
+                if lane is None:
+                    lane = self._lanes[key] = self.dev.stream()
+        for k in after:
+            other = self._lanes.get(k)
+            if other is not None and other is not lane:
+                ticket = other.mark()
+                if self._followed.get((lane, other), -1) < ticket:  # (new work there since)
+                    lane.wait_for(other, ticket)
+                    self._followed[(lane, other)] = ticket
+        self._local.lane = lane
+
+    def drop_lane(self, key: int) -> None:
+        """CUDA stream `key` is gone and its work handed over: its lane goes once that work
+        has run (runtime Stream.close)."""
+        if key == 0:
+            return
+        with self._lock:
+            lane = self._lanes.pop(key, None)
+            if lane is not None:
+                self._dropped = [x for x in self._dropped if not x.destroyed] + [lane]
+                self._followed = {k: t for k, t in self._followed.items() if lane not in k}
+        if lane is not None:
+            lane.close()
+
+    def _lanes_of(self, keys: Iterable[int] | None) -> list[Stream]:
+        """The lanes of the CUDA streams `keys`; None: every lane with work (a dropped one's
+        too, until its work has run)."""
+        if keys is None:
+            every = dict.fromkeys(self._lanes.values())
+            every.update(dict.fromkeys(x for x in self._dropped if not x.destroyed))
+            every.update(dict.fromkeys(x[3] for x in self._inflight))
+            return list(every)
+        return [lane for k in keys if (lane := self._lanes.get(k)) is not None]
+
+    def _sync(self) -> Stream:
+        """The lane of synchronous copies and fills (made when first needed)."""
+        if self._sync_lane is None:
+            with self._lock:
+                if self._sync_lane is None:
+                    self._sync_lane = self.dev.stream()
+        return self._sync_lane
+
+    def _follow(self, name: str) -> None:
+        """Before a dispatch that uses the shared buffer `name`: its lane waits for the last
+        dispatch of another lane that used it (lock held)."""
+        lane = self.stream
+        last = self._exclusive.get(name)
+        if last is not None and last[0] is not lane and not last[0].destroyed:
+            lane.wait_for(*last)
 
     def _subnormal_modes(self) -> dict:
         """DeviceCaps' subnormal fields (spirv/probe.py subnormal_modes: the policy)."""
@@ -563,7 +650,7 @@ class VulkanBackend:
         if self.host_accessible(buf.address):
             ctypes.memset(buf.address, 0, size)
         else:
-            self.stream.fill(buf.address, 0, size, 1)
+            self.fill(buf.address, 0, size, 1, self._sync())  # (waited for: any lane may use it)
         return buf.address
 
     def free(self, address: int, size: int) -> None:
@@ -629,32 +716,34 @@ class VulkanBackend:
         except runtime.BadAddress:
             return True  # not device memory: host memory
 
+    # Synchronous copies and fills run on the calling thread's lane (the driver's host
+    # operation on a CUDA stream selects that stream's: use_lane), after its work.
     def copy_htod(self, dst: int, src: int, n: int) -> None:
         self.stream.copy_to_device(dst, src, n)
         self.stream.synchronize()
 
-    def copy_dtoh(self, dst: int, src: int, n: int) -> None:
-        self.stream.copy_to_host(dst, src, n)
-        self.stream.synchronize()
+    def copy_dtoh(self, dst: int, src: int, n: int, lane: Stream | None = None) -> None:
+        lane = lane or self.stream
+        lane.copy_to_host(dst, src, n)
+        lane.synchronize()
 
     def copy_dtod(self, dst: int, src: int, n: int) -> None:
         self.stream.copy(dst, src, n)
         self.stream.synchronize()
 
-    def fill(self, dst: int, value: int, n: int, width: int = 1) -> None:
-        self.stream.fill(dst, value, n, width)
-        self.stream.synchronize()
+    def fill(self, dst: int, value: int, n: int, width: int = 1, lane: Stream | None = None) -> None:
+        lane = lane or self.stream
+        lane.fill(dst, value, n, width)
+        lane.synchronize()
 
     def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
         """A fill of device memory after the work handed over before it, not waited for."""
         self.stream.fill(dst, value, n, width)
-        self._queued = self.stream.mark()
 
     def copy_queued(self, dst: int, src: int, n: int) -> None:
         """A copy between device memory and pinned memory of this device's (either way, or
         device to device) after the work handed over before it, not waited for."""
         self.stream.copy(dst, src, n)
-        self._queued = self.stream.mark()
 
     def queues_host_memory(self, address: int) -> bool:
         """Whether the allocation of page-locked host memory at `address` is a buffer of the
@@ -676,7 +765,8 @@ class VulkanBackend:
             n = min(256, buf.address + buf.size - (address + len(out)))
             if n <= 0:
                 break
-            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n)
+            # (the sync lane: printed while retiring launches, on whichever thread does)
+            self.copy_dtoh(ctypes.addressof(chunk), address + len(out), n, self._sync())
             part = chunk.raw[:n]
             if b"\0" in part:
                 return out + part[:part.index(b"\0")]
@@ -727,14 +817,19 @@ class VulkanBackend:
         launches), and for a kernel that may launch, wait for it and run its children; the
         first failure found meanwhile."""
         failed = None
+        lane = self.stream
         if slice_bytes:
             nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
                                    math.prod(grid), cooperative)
             pool = self.shared_pool.address(nslices * slice_bytes)
+            self._follow("slices")
+        if cooperative:
+            self._follow("workspace")
         workspace = cooperative_.workspace(self) if cooperative else 0
         big = len(params) > self.PARAMS
-        if big or not self._free_slots:
-            failed = self._retire()  # wait: the big buffer or a free slot is needed
+        # (the big buffer is free: a launch that used it was waited for, below)
+        if not big and not self._free_slots:
+            failed = self._free_a_slot(lane)
         if big:
             dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
             pdev = dev + V.STATUS_BYTES
@@ -777,13 +872,28 @@ class VulkanBackend:
                 self.stream.dispatch(pipe, size, push((pool, first)), base)
         if start is not None:
             profile.after(k.fn.name, start)
-        self._launched += 1
-        self._inflight.append((k.fn.name, host, slot, self._launched))
+        ticket = lane.mark()
+        self._inflight.append((k.fn.name, host, slot, lane, ticket))
+        if slice_bytes:
+            self._exclusive["slices"] = (lane, ticket)
+        if cooperative:
+            self._exclusive["workspace"] = (lane, ticket)
         if slot is None or self.sync_launches or area:
-            failed = failed or self._retire()
+            failed = failed or self._retire([lane])
         if area and failed is None:
             failed = self._run_children(k.module, self._launch_area.read(k.module), depth,
                                         stack_bytes)
+        return failed
+
+    def _free_a_slot(self, lane: Stream) -> tuple[str, BackendError] | None:
+        """Every slot is in flight: read the finished launches' records, else wait for the
+        oldest launch of `lane` (its own order), else for the oldest of any lane."""
+        failed = self._retire_finished()
+        while not self._free_slots:
+            slotted = [x for x in self._inflight if x[2] is not None]
+            oldest = next((x for x in slotted if x[3] is lane), slotted[0])
+            oldest[3].wait(oldest[4])
+            failed = failed or self._retire_finished()
         return failed
 
     def launch_area(self) -> device_launch.LaunchArea:
@@ -808,35 +918,68 @@ class VulkanBackend:
         device_launch_rules.run_children(launches, depth, launch)
         return failed
 
-    def pending(self) -> bool:
-        """Launches in flight, or a fill or copy handed to the queue and not yet done."""
-        return bool(self._inflight) or not self.stream.is_done(self._queued)
+    def pending(self, lanes: Iterable[int] | None = None) -> bool:
+        """Work handed over and not finished (launches, fills, copies, a wait for another
+        lane's event) on the lanes of the CUDA streams `lanes` (None: on any)."""
+        if lanes is None:
+            return any(not x.known_idle() and not x.is_done(x.mark()) for x in self._lanes_of(None))
+        get = self._lanes.get
+        for k in lanes:  # (a loop, not any(): this is on every idle check's path)
+            lane = get(k)
+            if lane is not None and not lane.known_idle() and not lane.is_done(lane.mark()):
+                return True
+        return False
 
-    def drain(self) -> tuple[str, BackendError] | None:
-        """Wait for the launches in flight (and the fills and copies queued: pinned memory
-        the host reads next); print their printf output; the first failure among them, as
-        (the launch, its error), if any."""
+    def drain(self, lanes: Iterable[int] | None = None) -> tuple[str, BackendError] | None:
+        """Wait for the work handed over to the lanes of the CUDA streams `lanes` (None: all)
+        and no other's: launches, and the fills and copies (pinned memory the host reads
+        next); print the printf output once nothing is in flight; the first failure among
+        the launches that have finished, as (the launch, its error), if any."""
+        for lane in self._lanes_of(lanes) if lanes is None else map(self._lanes.get, lanes):
+            if lane is not None and not lane.known_idle():
+                lane.synchronize()
         if not self._inflight:
-            self.stream.wait(self._queued)  # (returns at once once it has run)
             return None
         with self._lock:
-            return self._retire()
+            return self._retire_finished()
 
-    def _retire(self) -> tuple[str, BackendError] | None:
+    def drain_here(self) -> tuple[str, BackendError] | None:
+        """drain() for the calling thread's lane alone (the backend's own launches made in a
+        launch of a CUDA stream's, e.g. the clock's calibration, wait for no other stream)."""
+        with self._lock:
+            return self._retire([self.stream]) if self._inflight else None
+
+    def _retire(self, chosen: list[Stream] | None = None) -> tuple[str, BackendError] | None:
+        """Wait for the lanes `chosen` (None: every lane), then read the records of every
+        launch that has finished (lock held); the ring is printed and emptied once none is
+        in flight, as kernels still running may write to it."""
         if not self._inflight:
             return None
-        self.stream.synchronize()
-        hring = self.ring.host_ptr
-        self._print(hring)
-        struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0, V.RING_BYTES - V.RING_DATA)
-        failed = self._check_records(self._inflight)
-        self._inflight.clear()
-        return failed
+        for lane in self._lanes_of(None) if chosen is None else chosen:
+            lane.synchronize()
+        return self._retire_finished()
+
+    def _retire_finished(self) -> tuple[str, BackendError] | None:
+        """Read the records of the launches that have finished (lock held); print the ring
+        when none is left in flight."""
+        done: list = []
+        left: list = []
+        for x in self._inflight:
+            (done if x[3].finished(x[4]) else left).append(x)
+        if not done:
+            return None
+        self._inflight = left
+        if not self._inflight:
+            hring = self.ring.host_ptr
+            self._print(hring)
+            struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0,
+                             V.RING_BYTES - V.RING_DATA)
+        return self._check_records(done)
 
     def _check_records(self, launches: list) -> tuple[str, BackendError] | None:
         """The first failure in the status records of finished launches; their slots freed."""
         failed = None
-        for name, host, slot, _ in launches:
+        for name, host, slot, _, _ in launches:
             kind = ctypes.c_uint32.from_address(host).value
             if kind and failed is None:
                 try:
@@ -848,14 +991,16 @@ class VulkanBackend:
         return failed
 
     def when_reached(self, fn, watch: bool = True):
-        """Call fn(failure) once the work handed over so far has run (an event's record:
-        driver/stream.py DeviceMark), without holding back what is handed over later;
-        failure: the first failed launch among that work, as drain's. With `watch` a thread
-        of the stream's calls it when the device gets there (an event's time, another
-        process waiting); else, or first, the returned check(block) does: at once if the
-        device is past it (a synchronisation of the stream made it so), after waiting for it
-        with `block`. The launches after it stay in flight, and so does the printf ring while
-        they run (its records are read and printed when nothing is in flight)."""
+        """Call fn(failure) once the work handed over so far on the calling thread's lane has
+        run (an event's record: driver/stream.py DeviceMark), without holding back what is
+        handed over later; failure: the first failed launch among the finished ones, as
+        drain's. With `watch` a thread of the lane's calls it when the device gets there (an
+        event's time, another process waiting); else, or first, the returned check(block)
+        does: at once if the device is past it (a synchronisation of the stream made it so),
+        after waiting for it with `block`. The launches after it stay in flight, and so does
+        the printf ring while any launch runs (its records are read and printed when nothing
+        is in flight). The check's `place` is (lane, ticket): what a stream waiting for the
+        event waits for on the GPU (follow)."""
         from . import runtime
 
         calling = threading.Lock()  # (held while fn is called: a second caller waits, then skips)
@@ -863,7 +1008,8 @@ class VulkanBackend:
         with self._lock:
             # (cut: work recorded later must not join its submission, or the event would wait
             # for it)
-            ticket, seq = self.stream.cut(), self._launched
+            lane = self.stream
+            ticket = lane.cut()
 
             def reached(error: BaseException | None) -> None:
                 with calling:
@@ -876,33 +1022,31 @@ class VulkanBackend:
                         fn(("cuEventRecord", BackendError(CUDA_ERROR_LAUNCH_FAILED, str(error))))
                     else:
                         with self._lock:
-                            failed = self._retire_through(seq)
+                            failed = self._retire_finished()
                         fn(failed)
 
             if watch:
-                self.stream.when_done(ticket, reached)
+                lane.when_done(ticket, reached)
 
         def check(block: bool) -> None:
             if called[0]:
                 with calling:  # (fn may be under way on the stream's thread: its end)
                     return
             if block:
-                self.stream.wait(ticket)
-            elif not self.stream.is_done(ticket):
+                lane.wait(ticket)
+            elif not lane.is_done(ticket):
                 return
             reached(None)
 
+        check.place = (lane, ticket)
         return check
 
-    def _retire_through(self, seq: int) -> tuple[str, BackendError] | None:
-        """_retire for the launches up to sequence number `seq`, which have finished."""
-        if not self._inflight or self._inflight[-1][3] <= seq:
-            return self._retire()
-        done = [x for x in self._inflight if x[3] <= seq]
-        if not done:
-            return None
-        self._inflight = self._inflight[len(done):]
-        return self._check_records(done)
+    def follow(self, check) -> None:
+        """Later work on the calling thread's lane waits on the GPU for the place of an event
+        recorded on this device (when_reached's check; cuStreamWaitEvent)."""
+        other, ticket = check.place
+        if other is not self.stream and not other.destroyed:
+            self.stream.wait_for(other, ticket)
 
     def _print(self, ring: int) -> None:
         used = min(ctypes.c_uint32.from_address(ring).value, V.RING_BYTES - V.RING_DATA)

@@ -51,7 +51,7 @@ def uses_globaltimer(fn) -> bool:
 
 
 def _wait(backend) -> None:
-    failed = backend.drain()
+    failed = backend.drain_here()  # (calibrating in a stream's launch: not the other streams)
     if failed is not None:
         raise failed[1]
 

@@ -237,6 +237,21 @@ class Stream:
             self.submit()
         return self.completed() >= ticket
 
+    def finished(self, ticket: int) -> bool:
+        """Whether `ticket` has completed, submitting nothing (a watcher's question: work
+        recorded since stays for its own submission); False once the driver shut down."""
+        if ticket <= self._done:
+            return True
+        if ticket > self.submitted or self.cmd.down():
+            return False
+        return self.completed() >= ticket
+
+    def known_idle(self) -> bool:
+        """Nothing recorded, waited for or cut, and every submission known to have finished
+        (no Vulkan call: False may still be idle)."""
+        return (self._cb is None and not self._waits and not self._cut
+                and self.submitted <= self._done)
+
     def idle(self) -> bool:
         """Nothing recorded, nothing waited for, nothing running."""
         return self._cb is None and not self._waits and self.completed() >= self.submitted
