@@ -3,7 +3,10 @@ warp.
 
 The lowerings in cuport/isa/texture.py call these functions; each is generated into the
 kernel's LLVM module the first time it is needed and reads the object's descriptor
-(texture_layout.py) at run time, so one function serves every texture of a given geometry.
+(texture_layout.py) at run time, so one function serves every texture of a given geometry;
+or, given a `spec` (texture_layout.Sampling: what the one object it samples is), takes the
+descriptor's format, filter and address modes as constants, and builds only the code they
+choose (`_Fn.branch`/`switch` on a constant, lanes.py's folding), named for the spec.
 No Python runs while a kernel samples. Each sampler comes in two shapes built from the same
 code (lanes.py): per thread (scalar arguments: the Vulkan backend, and a CPU warp whose
 lanes hold different texture objects, lane by lane) and per warp (`lanes` = 32: the CPU

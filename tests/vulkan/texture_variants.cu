@@ -167,11 +167,14 @@ static void compare(const char *what, const std::vector<float4> &got, const std:
     int wrong = 0;
     for (size_t i = 0; i < got.size(); i++) {
         const float *g = &got[i].x, *w = &want[i].x;
+        bool differs = false;
         for (int c = 0; c < 4; c++)
             if (g[c] != w[c]) {
-                if (wrong++ < 3)
+                if (wrong < 3)
                     printf("  %s[%zu].%c = %.9g, want %.9g\n", what, i, "xyzw"[c], g[c], w[c]);
+                differs = true;
             }
+        wrong += differs;
     }
     printf("%s: %d of %zu samples wrong, checksum %08x\n", what, wrong, got.size(), checksum(got));
     bad += wrong;

@@ -141,6 +141,13 @@ _NO_STATUS = bytes(V.STATUS_BYTES)  # a launch's status record, cleared
 #: many formats compiles no more than this)
 TEXTURE_VARIANTS = 8
 
+
+def texture_variants() -> int:
+    """TEXTURE_VARIANTS, or CUPORT_VK_TEXTURE_VARIANTS=N (0: every launch samples through
+    the descriptor, as before the variants: measurements)."""
+    env = os.environ.get("CUPORT_VK_TEXTURE_VARIANTS", "")
+    return int(env) if env.isdigit() else TEXTURE_VARIANTS
+
 Textures = tuple[tuple[str, Sampling], ...]  # (kernel parameter, its object's facts)
 
 
@@ -202,7 +209,7 @@ class VulkanKernel:
             return pipe
         with self._lock:
             if textures and key not in self._specs and sum(
-                    1 for k in self._specs if k[:3] == key[:3] and k[3]) >= TEXTURE_VARIANTS:
+                    1 for k in self._specs if k[:3] == key[:3] and k[3]) >= texture_variants():
                 textures = ()
                 key = (block, dyn_smem, stack_bytes, textures)
             pipe = self._specs.get(key)
