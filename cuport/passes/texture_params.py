@@ -30,7 +30,8 @@ def texture_handles(fn: ir.Function) -> dict[str, str]:
     body = [st for st in fn.body or () if isinstance(st, ir.Instr)]
     for st in body:
         if _param_load(st, params) is None:
-            params -= _names(st)
+            image = _image(st)
+            params -= _names(st) - ({image.name} if isinstance(image, ir.Sym) else set())
     defs: dict[str, list[ir.Instr]] = {}
     for st in body:
         for reg in _written(st):
@@ -55,8 +56,7 @@ def texture_handles(fn: ir.Function) -> dict[str, str]:
     for st in body:
         if st.op not in ("tex", "tld4"):
             continue
-        image = next((a.items[0] for a in st.args if isinstance(a, ir.Vec) and a.items
-                      and isinstance(a.items[-1], ir.Vec)), None)
+        image = _image(st)
         if isinstance(image, ir.Sym) and image.name in params:
             out[image.name] = image.name
         elif isinstance(image, ir.Reg) and image.name not in out:
@@ -70,6 +70,15 @@ def texture_params(fn: ir.Function) -> list[str]:
     """The kernel parameters (names, in declaration order) that texture operands of `fn` hold."""
     used = set(texture_handles(fn).values())
     return [p.name for p in fn.params if p.name in used]
+
+
+def _image(st: ir.Instr):
+    """The object operand of a texture instruction (`[object, {coordinates}]`): reading a
+    parameter there reads its value."""
+    if st.op not in ("tex", "tld4"):
+        return None
+    return next((a.items[0] for a in st.args if isinstance(a, ir.Vec) and a.items
+                 and isinstance(a.items[-1], ir.Vec)), None)
 
 
 def _param_load(st: ir.Instr, params: set[str]) -> str | None:

@@ -129,11 +129,12 @@ def test_the_object_a_register_holds_only_where_every_definition_loads_the_param
     mov.b64 %rd2, %rd1;
 SKIP:
     tex.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [%rd2, {%f1, %f1}];
+    tex.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [b, {%f1, %f1}];
     ret;
 }
 """
     from cuport.passes.texture_params import texture_handles
 
     fn = facts.load_ptx([ptx]).functions["k"]
-    # %rd3 copies a; %rd2 is b or a, chosen at run time: the generic sampler
-    assert texture_handles(fn) == {"%rd3": "a"}
+    # %rd3 copies a; %rd2 is b or a, chosen at run time: the generic sampler; b by name
+    assert texture_handles(fn) == {"%rd3": "a", "b": "b"}
