@@ -61,7 +61,7 @@ class Kernel(Params):
 
     def run(self) -> None:
         self.function.kernel.launch(self.grid, self.block, self.shared, self.args,
-                                    **self.function.launch_options())
+                                    **self.function.launch_options(self.args))
 
     def label(self) -> str:
         g, b = self.grid, self.block
@@ -104,7 +104,7 @@ class Kernel(Params):
         prepare = getattr(self.function.kernel, "prepare", None)
         if prepare is not None:
             try:
-                prepare(self.block, **self.function.launch_options())
+                prepare(self.block, **self.function.launch_options(self.args))
             except Exception as e:
                 code, message = getattr(e, "code", None), getattr(e, "message", None)
                 if isinstance(code, int) and isinstance(message, str):

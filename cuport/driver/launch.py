@@ -163,7 +163,7 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         e.subject = f.name
         raise
     kernel, m = f.kernel, f.module
-    opts = f.launch_options()  # (the limits as they are now, as CUDA's launch takes them)
+    opts = f.launch_options(params)  # (the limits as they are now, as CUDA's launch takes them)
     if f.prepare is not None:
         # compile now, on the launching thread: a kernel cuport cannot translate is this
         # call's error, not a later synchronising call's

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cuport import loader
 from cuport.backends.base import BackendError
-from cuport.driver import context, device, device_heap, handles, memory, stream
+from cuport.driver import context, device, device_heap, handles, memory, stream, texture
 from cuport.driver.api import implements
 from cuport.driver.consts import K
 from cuport.driver.errors import CudaError, E
@@ -229,6 +229,7 @@ class Function:
         # what every launch asks, looked up once (driver/launch.py)
         self.prepare = getattr(kernel, "prepare", None)
         self.launch_queued = getattr(kernel, "launch_queued", None)
+        self.texture_params = getattr(kernel, "texture_params", ())
         self.param_layout = tuple((p.offset, p.offset + p.size, p.size, p.name)
                                   for p in self.info.params)
         self.packer = None  # the parameter packer made for the layout (launch.pack_params)
@@ -247,16 +248,24 @@ class Function:
         device has its own: NVIDIA's Vulkan 48 KiB of workgroup memory, lavapipe's 32)."""
         return self.module.context.device.value(key)
 
-    def launch_options(self) -> dict[str, int]:
-        """What a launch tells the backend's kernel beside its shape: the context's stack
-        limit, where the kernel's stack is compiled in (recursion on the Vulkan backend).
-        A kernel calling malloc or free gets the context's heap first (device_heap.py)."""
+    def launch_options(self, params: bytes = b"") -> dict[str, object]:
+        """What a launch with the packed parameters `params` tells the backend's kernel beside
+        its shape: the context's stack limit, where the kernel's stack is compiled in
+        (recursion on the Vulkan backend), and what the live texture objects its texture
+        parameters hold are (`textures`, where the kernel has such parameters: the Vulkan
+        backend compiles a variant for them). A kernel calling malloc or free gets the
+        context's heap first (device_heap.py)."""
         if self.heap_pending:
             device_heap.launching(self.context, self.module.image)
             self.heap_pending = False
+        opts: dict[str, object] = {}
         if getattr(self.kernel, "needs_stack_limit", False):
-            return {"stack_bytes": self.context.limits[K.CU_LIMIT_STACK_SIZE]}
-        return {}
+            opts["stack_bytes"] = self.context.limits[K.CU_LIMIT_STACK_SIZE]
+        if self.texture_params:
+            textures = texture.sampling_of(params, self.texture_params)
+            if textures:
+                opts["textures"] = textures
+        return opts
 
 
 class Library:

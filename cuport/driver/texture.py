@@ -300,6 +300,7 @@ class _Object:
 
 class TextureObject(_Object):
     what = "texture object"
+    sampling: T.Sampling  # what the descriptor says about sampling (compiled-in facts)
 
 
 class SurfaceObject(_Object):
@@ -385,7 +386,21 @@ def _texture(res: Resource, t: TextureDesc, res_desc: ResourceDesc) -> TextureOb
         d.query_address[axis] = t.addressMode[axis]
     d.query_normalized = int(normalized)
     obj.fill_levels()
+    obj.sampling = T.sampling_of(d)
     return obj
+
+
+def sampling_of(params: bytes, slots: tuple[tuple[str, int], ...]) -> tuple[tuple[str, T.Sampling], ...]:
+    """(parameter, Sampling) for each of a launch's parameters `slots` ((name, byte offset)
+    in the packed `params`) that holds a live texture object: what the Vulkan backend compiles
+    the launch's variant for. A descriptor never changes, and one is destroyed only after
+    the kernels queued before (_destroy), so the facts hold while the launch runs."""
+    out = []
+    for name, off in slots:
+        obj = _objects.get(int.from_bytes(params[off:off + 8], "little"))
+        if isinstance(obj, TextureObject):
+            out.append((name, obj.sampling))
+    return tuple(out)
 
 
 @implements("cuTexObjectCreate")

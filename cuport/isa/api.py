@@ -25,6 +25,7 @@ from llvmlite import ir as ll
 
 from ..passes.divergence import Divergence
 from ..ptx import ir
+from .texture_layout import Sampling
 
 
 class Lowering(Protocol):
@@ -134,6 +135,10 @@ class Lowering(Protocol):
     def zero_bytes(self, size: int) -> ll.Value:
         """The i64 address of at least `size` bytes of zeros that kernels may read (what a
         query of a NULL texture object reads, and a surface read that .zero drops)."""
+    def texture_facts(self, image) -> Sampling | None:
+        """What the texture object a `tex`/`tld4` operand holds is known to be when the code
+        is made (isa/texture_layout.Sampling: its format, filter, address modes), else None:
+        the sampler reads its descriptor."""
 
     # ---- code size
     def outline(self, key: str, args: list[ll.Value],

@@ -7,6 +7,9 @@ one descriptor says stays scalar (the CPU backend: decisions on a texture's form
 modes then stay branches the whole warp takes once). `LaneBuilder` is llvmlite's IRBuilder
 whose operations take scalars and vectors alike, splatting a scalar where it meets a
 vector, and whose loads through a vector of addresses are gathers of the executing lanes.
+Integer operations, comparisons and selects whose operands are scalar constants are folded
+(constants come from a descriptor's fields that a kernel variant knows: texture_sampler.py),
+so that what they decide needs no code.
 """
 
 from __future__ import annotations
@@ -81,10 +84,12 @@ class LaneBuilder:
 
     # -- arithmetic
     def icmp_signed(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
-        return self.ir.icmp_signed(op, *self.like(x, y), name=name)
+        folded = _fold_compare(op, x, y, True)
+        return folded if folded is not None else self.ir.icmp_signed(op, *self.like(x, y), name=name)
 
     def icmp_unsigned(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
-        return self.ir.icmp_unsigned(op, *self.like(x, y), name=name)
+        folded = _fold_compare(op, x, y, False)
+        return folded if folded is not None else self.ir.icmp_unsigned(op, *self.like(x, y), name=name)
 
     def fcmp_ordered(self, op: str, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
         return self.ir.fcmp_ordered(op, *self.like(x, y), name=name)
@@ -95,6 +100,9 @@ class LaneBuilder:
     def select(self, c: ll.Value, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
         """A scalar condition picks whole values; a vector one lane by lane."""
         n = max(lanes_of(x), lanes_of(y), lanes_of(c))
+        k = constant_int(c)
+        if k is not None:
+            return self.splat(x if k else y, n)
         x, y = self.splat(x, n), self.splat(y, n)
         return self.ir.select(c, x, y, name=name)
 
@@ -204,8 +212,77 @@ class LaneBuilder:
         return out
 
 
+def constant_int(v: ll.Value) -> int | None:
+    """The value of a scalar integer constant (unsigned, within its width), else None."""
+    if isinstance(v, ll.Constant) and isinstance(v.type, ll.IntType) \
+            and isinstance(v.constant, int):
+        return v.constant & ((1 << v.type.width) - 1)
+    return None
+
+
+def _signed(v: int, width: int) -> int:
+    return v - (1 << width) if v >> (width - 1) else v
+
+
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _fold_compare(op: str, x: ll.Value, y: ll.Value, signed: bool) -> ll.Value | None:
+    a, b = constant_int(x), constant_int(y)
+    if a is None or b is None:
+        return None
+    if signed:
+        a, b = _signed(a, x.type.width), _signed(b, y.type.width)
+    return ll.Constant(I1, int(_COMPARE[op](a, b)))
+
+
+def _fold_binary(op: str, x: ll.Value, y: ll.Value) -> ll.Value | None:
+    """op(x, y) where both are scalar integer constants (LLVM's wrapping semantics; nothing
+    for a division by zero or an oversized shift, which stay instructions), or where one is
+    the identity or the annihilator of a bitwise operation (x & 0, x | ~0 for i1 chains)."""
+    a, b = constant_int(x), constant_int(y)
+    if a is None and b is None:
+        return None
+    t = x.type if a is not None else y.type
+    w = t.width
+    ones = (1 << w) - 1
+    if a is None or b is None:  # one constant: identities of and/or
+        k, other = (a, y) if a is not None else (b, x)
+        if lanes_of(other) != 1:
+            return None
+        if op == "and_":
+            return ll.Constant(t, 0) if k == 0 else other if k == ones else None
+        if op == "or_":
+            return ll.Constant(t, ones) if k == ones else other if k == 0 else None
+        return None
+    sa, sb = _signed(a, w), _signed(b, w)
+    if op in ("shl", "lshr", "ashr") and b >= w:
+        return None
+    if op in ("sdiv", "udiv", "srem", "urem") and b == 0:
+        return None
+    if op in ("sdiv", "srem") and sa == -(1 << (w - 1)) and sb == -1:
+        return None
+    q = abs(sa) // abs(sb) if op in ("sdiv", "srem") else 0
+    q = -q if op in ("sdiv", "srem") and (sa < 0) != (sb < 0) else q
+    r = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+         "and_": lambda: a & b, "or_": lambda: a | b, "xor": lambda: a ^ b,
+         "shl": lambda: a << b, "lshr": lambda: a >> b, "ashr": lambda: sa >> b,
+         "udiv": lambda: a // b, "urem": lambda: a % b,
+         "sdiv": lambda: q, "srem": lambda: sa - q * sb}.get(op)
+    return None if r is None else ll.Constant(t, r() & ones)
+
+
+_FOLDS = ("add", "sub", "mul", "and_", "or_", "xor", "shl", "lshr", "ashr", "sdiv", "udiv",
+          "srem", "urem")
+
+
 def _binary(op: str):
     def fn(self: LaneBuilder, x: ll.Value, y: ll.Value, name: str = "") -> ll.Value:
+        if op in _FOLDS:
+            folded = _fold_binary(op, x, y)
+            if folded is not None:
+                return folded
         return getattr(self.ir, op)(*self.like(x, y), name=name)
 
     fn.__name__ = op
@@ -214,6 +291,11 @@ def _binary(op: str):
 
 def _cast(op: str):
     def fn(self: LaneBuilder, v: ll.Value, t: ll.Type, name: str = "") -> ll.Value:
+        k = constant_int(v)
+        if k is not None and op in ("zext", "sext", "trunc") and isinstance(t, ll.IntType):
+            if op == "sext":
+                k = _signed(k, v.type.width)
+            return ll.Constant(t, k & ((1 << t.width) - 1))
         return getattr(self.ir, op)(v, self.type_of(t, lanes_of(v)), name=name)
 
     fn.__name__ = op

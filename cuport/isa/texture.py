@@ -24,7 +24,10 @@ shapes made from the same code: where the executing lanes of a CPU warp hold one
 object, one call of the warp's function samples for all of them (`em.per_warp`); otherwise
 (and per thread on Vulkan) the per-thread function is called once per executing lane, in
 lane order, its results gathered back into the warp's vectors. Surface accesses go lane by
-lane; queries (txq, suq) are plain loads of descriptor fields.
+lane; queries (txq, suq) are plain loads of descriptor fields. Where the backend knows
+what the operand's object is (`em.texture_facts`: the Vulkan backend's variant for a launch
+whose parameter holds a live texture object, passes/texture_params.py), the sampler is made
+for that object's format, filter and address modes, which are then constants.
 """
 
 from __future__ import annotations
@@ -192,8 +195,10 @@ def lower_tex(em, ins: ir.Instr) -> None:
                 raise em.error(f"a gradient of {len(items)} components for a {dims}D texture")
             grads += [em.read(x, "f32") for x in items[:dims]] + [em.const("f32", 0.0)] * (3 - dims)
 
+    spec = em.texture_facts(image)
+
     def make(lanes: int) -> ll.Function:
-        return rt.sampler(em.module, geom, ctype == "s32", lod, lanes)
+        return rt.sampler(em.module, geom, ctype == "s32", lod, lanes, spec)
 
     _write_words(em, dst, _sample(em, h, [*cs, lodv, *grads], make))
 
@@ -212,8 +217,10 @@ def lower_tld4(em, ins: ir.Instr) -> None:
     h = handle(em, image)
     cs = _coordinate_values(em, coords, geom, "f32")
 
+    spec = em.texture_facts(image)
+
     def make(lanes: int) -> ll.Function:
-        return rt.gather(em.module, geom, "rgba".index(comp), lanes)
+        return rt.gather(em.module, geom, "rgba".index(comp), lanes, spec)
 
     _write_words(em, ins.args[0], _sample(em, h, cs, make))
 

@@ -17,6 +17,7 @@ Texel (x, y, z) of layer l at mip level k lives at
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
 MAX_LEVELS = 16  # mip levels a descriptor can hold (a 32768-texel axis has 16)
 
@@ -111,3 +112,44 @@ def offset(name: str) -> int:
 
 def level_offset(name: str) -> int:
     return getattr(Level, name).offset
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What a texture descriptor says about how to sample, as a compiled kernel may take it
+    for constants (the Vulkan backend's per-launch variants: texture_params.py): the fields
+    the sampler branches on. Sizes, pitches, addresses, layers, the border color and the
+    level-of-detail clamps stay run-time fields, so one variant serves every image of a
+    kind; `num_levels` is known only for a texture without mipmaps (1)."""
+
+    decode: int
+    channels: int
+    elem_bytes: int
+    flags: int
+    address: tuple[int, int, int]
+    fill: tuple[int, int, int, int]
+    mipmapped: bool
+
+    def field(self, name: str, index: int = 0) -> int | None:
+        """The descriptor field `name` (element `index` of an array field) where this says
+        it, else None (read it from the descriptor)."""
+        if name in ("decode", "channels", "elem_bytes", "flags"):
+            return getattr(self, name)
+        if name in ("address", "fill"):
+            return getattr(self, name)[index]
+        if name == "num_levels" and not self.mipmapped:
+            return 1
+        return None
+
+    @property
+    def tag(self) -> str:
+        """A name for generated functions: every field, so that two facts never share one."""
+        a, f = self.address, self.fill
+        return (f"d{self.decode}c{self.channels}e{self.elem_bytes}f{self.flags}"
+                f"a{a[0]}{a[1]}{a[2]}w{f[0]:x}.{f[1]:x}.{f[2]:x}.{f[3]:x}{'m' if self.mipmapped else ''}")
+
+
+def sampling_of(d: Descriptor) -> Sampling:
+    """A texture descriptor's Sampling."""
+    return Sampling(d.decode, d.channels, d.elem_bytes, d.flags, tuple(d.address), tuple(d.fill),
+                    d.num_levels > 1)

@@ -3,7 +3,10 @@ warp.
 
 The lowerings in cuport/isa/texture.py call these functions; each is generated into the
 kernel's LLVM module the first time it is needed and reads the object's descriptor
-(texture_layout.py) at run time, so one function serves every texture of a given geometry.
+(texture_layout.py) at run time, so one function serves every texture of a given geometry;
+or, given a `spec` (texture_layout.Sampling: what the one object it samples is), takes the
+descriptor's format, filter and address modes as constants, and builds only the code they
+choose (`_Fn.branch`/`switch` on a constant, lanes.py's folding), named for the spec.
 No Python runs while a kernel samples. Each sampler comes in two shapes built from the same
 code (lanes.py): per thread (scalar arguments: the Vulkan backend, and a CPU warp whose
 lanes hold different texture objects, lane by lane) and per warp (`lanes` = 32: the CPU
@@ -52,7 +55,7 @@ from collections.abc import Callable
 from llvmlite import ir as ll
 
 from . import texture_layout as T
-from .lanes import LaneBuilder, lanes_of, scalar_type
+from .lanes import LaneBuilder, constant_int, lanes_of, scalar_type
 from .types import F16, F32, F64, I1, I8, I16, I32, I64, PTR, vec
 
 SNAP = "nearest"  # level of detail -> 8 fractional bits: "nearest" (half even) or "truncate"
@@ -103,8 +106,11 @@ def lane_type(t: ll.Type, lanes: int) -> ll.Type:
     return vec(t, lanes) if lanes > 1 else t
 
 
-def shaped(name: str, lanes: int) -> str:
-    """A runtime function's name for its shape: per thread or per warp."""
+def shaped(name: str, lanes: int, spec: T.Sampling | None = None) -> str:
+    """A runtime function's name for its shape (per thread or per warp) and the descriptor
+    facts it takes as constants (spec; none: it reads them)."""
+    if spec is not None:
+        name = f"{name}_k{spec.tag}"
     return name if lanes == 1 else f"{name}_w{lanes}"
 
 
@@ -114,9 +120,10 @@ class _Fn:
     last argument is the executing lanes (<lanes x i1>, see lanes.py)."""
 
     def __init__(self, module: ll.Module, name: str, ret: ll.Type, args: list[ll.Type],
-                 lanes: int = 1) -> None:
+                 lanes: int = 1, spec: T.Sampling | None = None) -> None:
         self.module = module
         self.lanes = lanes
+        self.spec = spec  # descriptor facts known when the kernel was compiled: constants
         types = args + ([vec(I1, lanes)] if lanes > 1 else [])
         self.fn = ll.Function(module, ll.FunctionType(ret, types), name=name)
         self.fn.linkage = "internal"
@@ -144,7 +151,11 @@ class _Fn:
         return self.b.offset(base, _i64(off) if isinstance(off, int) else off)
 
     def field(self, desc: ll.Value, name: str, t: ll.Type = I32, index: int = 0) -> ll.Value:
-        """Descriptor field `name` (element `index` of an array field) as type t."""
+        """Descriptor field `name` (element `index` of an array field) as type t: a
+        constant where the function's spec knows it."""
+        known = self.spec.field(name, index) if self.spec is not None and t == I32 else None
+        if known is not None:
+            return _i32(known)
         size = 8 if t == I64 else 4
         return self.b.load(self.at(desc, T.offset(name) + index * size), typ=t)
 
@@ -161,7 +172,10 @@ class _Fn:
         return b.icmp_unsigned("!=", b.and_(flags, _i32(bit)), _i32(0))
 
     def return_if_null(self, desc: ll.Value, answer: ll.Value) -> None:
-        """A NULL descriptor (an object that does not exist): return `answer` at once."""
+        """A NULL descriptor (an object that does not exist): return `answer` at once. Not
+        where the spec was a live object's: the handle is that object's."""
+        if self.spec is not None:
+            return
         b = self.b
         null = b.icmp_unsigned("==", b.ptrtoint(desc, I64), _i64(0))
         bad = self.fn.append_basic_block("null")
@@ -370,7 +384,10 @@ class _Fn:
     def branch(self, cond: ll.Value, then: Build, otherwise: Build) -> list[ll.Value]:
         """then() if cond else otherwise(), each a list of values. A uniform (scalar) cond
         branches; one that varies between lanes computes both sides, lane by lane, so each
-        side must be safe to compute for every lane."""
+        side must be safe to compute for every lane. A constant cond builds its side only."""
+        k = constant_int(cond)
+        if k is not None:
+            return then() if k else otherwise()
         if lanes_of(cond) > 1:
             tv, ev = then(), otherwise()
             return [self.b.select(cond, x, y) for x, y in zip(tv, ev, strict=True)]
@@ -382,7 +399,13 @@ class _Fn:
     def switch(self, key: ll.Value, cases: dict[int | tuple[int, ...], Build],
                default: Build) -> list[ll.Value]:
         """The values cases[key]() builds (a tuple: for any of its keys; default() for any
-        other key); key is uniform."""
+        other key); key is uniform. A constant key builds its case only."""
+        k = constant_int(key)
+        if k is not None:
+            for ks, build in cases.items():
+                if k in (ks if isinstance(ks, tuple) else (ks,)):
+                    return build()
+            return default()
         db = self.fn.append_basic_block("default")
         sw = self.b.switch(key, db)
         arms = [(db, default)]
@@ -530,18 +553,21 @@ def _decode(f: _Fn, raw: ll.Value, decode: ll.Value) -> ll.Value:
     return f.switch(decode, cases, lambda: [raw])[0]
 
 
-def _fetch_fn(module: ll.Module, lanes: int = 1) -> ll.Function:
+def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
+              decode_as: int | None = None) -> ll.Function:
     """words fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
     result words (channels decoded by `decode`, normally the descriptor's; an unknown one
     reads bytes); the indices are inside the level (z counts 3D slices and layers alike).
-    Per warp: x, y, z per lane."""
-    name = shaped("cuport_tex_fetch", lanes)
+    Per warp: x, y, z per lane. With a spec, `decode_as` is the decode, a constant."""
+    name = shaped("cuport_tex_fetch" + ("" if decode_as is None else f"_d{decode_as}"), lanes, spec)
 
     def build() -> ll.Function:
         f = _Fn(module, name, words_type(lanes),
-                [PTR, PTR] + [lane_type(I64, lanes)] * 3 + [I32], lanes)
+                [PTR, PTR] + [lane_type(I64, lanes)] * 3 + [I32], lanes, spec)
         b = f.b
         desc, lvl, x, y, z, decode = f.args
+        if decode_as is not None:
+            decode = _i32(decode_as)
         channels = f.field(desc, "channels")
         elem = b.zext(f.field(desc, "elem_bytes"), I64)
         addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
@@ -614,18 +640,26 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
     `inline`: point sampling and the float filter, whose fetches in a warp's function then
     overlap: bench texconv 320 -> 265 ms, compile 0.8 -> 1.0 s), or the border."""
     b = f.b
-    fetch = _fetch_fn(f.module, f.lanes)
     if decode is None:
         decode = f.field(desc, "decode")
+    fetch = _fetch_fn(f.module, f.lanes, f.spec, constant_int(decode) if f.spec else None)
     x = b.zext(idx[0], I64)
     y = b.zext(idx[1], I64) if len(idx) > 1 else _i64(0)
     z = b.zext(idx[2], I64) if len(idx) > 2 else _i64(0)
     z = b.add(z, b.zext(layer, I64))
+    inside = _all(f, ok)
+    words = f.unpack(f.call(fetch, [desc, lvl, x, y, z, decode], inline))
+    if constant_int(inside) == 1:  # no address mode here has a border
+        return words
+    return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+
+
+def _all(f: _Fn, ok: list[ll.Value]) -> ll.Value:
+    """Whether every axis's index is inside the texture (i1, per lane)."""
     inside = ok[0]
     for o in ok[1:]:
-        inside = b.and_(inside, o)
-    words = f.unpack(f.call(fetch, [desc, lvl, x, y, z, decode], inline))
-    return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+        inside = f.b.and_(inside, o)
+    return inside
 
 
 def _blend(f: _Fn, taps: list[tuple[ll.Value, Words]], scale: float) -> Words:
@@ -767,7 +801,9 @@ def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
     instead of 1.5); fewer taps in place (a call costs a 2D linear sample 9% of its time)."""
     if len(taps) <= 4:
         return _filter_float(f, taps, extra[0]) if kind == "float" else _filter_int(f, taps, *extra)
-    name = shaped(f"cuport_tex_filter_{kind}{len(taps)}", f.lanes)
+    # with a spec the extra operands follow from the descriptor's decode: constants
+    known = f.spec is not None and all(isinstance(e, ll.Constant) for e in extra)
+    name = shaped(f"cuport_tex_filter_{kind}{len(taps)}", f.lanes, f.spec if known else None)
     value_t = F32 if kind == "float" else I32
 
     def build() -> ll.Function:
@@ -775,7 +811,7 @@ def _filter_call(f: _Fn, kind: str, taps: list[tuple[ll.Value, ll.Value]],
                 + [t.type for t in extra], f.lanes)
         args = list(g.args)
         pairs = [(args[2 * k], args[2 * k + 1]) for k in range(len(taps))]
-        rest = args[2 * len(taps):]
+        rest = extra if known else args[2 * len(taps):]
         if kind == "float":
             word = _filter_float(g, pairs, rest[0])
         else:
@@ -799,18 +835,21 @@ def _tap16(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value, decode: ll.V
     texel: its color times the scale (65535 or 32767), rounded."""
     b = f.b
     words = _tap(f, desc, lvl, idx, ok, layer, raw_decode)
-    inside = ok[0]
-    for o in ok[1:]:
-        inside = b.and_(inside, o)
+    inside = _all(f, ok)
     out = []
     for c in range(4):
         k = words[c]
-        mag = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), k), k)
-        s8 = b.udiv(b.add(b.mul(mag, _i32(65534)), _i32(127)), _i32(254))
-        s8 = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), s8), s8)
         t = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_UNORM8)),
                      b.mul(k, _i32(257)), k)
-        t = b.select(b.icmp_unsigned("==", decode, _i32(T.DECODE_SNORM8)), s8, t)
+        snorm8 = b.icmp_unsigned("==", decode, _i32(T.DECODE_SNORM8))
+        if constant_int(snorm8) != 0:  # (a known decode other than SNORM8 needs none of it)
+            mag = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), k), k)
+            s8 = b.udiv(b.add(b.mul(mag, _i32(65534)), _i32(127)), _i32(254))
+            s8 = b.select(b.icmp_signed("<", k, _i32(0)), b.sub(_i32(0), s8), s8)
+            t = b.select(snorm8, s8, t)
+        if constant_int(inside) == 1:
+            out.append(t)
+            continue
         border = b.bitcast(f.field(desc, "border", I32, c), F32)
         border = f.fptosi_sat(b.intrinsic("llvm.rint", [b.fmul(border, scale)], F32), I32)
         out.append(b.select(inside, t, border))
@@ -831,18 +870,23 @@ def _filter_int(f: _Fn, taps: list[tuple[ll.Value, ll.Value]], scale: ll.Value,
     return b.bitcast(r, I32)
 
 
-def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1) -> ll.Function:
+def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
+              spec: T.Sampling | None = None, normalized_as: int | None = None) -> ll.Function:
     """words level(ptr desc, ptr lvl, c0, c1, c2, i32 layer, i1 normalized): sample one
     mip level at coordinates c (f32, or s32 texel indices) of `dims` axes. Per warp: the
-    coordinates and the layer per lane."""
-    name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}", lanes)
+    coordinates and the layer per lane. With a spec, `normalized_as` is normalized, a
+    constant."""
+    suffix = "" if normalized_as is None else f"_n{normalized_as}"
+    name = shaped(f"cuport_tex_level{dims}{'i' if int_coords else 'f'}{suffix}", lanes, spec)
 
     def build() -> ll.Function:
         ct = lane_type(I32 if int_coords else F32, lanes)
         f = _Fn(module, name, words_type(lanes), [PTR, PTR, ct, ct, ct, lane_type(I32, lanes), I1],
-                lanes)
+                lanes, spec)
         b = f.b
         desc, lvl, c0, c1, c2, layer, normalized = f.args
+        if normalized_as is not None:
+            normalized = ll.Constant(I1, normalized_as)
         coords = [c0, c1, c2][:dims]
         sizes = [f.lfield(lvl, n) for n in ("width", "height", "depth")][:dims]
         modes = [f.field(desc, "address", I32, k) for k in range(dims)]
@@ -999,20 +1043,22 @@ def _layer(f: _Fn, desc, index: ll.Value, cube: bool) -> ll.Value:
 
 
 def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str,
-            lanes: int = 1) -> ll.Function:
+            lanes: int = 1, spec: T.Sampling | None = None) -> ll.Function:
     """i32 tex(ptr desc, c0, c1, c2, c3, f32 lod, f32 gx0, gx1, gx2, gy0, gy1, gy2, ptr out):
     sample with the PTX coordinate vector (c, as f32 or s32; array index first for a1d, a2d
     and acube) and write four result words to out. `lod` is "none", "level", "grad" or
     "base". Returns 0, or 1 for a NULL texture object (nothing is written). Per warp
     (`lanes` = 32): every argument but desc and out per lane, then the executing lanes
-    (<32 x i1>); out holds four <32 x i32>."""
+    (<32 x i1>); out holds four <32 x i32>. `spec`: the facts of the one texture object it
+    samples, as constants (texture_layout.Sampling; the code for other formats, filters and
+    address modes is not made)."""
     dims, layered, cube = GEOMETRIES[geom]
-    name = shaped(f"cuport_tex_{geom}_{'s32' if int_coords else 'f32'}_{lod}", lanes)
+    name = shaped(f"cuport_tex_{geom}_{'s32' if int_coords else 'f32'}_{lod}", lanes, spec)
 
     def build() -> ll.Function:
         ct = I32 if int_coords else F32
         f = _Fn(module, name, I32, [PTR] + [lane_type(t, lanes) for t in [ct] * 4 + [F32] * 7]
-                + [PTR], lanes)
+                + [PTR], lanes, spec)
         b = f.b
         desc, *c, lod_arg = f.args[:6]
         grads = f.args[6:12]
@@ -1038,7 +1084,8 @@ def sampler(module: ll.Module, geom: str, int_coords: bool, lod: str,
         zero = ll.Constant(I32 if int_coords else F32, 0)
         coords = (coords[:dims] + [zero, zero, zero])[:3]
 
-        level = _level_fn(module, dims, int_coords, lanes)
+        level = _level_fn(module, dims, int_coords, lanes, spec,
+                          constant_int(normalized) if spec is not None else None)
 
         def sample(k: ll.Value) -> Words:
             return f.each_value(k, lambda k: f.unpack(
@@ -1101,7 +1148,8 @@ def _mip(f: _Fn, desc, flags, nlevels, lod_kind: str, lod_arg, grads, dims: int,
     return f.branch(mip_linear, blended, nearest)
 
 
-def gather(module: ll.Module, geom: str, comp: int, lanes: int = 1) -> ll.Function:
+def gather(module: ll.Module, geom: str, comp: int, lanes: int = 1,
+           spec: T.Sampling | None = None) -> ll.Function:
     """i32 tld4(ptr desc, c0, c1, c2, c3 (f32), ptr out): the four texels of the bilinear
     footprint, channel `comp` of each, counter-clockwise from the lower left:
     (i0, j1), (i1, j1), (i1, j0), (i0, j0). Returns 1 for a NULL texture object. Per warp
@@ -1109,11 +1157,11 @@ def gather(module: ll.Module, geom: str, comp: int, lanes: int = 1) -> ll.Functi
     dims, layered, cube = GEOMETRIES[geom]
     if dims != 2 or cube:
         raise ValueError(f"tld4 on .{geom}")
-    name = shaped(f"cuport_tld4_{geom}_{'rgba'[comp]}", lanes)
+    name = shaped(f"cuport_tld4_{geom}_{'rgba'[comp]}", lanes, spec)
 
     def build() -> ll.Function:
         ct = lane_type(F32, lanes)
-        f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, PTR], lanes)
+        f = _Fn(module, name, I32, [PTR, ct, ct, ct, ct, PTR], lanes, spec)
         b = f.b
         desc, *c, out = f.args
         f.return_if_null(desc, _i32(1))

@@ -35,7 +35,7 @@ def forward_params(fn: ir.Function) -> ir.Function:
         if not isinstance(st, ir.Instr) or not candidates:
             continue
         access = _access(st)
-        for name in _names(st):
+        for name in symbol_names(st):
             if name in candidates and (access is None or access[0] != name
                                        or not _fits(fn, st, candidates[name])):
                 del candidates[name]
@@ -86,7 +86,7 @@ def _fits(fn: ir.Function, st: ir.Instr, width: int) -> bool:
     return st.op == "st" and isinstance(value, (ir.Imm, ir.FImm))
 
 
-def _names(st: ir.Instr) -> set[str]:
+def symbol_names(st: ir.Instr) -> set[str]:
     """The symbols an instruction names, wherever they stand."""
     out: set[str] = set()
 

@@ -74,6 +74,11 @@ class LaneOps:
         hit = b.and_(outside, self.exec_mask())
         self.fail_if(b.icmp_unsigned("!=", hit, _i32(0)), kind)
 
+    def texture_facts(self, image) -> None:
+        """Nothing: a CPU kernel is compiled once for every launch, and its warps decide
+        what the descriptor says once per sample (isa/texture_sampler.py)."""
+        return None
+
     def zero_bytes(self, size: int) -> ll.Value:
         """A zeroed constant global of the module, at least `size` bytes (isa/api.py)."""
         mod = self.module

@@ -3,7 +3,9 @@
 A loaded module parses and links its PTX once and places its `.global`/`.const` variables
 in device memory, with a table of their addresses that kernels read (layout.py). A kernel
 is compiled per block shape and dynamic shared-memory size (workgroup sizes and workgroup
-arrays are fixed in SPIR-V) into a compute pipeline. A launch writes its parameters into a
+arrays are fixed in SPIR-V), and per what the texture objects its parameters hold are
+(`textures`: their samples then take the objects' formats and modes as constants), into a
+compute pipeline. A launch writes its parameters into a
 device buffer, dispatches, and reports the status record's failure (trap, assert, bad
 address) as the launch error, after printing the kernel's printf output. A kernel that
 launches kernels is waited for, and the launches it made are dispatched (device_launch.py).
@@ -26,7 +28,9 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ...isa.texture_layout import Sampling
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
+from ...passes.texture_params import texture_params
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
 from .. import cache, device_heap, facts
@@ -136,6 +140,20 @@ _FMA_PROBE = """
 
 _NO_STATUS = bytes(V.STATUS_BYTES)  # a launch's status record, cleared
 
+#: variants of a kernel, per launch shape, for different texture objects; launches with yet
+#: other objects take the variant that reads their descriptors (a program cycling through
+#: many formats compiles no more than this)
+TEXTURE_VARIANTS = 8
+
+
+def texture_variants() -> int:
+    """TEXTURE_VARIANTS, or CUPORT_VK_TEXTURE_VARIANTS=N (0: every launch samples through
+    the descriptor, as before the variants: measurements)."""
+    env = os.environ.get("CUPORT_VK_TEXTURE_VARIANTS", "")
+    return int(env) if env.isdigit() else TEXTURE_VARIANTS
+
+Textures = tuple[tuple[str, Sampling], ...]  # (kernel parameter, its object's facts)
+
 
 def _view(address: int, size: int) -> memoryview:
     """`size` bytes of host memory at `address` as a writable memoryview."""
@@ -147,11 +165,19 @@ class VulkanKernel:
         self.module = module
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
-        self._specs: dict[tuple, object] = {}
-        self._slices: dict[tuple, int] = {}  # specialization -> slice bytes (slices.py)
+        self._specs: dict[tuple, object] = {}  # (block, dyn_smem, stack, textures) -> pipeline
+        self._slices: dict[tuple, int] = {}  # (block, dyn_smem, stack) -> slice bytes (slices.py)
         # pipelines that read every parameter from push constants (KernelPlan.params_in_memory)
         self.pushed_only: set = set()
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def texture_params(self) -> tuple[tuple[str, int], ...]:
+        """(name, byte offset) of the parameters that texture operands of the kernel sample
+        through (passes/texture_params.py): a launch passes what objects they hold
+        (`textures`), and gets a variant of the kernel made for them."""
+        offsets = {p.name: p.offset for p in self.info.params}
+        return tuple((n, offsets[n]) for n in texture_params(self.fn) if n in offsets)
 
     @functools.cached_property
     def may_launch(self) -> bool:
@@ -179,13 +205,17 @@ class VulkanKernel:
         return int(stack_bytes) if self.needs_stack_limit else 0
 
     def specialization(self, block: tuple[int, int, int], dyn_smem: int,
-                       stack_bytes: int = DEFAULT_STACK_BYTES):
+                       stack_bytes: int = DEFAULT_STACK_BYTES, textures: Textures = ()):
         stack_bytes = self.stack_for(stack_bytes)
-        key = (block, dyn_smem, stack_bytes)
+        key = (block, dyn_smem, stack_bytes, textures)
         pipe = self._specs.get(key)  # (made once: asked again by every launch, without the lock)
         if pipe is not None:
             return pipe
         with self._lock:
+            if textures and key not in self._specs and sum(
+                    1 for k in self._specs if k[:3] == key[:3] and k[3]) >= texture_variants():
+                textures = ()
+                key = (block, dyn_smem, stack_bytes, textures)
             pipe = self._specs.get(key)
             if pipe is None:
                 from . import runtime
@@ -196,14 +226,14 @@ class VulkanKernel:
                 except UnsupportedError as e:
                     raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
                 spirv, local_size, in_memory, params_in_memory = self._spirv(block, dyn_smem, caps,
-                                                                             stack_bytes)
+                                                                             stack_bytes, textures)
                 try:
                     pipe = be.dev.pipeline(spirv, "main", local_size, V.PUSH_BYTES + caps.push_params,
                                            32 if be.caps.subgroup_size == 32 and
                                            be.info.min_subgroup_size != be.info.max_subgroup_size else None)
                 except runtime.VulkanError as e:
                     raise self._refused(e, block, stack_bytes) from None
-                self._slices[key] = in_memory
+                self._slices[key[:3]] = in_memory
                 if not params_in_memory:
                     self.pushed_only.add(pipe)
                 self._specs[key] = pipe  # (last: a launch finding it reads the two above unlocked)
@@ -224,11 +254,11 @@ class VulkanKernel:
         """Use the Compilation `c` (compiler.py, made with caps of one's own: the clock's
         calibration, tests) for launches of its block shape and dynamic shared memory."""
         be = self.module.backend
-        key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes))
+        key = (tuple(c.block), c.dyn_smem, self.stack_for(c.stack_bytes), tuple(c.textures))
         with self._lock:
             pipe = be.dev.pipeline(c.shader.spirv, "main", tuple(c.plan.local_size),
                                    V.PUSH_BYTES + c.caps.push_params, None)
-            self._slices[key] = c.plan.slice_bytes
+            self._slices[key[:3]] = c.plan.slice_bytes
             if not c.plan.params_in_memory:
                 self.pushed_only.add(pipe)
             self._specs[key] = pipe
@@ -239,15 +269,16 @@ class VulkanKernel:
         memory), once the specialization exists."""
         return self._slices.get((block, dyn_smem, self.stack_for(stack_bytes)), 0)
 
-    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int
-               ) -> tuple[bytes, tuple[int, int, int], int, bool]:
+    def _spirv(self, block: tuple[int, int, int], dyn_smem: int, caps: DeviceCaps, stack_bytes: int,
+               textures: Textures = ()) -> tuple[bytes, tuple[int, int, int], int, bool]:
         """(SPIR-V, local size, slice bytes: 0 where the shared memory is workgroup memory,
         whether it reads its parameters' copy in memory) of the kernel for this launch shape:
         from the
         kernel cache (backends/cache.py: its owner's only, verified before use) or compiled
         and stored there. The SPIR-V holds no address of this run (the zero and sink pages are
         push constants), so the key is the PTX, the kernel, the shape, the stack size (0 for
-        a kernel without recursion), cuport's code and the device's capabilities; a kernel reading %globaltimer holds this run's clock
+        a kernel without recursion), the texture facts the variant takes as constants (every
+        field of each), cuport's code and the device's capabilities; a kernel reading %globaltimer holds this run's clock
         calibration, which the key then includes (it is compiled again in the next run).
         CUPORT_SPIRV_VALIDATE=1 reads nothing from the cache, so that spirv-val sees all."""
         key = None
@@ -256,7 +287,7 @@ class VulkanKernel:
                                         sink_page=int(bool(caps.sink_page)))
             key = cache.make_key("vulkan-spirv", cache.code_fingerprint(), self.module.source_hash,
                                  self.fn.name, repr(tuple(block)), str(dyn_smem), repr(flags),
-                                 str(stack_bytes))
+                                 str(stack_bytes), repr(textures))
             hit = cache.load(key)
             if hit is not None:
                 spirv, meta = hit
@@ -269,7 +300,7 @@ class VulkanKernel:
                     pass  # (an authentic entry of another layout: compiled anew)
         try:
             c = compile_kernel(self.module.ptx, self.fn.name, block, dyn_smem, caps,
-                               stack_bytes=stack_bytes or DEFAULT_STACK_BYTES)
+                               stack_bytes=stack_bytes or DEFAULT_STACK_BYTES, textures=textures)
         except UnsupportedError as e:
             raise BackendError(CUDA_ERROR_NOT_SUPPORTED, f"kernel {self.fn.name}: {e}") from None
         local_size = tuple(c.plan.local_size)
@@ -280,16 +311,18 @@ class VulkanKernel:
                                                       "params_in_memory": c.plan.params_in_memory})
         return c.shader.spirv, local_size, in_memory, c.plan.params_in_memory
 
-    def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+    def prepare(self, block: tuple[int, int, int], stack_bytes: int = DEFAULT_STACK_BYTES,
+                textures: Textures = ()) -> None:
         self.specialization(block if block.__class__ is tuple else tuple(int(x) for x in block),
-                            0, stack_bytes)
+                            0, stack_bytes, textures)
 
     def blocks_per_multiprocessor(self, threads: int, dynamic_shared: int) -> int | None:
         """The occupancy calculator's answer on this device (driver/launch.py)."""
         return cooperative_.occupancy(self, threads, dynamic_shared)
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
-               cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+               cooperative: bool = False, stack_bytes: int = DEFAULT_STACK_BYTES,
+               textures: Textures = ()) -> None:
         if grid.__class__ is not tuple:  # (the driver's are tuples of ints already)
             grid = tuple(int(x) for x in grid)
         if block.__class__ is not tuple:
@@ -299,7 +332,7 @@ class VulkanKernel:
         dyn = int(dynamic_shared_bytes)
         if cooperative:
             cooperative_.check(self, grid, block, dyn)
-        pipe = self.specialization(block, dyn, stack_bytes)
+        pipe = self.specialization(block, dyn, stack_bytes, textures)
         self.module.backend.run(self, pipe, grid, dyn, params if params.__class__ is bytes else bytes(params),
                                 cooperative, self.slice_bytes(block, dyn, stack_bytes), stack_bytes)
 

@@ -12,12 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...isa.memory import space_of
+from ...isa.texture_layout import Sampling
 from ...passes import cfg as cfgmod
 from ...passes import divergence
 from ...passes import spaces as spaces_pass
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions, stack_recursive_calls
 from ...passes.inline import inline_all_calls
 from ...passes.params import forward_params
+from ...passes.texture_params import texture_handles
 from ...passes.yields import loop_waits, observes_others
 from ...ptx import ir
 from ...ptx.errors import UnsupportedError
@@ -35,6 +37,9 @@ class Compilation:
     dyn_smem: int
     caps: DeviceCaps
     stack_bytes: int = DEFAULT_STACK_BYTES  # cudaLimitStackSize: the recursive calls' stack
+    # (kernel parameter, Sampling) for the texture objects a launch passes: a variant whose
+    # samples through them take their facts as constants (KernelPlan.textures)
+    textures: tuple[tuple[str, Sampling], ...] = ()
     funcs: list[ir.Function] = field(default_factory=list)  # the functions the kernel reaches
     fn: ir.Function | None = None
     cfg: cfgmod.Cfg | None = None
@@ -142,6 +147,9 @@ def infer_spaces(c: Compilation) -> Compilation:
 def layout(c: Compilation) -> Compilation:
     c.plan = KernelPlan(c.ptx, c.fn, c.block, c.dyn_smem, c.caps, c.cfg, c.div, c.block_div, c.spaces)
     plan_layout(c.plan)
+    if c.textures:
+        c.plan.textures = dict(c.textures)
+        c.plan.texture_handles = texture_handles(c.fn)
     return c
 
 
@@ -204,7 +212,9 @@ PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("spaces", infer_spaces, "needs the inlined body: where each generic address may point"),
     ("progress", check_progress, "needs block-level divergence and the spaces: spin loops between "
                                  "threads of a block, where the device cannot run them"),
-    ("layout", layout, "offsets of shared, local and parameter memory, the globals table"),
+    ("layout", layout, "offsets of shared, local and parameter memory, the globals table; "
+                       "which texture operands hold the parameters whose objects the variant "
+                       "knows (passes/texture_params.py, on the body as lowered)"),
     ("lower", lower, "per-invocation llvmlite IR through cuport/isa's families"),
     ("mark_loops", mark_loops, "needs the lowered function, and the emitter for its launch "
                                "failures: where the driver ends long loops early (quirks.py), "
@@ -261,8 +271,10 @@ def dump(c: Compilation, step: str) -> str:
 
 def compile_kernel(ptx: ir.Module, kernel: str, block: tuple[int, int, int], dyn_smem: int = 0,
                    caps: DeviceCaps | None = None, dump_after: str | None = None,
-                   stack_bytes: int = DEFAULT_STACK_BYTES) -> Compilation:
-    c = Compilation(ptx, kernel, tuple(block), dyn_smem, caps or DeviceCaps(), stack_bytes)
+                   stack_bytes: int = DEFAULT_STACK_BYTES,
+                   textures: tuple[tuple[str, Sampling], ...] = ()) -> Compilation:
+    c = Compilation(ptx, kernel, tuple(block), dyn_smem, caps or DeviceCaps(), stack_bytes,
+                    tuple(textures))
     names = [n for n, _, _ in PIPELINE]
     if dump_after is not None and dump_after not in names:
         raise KeyError(f"no step {dump_after!r}; the steps are {', '.join(names)}")

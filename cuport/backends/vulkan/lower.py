@@ -34,6 +34,7 @@ from llvmlite import ir as ll
 from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.memory import Access, InPlace, space_of
+from ...isa.texture_layout import Sampling
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
 from ...passes import cfg as cfgmod
@@ -151,6 +152,11 @@ class KernelPlan:
     # address of one is made); False: every parameter read comes from the push constants
     # (DeviceCaps.push_params), and a launch need not write the copy
     params_in_memory: bool = True
+    # kernel parameter -> what the texture object it holds at this variant's launches is
+    # (passes/texture_params.py; the launch chose the variant by them); texture operands
+    # that certainly hold one of those parameters sample with its facts as constants
+    textures: dict[str, Sampling] = field(default_factory=dict)
+    texture_handles: dict[str, str] = field(default_factory=dict)  # operand -> parameter
 
     @property
     def shared_slice(self) -> int:
