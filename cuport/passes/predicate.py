@@ -20,8 +20,8 @@ The copy of `p` taken where the branch was keeps the condition if the stretch wr
 Pure arithmetic whose results are used nowhere but later in the stretch (address
 temporaries: nvcc names every value afresh) stays unguarded, so lane forms and address
 patterns see it as before: the lanes that skip the stretch never read those registers.
-The stretches are kept in `Function.stretches`: the emitter jumps over one that holds a
-memory access where no lane of the warp runs it and no lane must (backends/cpu/emit.py
+The stretches are kept in `Function.stretches`: the emitter jumps over one that holds
+memory accesses where no lane of the warp runs it and no lane must (backends/cpu/emit.py
 `_emit_body`), as the branch did, without the lanes waiting anywhere.
 Only arithmetic and masked memory accesses are predicated (PREDICABLE): warp-level
 instructions (shuffles, votes, barriers, calls) keep their branch, since what they do
