@@ -20,6 +20,9 @@ The copy of `p` taken where the branch was keeps the condition if the stretch wr
 Pure arithmetic whose results are used nowhere but later in the stretch (address
 temporaries: nvcc names every value afresh) stays unguarded, so lane forms and address
 patterns see it as before: the lanes that skip the stretch never read those registers.
+The stretches are kept in `Function.stretches`: the emitter jumps over one that holds
+memory accesses where no lane of the warp runs it and no lane must (backends/cpu/emit.py
+`_emit_body`), as the branch did, without the lanes waiting anywhere.
 Only arithmetic and masked memory accesses are predicated (PREDICABLE): warp-level
 instructions (shuffles, votes, barriers, calls) keep their branch, since what they do
 depends on which lanes reach them together, and so does anything else with effects.
@@ -108,6 +111,7 @@ def predicate_short_branches(fn: ir.Function, cfg: Cfg, div: Divergence) -> ir.F
                 seen.setdefault(r.name, []).append((i, True))
 
     regs = dict(fn.regs)
+    marked = dict(fn.stretches)
     replace: dict[int, list] = {}  # branch index -> what replaces the branch and the stretch
 
     def new_pred() -> ir.Reg:
@@ -125,6 +129,7 @@ def predicate_short_branches(fn: ir.Function, cfg: Cfg, div: Divergence) -> ir.F
             copy_p = new_pred()
             out.append(ir.Instr("mov", ("pred",), [copy_p, p], line=bra.line))
             p = copy_p
+        start = len(out)
         for ins in stretch:
             ds = defs(ins)
             if ins.guard is None and ins.op in PURE and ds and all(_local(seen, body, r.name, i, j) for r in ds):
@@ -141,6 +146,8 @@ def predicate_short_branches(fn: ir.Function, cfg: Cfg, div: Divergence) -> ir.F
                 g.guard, g.guard_neg = both, False
             out.append(g)
         replace[i] = out
+        ids = tuple(id(x) for x in out[start:])
+        marked[ids[0]] = (ids, p, not skip_if)
 
     new_body: list = []
     i = 0
@@ -158,7 +165,9 @@ def predicate_short_branches(fn: ir.Function, cfg: Cfg, div: Divergence) -> ir.F
     named = {a.name for s in new_body if isinstance(s, ir.Instr) for a in s.args if isinstance(a, ir.Sym)}
     new_body = [s for s in new_body if not (isinstance(s, ir.Label) and s.name in ended
                                             and s.name not in named)]
+    kept = {id(s) for s in new_body}  # (a stretch inside another one was copied: gone)
     out = copy.copy(fn)
     out.body = new_body
     out.regs = regs
+    out.stretches = {k: v for k, v in marked.items() if all(x in kept for x in v[0])}
     return out

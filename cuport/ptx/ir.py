@@ -239,6 +239,9 @@ class Function:
     prototypes: dict[str, Function] = field(default_factory=dict)  # .callprototype labels
     line: int = 0
     undeclared: dict[str, int] = field(default_factory=dict)  # registers used undeclared -> line
+    #: predicated stretches (passes/predicate.py): id of a stretch's first instruction ->
+    #: (the ids of its instructions, in order; the predicate; the value where lanes run it)
+    stretches: dict[int, tuple[tuple[int, ...], Reg, bool]] = field(default_factory=dict)
 
     @property
     def is_entry(self) -> bool:
