@@ -75,9 +75,13 @@ def enabled() -> bool:
 _fingerprint: str | None = None
 
 
+#: cuport's package directory, whose compiler sources code_fingerprint hashes
+COMPILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _compiler_sources() -> list[tuple[str, os.DirEntry]]:
     """The compiler's source files: (path under cuport/, its directory entry), sorted."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = COMPILER_ROOT
     out = []
     todo = [os.path.join(root, sub) for sub in ("ptx", "passes", "isa", "backends")]
     while todo:
