@@ -99,8 +99,9 @@ def code_fingerprint() -> str:
 
     Reading and hashing its ~140 files (1.8 MB) took 6-9 ms of every start, a cached run's
     included; the hash is kept in the cache under the files' names, sizes and modification
-    times (what Python's own .pyc checks, to the nanosecond here), so a start with the
-    sources unchanged lists them and reads one verified entry (~1 ms)."""
+    times (what Python's own .pyc checks, to the nanosecond here), in the cache's `python`
+    directory with cuport's bytecode, so a start with the sources unchanged lists them and
+    reads one verified entry (~1 ms)."""
     global _fingerprint
     if _fingerprint is None:
         files = _compiler_sources()
@@ -109,7 +110,8 @@ def code_fingerprint() -> str:
             st = e.stat()
             stamps.append(f"{rel}|{st.st_size}|{st.st_mtime_ns}")
         key = make_key("code fingerprint", *stamps)
-        hit = load(key)
+        own = cache_dir() / "python"  # (beside cuport's bytecode: not a kernel's entry)
+        hit = load(key, own)
         if hit is not None and re.fullmatch(rb"[0-9a-f]{16}", hit[0]):
             _fingerprint = hit[0].decode()
         else:
@@ -119,7 +121,7 @@ def code_fingerprint() -> str:
                 with open(e.path, "rb") as f:
                     h.update(f.read())
             _fingerprint = h.hexdigest()[:16]
-            store(key, _fingerprint.encode(), {"code fingerprint": True})
+            store(key, _fingerprint.encode(), {"code fingerprint": True}, own)
     return _fingerprint
 
 

@@ -261,7 +261,7 @@ def test_the_compiler_fingerprint_follows_its_sources(tmp_path, monkeypatch):
 
     first = fingerprint()
     assert first == hashed()
-    (entry,) = (tmp_path / "cache").glob("*.k")
+    (entry,) = (tmp_path / "cache" / "python").glob("*.k")
     assert entry.read_bytes().endswith(first.encode())
     assert fingerprint() == first  # from the entry
     entry.write_bytes(entry.read_bytes()[:-16] + b"0123456789abcdef")  # its tag fails now
