@@ -32,10 +32,11 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from types import ModuleType
 
 from cuport.backends import host_pages
 from cuport.capi import types
-from cuport.driver import context, ipc_channel, memory
+from cuport.driver import context, memory
 from cuport.driver.api import implements
 from cuport.driver.errors import CudaError, E
 
@@ -63,7 +64,7 @@ def _start_time(pid: int) -> int:
 
 def _pack(magic: bytes, size: int, ident: int) -> bytes:
     pid = os.getpid()
-    token = ipc_channel.server().token
+    token = _channel().server().token
     data = _LAYOUT.pack(magic, pid, 0, _start_time(pid), token, size, ident)
     return data + bytes(HANDLE_BYTES - len(data))
 
@@ -103,8 +104,16 @@ def _fetch(h: _Handle, kind: bytes, what: str) -> tuple[int, bytes]:
     if _start_time(h.pid) != h.start:
         raise CudaError(E.INVALID_VALUE, f"the process {h.pid} that made the {what} handle "
                                          "has exited")
-    return ipc_channel.fetch(h.pid, h.token, kind, h.ident, what)
+    return _channel().fetch(h.pid, h.token, kind, h.ident, what)
 
+
+
+def _channel() -> ModuleType:
+    """cuport.driver.ipc_channel, imported when a program first shares something (its
+    sockets' import was 3 ms of every program's start)."""
+    from cuport.driver import ipc_channel
+
+    return ipc_channel
 
 # -- memory -------------------------------------------------------------------------------
 
@@ -116,7 +125,7 @@ def _withdraw(a: memory.Allocation) -> None:
     with _lock:
         if a.id in _exported:
             _exported.discard(a.id)
-            ipc_channel.withdraw(_MEM, a.id)
+            _channel().withdraw(_MEM, a.id)
 
 
 memory.UNMAP_HOOKS.append(_withdraw)
@@ -140,7 +149,7 @@ def get_mem_handle(out: int, dptr: int) -> None:
             stream.synchronize_context(a.context)  # (host pages move: no kernel may write meanwhile)
             fd, description = memory.share(a)
             try:
-                ipc_channel.server().offer(_MEM, a.id, fd, description)
+                _channel().server().offer(_MEM, a.id, fd, description)
             finally:
                 os.close(fd)
             _exported.add(a.id)
@@ -255,7 +264,7 @@ class SharedEventState:
 
 
 def _release_page(address: int, length: int, fd: int, ident: int) -> None:
-    ipc_channel.withdraw(_EVENT, ident)  # (if it was offered)
+    _channel().withdraw(_EVENT, ident)  # (if it was offered)
     host_pages.unmap(address, length)
     os.close(fd)
 
@@ -272,7 +281,7 @@ def get_event_handle(out: int, event_handle: int) -> None:
     shared = e.shared
     with _event_lock:
         if not shared.offered:
-            ipc_channel.server().offer(_EVENT, shared.ident, shared.fd, b"")
+            _channel().server().offer(_EVENT, shared.ident, shared.fd, b"")
             shared.offered = True
     ctypes.memmove(out, _pack(_EVENT_MAGIC, 0, shared.ident), HANDLE_BYTES)
 

@@ -228,3 +228,57 @@ def test_a_cached_module_is_the_module(program, tmp_path):
     mod = ptx.load([out.read_text()])
     again = pickle.loads(module_cache.dumps(mod))
     assert again == mod and len(again.functions) == len(mod.functions) > 0
+
+
+def test_the_compiler_fingerprint_follows_its_sources(tmp_path, monkeypatch):
+    """Every key holds a hash of the compiler's sources; a start reads it from the cache
+    while the sources' names, sizes and modification times are those it was made for, and
+    hashes them again when one changes or the stored hash does not verify."""
+    import hashlib
+
+    from cuport.backends import cache
+
+    root = tmp_path / "cuport"
+    for sub in ("ptx", "passes", "isa", "backends/cpu"):
+        (root / sub).mkdir(parents=True)
+    (root / "ptx" / "parser.py").write_text("parse = 1\n")
+    (root / "backends" / "cpu" / "emit.py").write_text("emit = 2\n")
+    (root / "backends" / "notes.txt").write_text("not a source\n")
+    monkeypatch.setattr(cache, "COMPILER_ROOT", str(root))
+    monkeypatch.setenv("CUPORT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUPORT_CACHE", "1")
+
+    def fingerprint() -> str:
+        monkeypatch.setattr(cache, "_fingerprint", None)
+        return cache.code_fingerprint()
+
+    def hashed() -> str:
+        h = hashlib.sha256()
+        for rel in ("backends/cpu/emit.py", "ptx/parser.py"):
+            h.update(rel.encode())
+            h.update((root / rel).read_bytes())
+        return h.hexdigest()[:16]
+
+    first = fingerprint()
+    assert first == hashed()
+    (entry,) = (tmp_path / "cache" / "python").glob("*.k")
+    assert entry.read_bytes().endswith(first.encode())
+    assert fingerprint() == first  # from the entry
+    entry.write_bytes(entry.read_bytes()[:-16] + b"0123456789abcdef")  # its tag fails now
+    assert fingerprint() == first  # hashed again
+    (root / "ptx" / "parser.py").write_text("parse = 3\n")  # an edit: a new modification time
+    assert fingerprint() == hashed() != first
+
+
+def test_a_hit_marks_its_entry_used_at_most_once_an_hour(cache_dir):
+    from cuport.backends import cache
+
+    old, recent = cache.make_key("old"), cache.make_key("recent")
+    for key, when in ((old, 1000), (recent, None)):
+        cache.store(key, b"x", {})
+        if when:
+            os.utime(cache_dir / f"{key}.k", (when, when))
+    mtime = (cache_dir / f"{recent}.k").stat().st_mtime_ns
+    assert cache.load(old) is not None and cache.load(recent) is not None
+    assert (cache_dir / f"{old}.k").stat().st_mtime > 1000  # used now: kept longest
+    assert (cache_dir / f"{recent}.k").stat().st_mtime_ns == mtime  # not written again

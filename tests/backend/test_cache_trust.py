@@ -315,6 +315,16 @@ def test_the_installed_guard_is_the_package_s_own():
     guard.load(path)
 
 
+def test_a_guard_that_does_not_compile_says_why(tmp_path, monkeypatch):
+    """A failed build of the guard is an OSError carrying the compiler's message (library()
+    prints it and runs kernels without the guard); it leaves no file behind."""
+    monkeypatch.setattr(guard, "_command", lambda sources, target: [
+        sys.executable, "-c", "import sys; sys.exit('guard.c:1: error: no compiler here')"])
+    with pytest.raises(guard.BuildFailed, match="no compiler here"):
+        guard.build(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def _import_in_child(cache_dir: Path, tmp_path: Path, module: str) -> subprocess.CompletedProcess:
     """`python -B` importing `module` with no .pyc to be found (bytecode.py's case), and
     printing its MARKER if it has one."""

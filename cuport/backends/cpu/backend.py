@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import mmap
 import os
 import signal
 import threading
@@ -41,12 +42,24 @@ from .pool import get_pool
 
 
 class HostBuffer:
-    """Page-aligned host memory owned by Python (zeroed)."""
+    """Aligned host memory owned by Python (zeroed).
+
+    From MAPPED_FROM bytes on it is an anonymous mapping, whose pages the kernel zeroes when
+    they are first touched (by the worker that uses them), not a buffer zeroed here: the
+    per-worker scratch grows with the kernels a program launches, and on 16 workers
+    thrust_cub.cu's four growths wrote ~100 MB of zeros on the launching thread (44 ms for
+    the last, most of it for resident slots a worker never uses)."""
+
+    MAPPED_FROM = 1 << 16
 
     def __init__(self, size: int, align: int = 4096) -> None:
         self.size = size
-        self._raw = ctypes.create_string_buffer(size + align)
-        base = ctypes.addressof(self._raw)
+        if size + align >= self.MAPPED_FROM:
+            self._raw = mmap.mmap(-1, size + (align if align > mmap.PAGESIZE else 0))
+            base = ctypes.addressof(ctypes.c_char.from_buffer(self._raw))
+        else:
+            self._raw = ctypes.create_string_buffer(size + align)
+            base = ctypes.addressof(self._raw)
         self.address = (base + align - 1) // align * align
 
 
