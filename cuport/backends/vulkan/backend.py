@@ -18,6 +18,7 @@ driver's host-side code uses it directly.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import dataclasses
 import functools
@@ -460,6 +461,11 @@ class VulkanBackend:
         self._sync_lane: Stream | None = None
         self._followed: dict[tuple[Stream, Stream], int] = {}  # (lane, other): ticket followed
         self._dropped: list[Stream] = []  # lanes of destroyed CUDA streams, until their work ran
+        # the watched marks of each lane not known to be reached, in ticket order: (ticket,
+        # reached, called); whoever learns first that the device is past them calls them, in
+        # this order (_reach), so an event's time never precedes an earlier one's
+        self._marks: dict[Stream, collections.deque] = {}
+        self._reaching = threading.Lock()  # (held while _reach calls them: one order)
         # shared buffers that kernels of two lanes must not use at once (slices, the grid
         # workspace): the lane and ticket of the last dispatch that used each
         self._exclusive: dict[str, tuple[Stream, int]] = {}
@@ -553,6 +559,7 @@ class VulkanBackend:
         with self._lock:
             lane = self._lanes.pop(key, None)
             if lane is not None:
+                self._marks.pop(lane, None)  # (its watcher still calls them)
                 self._dropped = [x for x in self._dropped if not x.destroyed] + [lane]
                 self._followed = {k: t for k, t in self._followed.items() if lane not in k}
         if lane is not None:
@@ -968,13 +975,34 @@ class VulkanBackend:
         and no other's: launches, and the fills and copies (pinned memory the host reads
         next); print the printf output once nothing is in flight; the first failure among
         the launches that have finished, as (the launch, its error), if any."""
-        for lane in self._lanes_of(lanes) if lanes is None else map(self._lanes.get, lanes):
+        chosen = self._lanes_of(lanes) if lanes is None else list(map(self._lanes.get, lanes))
+        for lane in chosen:
             if lane is not None and not lane.known_idle():
                 lane.synchronize()
+        if self._marks:  # (the events before the host operation that drains are reached first)
+            for lane in chosen:
+                if lane is not None and lane in self._marks:
+                    self._reach(lane)
         if not self._inflight:
             return None
         with self._lock:
             return self._retire_finished()
+
+    def _reach(self, lane: Stream, upto: int | None = None) -> None:
+        """Call the watched marks of `lane` (when_reached) the device is past, up to the ticket
+        `upto` (None: all it is past), in their order, where the lane's watcher thread has not
+        yet: the host learnt it first (a drain, an event's synchronisation), and a mark timed
+        after a later one would make cuEventElapsedTime negative (simpleMultiCopy)."""
+        marks = self._marks.get(lane)
+        if not marks:
+            return
+        with self._reaching:
+            while marks:
+                ticket, reached, _ = marks[0]
+                if upto is not None and ticket > upto or not lane.is_done(ticket):
+                    return
+                marks.popleft()
+                reached(None)
 
     def drain_here(self) -> tuple[str, BackendError] | None:
         """drain() for the calling thread's lane alone (the backend's own launches made in a
@@ -1059,6 +1087,12 @@ class VulkanBackend:
                         fn(failed)
 
             if watch:
+                marks = self._marks.get(lane)
+                if marks is None:
+                    marks = self._marks[lane] = collections.deque()
+                while marks and marks[0][2][0]:  # (those the watcher called)
+                    marks.popleft()
+                marks.append((ticket, reached, called))
                 lane.when_done(ticket, reached)
 
         def check(block: bool) -> None:
@@ -1069,6 +1103,8 @@ class VulkanBackend:
                 lane.wait(ticket)
             elif not lane.is_done(ticket):
                 return
+            if watch:
+                self._reach(lane, ticket)  # (the earlier marks first, then this one)
             reached(None)
 
         check.place = (lane, ticket)
