@@ -143,3 +143,26 @@ def test_launches_with_big_parameters_on_two_lanes(backend):
         backend.drop_lane(141)
         backend.drop_lane(142)
         backend.free(out, 8)
+
+
+def test_without_lanes_a_streams_drain_waits_for_the_default_lane(backend, monkeypatch):
+    """CUPORT_VK_LANES=0 (and CUPORT_VK_PROFILE) put every stream's work on the default lane:
+    a host operation on a stream must then drain and ask that lane, not a lane the stream
+    never got (with the lanes' keys it waited for nothing)."""
+    monkeypatch.setattr(backend, "lanes_on", False)
+    buf = backend.allocate(16)
+    try:
+        _filled(backend, 151, buf, 0x3C)
+        default = backend._lanes[0]
+        assert 151 not in backend._lanes
+        assert backend._lanes_of([151, 0]) == [default]
+        with monkeypatch.context() as busy:  # the default lane has work: so has stream 151
+            busy.setattr(default, "known_idle", lambda: False)
+            busy.setattr(default, "is_done", lambda ticket: False)
+            assert backend.pending([151])
+        assert backend.drain([151]) is None
+        assert _read(backend, buf, 16) == b"\x3c" * 16
+    finally:
+        monkeypatch.undo()
+        backend.drain()
+        backend.free(buf, 16)

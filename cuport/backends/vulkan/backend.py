@@ -505,6 +505,9 @@ class VulkanBackend:
 
         # (profiling times every launch on the default lane's timestamps: one lane for all)
         self.profile = profile.Profile(self._default) if profile.enabled() else None
+        # CUPORT_VK_LANES=0: every CUDA stream's work on the default lane, as before lanes
+        # (a fallback; a stream's host operations then wait for every stream's kernels)
+        self.lanes_on = self.profile is None and os.environ.get("CUPORT_VK_LANES") != "0"
         from . import quirks
         from .lower_texture import ZERO_PAGE_BYTES
 
@@ -533,7 +536,7 @@ class VulkanBackend:
         """Device work handed over on this thread from now on goes to CUDA stream `key`'s lane
         (None: back to the default), after the work handed over so far to the lanes `after`
         (the legacy stream's implicit synchronisation: the driver's model, driver/stream.py)."""
-        if key is None or self.profile is not None:
+        if key is None or not self.lanes_on:
             self._local.lane = None
             return
         lane = self._lanes.get(key)
@@ -573,7 +576,8 @@ class VulkanBackend:
             every.update(dict.fromkeys(x for x in self._dropped if not x.destroyed))
             every.update(dict.fromkeys(x[3] for x in self._inflight))
             return list(every)
-        return [lane for k in keys if (lane := self._lanes.get(k)) is not None]
+        on = self.lanes_on
+        return list(dict.fromkeys(lane for k in keys if (lane := self._lanes.get(k if on else 0)) is not None))
 
     def _sync(self) -> Stream:
         """The lane of synchronous copies and fills (made when first needed)."""
@@ -964,8 +968,9 @@ class VulkanBackend:
         if lanes is None:
             return any(not x.known_idle() and not x.is_done(x.mark()) for x in self._lanes_of(None))
         get = self._lanes.get
+        on = self.lanes_on
         for k in lanes:  # (a loop, not any(): this is on every idle check's path)
-            lane = get(k)
+            lane = get(k if on else 0)
             if lane is not None and not lane.known_idle() and not lane.is_done(lane.mark()):
                 return True
         return False
@@ -975,7 +980,7 @@ class VulkanBackend:
         and no other's: launches, and the fills and copies (pinned memory the host reads
         next); print the printf output once nothing is in flight; the first failure among
         the launches that have finished, as (the launch, its error), if any."""
-        chosen = self._lanes_of(lanes) if lanes is None else list(map(self._lanes.get, lanes))
+        chosen = self._lanes_of(lanes)
         for lane in chosen:
             if lane is not None and not lane.known_idle():
                 lane.synchronize()
