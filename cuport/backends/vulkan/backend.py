@@ -982,11 +982,11 @@ class VulkanBackend:
         the launches that have finished, as (the launch, its error), if any."""
         chosen = self._lanes_of(lanes)
         for lane in chosen:
-            if lane is not None and not lane.known_idle():
+            if not lane.known_idle():
                 lane.synchronize()
         if self._marks:  # (the events before the host operation that drains are reached first)
             for lane in chosen:
-                if lane is not None and lane in self._marks:
+                if lane in self._marks:
                     self._reach(lane)
         if not self._inflight:
             return None
