@@ -112,8 +112,14 @@ def _drain(ctx: context.Context, b, lanes: tuple[int, ...] | None = None) -> Non
         return
     failed = finish() if lanes is None or not hasattr(b, "use_lane") else finish(lanes)
     if failed is not None:
-        what, err = failed
-        Op(lambda: None, [], what)._fail(ctx, CudaError(err.code, err.message))
+        _report_failed(ctx, failed)
+
+
+def _report_failed(ctx: context.Context, failed: tuple) -> None:
+    """A backend's (launch, BackendError) found after the launch returned: the context's
+    asynchronous error, as a failing op's."""
+    what, err = failed
+    Op(lambda: None, [], what)._fail(ctx, CudaError(err.code, err.message))
 
 
 def device_busy(ctx: context.Context) -> bool:
@@ -471,7 +477,7 @@ def submit_mark(s: Stream, fn: Callable[[], None], what: str, watch: bool = True
     def reached(failed) -> None:
         try:
             if failed is not None:
-                Op(fn, [], failed[0])._fail(ctx, CudaError(failed[1].code, failed[1].message))
+                _report_failed(ctx, failed)
             fn()
         finally:
             op.done.set()
@@ -562,8 +568,7 @@ def caught_up(s: Stream) -> bool:
                 return False
             failed = b.drain(lanes)
             if failed is not None:
-                Op(lambda: None, [], failed[0])._fail(ctx, CudaError(failed[1].code,
-                                                                     failed[1].message))
+                _report_failed(ctx, failed)
             return True
         pending = getattr(b, "pending", None)
         if pending is not None and pending():
