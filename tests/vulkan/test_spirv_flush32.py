@@ -7,6 +7,8 @@ gave (subnormal operands and results lost)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import spvrun
@@ -14,7 +16,11 @@ import test_spirv_fpmath as fpm
 import test_spirv_ops as ops
 from elementwise import apply, pairs, same_floats, special_f32
 
-NVIDIA = {"denorm_preserve": (), "flush32": True, "simulate_flush32": True}
+from cuport.backends.vulkan.spirv.probe import fma32_variant
+
+# (fma made exact as CUPORT_VK_FMA32 says, so that these tests check each variant)
+NVIDIA = {"denorm_preserve": (), "flush32": True, "simulate_flush32": True,
+          "fma32": fma32_variant(os.environ.get("CUPORT_VK_FMA32", ""))}
 
 
 @pytest.fixture

@@ -524,6 +524,10 @@ class VulkanBackend:
         if not self._probe_fma():
             self.caps = dataclasses.replace(self.caps, fused_fma=False)
         self.caps = dataclasses.replace(self.caps, **self._subnormal_modes())
+        if (self.caps.simulate_flush32 or self.caps.simulate_fma32) and self.caps.float64:
+            # a simulated NVIDIA Fma is fused (FloatModes.simulate_flush32), so the kernels
+            # take NVIDIA's path: the device's Fma behind subnormal.fma's guard
+            self.caps = dataclasses.replace(self.caps, fused_fma=True)
 
     # ------------------------------------------------------------ lanes (CUDA streams)
     @property

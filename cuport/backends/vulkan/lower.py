@@ -102,6 +102,7 @@ class DeviceCaps:
     int_order32: bool = False  # f32 comparisons and min/max in the integer order (FloatModes)
     fma32: str = ""  # how f32 fma is made exact where the device's Fma flushes (FloatModes)
     simulate_flush32: bool = False  # tests: make a device that keeps them flush (FloatModes)
+    simulate_fma32: bool = False  # tests: make only its Fma and min/max flush (FloatModes)
     workgroup_memory: int = 48 * 1024  # bytes; a kernel needing more uses device memory (slices.py)
     # bytes of local memory per thread kept in a private (Function) array; more goes to the
     # block's slice of device memory (slices.py): NVIDIA's driver 580 refuses a pipeline
@@ -119,7 +120,7 @@ class DeviceCaps:
                           signed_zero_inf_nan=self.signed_zero_inf_nan,
                           denorm_preserve=self.denorm_preserve, flush32=self.flush32,
                           int_order32=self.int_order32, fma32=self.fma32,
-                          simulate_flush32=self.simulate_flush32)
+                          simulate_flush32=self.simulate_flush32, simulate_fma32=self.simulate_fma32)
 
 
 @dataclass

@@ -129,17 +129,17 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
     where Fma still flushes, fma alone is made exact (fma32); else all f32 arithmetic is
     emulated (flush32, subnormal.py: 3.5x slower in bench/gpu's sgemm on the H100).
     `env` is CUPORT_VK_FLUSH32: 1 emulates anyway, simulate also makes the device's f32
-    instructions flush (tests: lavapipe behaving as NVIDIA's driver), 0 never emulates (f32
-    subnormals are then the device's, not CUDA's). `fma_env` is CUPORT_VK_FMA32, how an
-    emulated fma is made exact: guard (the default: the device's Fma, and a branch to an
-    exact helper where an operand or the result is tiny) or f64 (always through f64,
-    rounded to odd, no branch: subnormal.py); `device` leaves fma to the device where the
-    rest keeps subnormals (then fma alone flushes them: bench/gpu's sgemm 8.2 -> 2.5 ms on
-    an H100, where f64 gives 10.1)."""
+    instructions flush (tests: lavapipe behaving as NVIDIA's driver without the mode),
+    simulate-preserve makes only Fma and min/max flush (as NVIDIA's driver with the mode
+    declared: its mode on an H100), 0 never emulates (f32 subnormals are then the device's,
+    not CUDA's). `fma_env` is CUPORT_VK_FMA32, how an emulated fma is made exact
+    (fma32_variant)."""
     preserve = tuple(w for w in (16, 32, 64) if float_controls.get(f"shaderDenormPreserveFloat{w}"))
-    fma32 = {"f64": "f64", "device": ""}.get(fma_env, "guard")
+    fma32 = fma32_variant(fma_env)
     modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False, "fma32": "",
-             "simulate_flush32": env == "simulate"}
+             "simulate_flush32": env == "simulate", "simulate_fma32": env == "simulate-preserve"}
+    if env == "simulate-preserve":
+        return dict(modes, denorm_preserve=tuple(sorted({*preserve, 32})), int_order32=True, fma32=fma32)
     if 32 in preserve or env == "0":
         return modes
     if env in ("1", "simulate"):
@@ -151,3 +151,22 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
             return dict(modes, flush32=True, fma32=fma32)
         preserve = tuple(sorted((*preserve, 32)))
     return dict(modes, denorm_preserve=preserve, int_order32=minmax, fma32=fma32 if fma else "")
+
+
+#: CUPORT_VK_FMA32's values: FloatModes.fma32, or "" (the device's own Fma)
+FMA32_VARIANTS = {"": "guard", "guard": "guard", "cmp": "cmp", "flow": "flow", "cmpflow": "cmpflow",
+                  "f64": "f64", "device": ""}
+
+
+def fma32_variant(env: str) -> str:
+    """FloatModes.fma32 for CUPORT_VK_FMA32 (subnormal.fma says how each is exact): guard
+    (the default: the device's Fma, and a branch to an exact helper where an operand is
+    subnormal or the result tiny, tested on integer keys); cmp (the same test by float
+    comparisons, zeros sent into the branch too); flow and cmpflow (guard and cmp testing
+    only the operands subnormal_facts cannot rule out: constants, integers converted,
+    results of guarded fmas); f64 (always through f64, rounded to odd, no branch); device
+    leaves fma to the device where the rest keeps subnormals (then fma alone flushes them:
+    bench/gpu's sgemm 8.2 -> 2.5 ms on an H100, where f64 gives 10.1)."""
+    if env not in FMA32_VARIANTS:
+        raise ValueError(f"CUPORT_VK_FMA32={env!r}: expected one of {', '.join(v for v in FMA32_VARIANTS if v)}")
+    return FMA32_VARIANTS[env]

@@ -29,6 +29,7 @@ from llvmlite import ir as ll
 from . import structurize as st
 from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
+from .subnormal_facts import OperandFacts
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
 # The selection control of a branch to a rare path (a failure record, an exact slow path: the
@@ -48,6 +49,9 @@ _SIM_OPS = frozenset(getattr(OP, n) for n in (
 _SIM_GLSL = frozenset(getattr(GLSL, n) for n in (
     "FAbs", "Fma", "FMin", "FMax", "NMin", "NMax", "FClamp", "Sqrt", "InverseSqrt", "Exp2", "Log2",
     "Sin", "Cos"))
+# what it still flushes them in with DenormPreserve declared (measured on an H100, driver 580:
+# spirv/probe.py); FloatModes.simulate_fma32 makes a device that keeps them do the same
+_SIM_GLSL_PRESERVE = frozenset(getattr(GLSL, n) for n in ("Fma", "FMin", "FMax", "NMin", "NMax", "FClamp"))
 
 
 class TranslateError(Exception):
@@ -91,11 +95,16 @@ class FloatModes:
     use the integer order of floats, as under flush32.
     `fma32`: how f32 fma is made exact where the device's Fma flushes (under flush32, or
     with DenormPreserve declared where Fma alone still flushes, as NVIDIA's does): "guard"
-    (the device's Fma, a branch to an exact helper where it may be wrong) or "f64" (always
-    in f64, rounded to odd; no branch); "" where the device's Fma is exact.
+    (the device's Fma, a branch to an exact helper where it may be wrong; its hot test on
+    integer keys), "cmp" (the same, the hot test by float comparisons), "flow", "cmpflow"
+    (guard, cmp testing only operands not known to be normal: subnormal_facts) or "f64"
+    (always in f64, rounded to odd; no branch); "" where the device's Fma is exact.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
-    results explicitly."""
+    results explicitly; `simulate_fma32` (tests): only those that NVIDIA's driver flushes
+    with DenormPreserve declared (Fma and min/max). Either way a simulated f32 Fma is also
+    fused (computed exactly in f64, as NVIDIA's is; lavapipe's rounds twice), so that any
+    operands test what a guard lets through to the device's Fma."""
     fused_fma: bool = False
     float64: bool = True
     signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
@@ -106,6 +115,7 @@ class FloatModes:
     int_order32: bool = False
     fma32: str = ""
     simulate_flush32: bool = False
+    simulate_fma32: bool = False
 
 
 @dataclass(frozen=True)
@@ -238,6 +248,7 @@ class _Translator:
         m.capability("VulkanMemoryModel")
         self.ins = None  # the LLVM instruction being translated, for errors
         self.vals: dict = {}
+        self.operand_facts = OperandFacts()  # f32 operands known not subnormal (subnormal.fma)
         self.site: dict[int, tuple[_SBlock, int, int]] = {}  # id -> (block, end position, type)
         self.demoted: dict[int, int] = {}  # id -> Function variable
         self.reloaded: dict[tuple[int, int], int] = {}  # (id, block label) -> loaded id
@@ -266,7 +277,9 @@ class _Translator:
         self.t_i32 = m.t_int(32)
         self.t_i64 = m.t_int(64)
         self.t_bool = m.t_bool()
-        self._sim = float_modes.simulate_flush32
+        self._sim = float_modes.simulate_flush32 or float_modes.simulate_fma32
+        self._sim_ops = _SIM_OPS if float_modes.simulate_flush32 else frozenset()
+        self._sim_glsl = _SIM_GLSL if float_modes.simulate_flush32 else _SIM_GLSL_PRESERVE
         self._sim_raw: dict[int, int] = {}  # flushed result -> the instruction's own (simulation)
         self.loop_marks = loop_marks
         self._mark_vars: tuple[int, int] | None = None  # (the marks array, the noted line)
@@ -349,7 +362,7 @@ class _Translator:
     # ------------------------------------------------------------------ emission
     def op(self, opcode: int, rtype: int, *operands: int) -> int:
         """Emit a value-producing instruction into the current block; returns its id."""
-        if self._sim and (opcode in _SIM_OPS or (opcode == OP.OpExtInst and operands[1] in _SIM_GLSL)):
+        if self._sim and (opcode in self._sim_ops or (opcode == OP.OpExtInst and operands[1] in self._sim_glsl)):
             return self._simulated(opcode, rtype, operands)
         return self._op(opcode, rtype, *operands)
 
@@ -381,7 +394,13 @@ class _Translator:
         conversion keeps subnormals)."""
         skip = 2 if opcode == OP.OpExtInst else 0
         ops = tuple(x if i < skip else self._flush_sim(x) for i, x in enumerate(operands))
-        r = self._op(opcode, rtype, *ops)
+        if opcode == OP.OpExtInst and operands[1] == GLSL.Fma and rtype == self.m.t_float(32) \
+                and self.float_modes.float64:
+            from .fpmath import fma32_via_f64
+
+            r = fma32_via_f64(self, *ops[2:])  # fused, as NVIDIA's Fma is
+        else:
+            r = self._op(opcode, rtype, *ops)
         if opcode == OP.OpFConvert or self._f32_kind(rtype) is None:
             return r
         out = self._flush_sim(r)
@@ -428,6 +447,11 @@ class _Translator:
     def rare(self, cond: int, fast: int, rtype: int, body) -> int:
         """`fast`, or where `cond` holds, what `body()` emits inside the branch (it may
         open selections of its own): a selection construct marked rarely taken."""
+        return self.rare_values(cond, [(rtype, fast)], lambda: [body()])[0]
+
+    def rare_values(self, cond: int, fast: list[tuple[int, int]], body) -> list[int]:
+        """rare() of several values: `fast` as (type, id) pairs, `body()` returning as many
+        ids, merged by one phi each."""
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
@@ -440,7 +464,7 @@ class _Translator:
         end = self.cur
         self.branch(after)
         self.start(after)
-        return self.op(OP.OpPhi, rtype, fast, head.label, slow, end.label)
+        return [self.op(OP.OpPhi, t, f, head.label, s, end.label) for (t, f), s in zip(fast, slow, strict=True)]
 
     # ------------------------------------------------------------------ values
     def val(self, v) -> int:

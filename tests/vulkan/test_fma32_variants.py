@@ -1,0 +1,167 @@
+"""Each way of making f32 fma exact over a device Fma that flushes subnormals
+(CUPORT_VK_FMA32: spirv/subnormal.py fma, probe.fma32_variant) gives the CPU backend's
+answers, bit for bit, on hard cases: subnormal operands, products and sums at the edge of the
+normal range, ties that a subnormal addend breaks, zeros of both signs, exact cancellations,
+infinities and NaN. lavapipe is made to flush as NVIDIA's driver does, both without the
+DenormPreserve mode (CUPORT_VK_FLUSH32=simulate: every f32 instruction flushes) and with it
+(simulate-preserve: only Fma and min/max flush, NVIDIA's mode on an H100); either way its
+simulated Fma is fused, as NVIDIA's is, so any operands test the guard.
+
+nvcc's kernels (fma_subnormal.cu): one fma per thread, and a chain that feeds guarded results
+to the next fmas (the operands the flow variants do not test) with constants and an integer
+converted. Each variant runs in its own process (the backend reads the settings when it
+opens the device)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nvcc_ptx import ptx_of
+
+import cuport
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from device_limits import devices  # noqa: E402 (tests/device_limits.py)
+
+HERE = Path(__file__).resolve().parent
+K, OUT = 8, 12  # fma_subnormal.cu's chain: fmas per chain, outputs per thread
+VARIANTS = ["guard", "cmp", "flow", "cmpflow", "f64"]
+SIMULATIONS = ["simulate", "simulate-preserve"]
+
+pytestmark = pytest.mark.skipif("vulkan" not in devices(), reason="no Vulkan device")
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory) -> str:
+    return ptx_of(tmp_path_factory, HERE / "fma_subnormal.cu", "sm_80")
+
+
+def _f32(bits) -> np.ndarray:
+    return np.array(bits, np.uint32).view(np.float32)
+
+
+def hard_cases() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, c) for fma1: the special values crossed, then constructed edge cases."""
+    tiny = 2.0 ** -126
+    pool = np.array([0.0, -0.0, 2.0 ** -149, -(2.0 ** -149), 2.0 ** -140, -1.5 * 2.0 ** -130, tiny * (1 - 2.0 ** -23),
+                     tiny, -tiny, tiny * (1 + 2.0 ** -23), 2.0 ** -100, 2.0 ** -63, -(2.0 ** -24), 0.75, -1.0,
+                     1 + 2.0 ** -12, 3.0, 2.0 ** 60, 2.0 ** 126, 3.4028235e38, np.inf, -np.inf, np.nan], np.float32)
+    a, b, c = (x.ravel() for x in np.meshgrid(pool, pool, pool, indexing="ij"))
+    rng = np.random.default_rng(7)
+    n = 3000
+    # products near 2^-126 (of both signs) plus small addends: tiny results and their rounding
+    ea = rng.integers(-100, -26, n)
+    ka, kb = rng.integers(1 << 23, 1 << 24, n), rng.integers(1 << 23, 1 << 24, n)
+    pa = (ka * np.exp2(ea - 23.0) * rng.choice([-1, 1], n)).astype(np.float32)
+    pb = (kb * np.exp2(-126 - ea - 23.0 + rng.integers(-3, 3, n))).astype(np.float32)
+    pc = (rng.integers(-(1 << 23), 1 << 23, n) * 2.0 ** -149 * rng.choice([0, 1, 2.0 ** 3], n)).astype(np.float32)
+    # exact cancellations (c = -a*b where representable) and near ones
+    ca, cb = rng.integers(1, 1 << 12, n).astype(np.float32), (rng.integers(1, 1 << 12, n) * 2.0 ** -140).astype(np.float32)
+    cc = (-(ca.astype(np.float64) * cb) * rng.choice([1, 1 + 2.0 ** -20, 1 - 2.0 ** -21], n)).astype(np.float32)
+    # ties that a subnormal addend breaks: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, halfway
+    t = np.float32(1 + 2.0 ** -12)
+    ta, tb = np.full(4, t), np.full(4, t)
+    tc = _f32([0x00000001, 0x80000001, 0x00400000, 0x80000000])
+    # a product of exactly 2^-150 against an odd neighbour of 2^-126 (a tie under rounding)
+    ea2, eb2 = np.float32(2.0 ** -140), np.float32(2.0 ** -10)
+    ec2 = _f32([0x00800001, 0x80800001, 0x00800000, 0x00000003])
+    return (np.concatenate([a, pa, ca, ta, np.full(4, ea2)]).astype(np.float32),
+            np.concatenate([b, pb, cb, tb, np.full(4, eb2)]).astype(np.float32),
+            np.concatenate([c, pc, cc, tc, ec2]).astype(np.float32))
+
+
+def chain_cases(n: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, c) for chain: K factors a thread, products around the subnormal range (so that
+    accumulators go subnormal and back), with zeros and a few specials."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(n * K) * np.exp2(rng.integers(-80, -40, n * K).astype(np.float64))
+    b = rng.standard_normal(n * K) * np.exp2(rng.integers(-90, -40, n * K).astype(np.float64))
+    a[rng.random(n * K) < 0.1] = 0.0
+    b[rng.random(n * K) < 0.05] = -0.0
+    b[rng.random(n * K) < 0.05] = 2.0 ** -149 * rng.integers(1, 1 << 23)
+    a[rng.random(n * K) < 0.02] = 2.0 ** 100
+    c = rng.standard_normal(n) * np.exp2(rng.integers(-150, -110, n).astype(np.float64))
+    c[rng.random(n) < 0.2] = 0.0
+    c[:3] = [np.inf, np.nan, -0.0]
+    return a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
+
+
+def _run(module, cases) -> dict[str, np.ndarray]:
+    a, b, c = cases["fma1"]
+    out1 = np.zeros(len(a), np.float32)
+    module.kernel("_Z4fma1PKfS0_S0_Pfi")(((len(a) + 127) // 128,), (128,), (a, b, c, out1, np.int32(len(a))))
+    a, b, c = cases["chain"]
+    out2 = np.zeros(len(c) * OUT, np.float32)
+    module.kernel("_Z5chainPKfS0_S0_Pfi")(((len(c) + 127) // 128,), (128,), (a, b, c, out2, np.int32(len(c))))
+    return {"fma1": out1, "chain": out2}
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+import cuport
+sys.path.insert(0, {here!r})
+from test_fma32_variants import _run
+cases = {{k: tuple(np.load(f"{{sys.argv[1]}}/{{k}}{{j}}.npy") for j in range(3)) for k in ("fma1", "chain")}}
+got = _run(cuport.Module(open(sys.argv[1] + "/k.ptx").read(), device="vulkan"), cases)
+for k, v in got.items():
+    np.save(f"{{sys.argv[1]}}/{{k}}_out.npy", v)
+"""
+
+
+@pytest.fixture(scope="module")
+def reference(ptx, tmp_path_factory):
+    """The cases, written for the child processes, and the CPU backend's answers."""
+    d = tmp_path_factory.mktemp("fma32")
+    cases = {"fma1": hard_cases(), "chain": chain_cases()}
+    for k, arrays in cases.items():
+        for j, x in enumerate(arrays):
+            np.save(d / f"{k}{j}.npy", x)
+    (d / "k.ptx").write_text(ptx)
+    return d, cases, _run(cuport.Module(ptx, device="cpu"), cases)
+
+
+@pytest.mark.parametrize("simulation", SIMULATIONS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_gives_the_cpu_backends_answers(reference, tmp_path, variant, simulation) -> None:
+    d, cases, want = reference
+    env = dict(os.environ, CUPORT_VK_FLUSH32=simulation, CUPORT_VK_FMA32=variant, CUPORT_SPIRV_VALIDATE="1")
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(here=str(HERE)), str(d)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for k in ("fma1", "chain"):
+        got = np.load(d / f"{k}_out.npy")
+        w = want[k]
+        ok = got.view(np.uint32) == w.view(np.uint32)
+        if not ok.all():
+            idx = np.flatnonzero(~ok)[:6]
+            if k == "fma1":
+                a, b, c = cases[k]
+                detail = [(hex(a[i].view(np.uint32)), hex(b[i].view(np.uint32)), hex(c[i].view(np.uint32)),
+                           hex(got[i].view(np.uint32)), hex(w[i].view(np.uint32))) for i in idx]
+            else:
+                detail = [(int(i // OUT), int(i % OUT), hex(got[i].view(np.uint32)), hex(w[i].view(np.uint32)))
+                          for i in idx]
+            pytest.fail(f"{k}: {int((~ok).sum())} of {ok.size} differ, e.g. {json.dumps(detail)}")
+
+
+def test_without_a_guard_the_simulation_loses_them(reference, tmp_path) -> None:
+    """The check above can fail: the device's Fma alone (CUPORT_VK_FMA32=device) on the
+    simulated NVIDIA device gives other answers, and only where a subnormal is involved."""
+    d, cases, want = reference
+    env = dict(os.environ, CUPORT_VK_FLUSH32="simulate-preserve", CUPORT_VK_FMA32="device")
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(here=str(HERE)), str(d)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got, w = np.load(d / "fma1_out.npy"), want["fma1"]
+    lost = got.view(np.uint32) != w.view(np.uint32)
+    assert lost.any()
+    a, b, c = cases["fma1"]
+    sub = lambda x: (x != 0) & (np.abs(x) < 2.0 ** -126)  # noqa: E731
+    assert (sub(a) | sub(b) | sub(c) | (np.abs(w) <= 2.0 ** -126))[lost].all()
