@@ -65,6 +65,13 @@ int main() {
     CHECK(cudaMalloc(&d_result, 2 * sizeof(int)));
     CHECK(cudaMemset(d_result, 0, 2 * sizeof(int)));
 
+    // (everything allocated before the spinning kernel starts: cudaMalloc may wait for the
+    // device, as NVIDIA's does while a kernel runs)
+    const int n = 1000;
+    std::vector<int> in(n), out(n, -1);
+    for (int i = 0; i < n; ++i) in[i] = 3 * i + 1;
+    int* d_data;
+    CHECK(cudaMalloc(&d_data, (n + 16) * sizeof(int)));
     cudaStream_t a, b;
     CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -78,11 +85,6 @@ int main() {
     spin_until_set<<<1, 1, 0, a>>>(flag_d, flag_d + 1, d_result);
     CHECK(cudaGetLastError());
 
-    const int n = 1000;
-    std::vector<int> in(n), out(n, -1);
-    for (int i = 0; i < n; ++i) in[i] = 3 * i + 1;
-    int* d_data;
-    CHECK(cudaMalloc(&d_data, (n + 16) * sizeof(int)));
     CHECK(cudaMemcpyAsync(d_data, in.data(), n * sizeof(int), cudaMemcpyHostToDevice, b));
     CHECK(cudaMemsetAsync(d_data + n, 0x11, 16 * sizeof(int), b));
     add_index<<<(n + 127) / 128, 128, 0, b>>>(d_data, n, 5);

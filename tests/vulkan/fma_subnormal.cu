@@ -1,8 +1,7 @@
-// f32 fma through subnormals (tests/vulkan/test_fma32_variants.py): each guard variant
-// (CUPORT_VK_FMA32) over a device whose Fma flushes must give the CPU backend's answers.
+// f32 fma through subnormals (tests/vulkan/test_fma32_variants.py): each way of making
+// fma exact (CUPORT_VK_FMA32) over a device whose Fma flushes must give the CPU backend's answers.
 // `fma1` is one fma per thread; `chain` feeds each fma's result to the next as its addend
-// and as a factor, and mixes in constants (normal and subnormal) and an integer converted:
-// the operands whose tests the flow variants leave out.
+// and as a factor, and mixes in constants (normal and subnormal) and an integer converted.
 __global__ void fma1(const float* a, const float* b, const float* c, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = fmaf(a[i], b[i], c[i]);

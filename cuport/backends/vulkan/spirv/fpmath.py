@@ -401,13 +401,13 @@ def sqrt(tr, t: ll.Type, a: int, mode: str = "rn") -> int:
     return _elementwise(tr, t, (a,), _helper("sqrt", _sqrt_scalar, mode))
 
 
-def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn", sources: tuple | None = None) -> int:
-    """Fused multiply-add (llvm.fma); `sources`: the LLVM operands, where known (subnormal.fma)."""
+def fma(tr, t: ll.Type, a: int, b: int, c: int, mode: str = "rn") -> int:
+    """Fused multiply-add (llvm.fma)."""
     if mode == "rn" and tr.float_modes.fused_fma and not isinstance(t, ll.HalfType):
         from . import subnormal
 
         if subnormal.fma_active(tr, t):
-            return subnormal.fma(tr, t, a, b, c, sources)
+            return subnormal.fma(tr, t, a, b, c)
         return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
     return _elementwise(tr, t, (a, b, c), _helper("fma", _fma_scalar, mode))
 

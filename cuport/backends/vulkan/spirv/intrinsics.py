@@ -95,10 +95,10 @@ def _fmuladd(tr, ins, args):
     a, b, c = (tr.val(x) for x in args)
     if subnormal.active(tr, t):
         if tr.float_modes.fused_fma:
-            return subnormal.fma(tr, t, a, b, c, tuple(args))
+            return subnormal.fma(tr, t, a, b, c)
         return subnormal.fadd(tr, t, subnormal.fmul(tr, t, a, b), c)
     if subnormal.fma_active(tr, t) and tr.float_modes.fused_fma:
-        return subnormal.fma(tr, t, a, b, c, tuple(args))
+        return subnormal.fma(tr, t, a, b, c)
     return tr.ext(tr.ty(t), GLSL.Fma, a, b, c)
 
 
@@ -114,7 +114,7 @@ def _sqrt(tr, ins, args):
 
 @intrinsic("llvm.fma")
 def _fma(tr, ins, args):
-    return fpmath.fma(tr, ins.type, *(tr.val(a) for a in args), sources=tuple(args))
+    return fpmath.fma(tr, ins.type, *(tr.val(a) for a in args))
 
 
 # constrained intrinsics: what fprt.strict emits for f64 in a directed rounding mode; the

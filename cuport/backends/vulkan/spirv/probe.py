@@ -154,17 +154,13 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
 
 
 #: CUPORT_VK_FMA32's values: FloatModes.fma32, or "" (the device's own Fma)
-FMA32_VARIANTS = {"": "guard", "guard": "guard", "cmp": "cmp", "flow": "flow", "cmpflow": "cmpflow",
-                  "f64": "f64", "device": ""}
+FMA32_VARIANTS = {"": "guard", "guard": "guard", "f64": "f64", "device": ""}
 
 
 def fma32_variant(env: str) -> str:
     """FloatModes.fma32 for CUPORT_VK_FMA32 (subnormal.fma says how each is exact): guard
     (the default: the device's Fma, and a branch to an exact helper where an operand is
-    subnormal or the result tiny, tested on integer keys); cmp (the same test by float
-    comparisons, zeros sent into the branch too); flow and cmpflow (guard and cmp testing
-    only the operands subnormal_facts cannot rule out: constants, integers converted,
-    results of guarded fmas); f64 (always through f64, rounded to odd, no branch); device
+    subnormal or the result tiny, tested on integer keys); f64 (always through f64, rounded to odd, no branch); device
     leaves fma to the device where the rest keeps subnormals (then fma alone flushes them:
     bench/gpu's sgemm 8.2 -> 2.5 ms on an H100, where f64 gives 10.1)."""
     if env not in FMA32_VARIANTS:

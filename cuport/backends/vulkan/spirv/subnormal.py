@@ -210,25 +210,17 @@ def fmul(tr, t: ll.Type, a: int, b: int) -> int:
         kx, ky = _key(u, x), _key(u, y)
         sub = u.cmp(OP.OpULessThan, u.umin(kx, ky), u.c(_SUB_KEY))
 
-        def inner():  # x or y subnormal, or both nonzero: a zero key is the largest
-            return u.lor(sub, u.cmp(OP.OpINotEqual, u.umax(kx, ky), u.c(_ZERO_KEY)))
-        return _guarded(tr, u, u.lor(sub, _tiny(tr, u, fast)), fast, inner, "cuport.subnormal.fmul", [x, y],
+        def nonzero():  # x and y nonzero: a zero key is the largest
+            return u.cmp(OP.OpINotEqual, u.umax(kx, ky), u.c(_ZERO_KEY))
+        return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fmul", [x, y],
                         lambda p, q: fpmath.mul_exact32(tr, p, q))
     return _scalarised(tr, t, (a, b), one)
 
 
-# FloatModes.fma32 (CUPORT_VK_FMA32) values that guard the device's Fma, and how their hot
-# test is made (see fma): guard, integer keys of every operand; cmp, float comparisons of
-# every operand; flow and cmpflow, the same for the operands that subnormal_facts cannot
-# rule out
-GUARDS = ("guard", "cmp", "flow", "cmpflow")
-
-
-def fma(tr, t: ll.Type, a: int, b: int, c: int, sources: tuple | None = None) -> int:
+def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     """a * b + c rounded once, with subnormals kept: from the device's fused Fma and a guard
-    (FloatModes.fma32 guard, cmp, flow, cmpflow), or always in f64, rounded to odd (fma32
-    f64: no branch, about ten f64 and integer instructions, for devices with fast f64).
-    `sources`: the LLVM operands (for subnormal_facts), where the caller has them.
+    (FloatModes.fma32 guard), or always in f64, rounded to odd (fma32 f64: no branch, about
+    ten f64 and integer instructions, for devices with fast f64).
 
     Why the guard is exact. The device's Fma (NVIDIA's, even with DenormPreserve) is fused
     but flushes: it returns F = flush(RN(flush(a) * flush(b) + flush(c))), flushing a
@@ -239,86 +231,44 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int, sources: tuple | None = None) ->
         so RN gives R unless R is tiny; a tiny R (|R| < 2^-126) comes out of the device as a
         zero or, rounded up, as +-2^-126 (tininess after or before rounding alike), both
         |F| <= 2^-126. NaN and infinities are not flushed. So the device can be wrong
-        only where an operand is subnormal or |F| <= 2^-126: the hot test, which every
-        variant makes true in at least those cases:
-        - guard: min over the operands of the key 2|x| - 1 (unsigned) below that of the
-          smallest normal: exactly "x subnormal" (a zero's key wraps to the largest);
-        - cmp: |x| < 2^-126 as a float comparison: true for a subnormal, also where the
-          comparison or FAbs flushes it (then 0 < 2^-126), and for zeros (a zero factor or
-          addend then takes the branch, to be let through by the second test);
-        - flow, cmpflow: as guard, cmp, for the operands not known; a known one is never
-          subnormal (False) or has an exact flag (subnormal_facts).
-        |F| <= 2^-126 is a float comparison of the device's own result (already flushed).
+        only where an operand is subnormal or |F| <= 2^-126: the hot test (the minimum over
+        the operands of the key 2|x| - 1, unsigned, below that of the smallest normal is
+        exactly "an operand is subnormal", a zero's key wrapping to the largest; |F| <=
+        2^-126 is a float comparison of the device's own, already flushed, result).
     (2) Inside that rare branch the exact helper runs unless no operand is subnormal (keys,
         exactly) and the exact value is a true zero: a * b = 0 (a factor 0) and c = 0. Then
         nothing was flushed and the device computed R itself, signs of zero included.
-    So the fast result leaves the guard only where it is R. Where the exact path ran under
-    flow/cmpflow, its result's flag is its key test (exact, on the bits)."""
+    So the fast result leaves the guard only where it is R. (Measured on an H100 and set
+    aside, bench/gpu's sgemm, guard 5.86 ms: the operand tests as float comparisons 15.2 ms,
+    zeros of the matrices taking the branch; leaving out the tests of operands known not to
+    be subnormal, constants and earlier guarded results, 6.20 ms.)"""
     from . import fpmath
 
     if tr.float_modes.fma32 == "f64" and tr.float_modes.float64:
         return _scalarised(tr, t, (a, b, c), lambda x, y, z: fpmath.fma32_via_f64(tr, x, y, z))
-    style = tr.float_modes.fma32 if tr.float_modes.fma32 in GUARDS else "guard"
-    floats = style in ("cmp", "cmpflow")
-    flow = style in ("flow", "cmpflow") and sources is not None and not isinstance(t, ll.VectorType)
 
     def one(x, y, z):
         u = _U(tr)
         fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
-        keys = {}
+        kx, ky, kz = _key(u, x), _key(u, y), _key(u, z)
+        sub = u.cmp(OP.OpULessThan, u.umin(u.umin(kx, ky), kz), u.c(_SUB_KEY))
 
-        def key(v):  # (computed once per operand, where first needed)
-            if v not in keys:
-                keys[v] = _key(u, v)
-            return keys[v]
-
-        def subnormal_keys(vs):
-            m = key(vs[0])
-            for v in vs[1:]:
-                m = u.umin(m, key(v))
-            return u.cmp(OP.OpULessThan, m, u.c(_SUB_KEY))
-
-        ops = (x, y, z)
-        facts = [tr.operand_facts.fact(tr, s) for s in sources] if flow else [None] * 3
-        unknown = [v for v, f in zip(ops, facts, strict=True) if f is None]
-        sub = None  # the exact "an operand is subnormal", where the hot test has it
-        if not floats and len(unknown) == 3:
-            sub = subnormal_keys(unknown)
-            tests = [sub]
-        elif floats:
-            tests = [_below_normal(tr, u, v) for v in unknown]
-        else:
-            tests = [subnormal_keys(unknown)] if unknown else []
-        tests += [f for f in facts if f not in (None, False)]
-        hot = _tiny(tr, u, fast)
-        for p in tests:
-            hot = u.lor(p, hot)
-
-        def inner():  # an operand subnormal, or (x and y nonzero) or z nonzero
-            nonzero = u.cmp(OP.OpINotEqual, u.umin(u.umax(key(x), key(y)), key(z)), u.c(_ZERO_KEY))
-            return u.lor(sub if sub is not None else subnormal_keys(list(ops)), nonzero)
-        return _guarded(tr, u, hot, fast, inner, "cuport.subnormal.fma", [x, y, z],
-                        lambda p, q, r: fpmath.fma_exact32(tr, p, q, r), flag=flow)
+        def nonzero():  # (x and y nonzero) or z nonzero: a zero key is the largest
+            return u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
+        return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fma", [x, y, z],
+                        lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
     return _scalarised(tr, t, (a, b, c), one)
 
 
-def _guarded(tr, u: _U, hot: int, fast: int, inner, key: str, args: list[int], exact,
-             flag: bool = False) -> int:
-    """The device's `fast` product (or fma), or the exact helper's: two levels, so that zeros
-    cost a branch and not the exact helper. The hot test `hot` (true at least where an
-    operand is subnormal or |fast| <= 2^-126) opens a rarely taken branch, and only inside
-    it does `inner()` (an operand subnormal, or the exact value not a true zero: x * 0 + 0
-    is common in matrices that hold zeros) choose the helper. With `flag`, the result's
-    "is subnormal" is merged beside it (false from the fast path, which |fast| > 2^-126
-    took) and left in tr.operand_facts for the operations that read it."""
-    def body():
-        v = tr.slow_path(inner(), fast, u.ft, key, args, exact)
-        return [v, u.cmp(OP.OpULessThan, _key(u, v), u.c(_SUB_KEY))] if flag else [v]
-    fasts = [(u.ft, fast)] + ([(u.bt, tr.m.const_bool(False))] if flag else [])
-    got = tr.rare_values(hot, fasts, body)
-    if flag:
-        tr.operand_facts.flags[got[0]] = got[1]
-    return got[0]
+def _guarded(tr, u: _U, sub: int, fast: int, nonzero, key: str, args: list[int], exact) -> int:
+    """The device's `fast` product (or fma), or the exact helper's where an operand is
+    subnormal (`sub`) or the result is tiny with a nonzero exact value. Two levels: the
+    hot test is `sub` or |fast| <= 2^-126 alone, and only inside that rare branch does
+    `nonzero()` tell a true zero (x * 0 + 0, common in matrices that hold zeros) from a
+    flushed one, so that zeros cost a branch and not the exact helper."""
+    def tiny_or_sub():
+        return tr.slow_path(u.lor(sub, nonzero()), fast, u.ft, key, args, exact)
+    return tr.rare(u.lor(sub, _tiny(tr, u, fast)), fast, u.ft, tiny_or_sub)
 
 
 # The tests of mul and fma are per operation in the hottest loops (sgemm's), so they are
@@ -339,14 +289,6 @@ def _tiny(tr, u: _U, fast: int) -> int:
     a tiny exact value may have rounded up to)."""
     limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
     return u.cmp(OP.OpFOrdLessThanEqual, tr.ext(u.ft, GLSL.FAbs, fast), limit)
-
-
-def _below_normal(tr, u: _U, x: int) -> int:
-    """|x| < 2^-126 as a float comparison (FloatModes.fma32 cmp): true for zeros and
-    subnormals, flushed or not, false for NaN (NVIDIA's compiler folds the FAbs into the
-    comparison and chains the comparisons' predicates)."""
-    limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
-    return u.cmp(OP.OpFOrdLessThan, tr.ext(u.ft, GLSL.FAbs, x), limit)
 
 
 # ---------------------------------------------------------------------- the scaled sum

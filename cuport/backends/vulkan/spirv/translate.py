@@ -29,7 +29,6 @@ from llvmlite import ir as ll
 from . import structurize as st
 from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
-from .subnormal_facts import OperandFacts
 
 MA_ALIGNED = enum("MemoryAccess", "Aligned")
 # The selection control of a branch to a rare path (a failure record, an exact slow path: the
@@ -95,16 +94,14 @@ class FloatModes:
     use the integer order of floats, as under flush32.
     `fma32`: how f32 fma is made exact where the device's Fma flushes (under flush32, or
     with DenormPreserve declared where Fma alone still flushes, as NVIDIA's does): "guard"
-    (the device's Fma, a branch to an exact helper where it may be wrong; its hot test on
-    integer keys), "cmp" (the same, the hot test by float comparisons), "flow", "cmpflow"
-    (guard, cmp testing only operands not known to be normal: subnormal_facts) or "f64"
-    (always in f64, rounded to odd; no branch); "" where the device's Fma is exact.
+    (the device's Fma, a branch to an exact helper where it may be wrong) or "f64" (always
+    in f64, rounded to odd; no branch); "" where the device's Fma is exact.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
     results explicitly; `simulate_fma32` (tests): only those that NVIDIA's driver flushes
     with DenormPreserve declared (Fma and min/max). Either way a simulated f32 Fma is also
     fused (computed exactly in f64, as NVIDIA's is; lavapipe's rounds twice), so that any
-    operands test what a guard lets through to the device's Fma."""
+    operands test what the guard lets through to the device's Fma."""
     fused_fma: bool = False
     float64: bool = True
     signed_zero_inf_nan: tuple[int, ...] = (16, 32, 64)
@@ -248,7 +245,6 @@ class _Translator:
         m.capability("VulkanMemoryModel")
         self.ins = None  # the LLVM instruction being translated, for errors
         self.vals: dict = {}
-        self.operand_facts = OperandFacts()  # f32 operands known not subnormal (subnormal.fma)
         self.site: dict[int, tuple[_SBlock, int, int]] = {}  # id -> (block, end position, type)
         self.demoted: dict[int, int] = {}  # id -> Function variable
         self.reloaded: dict[tuple[int, int], int] = {}  # (id, block label) -> loaded id
@@ -447,11 +443,6 @@ class _Translator:
     def rare(self, cond: int, fast: int, rtype: int, body) -> int:
         """`fast`, or where `cond` holds, what `body()` emits inside the branch (it may
         open selections of its own): a selection construct marked rarely taken."""
-        return self.rare_values(cond, [(rtype, fast)], lambda: [body()])[0]
-
-    def rare_values(self, cond: int, fast: list[tuple[int, int]], body) -> list[int]:
-        """rare() of several values: `fast` as (type, id) pairs, `body()` returning as many
-        ids, merged by one phi each."""
         then, after = self.new_block(), self.new_block()
         self.stmt(OP.OpSelectionMerge, after.label, RARE)
         self.stmt(OP.OpBranchConditional, cond, then.label, after.label)
@@ -464,7 +455,7 @@ class _Translator:
         end = self.cur
         self.branch(after)
         self.start(after)
-        return [self.op(OP.OpPhi, t, f, head.label, s, end.label) for (t, f), s in zip(fast, slow, strict=True)]
+        return self.op(OP.OpPhi, rtype, fast, head.label, slow, end.label)
 
     # ------------------------------------------------------------------ values
     def val(self, v) -> int:
