@@ -44,6 +44,14 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - spin_noinline: a block waiting for a block started after it, the spin loop inside a
   __noinline__ device function (or the loop's flag read through one) got no yield point on
   the CPU backend: a worker whose blocks all waited never started the one they waited for.
+- lookback_scan: a one-pass prefix sum by decoupled look-back (CUB's DeviceScan, tiles by
+  blockIdx.x; its onesweep sort, tiles by ticket) with 3073 blocks. With more CPU workers
+  than cores (16 on the 2-core dev VM, as on a 16-core host that other work shares) a block
+  spun through its yield points while the worker running the block it waited for had no
+  CPU: 2.3-3.3 s of the program's CPU where 2 workers took 0.3 (now a worker whose block
+  waits, with no other to start, gives its CPU away: 0.25-0.3 s), and with several blocks
+  per grab a grab's first blocks waited for the other workers' whole grabs (now blocks of
+  such kernels are handed out one at a time).
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
@@ -297,6 +305,20 @@ def test_spin_loops_in_functions_that_are_not_inlined(tmp_path, device):
     env = clean_env(CUPORT_DEVICE=device, CUPORT_THREADS="1", LP_NUM_THREADS="2")
     r = cuport_run(exe, env=env, timeout=200)
     assert r.returncode == 0 and r.stdout.splitlines() == SPIN_NOINLINE, r.stdout + r.stderr
+
+
+LOOKBACK = ["static: 3073 tiles scanned", "tickets: 3073 tiles scanned", "PASS"]
+
+
+def test_look_back_scans_with_more_workers_than_cores(tmp_path):
+    """Blocks spinning on a flag an earlier block publishes, on 16 CPU workers (more than the
+    cores of most test machines: a worker's block may wait for one whose worker has no CPU)
+    and on one (blocks in order: nothing ever waits long). The program checks every element
+    against the host's sum and ends itself (SIGALRM) if a wait never ends."""
+    exe = build(tmp_path, "lookback_scan", ["lookback_scan.cu"], "-O3")
+    for workers in ("16", "1"):
+        r = cuport_run(exe, env=clean_env(CUPORT_THREADS=workers), timeout=200)
+        assert r.returncode == 0 and r.stdout.splitlines() == LOOKBACK, (workers, r.stdout + r.stderr)
 
 
 def _vulkan_loop_budget() -> int:

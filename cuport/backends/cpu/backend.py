@@ -74,6 +74,22 @@ class Scratch:
         self.pointers = ctypes.addressof(self._ptrs)
 
 
+def grab_size(nblocks: int, workers: int, ck: CompiledKernelInfo, cooperative: bool) -> int:
+    """Blocks a worker takes from the launch's counter at once (LaunchCtx.chunk).
+
+    Several per grab spare the counter's cache line, but a worker runs its grab's blocks in
+    order: where blocks wait for earlier ones (CUB's decoupled look-back: block i spins on
+    flags blocks i - 1, i - 2, ... publish) the first blocks of a grab wait for the other
+    workers' whole grabs before them (tests/driver/c/lookback_scan.cu's static scan, 3073
+    blocks on 2 workers, grabs of 64: 13.4-14.2 ms and ~100 waits against 9.9-10.5 ms and
+    0-10 one block at a time). Such kernels (spin loops with yield points) and cooperative
+    grids (every block must be running for grid.sync) take one block at a time, so blocks
+    start in order across the workers."""
+    if cooperative or ck.waits_on_others:
+        return 1
+    return max(1, min(64, nblocks // (workers * 8)))
+
+
 class Spec:
     """A kernel's code for one block shape, and what its launches need of it."""
 
@@ -99,6 +115,8 @@ class CpuKernel:
         self.last_queued: tuple | None = None
         # calls malloc/free: the context's heap is bound before it runs (driver/device_heap.py)
         self.uses_device_heap = calls_malloc(module.ptx, fn)
+        # its name for runtime.c's grid log (CUPORT_GRID_LOG), which queued records point to
+        self.c_name = ctypes.create_string_buffer(fn.name.encode())
 
     def specialization(self, block: tuple[int, int, int], resident: int = RESIDENT_SLOTS) -> Spec:
         spec = self._specs.get((block, resident))
@@ -428,8 +446,7 @@ class CpuBackend:
         workers = min(self.pool.n, nblocks)
         slot = (spec.scratch_base + dyn_smem + 4095) & ~4095
         scratch = self._scratch_for(slot * spec.ck.resident_slots)
-        # one block per grab in a cooperative grid, so that the workers share it
-        chunk = 1 if cooperative else max(1, min(64, nblocks // (workers * 8)))
+        chunk = grab_size(nblocks, workers, spec.ck, cooperative)
         hook = None
         if spec.hooked:
             module = kernel.module
@@ -446,9 +463,10 @@ class CpuBackend:
                     finally:
                         _on_leader.active = False
 
-        record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec), hook)
+        record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec, kernel.c_name), hook)
         template = self.queue.template(spec.linked.worker_addr, workers, grid, dyn_smem,
-                                       scratch.pointers, chunk, slot, hook is not None)
+                                       scratch.pointers, chunk, slot, hook is not None,
+                                       ctypes.addressof(kernel.c_name))
         if hook is None:  # (a hooked kernel's record holds its module: made each time)
             kernel.last_queued = ((spec, grid, dyn_smem, what, cooperative), scratch, template,
                                   record)
@@ -559,10 +577,9 @@ class CpuBackend:
             ctx.dyn_smem = dyn_smem
             ctx.nblocks = nblocks
             ctx.scratch = scratch.pointers
-            ctx.chunk = max(1, min(64, nblocks // (workers * 8)))
+            ctx.chunk = grab_size(nblocks, workers, ck, cooperative)
             workspace = None
-            if cooperative:  # one block per grab, so that the workers share the grid
-                ctx.chunk = 1
+            if cooperative:
                 workspace = (ctypes.c_uint32 * 2)(8, 0)  # {wsSize, barrier}
                 ctx.grid_workspace = ctypes.addressof(workspace)
             ctx.slot_bytes = slot

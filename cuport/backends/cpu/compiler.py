@@ -64,6 +64,7 @@ class ModuleCompiler:
         self.nsm = nsm
         self.stack_bytes = stack_bytes
         self.resident = resident  # blocks a worker may hold when warps can yield
+        self.has_yields = False  # (the yields step: spin loops that wait for other blocks)
         self.llmod = ll.Module(name=kernel)
         self._decls: dict[str, ll.Function] = {}
         self.outlined: dict[str, tuple] = {}  # em.outline's functions: (function, result struct)
@@ -295,8 +296,8 @@ class ModuleCompiler:
         if os.environ.get("CUPORT_NO_YIELDS") != "1":
             self.kernel = insert_yields(self.kernel, waits_in(self.funcs, self.address_taken()))
         self.funcs = [self.kernel if f.name == self.kernel.name else f for f in self.funcs]
-        has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
-        self.resident_slots = self.resident if has_yields else 1
+        self.has_yields = any(isinstance(s, ir.Instr) and s.op == "yield" for s in self.kernel.body or ())
+        self.resident_slots = self.resident if self.has_yields else 1
 
     def _step_layout(self) -> None:
         funcs = self.funcs
@@ -408,6 +409,7 @@ class ModuleCompiler:
             static_shared=self.static_shared,
             dyn_shared_offset=self.dyn_shared_offset,
             resident_slots=self.resident_slots,
+            waits_on_others=self.has_yields,
             local_align=min(self.local_align, 4096),
             shared_align=min(self.shared_align, 4096),
             global_symbols=dict(self.global_symbols),
@@ -654,6 +656,16 @@ class ModuleCompiler:
         it finishes; when a block reports BLOCKED (all its warps wait at yield points for
         something outside the block), the worker starts another block in a free slot or
         moves on to the next block it holds. Kernels without yield points hold one block.
+        Before it moves on from a block that reports BLOCKED with no slot free, the worker
+        gives its CPU away (runtime.c's cuport_worker_idle, a sched_yield): what the block
+        waits for is another worker's block, and where workers outnumber the free cores that
+        worker may be the one waiting for this CPU. Without it 16 workers on 2 cores spun
+        until the scheduler preempted them (tests/driver/c/lookback_scan.cu: 2.3-3.3 s of
+        CPU against 0.3 s with 2 workers; now 0.25-0.3 s). A BLOCKED report follows a round
+        of its warps' spin loops, YIELD_PERIOD trips each (CUB's onesweep look-back, 32
+        volatile loads one lane at a time and a fence: ~0.3 us a trip, ~0.17 ms a round of
+        its 8 warps), so the yield (~0.3 us where nothing else wants the CPU) costs nothing
+        measurable.
         """
         R = self.resident_slots
         wf = ll.Function(self.llmod, ll.FunctionType(VOID, [PTR, I32]), name="worker")
@@ -684,12 +696,14 @@ class ModuleCompiler:
         nblocks = ctx_field("nblocks", I64)
         chunk = b.zext(ctx_field("chunk", I32), I64)
         occ = b.alloca(I32, name="occupied")
+        waited = b.alloca(I64, name="waited")  # BLOCKED reports in all (the grid log's)
         cur = b.alloca(I32, name="current")
         nxt = b.alloca(I64, name="next_block")
         end = b.alloca(I64, name="chunk_end")
         # the next block's (x, y, z): divided out once per chunk, then counted up
         cxyz = [b.alloca(I32, name=f"c{a}") for a in "xyz"]
-        for slot, v in ((occ, i32c(0)), (cur, i32c(0)), (nxt, i64c(0)), (end, i64c(0)),
+        for slot, v in ((occ, i32c(0)), (waited, i64c(0)), (cur, i32c(0)),
+                        (nxt, i64c(0)), (end, i64c(0)),
                         *((c, i32c(0)) for c in cxyz)):
             b.store(v, slot)
         main = wf.append_basic_block("main")
@@ -787,6 +801,7 @@ class ModuleCompiler:
 
         # the block waits: start another one if a slot is free, else switch to the next held
         b.position_at_end(waits)
+        b.store(b.add(b.load(waited), i64c(1)), waited)
         full = b.icmp_unsigned("==", b.load(occ), i32c((1 << R) - 1))
         switch = wf.append_basic_block("switch_block")
         can_admit = wf.append_basic_block("can_admit")
@@ -796,11 +811,23 @@ class ModuleCompiler:
                             b.icmp_unsigned("<", b.load(end), nblocks))
         b.cbranch(more_blocks, admit, switch)
         b.position_at_end(switch)
+        if self.has_yields:
+            # the block waits on others: let the OS run another thread (the worker whose
+            # block it waits for may be waiting for this CPU)
+            b.call(self._runtime_fn("cuport_worker_idle", []), [])
         next_held()
         b.branch(main)
 
         b.position_at_end(quit_bb)
+        if self.has_yields:
+            b.call(self._runtime_fn("cuport_worker_waited", [I64]), [b.load(waited)])
         b.ret_void()
+
+    def _runtime_fn(self, name: str, args: list) -> ll.Function:
+        """A function of runtime.c's that the worker calls (hostcalls.address_of binds it)."""
+        if name not in self.host_symbols:
+            self.host_symbols.append(name)
+        return self.declare(name, VOID, args)
 
 
 # ---------------------------------------------------------------- the pipeline, in order

@@ -113,11 +113,27 @@ _CALLBACKS = {
 
 
 def address_of(sym: str) -> int:
+    if sym in _WORKER_FNS:  # (compiler._emit_worker: blocks that wait on others)
+        return _worker_fn(sym)
     if sym not in _CALLBACKS:  # the device runtime's (dynamic parallelism)
         from . import device_launch
 
         return device_launch.address_of(sym)
     return ctypes.cast(_CALLBACKS[sym], ctypes.c_void_p).value
+
+
+#: runtime.c's functions a worker calls where its blocks wait on others, and the C library's
+#: that stand in for them without the C runtime (the pool's workers are then Python threads,
+#: and nothing reads the count: labs of it is a call that does nothing)
+_WORKER_FNS = {"cuport_worker_idle": "sched_yield", "cuport_worker_waited": "labs"}
+
+
+def _worker_fn(sym: str) -> int:
+    from . import guard
+
+    lib = guard.library()
+    fn = getattr(lib, sym) if lib is not None else getattr(_libc, _WORKER_FNS[sym])
+    return ctypes.cast(fn, ctypes.c_void_p).value
 
 
 # ------------------------------------------------------------------ lowering of the calls

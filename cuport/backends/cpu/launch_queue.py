@@ -36,7 +36,8 @@ PARAMS_MAX = SLOT_BYTES - PARAMS_AT
 KERNEL, COPY, FILL = 0, 1, 2  # runtime.c's REC_*
 WAIT_MS = 50  # a wait returns this often, so that Python can run its signal handlers (^C)
 
-# runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value
+# runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value (a
+# kernel's: the address of its name, for CUPORT_GRID_LOG)
 RECORD = struct.Struct("<IIIIQQQQ")
 # LaunchCtx's fields in order (layout.py; checked against it below), then the record
 CTX = struct.Struct("<QIIIIQQQIIQQQIIQQ")
@@ -130,12 +131,12 @@ class LaunchQueue:
 
     @staticmethod
     def template(worker: int, nworkers: int, grid: tuple[int, int, int], dyn_smem: int,
-                 scratch: int, chunk: int, slot_bytes: int, hooked: bool) -> bytes:
+                 scratch: int, chunk: int, slot_bytes: int, hooked: bool, name: int = 0) -> bytes:
         """A kernel record's slot head (its LaunchCtx and record) but for the addresses of the
         slot it goes into: made once for launches of the same shape (CpuBackend.queue_launch)."""
         return CTX_RECORD.pack(0, grid[0], grid[1], grid[2], dyn_smem, grid[0] * grid[1] * grid[2],
                                0, scratch, 0, 0, 0, 0, 0, chunk, 0, slot_bytes, 0,
-                               KERNEL, nworkers, hooked, 0, worker, 0, 0, 0)
+                               KERNEL, nworkers, hooked, 0, worker, 0, 0, name)
 
     def kernel(self, template: bytes, params: bytes, cooperative: bool, record: Record) -> None:
         """Hand over a kernel record made from `template` with these parameters. `record` may

@@ -118,6 +118,7 @@ class CompiledKernelInfo:
     static_shared: int
     dyn_shared_offset: int
     resident_slots: int = 1  # blocks a worker may hold at once (more when warps can yield)
+    waits_on_others: bool = False  # spin loops with yield points: blocks handed out one by one
     local_align: int = 16  # the largest .align of a .local variable: lane windows keep it
     shared_align: int = 256  # the same for .shared variables: the shared arena's alignment
     global_symbols: dict[str, str] = field(default_factory=dict)  # LLVM symbol → PTX variable

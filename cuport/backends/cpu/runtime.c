@@ -7,9 +7,13 @@
  * blocks it closes the job and waits only for the workers that joined: a small launch is
  * not held up by the time a sleeping thread takes to wake, and a worker that wakes late
  * never touches a launch that has returned (the job's entry word carries the launch's
- * number, so a late worker cannot join the next one by mistake either). Idle workers
- * sleep in futex_wait (no polling, no spinning); a launch wakes them with one futex_wake
- * when any sleeps.
+ * number, so a late worker cannot join the next one by mistake either). A share's id (its
+ * scratch, its fault record) is the order in which its thread joined, not the thread's own
+ * number, so a launch of k workers wakes k - 1 sleepers, whichever they are: a grid of 4
+ * blocks on a pool of 16 woke all 15 sleepers, and each had to run (on a busy machine,
+ * wait for a CPU) to join and leave before the launch could return (38-68 us per tiny grid
+ * on the 2-core dev VM against 8 with 2 workers). Idle workers sleep in futex_wait (no
+ * polling, no spinning).
  *
  * Launches are queued (cuport_queue_push): a FIFO of records that one leader thread runs in
  * order, one grid at a time, as worker 0 of the pool, so that a launch returns to the program
@@ -25,6 +29,8 @@
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +54,8 @@ struct fault {
 
 #define MAX_WORKERS 1024
 #define OPEN 0x80000000ull
+#define LIMIT_SHIFT 16           /* entry: shares that may join, bits 16..30 */
+#define JOINED 0xFFFFull         /* entry: shares that joined, bits 0..15 */
 
 struct job {
     void *worker;                /* the compiled worker(ctx, id) */
@@ -56,9 +64,10 @@ struct job {
     uint32_t illegal, misaligned;
     uint32_t guarded;
     uint32_t nworkers;           /* ids 0 .. nworkers-1 may run */
-    uint64_t entry;              /* launch number << 32 | OPEN | workers that joined */
+    uint64_t entry;              /* launch number << 32 | OPEN | (nworkers - 1) << 16 | joined */
     uint32_t done;               /* joined workers that finished */
     struct fault *faults;        /* per worker */
+    uint64_t cpu_ns;             /* the shares' thread CPU time, when pool.timing */
 };
 
 static struct {
@@ -66,15 +75,38 @@ static struct {
     uint32_t started;            /* worker threads running (ids 1 .. started) */
     uint32_t epoch;              /* bumped by every launch (the futex workers sleep on) */
     uint32_t sleepers;           /* workers in futex_wait */
+    uint64_t idle;               /* cuport_worker_idle calls (the grid log reads them) */
+    uint64_t waited;             /* blocks' BLOCKED reports (cuport_worker_waited) */
+    uint32_t timing;             /* time each share's thread CPU (the grid log) */
     struct job job;              /* the launch in progress (one at a time) */
-} pool = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0}};
+} pool = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, {0}};
 
 static long futex(uint32_t *addr, int op, uint32_t val)
 {
     return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void run_guarded(struct job *j, uint32_t id);
+
 static void run_share(struct job *j, uint32_t id)
+{
+    if (!__atomic_load_n(&pool.timing, __ATOMIC_RELAXED)) {
+        run_guarded(j, id);
+        return;
+    }
+    uint64_t t0 = thread_cpu_ns();
+    run_guarded(j, id);
+    __atomic_add_fetch(&j->cpu_ns, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
+}
+
+static void run_guarded(struct job *j, uint32_t id)
 {
     typedef void (*worker_fn)(void *, uint32_t);
     if (j->guarded) {
@@ -92,9 +124,26 @@ static void run_share(struct job *j, uint32_t id)
     }
 }
 
+/* A worker's block waits for other blocks (all its warps at spin loops' yield points) and
+ * the worker starts no other (compiler.py's worker): what it waits for is another worker's
+ * block, and where workers outnumber the free cores that worker may be waiting for this
+ * CPU. */
+void cuport_worker_idle(void)
+{
+    __atomic_add_fetch(&pool.idle, 1, __ATOMIC_RELAXED);
+    sched_yield();
+}
+
+/* A worker's share ends: how often its blocks reported that they wait for other blocks. */
+void cuport_worker_waited(uint64_t n)
+{
+    if (n)
+        __atomic_add_fetch(&pool.waited, n, __ATOMIC_RELAXED);
+}
+
 static void *worker_main(void *arg)
 {
-    uint32_t id = (uint32_t)(uintptr_t)arg;
+    (void)arg;
     uint32_t seen = __atomic_load_n(&pool.epoch, __ATOMIC_ACQUIRE);
     for (;;) {
         uint32_t now = __atomic_load_n(&pool.epoch, __ATOMIC_ACQUIRE);
@@ -107,24 +156,20 @@ static void *worker_main(void *arg)
         }
         seen = now;
         struct job *j = &pool.job;
-        /* join launch `seen` while it is open */
+        /* join launch `seen` while it is open and has room: the share's id is the order */
         uint64_t e = __atomic_load_n(&j->entry, __ATOMIC_ACQUIRE);
-        int joined = 0;
-        while ((e >> 32) == seen && (e & OPEN)) {
+        uint32_t id = 0;
+        while ((e >> 32) == seen && (e & OPEN)
+               && (e & JOINED) < ((e >> LIMIT_SHIFT) & 0x7FFF)) {
             if (__atomic_compare_exchange_n(&j->entry, &e, e + 1, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
-                joined = 1;
+                id = (uint32_t)(e & JOINED) + 1;
                 break;
             }
         }
-        if (!joined)
+        if (!id)
             continue;
-        if (id >= j->nworkers) {  /* (joined, so the fields are this launch's) */
-            __atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE);
-            futex(&j->done, FUTEX_WAKE_PRIVATE, 1);
-            continue;
-        }
-        run_share(j, id);
+        run_share(j, id);  /* (joined, so the fields are this launch's) */
         __atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE);
         futex(&j->done, FUTEX_WAKE_PRIVATE, 1);
     }
@@ -156,10 +201,12 @@ int cuport_pool_start(int n)
 }
 
 /* Run worker(ctx, id) for ids 0 .. nworkers-1 (0 on this thread) and return when every
- * share that started has finished. `guarded`: through guard.c, faults into faults[id]. */
-void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarded,
-                     uint32_t *error_word, uint32_t illegal, uint32_t misaligned,
-                     struct fault *faults)
+ * share that started has finished: how many did (this thread's included), and where
+ * `cpu` is given and pool.timing set, their thread CPU time. `guarded`: through guard.c,
+ * faults into faults[id]. */
+static uint32_t pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarded,
+                         uint32_t *error_word, uint32_t illegal, uint32_t misaligned,
+                         struct fault *faults, uint64_t *cpu)
 {
     pthread_mutex_lock(&pool.lock);
     struct job *j = &pool.job;
@@ -174,12 +221,15 @@ void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarde
     j->faults = faults;
     j->nworkers = nworkers;
     __atomic_store_n(&j->done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&j->cpu_ns, 0, __ATOMIC_RELAXED);
     uint32_t number = pool.epoch + 1;
     if (nworkers > 1) {
-        __atomic_store_n(&j->entry, ((uint64_t)number << 32) | OPEN, __ATOMIC_RELEASE);
+        __atomic_store_n(&j->entry, ((uint64_t)number << 32) | OPEN
+                         | ((uint64_t)(nworkers - 1) << LIMIT_SHIFT), __ATOMIC_RELEASE);
         __atomic_store_n(&pool.epoch, number, __ATOMIC_SEQ_CST);
+        /* as many as may join (workers awake meanwhile join without a wake) */
         if (__atomic_load_n(&pool.sleepers, __ATOMIC_SEQ_CST))
-            futex(&pool.epoch, FUTEX_WAKE_PRIVATE, INT32_MAX);
+            futex(&pool.epoch, FUTEX_WAKE_PRIVATE, (uint32_t)nworkers - 1);
     }
     run_share(j, 0);
     uint32_t joined = 0;
@@ -189,7 +239,7 @@ void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarde
         while (!__atomic_compare_exchange_n(&j->entry, &e, e & ~OPEN, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE))
             ;
-        joined = (uint32_t)(e & 0x7FFFFFFFu);
+        joined = (uint32_t)(e & JOINED);
     }
     for (;;) {
         uint32_t d = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE);
@@ -197,7 +247,17 @@ void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarde
             break;
         futex(&j->done, FUTEX_WAIT_PRIVATE, d);
     }
+    if (cpu)
+        *cpu = __atomic_load_n(&j->cpu_ns, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pool.lock);
+    return joined + 1;
+}
+
+void cuport_pool_run(void *worker, void *ctx, uint32_t nworkers, uint32_t guarded,
+                     uint32_t *error_word, uint32_t illegal, uint32_t misaligned,
+                     struct fault *faults)
+{
+    pool_run(worker, ctx, nworkers, guarded, error_word, illegal, misaligned, faults, NULL);
 }
 
 /* ---------------------------------------------------------------- the launch queue */
@@ -214,7 +274,7 @@ struct record {
     void *worker;                /* kernel: the compiled worker; copy: the source */
     void *ctx;                   /* kernel: the LaunchCtx; copy, fill: the destination */
     uint64_t count;              /* copy: bytes; fill: elements */
-    uint64_t value;              /* fill: the element */
+    uint64_t value;              /* fill: the element; kernel: its name (char *) or 0 */
 };
 
 /* The first failed grid since the Python side last took it (cuport_queue_take_failure). */
@@ -242,6 +302,7 @@ static struct {
     queue_hook hook;
     struct fault *faults;        /* per worker, for the leader's grids */
     struct failure failure;
+    FILE *grid_log;              /* CUPORT_GRID_LOG: a line per grid run (log_grid) */
 } queue = {PTHREAD_MUTEX_INITIALIZER};
 
 void cuport_guard_install(void);
@@ -283,6 +344,27 @@ static void note_failure(struct record *r, uint64_t seq, uint32_t *err)
     __atomic_add_fetch(&queue.failures, 1, __ATOMIC_RELEASE);
 }
 
+static uint64_t now_ns(void);
+
+/* CUPORT_GRID_LOG=FILE (where the kernel time of a program goes, bench/grid_log.py): per grid,
+ * the record's number, the kernel, its grid and block count, the workers asked for and
+ * those that took part, its wall time, the CPU time of the workers' shares, the times a
+ * block reported that it waits for other blocks and the times a worker gave its CPU away
+ * (cuport_worker_idle), tab-separated (nanoseconds). */
+static void log_grid(struct record *r, uint64_t seq, uint32_t ran, uint64_t wall,
+                     uint64_t cpu, uint64_t waited, uint64_t idle)
+{
+    const uint32_t *w = (const uint32_t *)r->ctx;  /* LaunchCtx: params, grid_x, y, z, ... */
+    uint64_t nblocks;
+    memcpy(&nblocks, (const char *)r->ctx + 24, 8);
+    fprintf(queue.grid_log, "%llu\t%s\t%u,%u,%u\t%llu\t%u\t%u\t%llu\t%llu\t%llu\t%llu\n",
+            (unsigned long long)seq, r->value ? (const char *)(uintptr_t)r->value : "?",
+            w[2], w[3], w[4], (unsigned long long)nblocks, r->nworkers, ran,
+            (unsigned long long)wall, (unsigned long long)cpu, (unsigned long long)waited,
+            (unsigned long long)idle);
+    fflush(queue.grid_log);
+}
+
 static void run_record(struct record *r, uint64_t seq)
 {
     if (r->kind == REC_COPY) {
@@ -302,8 +384,20 @@ static void run_record(struct record *r, uint64_t seq)
     if (r->hooked)
         queue.hook(seq, 0);
     cuport_guard_install();
-    cuport_pool_run(r->worker, r->ctx, r->nworkers, 1, err, queue.illegal, queue.misaligned,
-                    queue.faults);
+    if (queue.grid_log) {
+        uint64_t t0 = now_ns();
+        uint64_t i0 = __atomic_load_n(&pool.idle, __ATOMIC_RELAXED);
+        uint64_t w0 = __atomic_load_n(&pool.waited, __ATOMIC_RELAXED);
+        uint64_t cpu = 0;
+        uint32_t ran = pool_run(r->worker, r->ctx, r->nworkers, 1, err, queue.illegal,
+                                queue.misaligned, queue.faults, &cpu);
+        log_grid(r, seq, ran, now_ns() - t0, cpu,
+                 __atomic_load_n(&pool.waited, __ATOMIC_RELAXED) - w0,
+                 __atomic_load_n(&pool.idle, __ATOMIC_RELAXED) - i0);
+    } else {
+        cuport_pool_run(r->worker, r->ctx, r->nworkers, 1, err, queue.illegal, queue.misaligned,
+                        queue.faults);
+    }
     if (__atomic_load_n(err, __ATOMIC_ACQUIRE))
         note_failure(r, seq, err);
     if (r->hooked)
@@ -382,6 +476,11 @@ void *cuport_queue_setup(uint32_t error_offset, uint32_t illegal, uint32_t misal
     queue.misaligned = misaligned;
     queue.hook = hook;
     queue.faults = faults;
+    const char *log = getenv("CUPORT_GRID_LOG");
+    if (log && *log && !queue.grid_log) {
+        queue.grid_log = fopen(log, "a");
+        __atomic_store_n(&pool.timing, queue.grid_log != NULL, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&queue.push_lock);
     return &queue.head;
 }
