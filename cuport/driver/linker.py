@@ -188,27 +188,15 @@ def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
         state.options.write_log(buffer, size, "")
 
 
-def _operand_names(operand: object, out: set[str]) -> None:
-    if isinstance(operand, (ir.Sym, ir.SymAddr)):
-        out.add(operand.name)
-    elif isinstance(operand, ir.Mem) and isinstance(operand.base, ir.Sym):
-        out.add(operand.base.name)
-    elif isinstance(operand, (ir.Vec, ir.Args)):
-        for item in operand.items:
-            _operand_names(item, out)
-
-
 def _referenced(module: ir.Module) -> set[str]:
     """Every symbol the module's code and initialisers name."""
     names: set[str] = set()
     for fn in module.functions.values():
         for ins in fn.body or ():
             if isinstance(ins, ir.Instr):
-                for operand in ins.args:
-                    _operand_names(operand, names)
+                names |= ir.symbols_named(ins.args)
     for var in module.variables:
-        for value in var.init or ():
-            _operand_names(value, names)
+        names |= ir.symbols_named(var.init or ())
     return names
 
 

@@ -35,7 +35,7 @@ def forward_params(fn: ir.Function) -> ir.Function:
         if not isinstance(st, ir.Instr) or not candidates:
             continue
         access = _access(st)
-        for name in symbol_names(st):
+        for name in ir.symbols_named(st.args):
             if name in candidates and (access is None or access[0] != name
                                        or not _fits(fn, st, candidates[name])):
                 del candidates[name]
@@ -84,21 +84,3 @@ def _fits(fn: ir.Function, st: ir.Instr, width: int) -> bool:
     if isinstance(value, ir.Reg):
         return TYPE_BITS.get(fn.regs.get(value.name, ""), 0) == width
     return st.op == "st" and isinstance(value, (ir.Imm, ir.FImm))
-
-
-def symbol_names(st: ir.Instr) -> set[str]:
-    """The symbols an instruction names, wherever they stand."""
-    out: set[str] = set()
-
-    def walk(o) -> None:
-        if isinstance(o, (ir.Sym, ir.SymAddr)):
-            out.add(o.name)
-        elif isinstance(o, ir.Mem):
-            walk(o.base)
-        elif isinstance(o, (ir.Vec, ir.Args)):
-            for x in o.items:
-                walk(x)
-
-    for a in st.args:
-        walk(a)
-    return out

@@ -94,19 +94,8 @@ def _call_variables(body: list[ir.Instr], fn: ir.Function) -> tuple[set[str], di
             if not (isinstance(m, ir.Mem) and isinstance(m.base, ir.Sym)):
                 escaped |= names  # (a param access through an address: it may be any)
             continue
-        for a in ins.args:
-            escaped |= _symbols(a) & names
+        escaped |= ir.symbols_named(ins.args) & names
     return names - escaped, returned
-
-
-def _symbols(o) -> set[str]:
-    if isinstance(o, (ir.Sym, ir.SymAddr)):
-        return {o.name}
-    if isinstance(o, ir.Mem):
-        return _symbols(o.base)
-    if isinstance(o, (ir.Vec, ir.Args)):
-        return set().union(*(_symbols(x) for x in o.items)) if o.items else set()
-    return set()
 
 
 def _seed(ins: ir.Instr, kernel_params: set[str], loaded: frozenset[str],

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from ..ptx import ir
 from ..ptx.opcodes import has_dest
-from .params import symbol_names
 
 _HANDLE_TYPES = ("u64", "b64", "s64")
 
@@ -31,7 +30,7 @@ def texture_handles(fn: ir.Function) -> dict[str, str]:
     for st in body:
         if _param_load(st, params) is None:
             image = _image(st)
-            params -= symbol_names(st) - ({image.name} if isinstance(image, ir.Sym) else set())
+            params -= ir.symbols_named(st.args) - ({image.name} if isinstance(image, ir.Sym) else set())
     defs: dict[str, list[ir.Instr]] = {}
     for st in body:
         for reg in _written(st):

@@ -17,17 +17,6 @@ from __future__ import annotations
 from . import ir
 
 
-def _names(o, out: set[str]) -> None:
-    if isinstance(o, (ir.Sym, ir.SymAddr)):
-        out.add(o.name)
-    elif isinstance(o, ir.Mem):
-        if isinstance(o.base, ir.Sym):
-            out.add(o.base.name)
-    elif isinstance(o, (ir.Vec, ir.Args)):
-        for x in o.items:
-            _names(x, out)
-
-
 def named_symbols(fn: ir.Function) -> set[str]:
     """Every symbol the instructions of `fn` name (known without reading the body of a
     function loaded from the kernel cache: backends/module_cache.py)."""
@@ -37,8 +26,7 @@ def named_symbols(fn: ir.Function) -> set[str]:
     out: set[str] = set()
     for st in fn.body or ():
         if isinstance(st, ir.Instr):
-            for a in st.args:
-                _names(a, out)
+            out |= ir.symbols_named(st.args)
     return out
 
 
@@ -99,8 +87,7 @@ def address_taken(module: ir.Module) -> set[str]:
                 if st.op == "call" and call_target(st) is not None:
                     first = next(i for i, a in enumerate(args) if not isinstance(a, ir.Args))
                     args = args[:first] + args[first + 1:]
-                for a in args:
-                    _names(a, out)
+                out |= ir.symbols_named(args)
         for v in fn.locals:
             out.update(x.name for x in v.init or () if isinstance(x, ir.SymAddr))
     for v in module.variables:

@@ -9,6 +9,7 @@ renames registers and labels declared in inner scopes so every name in a functio
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # ---------------------------------------------------------------- types
@@ -158,6 +159,28 @@ class SymAddr:
 
 Operand = (Reg | Special | Imm | FImm | Sym | Mem | Vec | TexAddr | Sink | PredPair | Not | Args
            | SymAddr)
+
+
+def symbols_named(operands: Iterable[object]) -> set[str]:
+    """The names of the variables, functions and textures that `operands` name: a symbol
+    or its address (a call target, `mov %rd, sym+8`, `generic(sym)` in an initialiser), an
+    address's base (`[sym+4]`), and those inside vector, texture and call-list operands.
+    One walk for every reader (the validator's shared-memory count, the call graph, the
+    linker's undefined symbols, the passes that keep a variable whose name escapes); what
+    a reader leaves out, such as a call's own target, it drops from the operands first."""
+    out: set[str] = set()
+    work = list(operands)
+    while work:
+        o = work.pop()
+        if isinstance(o, (Sym, SymAddr)):
+            out.add(o.name)
+        elif isinstance(o, Mem):
+            if isinstance(o.base, Sym):
+                out.add(o.base.name)
+        elif isinstance(o, (Vec, Args)):
+            work.extend(o.items)
+    return out
+
 
 # ---------------------------------------------------------------- statements
 

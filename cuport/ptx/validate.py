@@ -623,12 +623,11 @@ def _check_shared(module: ir.Module, fn: ir.Function, st: _State, limits: Limits
                 total += _size(v)
         for s in f.body:
             if isinstance(s, ir.Instr):
-                for a in s.args:
-                    for name in _symbol_names(a):
-                        used.add(name)
-                        g = module.functions.get(name)
-                        if g is not None:
-                            work.append(g)
+                for name in ir.symbols_named(s.args):
+                    used.add(name)
+                    g = module.functions.get(name)
+                    if g is not None:
+                        work.append(g)
     for v in module.variables:
         if v.space == "shared" and v.name in used and v.linkage != "extern" and v.dims[-1:] != (None,):
             total += _size(v)
@@ -644,16 +643,6 @@ def _size(v: ir.Var) -> int:
             return 0
         n *= d
     return n * v.elem_bytes
-
-
-def _symbol_names(o) -> list[str]:
-    if isinstance(o, (ir.Sym, ir.SymAddr)):
-        return [o.name]
-    if isinstance(o, ir.Mem) and isinstance(o.base, ir.Sym):
-        return [o.base.name]
-    if isinstance(o, (ir.Vec, ir.Args)):
-        return [n for x in o.items for n in _symbol_names(x)]
-    return []
 
 
 def _types_of(mods: tuple[str, ...]) -> list[str]:
