@@ -324,7 +324,7 @@ class Device:
         """The attribute named `key` (ATTRIBUTES' names) for this device."""
         for k, v in self.overrides:
             if k == key:
-                return v
+                return v(self) if callable(v) else v  # (a function: what costs to learn)
         value = ATTRIBUTES[key]
         return value(self) if callable(value) else value
 
@@ -379,8 +379,9 @@ def _vulkan_device(ordinal: int, index: int) -> Device:
     runtime.at_shut_down(_shut_down)
     attrs = device_attributes(info)
     memory = attrs.pop("_memory_bytes")
+    # (clock_khz 0: the CLOCK_RATE override answers, measured when asked)
     return Device(ordinal, f"cuport Vulkan ({info.name})", bytes(info.uuid), attrs["MULTIPROCESSOR_COUNT"],
-                  attrs["CLOCK_RATE"], attrs["L2_CACHE_SIZE"], "vulkan", index,
+                  0, attrs["L2_CACHE_SIZE"], "vulkan", index,
                   tuple(sorted(attrs.items())), memory)
 
 
@@ -524,7 +525,7 @@ def device_properties(address: int, dev: int) -> None:
     p.SIMDWidth = 32
     p.memPitch = ATTRIBUTES["MAX_PITCH"]
     p.regsPerBlock = ATTRIBUTES["MAX_REGISTERS_PER_BLOCK"]
-    p.clockRate = d.clock_khz
+    p.clockRate = d.value("CLOCK_RATE")
     p.textureAlign = ATTRIBUTES["TEXTURE_ALIGNMENT"]
 
 

@@ -1,9 +1,10 @@
 """The CUDA device attributes of a Vulkan device, where they differ from the CPU device's.
 
 Values come from the device's properties (runtime.DeviceInfo), never guessed: what Vulkan
-does not tell (clock rates, L2 size) is 0, what cuport does not offer on Vulkan yet
-(textures in hardware) is 0 too. Multiprocessors, residency and COOPERATIVE_LAUNCH
-come from cooperative.py (1 only where cuport knows how many workgroups run at once). The
+does not tell (the memory clock, L2 size) is 0, what cuport does not offer on Vulkan yet
+(textures in hardware) is 0 too. CLOCK_RATE is the rate of the clock %clock64 reads,
+measured the first time a program asks (clock.py clock_rate_khz). Multiprocessors,
+residency and COOPERATIVE_LAUNCH come from cooperative.py (1 only where cuport knows how many workgroups run at once). The
 shared-memory sizes are CUDA's (48 KiB per block, 227 KiB by opt-in, as on an H200): a kernel
 whose shared memory does not fit the device's workgroup memory keeps it in device memory
 (slices.py). Only a device whose memory cannot hold such slices reports its workgroup
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from . import cooperative, slices
+from . import clock, cooperative, slices
 
 
 def _cores() -> int:
@@ -24,7 +25,12 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def device_attributes(info) -> dict[str, int]:
+def _clock_rate(device) -> int:
+    """CLOCK_RATE of a device with a shader clock: asked of its backend (measured once)."""
+    return clock.clock_rate_khz(device.backend())
+
+
+def device_attributes(info) -> dict[str, object]:
     lim = info.limits
     cpu = info.device_type == "cpu"
     same = info.managed_memory in ("identity", "alias")
@@ -39,7 +45,8 @@ def device_attributes(info) -> dict[str, int]:
     local_heaps = [h.size for h in info.memory_heaps if h.device_local] or [h.size for h in info.memory_heaps]
     return {
         "MULTIPROCESSOR_COUNT": sms,
-        "CLOCK_RATE": 0,
+        # (0 without a shader clock: %clock64 is refused there, so there is no rate to give)
+        "CLOCK_RATE": _clock_rate if info.features.get("shaderSubgroupClock") else 0,
         "L2_CACHE_SIZE": 0,
         "MAX_THREADS_PER_BLOCK": threads,
         "MAX_BLOCK_DIM_X": min(1024, lim.max_workgroup_size[0]),

@@ -19,6 +19,7 @@ driver's host-side code uses it directly.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import dataclasses
 import functools
@@ -590,6 +591,18 @@ class VulkanBackend:
                 if self._sync_lane is None:
                     self._sync_lane = self.dev.stream()
         return self._sync_lane
+
+    @contextlib.contextmanager
+    def apart(self):
+        """The calling thread's launches and drain_here go to the lane of synchronous work
+        meanwhile: a measurement of the backend's own (clock.py's clock rate) neither waits
+        behind a stream's kernels nor takes a failure of theirs as its own."""
+        before = getattr(self._local, "lane", None)
+        self._local.lane = self._sync()
+        try:
+            yield
+        finally:
+            self._local.lane = before
 
     def _follow(self, name: str) -> None:
         """Before a dispatch that uses the shared buffer `name`: its lane waits for the last
