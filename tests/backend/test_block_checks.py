@@ -4,7 +4,8 @@ not wrap and no run wraps around 2^64; a region loop checks the ranges of all it
 once, where the leaves move by a fixed step from warp to warp, and each warp checks its own
 only where that fails. Checked against host computations: a 16x16 stencil at the grid's
 edges (partial blocks, halos), and indices that pass 2^32 inside a block, so that some of
-its warps are one vector a run and others gather or fault."""
+its warps are one vector a run and others gather or fault (in 16x16 blocks; the 1-D kernels,
+whose warps are one run each, keep their checks per warp: the same results)."""
 
 from __future__ import annotations
 
