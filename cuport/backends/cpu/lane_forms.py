@@ -349,13 +349,17 @@ class LaneForms:
         """The highest leader whose run of `size`-byte elements does not wrap around 2^64."""
         return ll.Constant(I64, 2**64 - 1 - size * (self.form_seg - 1))
 
-    def _index_in_range(self, f: Lanes, t: ll.Value, ivy: ll.Value | None) -> list[ll.Value]:
+    def _index_in_range(self, f: Lanes, t: ll.Value, ivy: ll.Value | None,
+                        low: int | None = None) -> list[ll.Value]:
         """i1s: the 32-bit term of every lane, for the first lane's exact value `t` (i64, the
-        term extended as f.ext says), lies in the range of that extension."""
+        term extended as f.ext says), lies in the range of that extension (from `low` up,
+        where given)."""
         b = self.b
         s = self.form_seg
         runs = W // s
         lo_b, hi_b = (-(2**31), 2**31 - 1) if f.ext == "s" else (0, 2**32 - 1)
+        if low is not None:
+            lo_b = max(lo_b, low)
         conds = []
         for k in {0, s - 1}:
             for j in {0, runs - 1}:
@@ -522,10 +526,18 @@ class LaneForms:
         conds = []
         step = v.u[1] if v.u[1] is not None else ll.Constant(I64, 0)  # a leader's, mod 2^64
         if f.ext:
+            # a base pointer plus an index that is not negative (a 2-D array's): each leader
+            # lies between the base and 2^35 bytes above it, below the limit where the base
+            # is below 2^62; other forms check the leaders at both ends
+            simple = v.u[1] is None and f.ky == 0 and 0 < lanes_pass.signed(f.m, 64) <= 8
             t0 = b.sext(first.ib, I64) if f.ext == "s" else b.zext(first.ib, I64)
             d = b.sext(v.ib[1], I64) if v.ib[1] is not None else ll.Constant(I64, 0)
             t_last = b.add(t0, b.mul(d, ll.Constant(I64, last)))
-            conds += self._index_in_range(f, t0, first.ivy) + self._index_in_range(f, t_last, first.ivy)
+            for t in (t0, t_last):
+                conds += self._index_in_range(f, t, first.ivy, 0 if simple else None)
+            if simple:
+                conds.append(b.icmp_unsigned("<=", first.u, ll.Constant(I64, 1 << 62)))
+                return self._all(conds)
             step = b.add(step, b.mul(d, ll.Constant(I64, f.m & (2**64 - 1))))
         i128 = ll.IntType(128)
         limit = self._run_limit(size)
