@@ -396,13 +396,6 @@ class LaneForms:
         self.hoisted_ok = {}
         if not self.forms or self.mc.nwarps < 2 or self.form_seg == W:
             return  # (a warp of one run checks two corners and a leader: no cheaper per block)
-        if not hasattr(self, "_single_defs"):
-            count: dict[str, list[ir.Instr]] = {}
-            for blk in self.cfg.blocks:
-                for ins in blk.instrs:
-                    for r in defs(ins):
-                        count.setdefault(r.name, []).append(ins)
-            self._single_defs = {r: d[0] for r, d in count.items() if len(d) == 1}
         memo: dict[tuple[str, int], Value | None] = {}
         # (a block of their own: values computed once per launch go to the start of the
         # entry block, _at_entry, which would move the builder's place there under it)
@@ -467,7 +460,7 @@ class LaneForms:
         if key in memo:
             return memo[key]
         memo[key] = None  # (a definition that reads itself: none)
-        ins = self._single_defs.get(name)
+        ins = self._only_def(name)
         v = None
         if ins is not None and ins.guard is None and lanes_pass.width_of(self.fn.regs.get(name, "")) == w:
             src = ins.args[1] if len(ins.args) == 2 else None
@@ -607,8 +600,12 @@ class LaneForms:
 
     def form_lane_ptr(self, p: FormPtrs, lane: int) -> ll.Value:
         """One lane's host address (form_lane_ptrs' element `lane`), as scalar code."""
+        return self.b.inttoptr(self.form_lane_value(p.value, lane), PTR)
+
+    def form_lane_value(self, v: Value, lane: int) -> ll.Value:
+        """One lane's value of a Value (form_vector's element `lane`), as scalar code."""
         b = self.b
-        v, f = p.value, p.value.lanes
+        f = v.lanes
         s = self.form_seg
         k, j = lane % s, lane // s
 
@@ -627,7 +624,87 @@ class LaneForms:
             if f.m != 1:
                 e = b.mul(e, ll.Constant(I64, f.m & (2**64 - 1)))
             a = b.add(a, e)
-        return b.inttoptr(a, PTR)
+        return a
+
+    # ---------------------------------------------------------------- one lane's guard
+    def lane_guard(self, ins: ir.Instr, lane: int) -> ll.Value | None:
+        """i1: the varying guard of `ins` in `lane`, as scalar code from the predicate's
+        definitions (setp of integers whose operands have forms or are uniform, and/or/xor/
+        not of such; each register's only definition), or None. An access that a few known
+        lanes make (emit._sparse_load) reads its lanes' guards: built as 32 lanes and
+        extracted, AVX2 code packed the whole vector to bytes to read two of them (a 16x16
+        stencil's halo columns, lanes 0 and 16)."""
+        if ins.guard is None or ins.guard.name not in self.div.varying or not self.forms:
+            return None
+        saved, self.vec = self.vec, False
+        try:
+            g = self._lane_pred(ins.guard.name, lane, 0)
+        finally:
+            self.vec = saved
+        return self.b.not_(g) if g is not None and ins.guard_neg else g
+
+    def _only_def(self, name: str) -> ir.Instr | None:
+        if not hasattr(self, "_single_defs"):
+            count: dict[str, list[ir.Instr]] = {}
+            for blk in self.cfg.blocks:
+                for ins in blk.instrs:
+                    for r in defs(ins):
+                        count.setdefault(r.name, []).append(ins)
+            self._single_defs = {r: d[0] for r, d in count.items() if len(d) == 1}
+        return self._single_defs.get(name)
+
+    def _lane_pred(self, name: str, lane: int, depth: int) -> ll.Value | None:
+        from ...isa.compare import compare, comparison
+        from ...isa.registry import type_suffix
+
+        ins = self._only_def(name)
+        if ins is None or ins.guard is not None or depth > 8 or not isinstance(ins.args[0], ir.Reg):
+            return None
+        b, args = self.b, ins.args
+        if ins.op == "setp" and len(args) == 3:
+            t = type_suffix(ins)
+            cmp, boolop = comparison(ins)
+            if boolop is not None or lanes_pass.width_of(t) is None:
+                return None  # (integers only: float operands have no forms)
+            x, y = self._lane_int(args[1], t, lane), self._lane_int(args[2], t, lane)
+            return None if x is None or y is None else compare(self, cmp, t, x, y)
+        if "pred" not in ins.mods:
+            return None
+        ops = [self._lane_pred_operand(o, lane, depth) for o in args[1:]]
+        if any(o is None for o in ops):
+            return None
+        if ins.op in ("and", "or", "xor") and len(ops) == 2:
+            return {"and": b.and_, "or": b.or_, "xor": b.xor}[ins.op](*ops)
+        if ins.op in ("not", "mov") and len(ops) == 1:
+            return b.not_(ops[0]) if ins.op == "not" else ops[0]
+        return None
+
+    def _lane_pred_operand(self, o, lane: int, depth: int) -> ll.Value | None:
+        if isinstance(o, ir.Reg):
+            return self._lane_pred(o.name, lane, depth + 1)
+        if isinstance(o, ir.Not) and isinstance(o.reg, ir.Reg):
+            v = self._lane_pred(o.reg.name, lane, depth + 1)
+            return None if v is None else self.b.not_(v)
+        return None
+
+    def _lane_int(self, o, t: str, lane: int) -> ll.Value | None:
+        """An integer operand of type `t` in one lane (scalar), or None."""
+        w = lanes_pass.width_of(t)
+        if isinstance(o, ir.Imm) and isinstance(o.value, int):
+            return self.const_int(w, o.value)
+        if isinstance(o, ir.Reg):
+            if self._only_def(o.name) is None or lanes_pass.width_of(self.fn.regs.get(o.name, "")) != w:
+                return None
+            if o.name in self.forms:
+                return self.form_lane_value(self.form_value(o.name), lane)
+            return None if o.name in self.div.varying else self.read_bits(o, t)
+        if isinstance(o, ir.Special) and w == 32:
+            special = lanes_pass._special_forms(*self.mc.block[:2], segment_length(self.mc.block))
+            if o.name in special:
+                return self.form_lane_value(Value(special[o.name], self._special_leaf(o.name)), lane)
+            if o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid."):
+                return self.special(o.name)
+        return None
 
 
 __all__ = ["FormPtrs", "LaneForms", "I1"]
