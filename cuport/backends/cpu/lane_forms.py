@@ -467,7 +467,10 @@ class LaneForms:
             if (ins.op == "ld" and "param" in ins.mods and isinstance(src, ir.Mem)
                     and isinstance(src.base, ir.Sym) and self.is_kernel
                     and src.base.name in self.mc.kernel_param_offsets):
-                if name not in self.div.varying:
+                from ...isa.registry import type_suffix
+
+                if (name not in self.div.varying and isinstance(ins.args[0], ir.Reg)
+                        and lanes_pass.width_of(type_suffix(ins)) == w):  # (ld.param.u32, .u64)
                     off = self.mc.kernel_param_offsets[src.base.name] + src.offset
                     v = Value(Lanes(w), (self._kernel_param(off, ll.IntType(w)), None))
             else:
