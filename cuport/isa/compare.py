@@ -50,7 +50,8 @@ def compare(em, cmp: str, t: str, a, c, ftz: bool = False):
     return b.icmp_signed(_INT[cmp], a, c)
 
 
-def _parts(ins: ir.Instr):
+def comparison(ins: ir.Instr) -> tuple[str, str | None]:
+    """(the comparison, the .and/.or/.xor that combines it or None) of a setp or set."""
     cmp = next(m for m in ins.mods if m in _CMP)
     boolop = next((m for m in ins.mods if m in ("and", "or", "xor")), None)
     return cmp, boolop
@@ -83,7 +84,7 @@ def _combine(em, boolop, r, arg):
 @lowers("setp")
 def lower_setp(em, ins: ir.Instr) -> None:
     t = type_suffix(ins)
-    cmp, boolop = _parts(ins)
+    cmp, boolop = comparison(ins)
     rs = _results(em, ins, t, cmp)
     c = ins.args[3] if boolop else None
     dst = ins.args[0]
@@ -101,7 +102,7 @@ def lower_setp(em, ins: ir.Instr) -> None:
 def lower_set(em, ins: ir.Instr) -> None:
     types = [m for m in ins.mods if m in TYPE_BITS]
     dt, st = types[0], types[-1]
-    cmp, boolop = _parts(ins)
+    cmp, boolop = comparison(ins)
     b = em.b
     rs = [_combine(em, boolop, r, ins.args[3] if boolop else None) for r in _results(em, ins, st, cmp)]
     if len(rs) == 2:

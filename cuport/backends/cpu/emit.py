@@ -1316,7 +1316,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 # passes/liveness.py)
                 m = self.active_vec()
             if m is not None:
-                v = self._blend(m, v, b.load(slot))
+                v = self._blend(m, v, b.load(slot), ins is not None and ins.guard is not None)
         elif ins is not None and ins.guard is not None:
             g = self.guard_value(ins)
             if g.type != I1:
@@ -1324,10 +1324,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             v = b.select(g, v, b.load(slot))
         b.store(v, slot)
 
-    def _blend(self, m: ll.Value, new: ll.Value, old: ll.Value) -> ll.Value:
+    def _blend(self, m: ll.Value, new: ll.Value, old: ll.Value, executing: bool = False) -> ll.Value:
         """`new` in the lanes of mask `m`, `old` elsewhere; lane by lane where only a few lanes
         can run the instruction (passes/lane_bounds.py), so that LLVM sees each lane's value
-        as a scalar (a halo's load, stored by one or two lanes)."""
+        as a scalar (a halo's load, stored by one or two lanes). `executing`: m is the exec
+        mask, whose lanes _lane_executes gives as scalars."""
         b = self.b
         bound = self.lane_bounds.lanes(self.block.index, self.ins) if self.block is not None else ALL
         lanes = [i for i in range(W) if bound >> i & 1]
@@ -1336,8 +1337,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         out = old
         for lane in lanes:
             i = i32c(lane)
-            out = b.insert_element(out, b.select(b.extract_element(m, i), b.extract_element(new, i),
-                                                 b.extract_element(old, i)), i)
+            on = self._lane_executes(lane) if executing else b.extract_element(m, i)
+            out = b.insert_element(out, b.select(on, b.extract_element(new, i), b.extract_element(old, i)), i)
         return out
 
     def active_vec(self) -> ll.Value:
@@ -1766,10 +1767,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         """A scalar load for each of `lanes` that executes; a lane that does not reads a
         dummy slot instead (no branch; its address may be garbage)."""
         b = self.b
-        m = self.exec_mask_vec()
         out = ll.Constant(vec(t), None)
         for lane in lanes:
-            p = b.select(b.extract_element(m, i32c(lane)), self._lane_ptr(ptrs, lane, self._size(t)),
+            p = b.select(self._lane_executes(lane), self._lane_ptr(ptrs, lane, self._size(t)),
                          self.dummy_slot())
             v = b.load(p, typ=t, align=align)
             if volatile:
@@ -1782,15 +1782,23 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         highest lane's value lands where lanes share an address, as a scatter orders them); a
         lane that does not stores into a dummy slot instead."""
         b = self.b
-        m = self.exec_mask_vec()
         vector = isinstance(value.type, ll.VectorType)
         size = self._size(value.type.element if vector else value.type)
         for lane in lanes:
-            p = b.select(b.extract_element(m, i32c(lane)), self._lane_ptr(ptrs, lane, size), self.dummy_slot())
+            p = b.select(self._lane_executes(lane), self._lane_ptr(ptrs, lane, size), self.dummy_slot())
             x = b.extract_element(value, i32c(lane)) if vector else value
             st = b.store(x, p, align=align)
             if volatile:
                 st.volatile = True
+
+    def _lane_executes(self, lane: int) -> ll.Value:
+        """i1: `lane` executes the current instruction; its guard as scalar code where
+        lane_forms.lane_guard can make it, else the lane of the exec mask."""
+        b = self.b
+        g = self.lane_guard(self.ins, lane) if self.ins is not None else None
+        if g is None:
+            return b.extract_element(self.exec_mask_vec(), i32c(lane))
+        return b.and_(b.trunc(b.lshr(self.active, i32c(lane)), I1), g)
 
     def load(self, ptrs: ll.Value, t: ll.Type, align: int, volatile: bool = False) -> ll.Value:
         """Load `t` from one pointer (uniform) or a vector of pointers.

@@ -16,15 +16,18 @@ load or store per run; otherwise a gather or scatter of the lanes' addresses.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from ...isa.operands import defs
 from ...isa.types import I1, I32, I64, PTR, vec
 from ...passes import lanes as lanes_pass
 from ...passes.lanes import DYN, Lanes, Value
 from ...passes.shapes import segment_length
 from ...ptx import ir
+from ...ptx.ir import TYPE_BITS
 
 W = 32
 
@@ -73,6 +76,43 @@ class FormPtrs:
         return vec(PTR)
 
 
+class _NotAffine(Exception):
+    pass
+
+
+class _WarpLeaves(lanes_pass.Leaves):
+    """Leaves as functions of the warp index w: (a, c) stands for a + c*w (mod 2^bits), c
+    None where the leaf is the same in every warp. A product of two leaves that both depend
+    on w is no such function (_NotAffine)."""
+
+    def __init__(self, b: ll.IRBuilder) -> None:
+        self.b = b
+
+    def add(self, x, y, w: int):
+        c = y[1] if x[1] is None else x[1] if y[1] is None else self.b.add(x[1], y[1])
+        return self.b.add(x[0], y[0]), c
+
+    def mul(self, x, c: int, w: int):
+        c &= (1 << w) - 1
+        if c == 1:
+            return x
+        k = ll.Constant(ll.IntType(w), c)
+        return self.b.mul(x[0], k), None if x[1] is None else self.b.mul(x[1], k)
+
+    def mul2(self, x, y, w: int):
+        if x[1] is not None and y[1] is not None:
+            raise _NotAffine
+        if x[1] is None:
+            x, y = y, x
+        return self.b.mul(x[0], y[0]), None if x[1] is None else self.b.mul(x[1], y[0])
+
+    def const(self, c: int, w: int):
+        return ll.Constant(ll.IntType(w), c & ((1 << w) - 1)), None
+
+    def trunc(self, a):
+        return self.b.trunc(a[0], I32), None if a[1] is None else self.b.trunc(a[1], I32)
+
+
 class LaneForms:
     """Mixin for FunctionEmitter: registers with exact lane forms."""
 
@@ -80,6 +120,7 @@ class LaneForms:
         self.forms: dict[str, Lanes] = {}
         self.form_slots: dict[str, tuple] = {}
         self.form_seg = segment_length(self.mc.block) or W
+        self.hoisted_ok: dict[int, ll.Value] = {}  # (hoist_form_checks: id(access) -> i1)
         if not enabled or os.environ.get("CUPORT_NO_FORMS") == "1":
             return
         self.forms = lanes_pass.analyze(self.cfg, self.div, self.mc.block, self.fn.regs, self.live)
@@ -204,9 +245,13 @@ class LaneForms:
             v = lanes_pass._widen(v, "z", 1, ops)
             if v is None:
                 return None
-        return self._form_ptrs(v, mem.offset, space, elem_size)
+        return self._form_ptrs(v, mem.offset, space, elem_size, self.hoisted_ok.get(id(self.ins)))
 
-    def _form_ptrs(self, v: Value, offset: int, space: str, size: int) -> FormPtrs | None:
+    def _form_ptrs(self, v: Value, offset: int, space: str, size: int,
+                   hoisted: ll.Value | None = None) -> FormPtrs | None:
+        """`hoisted`: an i1 computed before the region loop (hoist_form_checks) that, where
+        it holds, implies this access's check in every warp of the block: the check is then
+        made only where it does not."""
         b = self.b
         ops = _LLVMLeaves(b)
         if offset:
@@ -245,42 +290,271 @@ class LaneForms:
                 a = b.add(a, b.mul(e, ll.Constant(I64, f.m & (2**64 - 1))))
             leaders.append(a)
         ok = None
-        if kind == "contiguous":
-            conds = []
-            # (shared memory only: there `s[t - k]` under `t >= k` wraps below the window in
-            # the first warp; elsewhere a wrapping 32-bit index is rare, and the extra leader
-            # and branch in every grid-stride loop cost AVX2 code of bench reduce 7%)
-            rising = space == "shared" and runs == 1 and f.kx == 0 and lanes_pass.signed(f.ikx, 32) > 0 and (
-                lanes_pass.signed(f.m, 64) > 0)
-            if rising:
-                wrapped, leaders[0] = self._rising_wrap(v, leaders[0])
-                conds.append(self._unwrapped_or_clear(wrapped, v))
-            elif f.ext:
-                # the lanes' 32-bit values must not wrap: then ext() is linear over them
-                t = b.sext(v.ib, I64) if f.ext == "s" else b.zext(v.ib, I64)
-                lo_b, hi_b = (-(2**31), 2**31 - 1) if f.ext == "s" else (0, 2**32 - 1)
-                corners = []
-                for k in {0, s - 1}:
-                    for j in {0, runs - 1}:
-                        c = b.add(t, ll.Constant(I64, (f.ikx * k) & (2**64 - 1)))
-                        if j and f.iky == DYN:
-                            c = b.add(c, b.mul(b.sext(v.ivy, I64), ll.Constant(I64, j)))
-                        elif j:
-                            c = b.add(c, ll.Constant(I64, (f.iky * j) & (2**64 - 1)))
-                        corners.append(c)
-                for c in corners:
-                    conds.append(b.icmp_signed(">=", c, ll.Constant(I64, lo_b)))
-                    conds.append(b.icmp_signed("<=", c, ll.Constant(I64, hi_b)))
-            # a run's host addresses must not wrap around 2^64 (they cannot in shared
-            # memory: the shared window's address plus a 32-bit offset)
-            limit = ll.Constant(I64, 2**64 - 1 - size * (s - 1))
-            if space != "shared":
-                for a in leaders:
-                    conds.append(b.icmp_unsigned("<=", a, limit))
-            ok = conds[0] if conds else None
-            for c in conds[1:]:
-                ok = b.and_(ok, c)
+        if kind == "contiguous" and hoisted is not None and space != "shared":
+            ok = self._checked_unless(hoisted, lambda: self._form_check(v, leaders, space, size))
+        elif kind == "contiguous":
+            ok = self._form_check(v, leaders, space, size)
         return FormPtrs(kind, s, ok, [b.inttoptr(a, PTR) for a in leaders], v, size)
+
+    def _checked_unless(self, hoisted: ll.Value, check: Callable[[], ll.Value | None]) -> ll.Value:
+        """i1: `hoisted`, or else `check()`, which is emitted only on that path."""
+        b = self.b
+        start = b.block
+        slow = self.llfn.append_basic_block("form_check")
+        join = self.llfn.append_basic_block("form_checked")
+        b.cbranch(hoisted, join, slow)
+        b.position_at_end(slow)
+        ok = check()
+        if ok is None:
+            ok = ll.Constant(I1, 1)
+        slow_end = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        phi = b.phi(I1)
+        phi.add_incoming(ll.Constant(I1, 1), start)
+        phi.add_incoming(ok, slow_end)
+        return phi
+
+    def _form_check(self, v: Value, leaders: list, space: str, size: int) -> ll.Value | None:
+        """i1 that must hold for the leaders of a contiguous form to serve (None: always);
+        `leaders` is updated in place where a shared run wraps (_rising_wrap)."""
+        b = self.b
+        f = v.lanes
+        conds = []
+        # (shared memory only: there `s[t - k]` under `t >= k` wraps below the window in
+        # the first warp; elsewhere a wrapping 32-bit index is rare, and the extra leader
+        # and branch in every grid-stride loop cost AVX2 code of bench reduce 7%)
+        rising = space == "shared" and W // self.form_seg == 1 and f.kx == 0 and (
+            lanes_pass.signed(f.ikx, 32) > 0 and lanes_pass.signed(f.m, 64) > 0)
+        if rising:
+            wrapped, leaders[0] = self._rising_wrap(v, leaders[0])
+            conds.append(self._unwrapped_or_clear(wrapped, v))
+        elif f.ext:
+            # the lanes' 32-bit values must not wrap: then ext() is linear over them
+            t = b.sext(v.ib, I64) if f.ext == "s" else b.zext(v.ib, I64)
+            conds += self._index_in_range(f, t, v.ivy)
+        # a run's host addresses must not wrap around 2^64 (they cannot in shared
+        # memory: the shared window's address plus a 32-bit offset)
+        if space != "shared":
+            conds += [b.icmp_unsigned("<=", a, self._run_limit(size)) for a in leaders]
+        return self._all(conds)
+
+    def _all(self, conds: list[ll.Value]) -> ll.Value | None:
+        ok = conds[0] if conds else None
+        for c in conds[1:]:
+            ok = self.b.and_(ok, c)
+        return ok
+
+    def _run_limit(self, size: int) -> ll.Constant:
+        """The highest leader whose run of `size`-byte elements does not wrap around 2^64."""
+        return ll.Constant(I64, 2**64 - 1 - size * (self.form_seg - 1))
+
+    def _index_in_range(self, f: Lanes, t: ll.Value, ivy: ll.Value | None,
+                        low: int | None = None) -> list[ll.Value]:
+        """i1s: the 32-bit term of every lane, for the first lane's exact value `t` (i64, the
+        term extended as f.ext says), lies in the range of that extension (from `low` up,
+        where given)."""
+        b = self.b
+        s = self.form_seg
+        runs = W // s
+        lo_b, hi_b = (-(2**31), 2**31 - 1) if f.ext == "s" else (0, 2**32 - 1)
+        if low is not None:
+            lo_b = max(lo_b, low)
+        conds = []
+        for k in {0, s - 1}:
+            for j in {0, runs - 1}:
+                c = b.add(t, ll.Constant(I64, (f.ikx * k) & (2**64 - 1)))
+                if j and f.iky == DYN:
+                    c = b.add(c, b.mul(b.sext(ivy, I64), ll.Constant(I64, j)))
+                elif j:
+                    c = b.add(c, ll.Constant(I64, (f.iky * j) & (2**64 - 1)))
+                conds.append(b.icmp_signed(">=", c, ll.Constant(I64, lo_b)))
+                conds.append(b.icmp_signed("<=", c, ll.Constant(I64, hi_b)))
+        return conds
+
+    # ---------------------------------------------------------------- checks per block
+    def hoist_form_checks(self, blocks: list[int]) -> None:
+        """Before the region loops (region_loops.py), once per block: for each plain global
+        access of `blocks` that every lane may run (passes/lane_bounds.py: the halo rows of
+        a stencil, run by one warp, keep their own check, which the other warps jump over),
+        whose contiguous form is checked per warp (_form_check) and whose leaves are
+        a + c*w in the warp index w, one i1 for the whole block, kept in `hoisted_ok`:
+        where it holds, every warp's check holds, and the warps skip theirs.
+
+        The leaves are computed again here from the address's definitions, which must each
+        be the register's only one, unguarded, down to kernel parameters, %ctaid, %ntid,
+        %nctaid, the thread index and constants (a register read before its only definition
+        ran holds no defined value in PTX). A check per warp is linear in w where it holds:
+        the first lane's 32-bit term is t0 + d*w exactly (d the step between warps) as long
+        as it stays in range, so the corners at the first and the last warp bound every
+        warp's, and a run's leader moves by a fixed step mod 2^64, exact in i128 where both
+        ends lie below the limit. The 16x16 stencil's tile load and store checked the same
+        ranges in each of its 8 warps (about 13 AVX-512 instructions each); their checks
+        share their corners here. Only blocks whose warps hold several runs (rows): a warp
+        that is one run checks two corners and one leader, and bench block_scan's 32 warps
+        (1024 threads) ran 1% more AVX2 instructions with its checks made per block."""
+        self.hoisted_ok = {}
+        if not self.forms or self.mc.nwarps < 2 or self.form_seg == W:
+            return  # (a warp of one run checks two corners and a leader: no cheaper per block)
+        memo: dict[tuple[str, int], Value | None] = {}
+        # (a block of their own: values computed once per launch go to the start of the
+        # entry block, _at_entry, which would move the builder's place there under it)
+        here = self.llfn.append_basic_block("block_checks")
+        self.b.branch(here)
+        self.b.position_at_end(here)
+        saved_vec, self.vec = self.vec, False
+        try:
+            for x in blocks:
+                for ins in self.blocks[x].instrs:
+                    if self.lane_bounds.lanes(x, ins) != (1 << W) - 1:
+                        continue
+                    ok = self._hoisted_check(ins, memo)
+                    if ok is not None:
+                        self.hoisted_ok[id(ins)] = ok
+        finally:
+            self.vec = saved_vec
+
+    def _hoisted_check(self, ins: ir.Instr, memo: dict) -> ll.Value | None:
+        from ...isa.registry import type_suffix
+
+        if ins.op not in ("ld", "ldu", "st") or "volatile" in ins.mods or any(
+                m in ("relaxed", "acquire", "release", "acq_rel", "sc", "mmio") for m in ins.mods):
+            return None
+        mem = ins.args[0] if ins.op == "st" else ins.args[1]
+        if not (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg) and mem.base.name in self.forms):
+            return None
+        if self.space_of(ins) not in ("global", "const", "generic") or any(
+                m.startswith("v") and m[1:].isdigit() for m in ins.mods):
+            return None
+        try:
+            size = max(TYPE_BITS[type_suffix(ins)] // 8, 1)
+        except (ValueError, KeyError):
+            return None
+        ops = _WarpLeaves(self.b)
+        try:
+            v = self._warp_value(mem.base.name, 64 if self.forms[mem.base.name].w == 64 else 32, memo, ops)
+            if v is not None and v.lanes.w == 32:
+                v = lanes_pass._widen(v, "z", 1, ops)
+            if v is not None and mem.offset:
+                v = lanes_pass._add(v, Value(Lanes(64), ops.const(mem.offset, 64)), ops)
+        except _NotAffine:
+            return None
+        if v is None or v.lanes != self._form_lanes(mem, size):
+            return None
+        return self._block_check(v, size)
+
+    def _form_lanes(self, mem: ir.Mem, size: int) -> Lanes | None:
+        """The lanes of the address form_address makes for `mem` (without leaves)."""
+        ops = lanes_pass.Leaves()
+        v = Value(self.forms[mem.base.name])
+        if v.lanes.w == 32:
+            v = lanes_pass._widen(v, "z", 1, ops)
+        if v is not None and mem.offset:
+            v = lanes_pass._add(v, Value(Lanes(64)), ops)
+        return None if v is None else v.lanes
+
+    def _warp_value(self, name: str, w: int, memo: dict, ops: _WarpLeaves) -> Value | None:
+        """Register `name` (read as w bits) as a Value whose leaves are _WarpLeaves pairs,
+        computed at the builder from its only definition; None where that cannot be."""
+        key = (name, w)
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # (a definition that reads itself: none)
+        ins = self._only_def(name)
+        v = None
+        if ins is not None and ins.guard is None and lanes_pass.width_of(self.fn.regs.get(name, "")) == w:
+            src = ins.args[1] if len(ins.args) == 2 else None
+            if (ins.op == "ld" and "param" in ins.mods and isinstance(src, ir.Mem)
+                    and isinstance(src.base, ir.Sym) and self.is_kernel
+                    and src.base.name in self.mc.kernel_param_offsets):
+                from ...isa.registry import type_suffix
+
+                if (name not in self.div.varying and isinstance(ins.args[0], ir.Reg)
+                        and lanes_pass.width_of(type_suffix(ins)) == w):  # (ld.param.u32, .u64)
+                    off = self.mc.kernel_param_offsets[src.base.name] + src.offset
+                    v = Value(Lanes(w), (self._kernel_param(off, ll.IntType(w)), None))
+            else:
+                r = lanes_pass.transfer(ins, lambda o, ow: self._warp_operand(o, ow, memo, ops), ops)
+                if isinstance(r, Value):
+                    want = self.forms.get(name) if name in self.div.varying else Lanes(w)
+                    v = r if r.lanes == want else None
+        memo[key] = v
+        return v
+
+    def _warp_operand(self, o, w: int, memo: dict, ops: _WarpLeaves):
+        if isinstance(o, ir.Reg):
+            if w == 0:
+                return lanes_pass.UNIFORM_GUARD if o.name not in self.div.varying else None
+            return self._warp_value(o.name, w, memo, ops)
+        if isinstance(o, ir.Imm) and isinstance(o.value, int):
+            return Value(Lanes(w), ops.const(o.value, w))
+        if isinstance(o, ir.Special) and w == 32:
+            nx, ny, nz = self.mc.block
+            special = lanes_pass._special_forms(nx, ny, segment_length(self.mc.block))
+            if o.name in special:
+                step = None  # the first lane's value, as _special_leaf computes it, per warp
+                if o.name == "%tid.x" and nx > W:
+                    if nx % W == 0 and ny * nz != 1:
+                        return None  # ((32*w) mod nx: not linear in w)
+                    step = W
+                elif o.name == "%tid.y":
+                    if nz != 1 or W % nx:
+                        return None
+                    step = W // nx
+                return Value(special[o.name], (ll.Constant(I32, 0),
+                                               None if step is None else ll.Constant(I32, step)))
+            if o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid."):
+                return Value(Lanes(32), (self.special(o.name), None))
+        return None
+
+    def _block_check(self, v: Value, size: int) -> ll.Value | None:
+        """i1 for every warp of the block (hoist_form_checks), from v's (a, c) leaves."""
+        b = self.b
+        f = v.lanes
+        if lanes_pass.signed(f.kx + f.m * f.ikx, 64) != size:
+            return None  # (not contiguous: nothing to check)
+        if (v.vy is not None and v.vy[1] is not None) or (v.ivy is not None and v.ivy[1] is not None):
+            return None  # (run strides that change from warp to warp)
+        last = self.mc.nwarps - 1
+        s = self.form_seg
+        first = Value(f, v.u[0], v.ib[0] if v.ib else None, v.vy[0] if v.vy else None,
+                      v.ivy[0] if v.ivy else None)
+        conds = []
+        step = v.u[1] if v.u[1] is not None else ll.Constant(I64, 0)  # a leader's, mod 2^64
+        if f.ext:
+            # a base pointer plus an index that is not negative (a 2-D array's): each leader
+            # lies between the base and 2^35 bytes above it, below the limit where the base
+            # is below 2^62; other forms check the leaders at both ends
+            simple = v.u[1] is None and f.ky == 0 and 0 < lanes_pass.signed(f.m, 64) <= 8
+            t0 = b.sext(first.ib, I64) if f.ext == "s" else b.zext(first.ib, I64)
+            d = b.sext(v.ib[1], I64) if v.ib[1] is not None else ll.Constant(I64, 0)
+            t_last = b.add(t0, b.mul(d, ll.Constant(I64, last)))
+            for t in (t0, t_last):
+                conds += self._index_in_range(f, t, first.ivy, 0 if simple else None)
+            if simple:
+                conds.append(b.icmp_unsigned("<=", first.u, ll.Constant(I64, 1 << 62)))
+                return self._all(conds)
+            step = b.add(step, b.mul(d, ll.Constant(I64, f.m & (2**64 - 1))))
+        i128 = ll.IntType(128)
+        limit = self._run_limit(size)
+        step128 = b.mul(b.sext(step, i128), ll.Constant(i128, last))
+        for j in range(W // s):
+            a = first.u
+            if j:
+                a = b.add(a, b.mul(first.vy, ll.Constant(I64, j)) if f.ky == DYN else ll.Constant(
+                    I64, (f.ky * j) & (2**64 - 1)))
+            if f.ext:
+                inner = first.ib
+                if j:
+                    inner = b.add(inner, b.mul(first.ivy, ll.Constant(I32, j)) if f.iky == DYN else ll.Constant(
+                        I32, (f.iky * j) & (2**32 - 1)))
+                e = b.sext(inner, I64) if f.ext == "s" else b.zext(inner, I64)
+                a = b.add(a, b.mul(e, ll.Constant(I64, f.m & (2**64 - 1))))
+            a_last = b.add(b.zext(a, i128), step128)
+            conds.append(b.icmp_unsigned("<=", a, limit))
+            conds.append(b.icmp_signed(">=", a_last, ll.Constant(i128, 0)))
+            conds.append(b.icmp_signed("<=", a_last, b.zext(limit, i128)))
+        return self._all(conds)
 
     def _rising_wrap(self, v: Value, leader: ll.Value) -> tuple[ll.Value, ll.Value]:
         """For one run whose 32-bit term rises along the lanes (`ext(ib + ikx*k)*m`): i1
@@ -329,8 +603,12 @@ class LaneForms:
 
     def form_lane_ptr(self, p: FormPtrs, lane: int) -> ll.Value:
         """One lane's host address (form_lane_ptrs' element `lane`), as scalar code."""
+        return self.b.inttoptr(self.form_lane_value(p.value, lane), PTR)
+
+    def form_lane_value(self, v: Value, lane: int) -> ll.Value:
+        """One lane's value of a Value (form_vector's element `lane`), as scalar code."""
         b = self.b
-        v, f = p.value, p.value.lanes
+        f = v.lanes
         s = self.form_seg
         k, j = lane % s, lane // s
 
@@ -349,7 +627,87 @@ class LaneForms:
             if f.m != 1:
                 e = b.mul(e, ll.Constant(I64, f.m & (2**64 - 1)))
             a = b.add(a, e)
-        return b.inttoptr(a, PTR)
+        return a
+
+    # ---------------------------------------------------------------- one lane's guard
+    def lane_guard(self, ins: ir.Instr, lane: int) -> ll.Value | None:
+        """i1: the varying guard of `ins` in `lane`, as scalar code from the predicate's
+        definitions (setp of integers whose operands have forms or are uniform, and/or/xor/
+        not of such; each register's only definition), or None. An access that a few known
+        lanes make (emit._sparse_load) reads its lanes' guards: built as 32 lanes and
+        extracted, AVX2 code packed the whole vector to bytes to read two of them (a 16x16
+        stencil's halo columns, lanes 0 and 16)."""
+        if ins.guard is None or ins.guard.name not in self.div.varying or not self.forms:
+            return None
+        saved, self.vec = self.vec, False
+        try:
+            g = self._lane_pred(ins.guard.name, lane, 0)
+        finally:
+            self.vec = saved
+        return self.b.not_(g) if g is not None and ins.guard_neg else g
+
+    def _only_def(self, name: str) -> ir.Instr | None:
+        if not hasattr(self, "_single_defs"):
+            count: dict[str, list[ir.Instr]] = {}
+            for blk in self.cfg.blocks:
+                for ins in blk.instrs:
+                    for r in defs(ins):
+                        count.setdefault(r.name, []).append(ins)
+            self._single_defs = {r: d[0] for r, d in count.items() if len(d) == 1}
+        return self._single_defs.get(name)
+
+    def _lane_pred(self, name: str, lane: int, depth: int) -> ll.Value | None:
+        from ...isa.compare import compare, comparison
+        from ...isa.registry import type_suffix
+
+        ins = self._only_def(name)
+        if ins is None or ins.guard is not None or depth > 8 or not isinstance(ins.args[0], ir.Reg):
+            return None
+        b, args = self.b, ins.args
+        if ins.op == "setp" and len(args) == 3:
+            t = type_suffix(ins)
+            cmp, boolop = comparison(ins)
+            if boolop is not None or lanes_pass.width_of(t) is None:
+                return None  # (integers only: float operands have no forms)
+            x, y = self._lane_int(args[1], t, lane), self._lane_int(args[2], t, lane)
+            return None if x is None or y is None else compare(self, cmp, t, x, y)
+        if "pred" not in ins.mods:
+            return None
+        ops = [self._lane_pred_operand(o, lane, depth) for o in args[1:]]
+        if any(o is None for o in ops):
+            return None
+        if ins.op in ("and", "or", "xor") and len(ops) == 2:
+            return {"and": b.and_, "or": b.or_, "xor": b.xor}[ins.op](*ops)
+        if ins.op in ("not", "mov") and len(ops) == 1:
+            return b.not_(ops[0]) if ins.op == "not" else ops[0]
+        return None
+
+    def _lane_pred_operand(self, o, lane: int, depth: int) -> ll.Value | None:
+        if isinstance(o, ir.Reg):
+            return self._lane_pred(o.name, lane, depth + 1)
+        if isinstance(o, ir.Not) and isinstance(o.reg, ir.Reg):
+            v = self._lane_pred(o.reg.name, lane, depth + 1)
+            return None if v is None else self.b.not_(v)
+        return None
+
+    def _lane_int(self, o, t: str, lane: int) -> ll.Value | None:
+        """An integer operand of type `t` in one lane (scalar), or None."""
+        w = lanes_pass.width_of(t)
+        if isinstance(o, ir.Imm) and isinstance(o.value, int):
+            return self.const_int(w, o.value)
+        if isinstance(o, ir.Reg):
+            if self._only_def(o.name) is None or lanes_pass.width_of(self.fn.regs.get(o.name, "")) != w:
+                return None
+            if o.name in self.forms:
+                return self.form_lane_value(self.form_value(o.name), lane)
+            return None if o.name in self.div.varying else self.read_bits(o, t)
+        if isinstance(o, ir.Special) and w == 32:
+            special = lanes_pass._special_forms(*self.mc.block[:2], segment_length(self.mc.block))
+            if o.name in special:
+                return self.form_lane_value(Value(special[o.name], self._special_leaf(o.name)), lane)
+            if o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid."):
+                return self.special(o.name)
+        return None
 
 
 __all__ = ["FormPtrs", "LaneForms", "I1"]

@@ -76,6 +76,8 @@ class RegionLoops:
         else:
             b.store(_i64(1), present)
             b.store(_i32(0), parity)
+        # address checks made once for the block, that its warps skip (lane_forms.py)
+        self.hoist_form_checks(sorted({x for r in self.regions for x in r.blocks}))
         round_bb = fn.append_basic_block("round")
         pick = fn.append_basic_block("pick")
         round_end = fn.append_basic_block("round_end")
