@@ -65,8 +65,7 @@ int main() {
     CHECK(cudaMalloc(&d_result, 2 * sizeof(int)));
     CHECK(cudaMemset(d_result, 0, 2 * sizeof(int)));
 
-    // (everything allocated before the spinning kernel starts: cudaMalloc may wait for the
-    // device, as NVIDIA's does while a kernel runs)
+    // (everything allocated before the spinning kernel starts)
     const int n = 1000;
     std::vector<int> in(n), out(n, -1);
     for (int i = 0; i < n; ++i) in[i] = 3 * i + 1;
@@ -76,6 +75,18 @@ int main() {
     CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
     CHECK(cudaDeviceSynchronize());
+
+    // B's work once before A's kernel starts: NVIDIA's runtime loads a module's kernels
+    // lazily (CUDA_MODULE_LOADING=LAZY, the default), and loading add_index while A spins
+    // may wait for the device (the CUDA programming guide's "Lazy Loading", on kernels that
+    // spin until another kernel runs); measured on an H100, B's work then waited for A.
+    CHECK(cudaMemcpyAsync(d_data, in.data(), n * sizeof(int), cudaMemcpyHostToDevice, b));
+    CHECK(cudaMemsetAsync(d_data + n, 0, 16 * sizeof(int), b));
+    add_index<<<(n + 127) / 128, 128, 0, b>>>(d_data, n, 0);
+    CHECK(cudaGetLastError());
+    CHECK(cudaStreamSynchronize(b));
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, spin_until_set));
 
     std::thread watchdog([flag_h] {
         for (int i = 0; i < 500 && !flag_set.load(); ++i)
