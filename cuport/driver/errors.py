@@ -263,6 +263,7 @@ UNAFFECTED = re.compile(
 )
 _fatal: CudaError | None = None
 _fatal_pending = None  # returns (and forgets) the failure's sticky error not yet returned
+_fatal_told = False  # the "unusable" answer was printed once (later ones are quiet)
 _fatal_lock = threading.Lock()
 
 
@@ -279,11 +280,14 @@ def note_failure(error: CudaError, take_pending=None) -> None:
 def check_usable(symbol: str) -> None:
     """Raise the earlier fatal failure for a call that touches the device. The first such
     call returns it as a synchronising call would have had it waited ("an earlier
-    asynchronous operation failed: ..."), whether or not the failure came first."""
+    asynchronous operation failed: ..."), whether or not the failure came first; the
+    answers after that one are printed once, not at every call."""
     if _fatal is not None and not UNAFFECTED.fullmatch(symbol):
         pending = _fatal_pending() if _fatal_pending is not None else None
         if pending is not None:
             raise pending
+        global _fatal_told
+        told, _fatal_told = _fatal_told, True  # (a polling loop would print it every call)
         raise CudaError(_fatal.code, f"the device is unusable after an earlier kernel failure "
                                      f"({_fatal.message}); as on a GPU, the process must be "
-                                     f"restarted to use it again")
+                                     f"restarted to use it again", quiet=told)
