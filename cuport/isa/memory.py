@@ -43,6 +43,12 @@ def memory_order(ins: ir.Instr) -> str | None:
     return None
 
 
+def ordered(ins: ir.Instr) -> bool:
+    """A .volatile access or one with a .sem qualifier: it must happen as written, once per
+    thread and in order, so a backend neither merges it nor checks it ahead of time."""
+    return "volatile" in ins.mods or "sc" in ins.mods or memory_order(ins) is not None
+
+
 def space_of(ins: ir.Instr) -> str:
     """The state space an instruction names (`generic` when it names none)."""
     for m in ins.mods:

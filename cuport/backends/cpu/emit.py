@@ -31,7 +31,7 @@ from llvmlite import ir as ll
 
 from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.fprt import canon_nan
-from ...isa.memory import space_of
+from ...isa.memory import ordered, space_of
 from ...isa.operands import defs, uses
 from ...isa.types import (
     F16,
@@ -576,8 +576,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         out = []
         seen = set()
         for ins in body:
-            ordered = any(m in ("relaxed", "acquire", "release", "acq_rel", "sc", "mmio") for m in ins.mods)
-            if ins.op in ("ld", "st", "ldu") and "volatile" not in ins.mods and ins.guard is None and not ordered:
+            if ins.op in ("ld", "st", "ldu") and ins.guard is None and not ordered(ins):
                 mem = ins.args[1] if ins.op != "st" else ins.args[0]
                 space = self.space_of(ins)
                 if (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from ...isa.memory import ordered
 from ...isa.operands import defs
 from ...isa.types import I1, I32, I64, PTR, vec
 from ...passes import lanes as lanes_pass
@@ -121,6 +122,7 @@ class LaneForms:
         self.form_slots: dict[str, tuple] = {}
         self.form_seg = segment_length(self.mc.block) or W
         self.hoisted_ok: dict[int, ll.Value] = {}  # (hoist_form_checks: id(access) -> i1)
+        self._single_defs: dict[str, ir.Instr] | None = None  # (_only_def, made when first asked)
         if not enabled or os.environ.get("CUPORT_NO_FORMS") == "1":
             return
         self.forms = lanes_pass.analyze(self.cfg, self.div, self.mc.block, self.fn.regs, self.live)
@@ -417,8 +419,7 @@ class LaneForms:
     def _hoisted_check(self, ins: ir.Instr, memo: dict) -> ll.Value | None:
         from ...isa.registry import type_suffix
 
-        if ins.op not in ("ld", "ldu", "st") or "volatile" in ins.mods or any(
-                m in ("relaxed", "acquire", "release", "acq_rel", "sc", "mmio") for m in ins.mods):
+        if ins.op not in ("ld", "ldu", "st") or ordered(ins):
             return None
         mem = ins.args[0] if ins.op == "st" else ins.args[1]
         if not (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg) and mem.base.name in self.forms):
@@ -638,7 +639,8 @@ class LaneForms:
         return self.b.not_(g) if g is not None and ins.guard_neg else g
 
     def _only_def(self, name: str) -> ir.Instr | None:
-        if not hasattr(self, "_single_defs"):
+        """The instruction that defines register `name`, where it is its only definition."""
+        if self._single_defs is None:
             count: dict[str, list[ir.Instr]] = {}
             for blk in self.cfg.blocks:
                 for ins in blk.instrs:
