@@ -391,11 +391,12 @@ def test_events_on_one_stream_are_timed_in_their_order(tmp_path, device):
                                      "kernel between events: 0 of 20 negative", "PASS"], r.stdout
 
 
-def test_a_polled_failure_is_printed_once_not_at_every_call(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_a_polled_failure_is_printed_once_not_at_every_call(tmp_path, device):
     """After a kernel fault every cuStreamQuery answers the error (a polling loop asks
     dozens of times); cuport names it on stderr once, then answers quietly."""
     exe = build(tmp_path, "poll_after_fault", ["poll_after_fault.cu"])
-    r = cuport_run(exe)
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == ("first cudaErrorIllegalAddress, then 50 of 50 queries answered "
                         "cudaErrorIllegalAddress, then cudaErrorIllegalAddress\n"), r.stdout + r.stderr
