@@ -31,6 +31,11 @@ def _init() -> dict:
             target = llvm.Target.from_default_triple()
             cpu = llvm.get_host_cpu_name()
             features = llvm.get_host_cpu_features().flatten()
+            # CUPORT_CPU_FEATURES="-avx512f" (LLVM's +/- feature list, appended): measure
+            # what another vector width costs on this host (part of the cache key below)
+            extra = os.environ.get("CUPORT_CPU_FEATURES", "").strip(", ")
+            if extra:
+                features = f"{features},{extra}" if features else extra
             # the JIT's code model (large on x86-64): RuntimeDyld maps code and data apart,
             # and the small model's 32-bit offsets between them aborted programs whose
             # mappings landed 2 GiB apart (tests/backend/test_jit_relocations.py)
@@ -54,8 +59,11 @@ def host_description() -> str:
 def mask_registers() -> bool:
     """Whether the host has AVX-512 mask registers for 32 lanes (an i32 lane mask is then a
     vector mask in one instruction)."""
-    f = _init()["features"]
-    return "+avx512f" in f.split(",") and "+avx512bw" in f.split(",")
+    on = {}
+    for f in _init()["features"].split(","):  # (a later +/- of a feature overrides)
+        if f[:1] in "+-" and f[1:]:
+            on[f[1:]] = f[0] == "+"
+    return on.get("avx512f", False) and on.get("avx512bw", False)
 
 
 def target_machine():
