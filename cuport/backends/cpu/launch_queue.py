@@ -64,8 +64,7 @@ class Failure(ctypes.Structure):
 def declare(lib) -> None:
     """The queue's entry points in guard.py's library."""
     lib.cuport_queue_setup.restype = ctypes.c_void_p
-    lib.cuport_queue_setup.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, HOOK,
-                                       ctypes.c_void_p]
+    lib.cuport_queue_setup.argtypes = [ctypes.c_uint32] * 5 + [HOOK, ctypes.c_void_p]
     lib.cuport_queue_failures.restype = ctypes.c_void_p
     lib.cuport_queue_failure.restype = ctypes.c_void_p
     lib.cuport_queue_wait.restype = ctypes.c_uint64  # (releases the GIL while it waits)
@@ -99,7 +98,8 @@ class LaunchQueue:
         self._records: list[Record | None] = [None] * SLOTS
         self._faults = (faultaddr.WorkerFault * nworkers)()
         self._hook = HOOK(self._on_hook)
-        counters = lib.cuport_queue_setup(L.LaunchCtx.error.offset, L.ERR_ILLEGAL_ADDRESS,
+        counters = lib.cuport_queue_setup(L.LaunchCtx.error.offset, L.LaunchCtx.grid_x.offset,
+                                          L.LaunchCtx.nblocks.offset, L.ERR_ILLEGAL_ADDRESS,
                                           L.ERR_MISALIGNED, self._hook, self._faults)
         self._tail = ctypes.c_uint64.from_address(counters + 8)
         self._failures = ctypes.c_uint32.from_address(lib.cuport_queue_failures())

@@ -299,6 +299,7 @@ static struct {
     uint32_t cancel_kind;
     uint32_t failures;           /* failed grids so far (the Python side polls it) */
     uint32_t error_offset, illegal, misaligned;
+    uint32_t grid_offset, nblocks_offset;  /* LaunchCtx's grid_x and nblocks (the grid log) */
     queue_hook hook;
     struct fault *faults;        /* per worker, for the leader's grids */
     struct failure failure;
@@ -354,12 +355,13 @@ static uint64_t now_ns(void);
 static void log_grid(struct record *r, uint64_t seq, uint32_t ran, uint64_t wall,
                      uint64_t cpu, uint64_t waited, uint64_t idle)
 {
-    const uint32_t *w = (const uint32_t *)r->ctx;  /* LaunchCtx: params, grid_x, y, z, ... */
+    uint32_t w[3];
     uint64_t nblocks;
-    memcpy(&nblocks, (const char *)r->ctx + 24, 8);
+    memcpy(w, (const char *)r->ctx + queue.grid_offset, sizeof w);
+    memcpy(&nblocks, (const char *)r->ctx + queue.nblocks_offset, 8);
     fprintf(queue.grid_log, "%llu\t%s\t%u,%u,%u\t%llu\t%u\t%u\t%llu\t%llu\t%llu\t%llu\n",
             (unsigned long long)seq, r->value ? (const char *)(uintptr_t)r->value : "?",
-            w[2], w[3], w[4], (unsigned long long)nblocks, r->nworkers, ran,
+            w[0], w[1], w[2], (unsigned long long)nblocks, r->nworkers, ran,
             (unsigned long long)wall, (unsigned long long)cpu, (unsigned long long)waited,
             (unsigned long long)idle);
     fflush(queue.grid_log);
@@ -464,14 +466,18 @@ static void *leader_main(void *arg)
     return NULL;
 }
 
-/* Set up the queue (once): the LaunchCtx error word's offset, the fault kinds, the hook
- * hooked records call, the per-worker fault records. Returns the address of the counters
- * the Python side reads: {head, tail} (u64), then failures (u32). */
-void *cuport_queue_setup(uint32_t error_offset, uint32_t illegal, uint32_t misaligned,
-                         queue_hook hook, struct fault *faults)
+/* Set up the queue (once): the LaunchCtx error word's offset (and its grid's and block
+ * count's, which the grid log reads), the fault kinds, the hook hooked records call, the
+ * per-worker fault records. Returns the address of the counters the Python side reads:
+ * {head, tail} (u64), then failures (u32). */
+void *cuport_queue_setup(uint32_t error_offset, uint32_t grid_offset, uint32_t nblocks_offset,
+                         uint32_t illegal, uint32_t misaligned, queue_hook hook,
+                         struct fault *faults)
 {
     pthread_mutex_lock(&queue.push_lock);
     queue.error_offset = error_offset;
+    queue.grid_offset = grid_offset;
+    queue.nblocks_offset = nblocks_offset;
     queue.illegal = illegal;
     queue.misaligned = misaligned;
     queue.hook = hook;
