@@ -42,6 +42,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -389,6 +390,17 @@ def store(key: str, obj: bytes, meta: dict, directory: Path | None = None) -> No
         return  # a cache that cannot be written is only slower
     _maybe_prune(d, len(data))
 
+
+def measured(key: str, what: str, measure: Callable[[], int]) -> int:
+    """A figure of the machine that costs time to measure (a clock's rate), kept as a
+    verified entry under `key`: read back if there, else measured and stored. A positive
+    integer; a stored value that is not one is measured again."""
+    hit = load(key)
+    value = int(hit[0]) if hit is not None and hit[0].isdigit() else 0
+    if value <= 0:
+        value = measure()
+        store(key, str(value).encode(), {what: True})
+    return value
 
 # -- size ---------------------------------------------------------------------------------
 

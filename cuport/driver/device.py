@@ -363,7 +363,16 @@ def _cpu_device(ordinal: int) -> Device:
     except OSError:
         machine_id = os.uname().nodename
     uuid = hashlib.md5(f"cuport:{model}:{machine_id}".encode()).digest()
-    return Device(ordinal, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(), l2_bytes())
+    return Device(ordinal, f"cuport CPU ({model})", uuid, core_count(), _clock_khz(), l2_bytes(),
+                  overrides=(("CLOCK_RATE", _cpu_clock_rate),))
+
+
+def _cpu_clock_rate(d: Device) -> int:
+    """The rate of the counter %clock64 reads, measured when a program asks (x86-64), else
+    the frequency the CPU reports (backends/cpu/clock.py)."""
+    from cuport.backends.cpu import clock
+
+    return clock.clock_rate_khz() if clock.measurable() else d.clock_khz
 
 
 def _vulkan_device(ordinal: int, index: int) -> Device:

@@ -1,6 +1,6 @@
 """CU_DEVICE_ATTRIBUTE_CLOCK_RATE is the rate of the clock %clock64 reads (Vulkan:
 backends/vulkan/clock.py clock_rate_khz, measured when first asked and kept in the cache;
-CPU: the TSC's rate, driver/device.py), so that clock64() differences divided by it are
+CPU: the TSC's rate, backends/cpu/clock.py, measured and kept alike), so that clock64() differences divided by it are
 milliseconds, as CUDA programs take them. On an NVIDIA GPU %clock64 counts SM cycles and the
 rate is the SM clock's; here only the ratio to the host's time is asserted, never a value.
 """
@@ -47,8 +47,22 @@ def _run(exe: Path, **env: str) -> tuple[int, float]:
     return int(m.group(1)), float(m.group(3))
 
 
-def test_clock64_over_clock_rate_is_host_time_on_the_cpu(program):
-    _run(program, CUPORT_DEVICE="cpu")
+def test_clock64_over_clock_rate_is_host_time_on_the_cpu(program, tmp_path):
+    """The counter's rate (not cpufreq's turbo maximum), measured in the first program and
+    read from the cache in the second."""
+    first, _ = _run(program, CUPORT_DEVICE="cpu", CUPORT_CACHE_DIR=str(tmp_path))
+    second, _ = _run(program, CUPORT_DEVICE="cpu", CUPORT_CACHE_DIR=str(tmp_path))
+    assert second == first
+
+
+def test_a_cached_figure_that_is_not_a_number_is_measured_again(tmp_path, monkeypatch):
+    from cuport.backends import cache
+
+    monkeypatch.setenv("CUPORT_CACHE_DIR", str(tmp_path))
+    key = cache.make_key("test figure", "1")
+    cache.store(key, b"-5", {"test figure": True})
+    assert cache.measured(key, "test figure", lambda: 1234) == 1234
+    assert cache.measured(key, "test figure", lambda: 99) == 1234  # (stored, then read)
 
 
 def test_clock64_over_clock_rate_is_host_time_on_vulkan(program, tmp_path):

@@ -101,13 +101,11 @@ def clock_rate_khz(backend) -> int:
     with LOCK:
         rate = _rates.get(key)
         if rate is None:
-            hit = cache.load(key)
-            rate = int(hit[0]) if hit is not None and hit[0].isdigit() else 0
-            if rate <= 0:
+            def measure() -> int:
                 with backend.apart():
-                    rate = _measure_rate(backend)
-                cache.store(key, str(rate).encode(), {"vulkan %clock64 rate": True})
-            _rates[key] = rate
+                    return _measure_rate(backend)
+
+            rate = _rates[key] = cache.measured(key, "vulkan %clock64 rate", measure)
         return rate
 
 
