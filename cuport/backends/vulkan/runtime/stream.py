@@ -217,6 +217,9 @@ class Stream:
         self._region = ffi.new("VkBufferCopy*")
         self._grow_waits(4)
         self._max_groups = dev.info.limits.max_workgroup_count
+        # [commands, submissions, submitter rounds, kicks] (CUPORT_VK_SUBMISSIONS=1 prints
+        # them at exit: device.py), counted per submission and per kick, not per command
+        self.counts = [0, 0, 0, 0]
         # the barriers between commands and before the host reads, as (function, arguments
         # after the command buffer), and the constants of a dispatch: looked up once
         if dev.barrier2 is not None:
@@ -466,11 +469,14 @@ class Stream:
         else:
             keep = ()
         self._cb = None
-        self._count = 0
         self._bound = None
         self._waits = []
         self._inflight.append((value, cb, keep))
         self.submitted = self._h.submitted = value
+        counts = self.counts
+        counts[0] += self._count
+        counts[1] += 1
+        self._count = 0
         return value, cb, waits
 
     def _queue_submit(self, value: int, cb: Any, waits: list[tuple[Any, int]]) -> None:
@@ -621,6 +627,7 @@ class Stream:
         if not self._kicked:
             self._kicked = True
             self._start_submitter()
+            self.counts[3] += 1
             self._kick.release()
 
     def _start_submitter(self) -> None:
@@ -642,6 +649,7 @@ class Stream:
                 with self._lock:
                     if first:  # (one lock taken for the kick and the usual single pass)
                         first = False
+                        self.counts[2] += 1
                         self._kicked = False  # (cleared once per kick taken: never given twice)
                         if self.destroyed or self._stopped:
                             return False
