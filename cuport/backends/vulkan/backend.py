@@ -362,7 +362,6 @@ class VulkanKernel:
         self.module.backend.run(self, pipe, grid, dyn, params if params.__class__ is bytes else bytes(params),
                                 cooperative, self.slice_bytes(block, dyn, stack_bytes), stack_bytes)
 
-
     def launch_queued(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                       dynamic_shared_bytes: int, params: bytes, what: str = "cuLaunchKernel",
                       cooperative: bool = False) -> None:
@@ -1044,8 +1043,9 @@ class VulkanBackend:
                                 self.pages)
 
     def _free_a_slot(self, lane: Stream) -> tuple[str, BackendError] | None:
-        """Every slot is in flight: read the finished launches' records, else wait for the
-        oldest launch of `lane` (its own order), else for the oldest of any lane."""
+        """Every slot is in flight: read the finished launches' records, else wait for a
+        launch of `lane` (its own order), else of any lane, an eighth of the slots from the
+        oldest, and read them then."""
         failed = self._retire_finished()
         while not self._free_slots:
             slotted = [x for x in self._inflight if x[2] is not None]

@@ -555,12 +555,14 @@ class Stream:
 
     def _begin(self) -> Any:
         """The command buffer to record into, with a barrier after the previous command."""
-        self._check_open()
         cb = self._cb
-        if cb is not None:
+        if cb is not None:  # (every launch's path: a stream with a buffer is not closed)
+            if self._failure is not None or self.dev.lost:
+                self._check_open()
             if self._count:
-                self._barrier(cb)
+                self._barrier_work(cb, *self._barrier_work_args)
             return cb
+        self._check_open()
         vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
         inflight = self._inflight
         # (the GPU is asked only where a buffer or staging memory is wanted back: a call that
@@ -716,7 +718,7 @@ class Stream:
         Grids larger than maxComputeWorkGroupCount are split into vkCmdDispatchBase pieces.
         Every launch comes here: a command buffer being recorded takes a barrier (one
         prepared call), the push constants and the dispatch; a pipeline already bound is not
-        bound again, and the submitter is kicked only when no kick is pending."""
+        bound again."""
         gx, gy, gz = groups
         if gx <= 0 or gy <= 0 or gz <= 0:
             raise ValueError(f"grid {groups} has an empty dimension")
@@ -730,14 +732,7 @@ class Stream:
         cmd = self.cmd
         mx, my, mz = self._max_groups
         with self._lock:
-            cb = self._cb
-            if cb is None:
-                cb = self._begin()
-            else:
-                if self._failure is not None or self.dev.lost:
-                    self._check_open()
-                if self._count:
-                    self._barrier_work(cb, *self._barrier_work_args)
+            cb = self._begin()
             if self._bound is not pipeline:
                 cmd.vkCmdBindPipeline(cb, self._bind_compute, pipeline.handle)
                 self._bound = pipeline
@@ -752,15 +747,7 @@ class Stream:
                         for x in range(0, gx, mx):
                             cmd.vkCmdDispatchBase(cb, bx + x, by + y, bz + z, min(mx, gx - x),
                                                   min(my, gy - y), min(mz, gz - z))
-            # (_recorded, written out: this is every launch's path)
-            self._count += 1
-            if self._count >= self.batch:
-                self.submit()
-            elif self.threaded:
-                if not self._kicked:
-                    self._kick_submitter()
-            elif self.eager and self._room():
-                self.submit()
+            self._recorded()
             return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
 
     # -- copies -------------------------------------------------------------------------------------
