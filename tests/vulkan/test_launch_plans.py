@@ -44,10 +44,17 @@ def program(tmp_path_factory):
     return exe
 
 
-@pytest.mark.parametrize("device", devices())
-def test_launches_of_one_kernel_in_several_shapes(program, device):
+SETTINGS = [(d, {}) for d in devices()] + [
+    ("vulkan", {"CUPORT_VK_COPIES": "1"}),  # (parameters recorded with vkCmdUpdateBuffer)
+    ("vulkan", {"CUPORT_VK_SUBMIT": "eager"}),  # (submitted on the launching thread)
+] if "vulkan" in devices() else [(d, {}) for d in devices()]
+
+
+@pytest.mark.parametrize("device, extra", SETTINGS,
+                         ids=[d + "".join(f"-{v}" for v in e.values()) for d, e in SETTINGS])
+def test_launches_of_one_kernel_in_several_shapes(program, device, extra):
     r = run([*cuport_command(), "run", str(program)],
-            env=clean_env(CUPORT_DEVICE=device, CUPORT_SPIRV_VALIDATE="1"), timeout=600)
+            env=clean_env(CUPORT_DEVICE=device, CUPORT_SPIRV_VALIDATE="1", **extra), timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == EXPECTED, r.stdout + r.stderr
 
