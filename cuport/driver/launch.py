@@ -178,13 +178,16 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
         raise
     kernel, m = f.kernel, f.module
     opts = f.launch_options(params)  # (the limits as they are now, as CUDA's launch takes them)
-    if f.prepare is not None:
+    if f.prepare is not None and (opts or f.prepared != block):
         # compile now, on the launching thread: a kernel cuport cannot translate is this
-        # call's error, not a later synchronising call's
+        # call's error, not a later synchronising call's (a block shape prepared without
+        # options once stays prepared)
         try:
             f.prepare(block, **opts) if opts else f.prepare(block)
         except BackendError as e:
             raise CudaError(e.code, e.message, subject=f.name) from None
+        if not opts:
+            f.prepared = block
     if s.capture is not None:  # recorded as a kernel node of the capture's graph
         from cuport.driver import capture, graph_nodes
 
@@ -199,9 +202,9 @@ def enqueue(f: module.Function, grid, block, dynamic_shared: int, stream_handle:
     label = f.labels.get(what)
     if label is None:
         label = f.labels[what] = f"{what}({f.name})"
-    if stream.queues_on_device(s.context):
+    if f.on_device_queue if f.on_device_queue is not None else f.device_queue():
         # the device's queue keeps the order: handed over now when s is idle (submit_device)
-        if f.launch_queued is not None:
+        if f.launch_queued is not None and not opts:  # (the backend's plain path)
             return stream.submit_device(s, f.launch_queued, label, m,
                                         (grid, block, dynamic_shared, params, label, cooperative))
         launch = functools.partial(kernel.launch, **opts) if opts else kernel.launch

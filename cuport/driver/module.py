@@ -235,6 +235,8 @@ class Function:
         self.packer = None  # the parameter packer made for the layout (launch.pack_params)
         self.labels: dict[str, str] = {}  # "cuLaunchKernel" -> "cuLaunchKernel(name)"
         self.checked: tuple | None = None  # the last (grid, block, shared) check_geometry passed
+        self.prepared: tuple | None = None  # a block shape prepared without options (launch.py)
+        self.on_device_queue: bool | None = None  # stream.queues_on_device (device_queue)
         # a kernel calling malloc/free: the context's heap is bound before its first launch
         self.heap_pending = bool(getattr(kernel, "uses_device_heap", False))
         self.handle = handles.new(self)
@@ -247,6 +249,12 @@ class Function:
         """The shared-memory attribute `key` of the device this function runs on (a Vulkan
         device has its own: NVIDIA's Vulkan 48 KiB of workgroup memory, lavapipe's 32)."""
         return self.module.context.device.value(key)
+
+    def device_queue(self) -> bool:
+        """Whether its context's backend queues launches itself (stream.queues_on_device),
+        asked once: a function's context, and that context's device, are its for good."""
+        self.on_device_queue = stream.queues_on_device(self.module.context)
+        return self.on_device_queue
 
     def launch_options(self, params: bytes = b"") -> dict[str, object]:
         """What a launch with the packed parameters `params` tells the backend's kernel beside

@@ -230,16 +230,11 @@ class Stream:
         self.capture_deps: list = []  # its dependency set there: [(graph node, edge data)]
         self.capture_info = None  # the arrays cuStreamGetCaptureInfo last handed out
         self.attributes: dict[int, bytes] = {}  # cuStreamSetAttribute values (stream_attrs.py)
-
-    @property
-    def blocking(self) -> bool:
-        return not self.flags & K.CU_STREAM_NON_BLOCKING
-
-    @property
-    def lane(self) -> int:
-        """Its key for a backend with a queue per CUDA stream (use_lane): 0 is the legacy
-        stream's, which is also the backend's own."""
-        return 0 if self.kind == "legacy" else self.id
+        # (plain attributes, not properties: every launch asks; neither flags nor kind change)
+        self.blocking = not flags & K.CU_STREAM_NON_BLOCKING
+        # its key for a backend with a queue per CUDA stream (use_lane): 0 is the legacy
+        # stream's, which is also the backend's own
+        self.lane = 0 if kind == "legacy" else self.id
 
     def _ensure_worker(self) -> None:
         if self._worker is None:
@@ -397,19 +392,22 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
         check_capture(s, what)
     cs = s.context.streams or streams_of(s.context)
     with cs.lock:
-        deps = _dependencies(s)
-        if not deps and not s.pending():
-            b = s.context.device.loaded_backend()
+        if not s.pending() and not _dependencies(s):
+            # (_on_lane written out, the backend's use_lane looked up once: every launch)
+            use = getattr(s.context.device.loaded_backend(), "use_lane", None)
             try:
-                _on_lane(b, s, locked=True)
+                if use is not None:
+                    use(s.lane, _peer_lanes(s, True))
                 fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)
             except Exception as e:  # noqa: BLE001 - as Op.run
                 Op(fn, [], what)._fail(s.context, from_exception(e, what))
             finally:
-                _on_lane(b, None)
+                if use is not None:
+                    use(None)
             return None
+        deps = _dependencies(s)
         if hold is not None:
             hold.launch_started()
 

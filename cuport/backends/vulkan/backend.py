@@ -162,12 +162,36 @@ def _view(address: int, size: int) -> memoryview:
     return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
+class LaunchPlan:
+    """What every launch of one kernel and shape (grid, block, dynamic shared memory) on the
+    plain path shares (VulkanBackend.plan): its pipeline, its push constants after a launch's
+    own head (packed for the device memory's span when made), how many parameter bytes the
+    pipeline takes from its push constants and whether it reads them from memory as well.
+    A launch by a plan packs only its slot's head and its parameters (run_planned)."""
+
+    __slots__ = ("kernel", "pipe", "grid", "dyn_smem", "name", "pushed", "in_memory", "tail",
+                 "lowest", "highest")
+
+    def __init__(self, kernel: VulkanKernel, pipe, grid: tuple[int, int, int], dyn_smem: int) -> None:
+        self.kernel, self.pipe, self.grid, self.dyn_smem = kernel, pipe, grid, dyn_smem
+        self.name = kernel.fn.name
+        self.pushed = pipe.push_size - V.PUSH_BYTES
+        self.in_memory = pipe not in kernel.pushed_only
+        self.tail = b""
+        self.lowest = self.highest = 0
+
+
+_NO_PLAN = "no plan"  # (a shape whose launches _dispatch must take, VulkanBackend.plan)
+PLANS_KEPT = 64  # shapes planned per kernel; past it the plans are made anew
+
+
 class VulkanKernel:
     def __init__(self, module: VulkanModule, fn: ir.Function) -> None:
         self.module = module
         self.fn = fn
         self.info = kernel_info(module.ptx, fn)
         self._specs: dict[tuple, object] = {}  # (block, dyn_smem, stack, textures) -> pipeline
+        self._plans: dict[tuple, LaunchPlan | str] = {}  # (grid, block, dyn_smem) -> its plan
         self._slices: dict[tuple, int] = {}  # (block, dyn_smem, stack) -> slice bytes (slices.py)
         # pipelines that read every parameter from push constants (KernelPlan.params_in_memory)
         self.pushed_only: set = set()
@@ -338,6 +362,35 @@ class VulkanKernel:
         self.module.backend.run(self, pipe, grid, dyn, params if params.__class__ is bytes else bytes(params),
                                 cooperative, self.slice_bytes(block, dyn, stack_bytes), stack_bytes)
 
+    def launch_queued(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                      dynamic_shared_bytes: int, params: bytes, what: str = "cuLaunchKernel",
+                      cooperative: bool = False) -> None:
+        """The driver's launch where it passes no options (no stack limit compiled in, no
+        texture objects to make a variant for: driver/launch.py enqueue): after the first
+        launch of a shape, the backend records it by the shape's plan (run_planned); a
+        cooperative launch, parameters over a slot's bytes and shapes without a plan take
+        `launch`."""
+        plan = self._plans.get((grid, block, dynamic_shared_bytes))
+        if plan is None:
+            plan = self._plan(grid, block, dynamic_shared_bytes)
+        if plan is _NO_PLAN or cooperative or len(params) > VulkanBackend.PARAMS:
+            self.launch(grid, block, dynamic_shared_bytes, params, cooperative)
+            return
+        self.module.backend.run_planned(plan, params)
+
+    def _plan(self, grid, block, dyn_smem: int) -> LaunchPlan | str:
+        """The plan of launches of this shape (made once; _NO_PLAN where `launch` must take
+        them, the shape's errors included)."""
+        if grid.__class__ is not tuple or block.__class__ is not tuple or min(grid) < 1 \
+                or min(block) < 1 or dyn_smem.__class__ is not int:
+            return _NO_PLAN
+        plan = self.module.backend.plan(self, self.specialization(block, dyn_smem), grid, block,
+                                        dyn_smem) or _NO_PLAN
+        if len(self._plans) >= PLANS_KEPT:
+            self._plans.clear()
+        self._plans[(grid, block, dyn_smem)] = plan
+        return plan
+
 
 class VulkanModule:
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
@@ -496,6 +549,12 @@ class VulkanBackend:
         self._params_view = (_view(self.param_slots.host_ptr, self.PARAMS * self.SLOTS)
                              if self.param_slots.host_ptr is not None and not self.copies_only else None)
         self._free_slots = list(range(self.SLOTS - 1, -1, -1))
+        # per slot: its status record's host address, and the push constants' head (the device
+        # addresses of its parameters and status record), made once
+        self._slot_hosts = [self.slots.host_ptr + n * self.SLOT for n in range(self.SLOTS)]
+        self._slot_heads = [V.push_head(self.param_slots.address + n * self.PARAMS,
+                                        self.slots.address + n * self.SLOT)
+                            for n in range(self.SLOTS)]
         # (name, record, slot, lane, ticket): launches whose records are still to be read
         self._inflight: list[tuple[str, int, int | None, Stream, int]] = []
         self.sync_launches = os.environ.get("CUPORT_VK_SYNC") == "1"
@@ -877,7 +936,6 @@ class VulkanBackend:
         """Record one grid (under the lock; `depth`: how deep it is nested in device-side
         launches), and for a kernel that may launch, wait for it and run its children; the
         first failure found meanwhile."""
-        failed = None
         lane = self.stream
         if slice_bytes:
             nslices = slices.slots(self.info, math.prod(pipe.local_size), slice_bytes,
@@ -887,32 +945,7 @@ class VulkanBackend:
         if cooperative:
             self._follow("workspace")
         workspace = cooperative_.workspace(self) if cooperative else 0
-        big = len(params) > self.PARAMS
-        # (the big buffer is free: a launch that used it was waited for, below)
-        if not big and not self._free_slots:
-            failed = self._free_a_slot(lane)
-        if big:
-            dev, host, slot = self.launch_buf.address, self.launch_buf.host_ptr, None
-            pdev = dev + V.STATUS_BYTES
-        else:
-            slot = self._free_slots.pop()
-            dev = self.slots.address + slot * self.SLOT
-            host = self.slots.host_ptr + slot * self.SLOT
-            pdev = self.param_slots.address + slot * self.PARAMS
-        if big:
-            ctypes.memset(host, 0, V.STATUS_BYTES)
-            ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
-        else:
-            at = slot * self.SLOT
-            self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
-            # (a pipeline reading them all from its push constants needs no copy: without it
-            # a launch records no vkCmdUpdateBuffer where the slots are not mapped)
-            if params and pipe not in k.pushed_only:
-                if self._params_view is not None:
-                    at = slot * self.PARAMS
-                    self._params_view[at:at + len(params)] = params
-                else:
-                    self.stream.update(pdev, params)
+        slot, host, head, failed = self._slot_for(lane, params, pipe not in k.pushed_only)
         area = self.launch_area().reset(k.module, depth) if k.may_launch else 0
         memory = self.dev.memory
 
@@ -920,20 +953,20 @@ class VulkanBackend:
         pushed = params[:pipe.push_size - V.PUSH_BYTES] if params else b""
 
         def push(shared: tuple[int, int] = (0, 0)) -> bytes:
-            return V.pack_push(pdev, dev, k.module.table.address, self.ring.address, grid,
-                               (0, 0, 0), dyn_smem, workspace, (memory.lowest, memory.highest),
-                               self.pages, shared, area) + pushed
+            return head + V.push_tail(k.module.table.address, self.ring.address, grid, (0, 0, 0),
+                                      dyn_smem, workspace, (memory.lowest, memory.highest),
+                                      self.pages, shared, area) + pushed
 
         profile = self.profile
         start = profile.before() if profile is not None else None
         if not slice_bytes:
-            self.stream.dispatch(pipe, grid, push())
+            ticket = lane.dispatch(pipe, grid, push())
         else:
             for base, size, first in slices.chunks(grid, nslices):
-                self.stream.dispatch(pipe, size, push((pool, first)), base)
+                ticket = lane.dispatch(pipe, size, push((pool, first)), base)
         if start is not None:
             profile.after(k.fn.name, start)
-        ticket = lane.mark()
+            ticket = lane.mark()  # (past the closing timestamp)
         self._inflight.append((k.fn.name, host, slot, lane, ticket))
         if slice_bytes:
             self._exclusive["slices"] = (lane, ticket)
@@ -946,13 +979,81 @@ class VulkanBackend:
                                         stack_bytes)
         return failed
 
+    def _slot_for(self, lane: Stream, params: bytes, in_memory: bool
+                  ) -> tuple[int | None, int, bytes, tuple[str, BackendError] | None]:
+        """Where a launch's status record and parameters go (lock held): (its slot, None for
+        parameters over PARAMS bytes, which go to the big buffer and whose launch is then
+        waited for; the record's host address; the push constants' head, the device
+        addresses of both; the failure found while waiting for a free slot). The record is
+        cleared and the parameters copied (`in_memory`: the pipeline reads them there; one
+        reading them all from its push constants needs no copy, and where the slots are not
+        mapped a launch then records no vkCmdUpdateBuffer)."""
+        if len(params) > self.PARAMS:  # (the big buffer is free: its last launch was waited for)
+            host = self.launch_buf.host_ptr
+            ctypes.memset(host, 0, V.STATUS_BYTES)
+            ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
+            dev = self.launch_buf.address
+            return None, host, V.push_head(dev + V.STATUS_BYTES, dev), None
+        failed = None if self._free_slots else self._free_a_slot(lane)
+        slot = self._free_slots.pop()
+        at = slot * self.SLOT
+        self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
+        if params and in_memory:
+            if self._params_view is not None:
+                at = slot * self.PARAMS
+                self._params_view[at:at + len(params)] = params
+            else:
+                lane.update(self.param_slots.address + slot * self.PARAMS, params)
+        return slot, self._slot_hosts[slot], self._slot_heads[slot], failed
+
+    def run_planned(self, plan: LaunchPlan, params: bytes) -> None:
+        """A launch by its kernel's plan for its shape (VulkanKernel.launch_queued): what
+        _dispatch does for it, with what launches of the shape share made once."""
+        with self._lock:
+            lane = self.stream
+            slot, host, head, failed = self._slot_for(lane, params, plan.in_memory)
+            memory = self.dev.memory
+            if memory.highest != plan.highest or memory.lowest != plan.lowest:
+                self._retail(plan)  # (memory was allocated at new addresses since)
+            push = head + plan.tail + params[:plan.pushed] if plan.pushed else head + plan.tail
+            ticket = lane.dispatch(plan.pipe, plan.grid, push)
+            self._inflight.append((plan.name, host, slot, lane, ticket))
+        if failed is not None:
+            raise failed[1]
+
+    def plan(self, k: VulkanKernel, pipe, grid: tuple[int, int, int], block: tuple[int, int, int],
+             dyn_smem: int) -> LaunchPlan | None:
+        """The plan of k's launches of this shape where a plain launch of it is what _dispatch
+        would record (a dispatch on the calling thread's lane, nothing waited for); None
+        where _dispatch must take it: profiling, CUPORT_VK_SYNC=1, shared memory in device
+        memory, a kernel that may launch kernels."""
+        if (self.profile is not None or self.sync_launches or k.may_launch
+                or k.slice_bytes(block, dyn_smem)):
+            return None
+        plan = LaunchPlan(k, pipe, grid, dyn_smem)
+        self._retail(plan)
+        return plan
+
+    def _retail(self, plan: LaunchPlan) -> None:
+        """(Re)pack the plan's push constants after the head, for the device memory's span now."""
+        memory = self.dev.memory
+        plan.lowest, plan.highest = memory.lowest, memory.highest
+        plan.tail = V.push_tail(plan.kernel.module.table.address, self.ring.address, plan.grid,
+                                (0, 0, 0), plan.dyn_smem, 0, (plan.lowest, plan.highest),
+                                self.pages)
+
     def _free_a_slot(self, lane: Stream) -> tuple[str, BackendError] | None:
-        """Every slot is in flight: read the finished launches' records, else wait for the
-        oldest launch of `lane` (its own order), else for the oldest of any lane."""
+        """Every slot is in flight: read the finished launches' records, else wait for a
+        launch of `lane` (its own order), else of any lane, an eighth of the slots from the
+        oldest, and read them then."""
         failed = self._retire_finished()
         while not self._free_slots:
             slotted = [x for x in self._inflight if x[2] is not None]
-            oldest = next((x for x in slotted if x[3] is lane), slotted[0])
+            own = [x for x in slotted if x[3] is lane] or slotted
+            # (not the oldest alone: a GPU behind the host then freed one slot a launch, and
+            # each launch read all 256 records' places; an eighth of the lane's, the GPU
+            # still has the rest queued)
+            oldest = own[min(len(own), self.SLOTS // 8) - 1]
             oldest[3].wait(oldest[4])
             failed = failed or self._retire_finished()
         return failed
@@ -1047,8 +1148,12 @@ class VulkanBackend:
         when none is left in flight."""
         done: list = []
         left: list = []
+        reached: dict = {}  # lane -> its last ticket known complete (the GPU asked once a lane)
         for x in self._inflight:
-            (done if x[3].finished(x[4]) else left).append(x)
+            upto = reached.get(x[3])
+            if upto is None:
+                upto = reached[x[3]] = x[3].reached()
+            (done if x[4] <= upto else left).append(x)
         if not done:
             return None
         self._inflight = left

@@ -114,18 +114,35 @@ class Push:
                          self.shared, self.launches)
 
 
-_PUSH = struct.Struct("<4Q7IIQQQQQQQQ")
-assert _PUSH.size == PUSH_BYTES
+# the push constants (Push's fields in order, "<4Q7IIQQQQQQQQ") as a launch's own part (its slot's parameter and status addresses) and the rest, which
+# launches of one kernel and shape share (backend.py LaunchPlan: packed once for them)
+_PUSH_HEAD = struct.Struct("<QQ")
+_PUSH_TAIL = struct.Struct("<2Q7IIQQQQQQQQ")
+assert _PUSH_HEAD.size + _PUSH_TAIL.size == PUSH_BYTES
+
+
+def push_head(params: int, status: int) -> bytes:
+    """The first 16 bytes of the push constants: the launch's parameters and status record."""
+    return _PUSH_HEAD.pack(params, status)
+
+
+def push_tail(globals_: int, printf: int, grid: tuple[int, int, int],
+              base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
+              heap: tuple[int, int], pages: tuple[int, int],
+              shared: tuple[int, int] = (0, 0), launches: int = 0) -> bytes:
+    """The push constants after push_head."""
+    lo, hi = heap
+    return _PUSH_TAIL.pack(globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
+                           lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages, *shared, launches)
 
 
 def pack_push(params: int, status: int, globals_: int, printf: int, grid: tuple[int, int, int],
               base: tuple[int, int, int], dyn_smem: int, grid_workspace: int,
               heap: tuple[int, int], pages: tuple[int, int],
               shared: tuple[int, int] = (0, 0), launches: int = 0) -> bytes:
-    """Push's bytes without building a Push (every launch packs one)."""
-    lo, hi = heap
-    return _PUSH.pack(params, status, globals_, printf, *grid, *base, dyn_smem, 0, grid_workspace,
-                      lo, max(hi - lo, 0) & ((1 << 64) - 1), *pages, *shared, launches)
+    """Push's bytes without building a Push."""
+    return push_head(params, status) + push_tail(globals_, printf, grid, base, dyn_smem,
+                                                 grid_workspace, heap, pages, shared, launches)
 
 
 #: Dynamic parallelism (device_launch.py, lower_launch.py): the launch area, one per device,

@@ -260,6 +260,8 @@ class Device:
         s = Stream(self, q, batch=max(1, batch), eager=eager, host_paths=host_paths, depth=depth,
                    submitter=submitter)
         self._streams.add(s)
+        if os.environ.get("CUPORT_VK_SUBMISSIONS", "") not in ("", "0"):
+            _count_submissions(s, policy, depth)
         return s
 
     def synchronize(self) -> None:
@@ -446,6 +448,29 @@ def at_shut_down(fn: Callable[[], None]) -> None:
     and touched memory that was no longer mapped)."""
     if fn not in _at_shut_down:
         _at_shut_down.append(fn)
+
+
+_counted: list[tuple[str, list[int]]] = []  # CUPORT_VK_SUBMISSIONS=1: (stream, its counts)
+
+
+def _count_submissions(s: Stream, policy: str, depth: int) -> None:
+    """Keep s's counts (Stream.counts) for the report at exit: how many commands went to the
+    GPU in how many submissions (a launch's host cost includes its share of one), how many
+    times the submitter thread was woken and took a turn (bench/launch_ab.py's figures)."""
+    if not _counted:
+        before_exit(_report_submissions)
+    _counted.append((f"stream {len(_counted)} ({policy}, depth {depth}, queue "
+                     f"{s.queue.index})", s.counts))
+
+
+def _report_submissions() -> None:
+    import sys
+
+    for name, (commands, submissions, rounds, kicks) in _counted:
+        if submissions or kicks:
+            print(f"cuport: {name}: {commands} commands in {submissions} submissions "
+                  f"({commands / max(submissions, 1):.1f} each); submitter woken {kicks} times, "
+                  f"{rounds} turns", file=sys.stderr)
 
 
 def _last_words() -> None:

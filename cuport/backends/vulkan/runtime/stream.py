@@ -50,6 +50,7 @@ UPDATE_MAX = 65536  # vkCmdUpdateBuffer's limit
 CHUNK = 16 << 20  # larger copies through pageable memory go in pieces of this size
 WAIT_SLICE_NS = 100_000_000  # host waits are cut into slices (no wait is ever unbounded in C)
 QUERY_SLOTS = 256
+_ORIGIN = (0, 0, 0)  # dispatch's default base (compared by identity first)
 _submitted = [False]  # a first submission was made in this process
 #: streams with cut submissions the submitter has yet to hand over: kept alive until it has
 #: (a stream dropped meanwhile would leave tickets that nothing signals)
@@ -196,12 +197,19 @@ class Stream:
         self._host_jobs: queue.SimpleQueue | None = None
         self._host_thread: threading.Thread | None = None
         # Structs reused by every submission and barrier (vkQueueSubmit copies what it reads).
+        # Only the counts, the waits, the buffer and the signalled value change between
+        # submissions: the rest is set here once.
         self._submit = vk.new("VkSubmitInfo")
         self._tsi = vk.new("VkTimelineSemaphoreSubmitInfo")
         self._submit.pNext = self._tsi
         self._cbs = ffi.new("VkCommandBuffer[1]")
         self._signal_sem = ffi.new("VkSemaphore[1]", [self.semaphore])
         self._signal_val = ffi.new("uint64_t[1]")
+        self._submit.pCommandBuffers = self._cbs
+        self._submit.signalSemaphoreCount = 1
+        self._submit.pSignalSemaphores = self._signal_sem
+        self._tsi.signalSemaphoreValueCount = 1
+        self._tsi.pSignalSemaphoreValues = self._signal_val
         self._wait_sems = ffi.new("VkSemaphore[1]", [self.semaphore])
         self._counter = ffi.new("uint64_t*")
         self._begin_info = vk.new("VkCommandBufferBeginInfo",
@@ -209,6 +217,22 @@ class Stream:
         self._region = ffi.new("VkBufferCopy*")
         self._grow_waits(4)
         self._max_groups = dev.info.limits.max_workgroup_count
+        # [commands, submissions, submitter rounds, kicks] (CUPORT_VK_SUBMISSIONS=1 prints
+        # them at exit: device.py), counted per submission and per kick, not per command
+        self.counts = [0, 0, 0, 0]
+        # the barriers between commands and before the host reads, as (function, arguments
+        # after the command buffer), and the constants of a dispatch: looked up once
+        if dev.barrier2 is not None:
+            self._barrier_work, self._barrier_work_args = dev.barrier2, (dev.dependency_work,)
+            self._barrier_host, self._barrier_host_args = dev.barrier2, (dev.dependency_host,)
+        else:
+            self._barrier_work = self._barrier_host = self._barrier1
+            self._barrier_work_args = (dev.stages_work, dev.stages_work, 0, 1, dev.barrier_work,
+                                       0, ffi.NULL, 0, ffi.NULL)
+            self._barrier_host_args = (dev.stages_work, dev.stages_host, 0, 1, dev.barrier_host,
+                                       0, ffi.NULL, 0, ffi.NULL)
+        self._bind_compute = dev.bind_compute
+        self._stage_compute = dev.stage_compute
 
     # -- tickets ---------------------------------------------------------------------------------
     def mark(self) -> int:
@@ -245,6 +269,11 @@ class Stream:
         if ticket > self.submitted or self.cmd.down():
             return False
         return self.completed() >= ticket
+
+    def reached(self) -> int:
+        """The last ticket known to have completed, the GPU asked once (finished(t) is
+        t <= reached(): for many tickets of one stream, one call); nothing is submitted."""
+        return self._done if self.cmd.down() else self.completed()
 
     def known_idle(self) -> bool:
         """Nothing recorded, waited for or cut, and every submission known to have finished
@@ -422,59 +451,62 @@ class Stream:
             raise first
 
     def _detach(self) -> tuple[int, Any, list[tuple[Any, int]]] | None:
-        """End the command buffer being recorded and give it the next ticket (lock held):
-        (ticket, command buffer or None, semaphore waits), or None if nothing is new. From here
-        the ticket counts as submitted; _queue_submit hands it to the queue."""
-        if self._cb is None and not self._waits:
-            return None
+        """Give the command buffer being recorded the next ticket and take it off the stream
+        (lock held): (ticket, command buffer or None, semaphore waits), or None if nothing is
+        new. From here the ticket counts as submitted; _queue_submit ends the buffer and hands
+        it to the queue, outside the stream's lock (its Vulkan calls release the GIL, and a
+        recording thread then waited for the lock as well)."""
         cb = self._cb
-        if cb is not None:
-            self._barrier(cb, to_host=True)
-            self.vk.check(self.cmd.vkEndCommandBuffer(cb), "vkEndCommandBuffer")
+        if cb is None and not self._waits:
+            return None
         value = self.submitted + 1
         waits = self._waits
         if self.submitted:
             waits.append((self.semaphore, self.submitted))
-        keep = list(self._keep)
-        self._keep.clear()
+        if self._keep:
+            keep = list(self._keep)
+            self._keep.clear()
+        else:
+            keep = ()
         self._cb = None
-        self._count = 0
         self._bound = None
         self._waits = []
         self._inflight.append((value, cb, keep))
         self.submitted = self._h.submitted = value
+        counts = self.counts
+        counts[0] += self._count
+        counts[1] += 1
+        self._count = 0
         return value, cb, waits
 
     def _queue_submit(self, value: int, cb: Any, waits: list[tuple[Any, int]]) -> None:
-        """vkQueueSubmit of a detached ticket (`_submitting` held, the stream lock need not
-        be: the submitter thread records nothing meanwhile). A failed submission's work is
-        dropped: the host signals its ticket, so what waits for it goes on, and the error is
-        raised (on the submitter thread: by the stream's next call)."""
+        """End a detached ticket's command buffer and vkQueueSubmit it (`_submitting` held, the
+        stream lock need not be: nobody records into a detached buffer, and the submitter
+        records nothing meanwhile). A failed submission's work is dropped: the host signals
+        its ticket, so what waits for it goes on, and the error is raised (on the submitter
+        thread: by the stream's next call)."""
         vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
-        si, tsi = self._submit, self._tsi
+        si = self._submit
+        if cb is not None:
+            self._barrier_host(cb, *self._barrier_host_args)
+            r = cmd.vkEndCommandBuffer(cb)
+            if r < 0:
+                self._drop_ticket(value, r)
+                vk.check(r, "vkEndCommandBuffer")
+            self._cbs[0] = cb
+            si.commandBufferCount = 1
+        else:
+            si.commandBufferCount = 0
         n = len(waits)
         if n > len(self._wsems):
             self._grow_waits(n)
+        wsems, wvals = self._wsems, self._wvals
         for i, (sem, val) in enumerate(waits):
-            self._wsems[i] = sem
-            self._wvals[i] = val
+            wsems[i] = sem
+            wvals[i] = val
         si.waitSemaphoreCount = n
-        si.pWaitSemaphores = self._wsems
-        si.pWaitDstStageMask = self._wstages
-        tsi.waitSemaphoreValueCount = n
-        tsi.pWaitSemaphoreValues = self._wvals
+        self._tsi.waitSemaphoreValueCount = n
         self._signal_val[0] = value
-        tsi.signalSemaphoreValueCount = 1
-        tsi.pSignalSemaphoreValues = self._signal_val
-        si.signalSemaphoreCount = 1
-        si.pSignalSemaphores = self._signal_sem
-        if cb is not None:
-            self._cbs[0] = cb
-            si.commandBufferCount = 1
-            si.pCommandBuffers = self._cbs
-        else:
-            si.commandBufferCount = 0
-            si.pCommandBuffers = ffi.NULL
         with self.queue.lock:
             r = cmd.vkQueueSubmit(self.queue.handle, 1, si, ffi.NULL)
         if not _submitted[0]:
@@ -483,20 +515,32 @@ class Stream:
 
             exit_hook("submit")  # after the driver's first submission (device.py)
         if r < 0:
-            if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
-                self.dev.lost = True
-            else:
-                info = vk.new("VkSemaphoreSignalInfo", semaphore=self.semaphore, value=value)
-                if cmd.vkSignalSemaphore(self.dev.handle, info) < 0:
-                    self.dev.lost = True
+            self._drop_ticket(value, r)
         self._queued = value
         vk.check(r, "vkQueueSubmit")
 
+    def _drop_ticket(self, value: int, r: int) -> None:
+        """A detached ticket that cannot reach the queue (its command buffer could not be
+        ended or submitted): signalled from the host, so that what waits for it goes on,
+        unless the device is lost."""
+        vk, cmd = self.vk, self.cmd
+        self._queued = value
+        if vk.result_name(r) == "VK_ERROR_DEVICE_LOST":
+            self.dev.lost = True
+            return
+        info = vk.new("VkSemaphoreSignalInfo", semaphore=self.semaphore, value=value)
+        if cmd.vkSignalSemaphore(self.dev.handle, info) < 0:
+            self.dev.lost = True
+
     def _grow_waits(self, n: int) -> None:
+        """Room for n semaphore waits in the submission's arrays (which _submit points to)."""
         ffi, lib = self.vk.ffi, self.vk.lib
         self._wsems = ffi.new("VkSemaphore[]", n)
         self._wvals = ffi.new("uint64_t[]", n)
         self._wstages = ffi.new("VkPipelineStageFlags[]", [lib.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * n)
+        self._submit.pWaitSemaphores = self._wsems
+        self._submit.pWaitDstStageMask = self._wstages
+        self._tsi.pWaitSemaphoreValues = self._wvals
 
     def _reclaim(self) -> None:
         """Recycle command buffers and staging memory of completed submissions."""
@@ -511,18 +555,25 @@ class Stream:
 
     def _begin(self) -> Any:
         """The command buffer to record into, with a barrier after the previous command."""
-        self._check_open()
         cb = self._cb
-        if cb is not None:
+        if cb is not None:  # (every launch's path: a stream with a buffer is not closed)
+            if self._failure is not None or self.dev.lost:
+                self._check_open()
             if self._count:
-                self._barrier(cb)
+                self._barrier_work(cb, *self._barrier_work_args)
             return cb
+        self._check_open()
         vk, ffi, cmd = self.vk, self.vk.ffi, self.cmd
-        if self._inflight and self._inflight[0][0] <= self.completed():
+        inflight = self._inflight
+        # (the GPU is asked only where a buffer or staging memory is wanted back: a call that
+        # releases the GIL, at every submission's first command)
+        if inflight and (inflight[0][0] <= self._done or (not self._free_cbs or inflight[0][2])
+                         and inflight[0][0] <= self.completed()):
             self._reclaim()
         if self._free_cbs:
+            # (no vkResetCommandBuffer: the pool has RESET_COMMAND_BUFFER_BIT, so that
+            # vkBeginCommandBuffer resets an executable buffer itself; one call less a buffer)
             cb = self._free_cbs.pop()
-            vk.check(cmd.vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer")
         else:
             ai = vk.new("VkCommandBufferAllocateInfo", commandPool=self._pool,
                         level=vk.lib.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
@@ -537,14 +588,15 @@ class Stream:
         return cb
 
     def _barrier(self, cb: Any, to_host: bool = False) -> None:
-        d = self.dev
-        if d.barrier2 is not None:
-            d.barrier2(cb, d.dependency_host if to_host else d.dependency_work)
-            return
-        self.cmd.vkCmdPipelineBarrier(
-            cb, d.stages_work, d.stages_host if to_host else d.stages_work, 0,
-            1, d.barrier_host if to_host else d.barrier_work, 0, self.vk.ffi.NULL, 0,
-            self.vk.ffi.NULL)
+        if to_host:
+            self._barrier_host(cb, *self._barrier_host_args)
+        else:
+            self._barrier_work(cb, *self._barrier_work_args)
+
+    def _barrier1(self, cb: Any, *args: Any) -> None:
+        """vkCmdPipelineBarrier (no synchronization2, or CUPORT_VK_BARRIER2=0), looked up at
+        each call: after the exit handler it refuses instead of reaching the driver."""
+        self.cmd.vkCmdPipelineBarrier(cb, *args)
 
     def _recorded(self) -> None:
         """After each command: submit while the GPU has fewer than `depth` submissions left to
@@ -577,6 +629,7 @@ class Stream:
         if not self._kicked:
             self._kicked = True
             self._start_submitter()
+            self.counts[3] += 1
             self._kick.release()
 
     def _start_submitter(self) -> None:
@@ -592,13 +645,16 @@ class Stream:
         GPU has fewer than `depth` of the stream's submissions left to run (waiting for one to
         finish, while the recording thread goes on adding to the batch); False: the stream is
         gone."""
-        with self._lock:
-            self._kicked = False  # (cleared once per kick taken: a kick is never given twice)
-            if self.destroyed or self._stopped:
-                return False
+        first = True
         try:
             while True:
                 with self._lock:
+                    if first:  # (one lock taken for the kick and the usual single pass)
+                        first = False
+                        self.counts[2] += 1
+                        self._kicked = False  # (cleared once per kick taken: never given twice)
+                        if self.destroyed or self._stopped:
+                            return False
                     if self._stopped or self.closed:
                         return True
                     jobs, last = self._take_cut(), False
@@ -654,38 +710,45 @@ class Stream:
 
     # -- kernels ----------------------------------------------------------------------------------
     def dispatch(self, pipeline: Pipeline, groups: tuple[int, int, int], push: bytes = b"",
-                 base: tuple[int, int, int] = (0, 0, 0)) -> None:
+                 base: tuple[int, int, int] = _ORIGIN) -> int:
         """Run `pipeline` over `groups` workgroups, the first `base` (WorkgroupId counts from
-        it); `push` fills its push constants.
+        it); `push` fills its push constants. Returns the ticket that covers it (mark(), taken
+        under the same lock: a launch's place without a second call).
 
-        Grids larger than maxComputeWorkGroupCount are split into vkCmdDispatchBase pieces."""
+        Grids larger than maxComputeWorkGroupCount are split into vkCmdDispatchBase pieces.
+        Every launch comes here: a command buffer being recorded takes a barrier (one
+        prepared call), the push constants and the dispatch; a pipeline already bound is not
+        bound again."""
         gx, gy, gz = groups
-        bx, by, bz = base
         if gx <= 0 or gy <= 0 or gz <= 0:
             raise ValueError(f"grid {groups} has an empty dimension")
-        if len(push) > pipeline.push_size:
-            raise ValueError(f"{len(push)} bytes of push constants; the pipeline declares "
+        n = len(push)
+        if n > pipeline.push_size:
+            raise ValueError(f"{n} bytes of push constants; the pipeline declares "
                              f"{pipeline.push_size}")
+        if n & 3:
+            push += bytes(4 - (n & 3))
+            n = len(push)
         cmd = self.cmd
+        mx, my, mz = self._max_groups
         with self._lock:
             cb = self._begin()
             if self._bound is not pipeline:
-                cmd.vkCmdBindPipeline(cb, self.dev.bind_compute, pipeline.handle)
+                cmd.vkCmdBindPipeline(cb, self._bind_compute, pipeline.handle)
                 self._bound = pipeline
-            if push:
-                n = (len(push) + 3) & ~3
-                data = push if n == len(push) else push + bytes(n - len(push))
-                cmd.vkCmdPushConstants(cb, pipeline.layout, self.dev.stage_compute, 0, n, data)
-            mx, my, mz = self._max_groups
-            if gx <= mx and gy <= my and gz <= mz and not any(base):
+            if n:
+                cmd.vkCmdPushConstants(cb, pipeline.layout, self._stage_compute, 0, n, push)
+            if gx <= mx and gy <= my and gz <= mz and (base is _ORIGIN or not any(base)):
                 cmd.vkCmdDispatch(cb, gx, gy, gz)
             else:
+                bx, by, bz = base
                 for z in range(0, gz, mz):
                     for y in range(0, gy, my):
                         for x in range(0, gx, mx):
                             cmd.vkCmdDispatchBase(cb, bx + x, by + y, bz + z, min(mx, gx - x),
                                                   min(my, gy - y), min(mz, gz - z))
             self._recorded()
+            return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
 
     # -- copies -------------------------------------------------------------------------------------
     def copy_to_device(self, dst: int, src: Any, size: int | None = None) -> None:
