@@ -82,3 +82,19 @@ def test_without_a_shader_clock_the_rate_is_0():
     info = _vulkan_info()
     bare = dataclasses.replace(info, features={**info.features, "shaderSubgroupClock": False})
     assert device_attributes(bare)["CLOCK_RATE"] == 0
+
+
+def test_aarch64_counter_is_the_virtual_counter():
+    """On AArch64 the counter %clock64 reads and the CPU backend measures is CNTVCT_EL0,
+    which user programs may read (PMCCNTR_EL0, the cycle counter, traps on Linux)."""
+    import llvmlite.binding as llvm
+
+    from cuport.backends.cpu import clock
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    m = llvm.parse_assembly(clock._IR)
+    m.triple = "aarch64-unknown-linux-gnu"
+    tm = llvm.Target.from_triple(m.triple).create_target_machine()
+    asm = tm.emit_assembly(m)
+    assert "cntvct_el0" in asm.lower() and "pmccntr" not in asm.lower()
