@@ -124,6 +124,10 @@ class Device:
         # The same two barriers for vkCmdPipelineBarrier2 (synchronization2): a call of two
         # arguments instead of ten, which cffi converts each time (lavapipe: a third of the
         # host time of vkCmdPipelineBarrier's)
+        # a stream's submission after its own previous one on the same queue begins with a
+        # barrier instead of waiting for the previous ticket's semaphore (stream.py _begin);
+        # CUPORT_VK_SELF_WAIT=1 waits as before (for measurements)
+        self.self_wait = os.environ.get("CUPORT_VK_SELF_WAIT", "") == "1"
         self.barrier2 = None  # (CUPORT_VK_BARRIER2=0: vkCmdPipelineBarrier, for measurements)
         if (self.enabled_features.get("synchronization2")
                 and os.environ.get("CUPORT_VK_BARRIER2", "") != "0"):

@@ -186,6 +186,10 @@ class Stream:
         self._count = 0  # commands in it
         self._bound: Pipeline | None = None
         self._waits: list[tuple[Any, int]] = []  # (semaphore, value) for the next submission
+        # the buffer being recorded began with a barrier after the stream's previous
+        # submission, which held commands (so it needs no wait for the previous ticket)
+        self._fenced = False
+        self._last_had_cb = False  # the previous submission held a command buffer
         self._free_cbs: list[Any] = []
         self._queries: Any = None
         self._free_slots: list[int] = []
@@ -461,8 +465,10 @@ class Stream:
             return None
         value = self.submitted + 1
         waits = self._waits
-        if self.submitted:
+        if self.submitted and not (self._fenced and cb is not None):
             waits.append((self.semaphore, self.submitted))
+        self._fenced = False
+        self._last_had_cb = cb is not None
         if self._keep:
             keep = list(self._keep)
             self._keep.clear()
@@ -582,6 +588,14 @@ class Stream:
                      "vkAllocateCommandBuffers")
             cb = out[0]
         vk.check(cmd.vkBeginCommandBuffer(cb, self._begin_info), "vkBeginCommandBuffer")
+        if self.submitted > self._done and self._last_had_cb and not self.dev.self_wait:
+            # After the stream's previous submission, on the same queue: a barrier's first
+            # scope holds every command submitted to the queue before it, so it orders this
+            # buffer after that one's commands (which ran after that one's own waits) without
+            # the wait for its semaphore, which NVIDIA's driver resolves between submissions
+            # (an idle GPU at some of them: stencil's 104.6 us kernels at 128.5 us a launch).
+            self._barrier_work(cb, *self._barrier_work_args)
+            self._fenced = True
         self._cb = cb
         self._count = 0
         self._bound = None
