@@ -23,6 +23,7 @@ ISA families (cuport.isa.*) lower instructions through the small API of this cla
 from __future__ import annotations
 
 import bisect
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +87,26 @@ SPARSE_LANES = 4
 PREFETCH_BLOCKS = 4
 
 
+def _is_zero(v: ll.Value) -> bool:
+    """Whether `v` is a constant whose every bit is zero (seen through bitcasts)."""
+    while getattr(v, "opname", None) == "bitcast":
+        v = v.operands[0]
+    if not isinstance(v, ll.Constant):
+        return False
+    c = v.constant
+    elems = c if isinstance(c, (list, tuple)) else [c]
+    return all(e is None or (_is_zero(e) if isinstance(e, ll.Constant) else
+                             e == 0 and math.copysign(1.0, e) > 0) for e in elems)
+
+
+def _zero_off(v: ll.Value, zero: bool) -> ll.Value:
+    """`v`, marked as zero in the lanes that do not execute the load that made it (a masked
+    load or gather with a zero pass-through): write() then blends nothing into a register
+    that held zero (`x = c ? p[i] : 0`)."""
+    v.cuport_zero_off = zero
+    return v
+
+
 @dataclass
 class SegPtrs:
     """Addresses of a warp-wide access known (checked) to be `kind` in runs of `seg` lanes:
@@ -141,6 +162,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self._nan_deferred = nan_payloads.deferred(fn)  # (see nan_deferred, read_bits)
         self._blind = False  # the current instruction reads f32 registers NaN-blind
         self.eager_saves: dict[int, list[str]] = {}  # block -> registers saved at its end
+        #: registers whose last write in this PTX block stored zero unguarded (write)
+        self._zero_regs: set[str] = set()
 
     def nan_deferred(self, ins: ir.Instr) -> bool:
         d = ins.args[0] if ins is not None and ins.args else None
@@ -473,6 +496,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.split = blk.index in self.div.split_blocks
         self.active = b.load(self.active_slot, name="act")
         self._mask_cache = {}
+        self._zero_regs = set()
         self.version = None
         if self.mc.check_convergence and self.is_kernel and not self.split:
             # debug mode: a converged block must run with every live lane of the warp
@@ -507,6 +531,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 b.position_at_end(bb)
                 self.version = (mode, keys)
                 self._mask_cache = {}
+                self._zero_regs = set()
                 self._emit_body(body)
                 b.branch(join)
             b.position_at_end(join)
@@ -546,9 +571,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             any_ = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
             outer = self._stretch_guard
             self._stretch_guard = (run.guard.name, run.guard_neg)
+            zero = set(self._zero_regs)
             with b.if_then(any_, likely=False):
                 self._emit_body(body[i:i + n], id(body[i]))
             self._stretch_guard = outer
+            self._zero_regs = zero - {r.name for x in body[i:i + n] for r in defs(x)}  # (run or not)
             i += n
 
     def _skippable(self, body: list[ir.Instr], i: int) -> tuple[int, ir.Instr | None]:
@@ -1041,7 +1068,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return i32c(op.value)
         if isinstance(op, ir.Reg):
             slot, t, varying = self.regs[op.name]
-            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
+            if op.name in self.forms:
+                v = self.form_read(op.name)
+            elif op.name in self._zero_regs:  # (write: `mov %f2, %f1` after `mov %f1, 0` is zero too)
+                v = ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
+            else:
+                v = b.load(slot)
             if varying:
                 first = b.cttz(self.active, ll.Constant(I1, 0))
                 v = b.extract_element(v, first)
@@ -1265,7 +1297,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             slot, t, varying = self.regs[op.name]
             if varying and not self.vec:
                 raise self.error(f"internal: varying register {op.name} read in uniform mode")
-            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
+            if op.name in self.forms:
+                v = self.form_read(op.name)
+            elif op.name in self._zero_regs:  # (write: `mov %f2, %f1` after `mov %f1, 0` is zero too)
+                v = ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
+            else:
+                v = b.load(slot)
             if self.vec and not varying:
                 v = self.splat(v)
             if op.name in self._nan_deferred and not self._blind:
@@ -1308,20 +1345,27 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         ins = self.ins
         if varying:
             m = None
-            if ins is not None and ins.guard is not None:
+            guarded = ins is not None and ins.guard is not None
+            if guarded:
                 m = self.exec_mask_vec()
+                if op.name in self._zero_regs and getattr(value, "cuport_zero_off", False):
+                    m = None  # (the lanes that do not load are zero, as the register was)
             elif self.split and (self.div.blend is None or op.name in self.div.blend):
                 # lanes waiting elsewhere keep their value (only where it is live there:
                 # passes/liveness.py)
                 m = self.active_vec()
             if m is not None:
-                v = self._blend(m, v, b.load(slot), ins is not None and ins.guard is not None)
+                v = self._blend(m, v, b.load(slot), guarded)
         elif ins is not None and ins.guard is not None:
             g = self.guard_value(ins)
             if g.type != I1:
                 raise self.error("internal: uniform register written under a varying guard")
             v = b.select(g, v, b.load(slot))
         b.store(v, slot)
+        if ins is not None and ins.guard is None and _is_zero(v):
+            self._zero_regs.add(op.name)
+        else:
+            self._zero_regs.discard(op.name)
 
     def _blend(self, m: ll.Value, new: ll.Value, old: ll.Value, executing: bool = False) -> ll.Value:
         """`new` in the lanes of mask `m`, `old` elsewhere; lane by lane where only a few lanes
@@ -1737,7 +1781,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(v.type)
         phi.add_incoming(v, then)
         phi.add_incoming(ll.Constant(v.type, None), pre)
-        return phi
+        return _zero_off(phi, getattr(v, "cuport_zero_off", False))
 
     def _sparse_lanes(self, ptrs) -> list[int] | None:
         """The lanes that may execute the current access with per-lane addresses, when
@@ -1846,11 +1890,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
         pat = None if volatile else self._pattern(ptrs, t)
         if pat is None:
-            return gather()
+            return _zero_off(gather(), True)
         kind, seg = pat
         ai = b.ptrtoint(ptrs, vec(I64))
         if self._version_mode(ptrs, kind, seg, t) == "slow":
-            return gather()
+            return _zero_off(gather(), True)
         ok = self._pattern_check(ai, kind, seg, self._size(t))
         fast = self.llfn.append_basic_block("ld_fast")
         slow = self.llfn.append_basic_block("ld_gather")
@@ -1868,7 +1912,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(vt)
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
-        return phi
+        return _zero_off(phi, kind == "contiguous")
 
     def _form_load(self, p: FormPtrs, t: ll.Type, align: int) -> ll.Value:
         """A load through FormPtrs: per run when the form allows, else a gather."""
@@ -1882,10 +1926,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                                    ll.Constant(vt, None)], overload=[vt, vec(PTR)], ret=vt)
 
         if p.kind is None:
-            return gather()
+            return _zero_off(gather(), True)
         if p.ok is None:
             self._prefetch_ahead(p)
-            return self._segment_load(p.leaders, t, align, p.kind, p.seg)
+            return _zero_off(self._segment_load(p.leaders, t, align, p.kind, p.seg), p.kind == "contiguous")
         fast = self.llfn.append_basic_block("ldf_fast")
         slow = self.llfn.append_basic_block("ldf_gather")
         join = self.llfn.append_basic_block("ldf_join")
@@ -1903,7 +1947,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(vt)
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
-        return phi
+        return _zero_off(phi, p.kind == "contiguous")
 
     def _prefetch_ahead(self, p: FormPtrs) -> None:
         """A global load or store of a 2-D tile (runs of a warp rows apart) whose address
