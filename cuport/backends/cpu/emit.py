@@ -55,7 +55,7 @@ from ...passes import lane_bounds, nan_payloads
 from ...passes.divergence import Divergence, special_is_varying
 from ...passes.lanes import DYN
 from ...passes.shapes import access_pattern
-from ...ptx import ir
+from ...ptx import ir, opcodes
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
@@ -277,6 +277,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.rank = {t: i for i, t in enumerate(self.targets)}
         nt = max(len(self.targets), 1)
         self.nwords = (nt + 63) // 64
+        self.exits_read = self._exits_read()
         b = self.b
         self.simple_barriers = self.is_kernel and self.mc.simple_barriers
         if self.simple_barriers:
@@ -856,13 +857,30 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         bp = b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8)
         b.store(b.or_(b.load(bp, typ=I64), i64c(1 << bit)), bp)
 
+    def _exits_read(self) -> bool:
+        """Whether anything reads a warp's WS_EXITED (the lanes that exited) after `finish`
+        writes it: a barrier some thread may reach after another of its warp exited (its
+        resume), a warp collective (warp_ops.live_lanes) or a call (the callee may hold
+        one), the convergence check. Region loops read nothing else of it (the block's
+        runner does not), so a kernel in them without any of those leaves it unwritten: the
+        exit mask of `if (!inside) return;` and of the final `ret` in every warp."""
+        if self.regions is None or self.mc.check_convergence or len(self.no_exits_before) < len(self.barriers):
+            return True
+        for blk in self.blocks:
+            for ins in blk.instrs:
+                row = opcodes.TABLE.get(ins.op)
+                if row is not None and row.per_lane and not row.memory and not cfgmod.is_barrier(ins):
+                    return True  # (threads of a warp together, or a call)
+        return False
+
     def finish(self, mask: ll.Value, how: str) -> None:
         """Lanes in `mask` leave: `ret` from a device function, or thread exit."""
         if how == "ret" and not self.is_kernel:
             return
         b = self.b
-        ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
-        b.store(b.or_(b.load(ep, typ=I32), mask), ep)
+        if self.exits_read:
+            ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
+            b.store(b.or_(b.load(ep, typ=I32), mask), ep)
         if not self.mc.simple_barriers:
             # (the simple protocol's rounds need none of these: see compiler._emit_runner)
             cnt = b.ctpop(mask)

@@ -196,7 +196,8 @@ class RegionLoops:
     def _start_warp(self) -> None:
         """Region 0: the warp starts (what _kernel_prologue does for a warp function)."""
         b = self.b
-        b.store(_i32(0), b.gep(self.ws, [_i64(L.WS_EXITED)], source_etype=I8))
+        if self.exits_read:  # (emit._exits_read)
+            b.store(_i32(0), b.gep(self.ws, [_i64(L.WS_EXITED)], source_etype=I8))
         b.store(_i32(self.frame_size), b.gep(self.ws, [_i64(L.WS_SP)], source_etype=I8))
         b.store(self.live_mask, self.active_slot)
 
@@ -218,7 +219,8 @@ class RegionLoops:
     def _region_done(self) -> None:
         """Every lane of the warp has exited."""
         b = self.b
-        b.store(_i32(FINISHED), self._region["resume"])
+        if not self.mc.kernel_lockstep:  # (where no round asks a warp where it waits)
+            b.store(_i32(FINISHED), self._region["resume"])
         b.branch(self._region["latch"])
 
     def _fill_missing_blocks(self) -> None:
