@@ -1947,14 +1947,15 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return _zero_off(gather(), True)
         if p.ok is None:
             self._prefetch_ahead(p)
-            return _zero_off(self._segment_load(p.leaders, t, align, p.kind, p.seg), p.kind == "contiguous")
+            return _zero_off(self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped),
+                             p.kind == "contiguous")
         fast = self.llfn.append_basic_block("ldf_fast")
         slow = self.llfn.append_basic_block("ldf_gather")
         join = self.llfn.append_basic_block("ldf_join")
         b.cbranch(p.ok, fast, slow)
         b.position_at_end(fast)
         self._prefetch_ahead(p)
-        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg)
+        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped)
         fast_end = b.block
         b.branch(join)
         b.position_at_end(slow)
@@ -2007,7 +2008,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return
         if p.ok is None:
             self._prefetch_ahead(p)
-            self._segment_store(p.leaders, value, align, p.seg)
+            self._segment_store(p.leaders, value, align, p.seg, p.mapped)
             return
         fast = self.llfn.append_basic_block("stf_fast")
         slow = self.llfn.append_basic_block("stf_scatter")
@@ -2015,7 +2016,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         b.cbranch(p.ok, fast, slow)
         b.position_at_end(fast)
         self._prefetch_ahead(p)
-        self._segment_store(p.leaders, value, align, p.seg)
+        self._segment_store(p.leaders, value, align, p.seg, p.mapped)
         b.branch(join)
         b.position_at_end(slow)
         scatter()
@@ -2061,14 +2062,18 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         shifts a mask register)."""
         return self.mask_vec(self.exec_mask(), j * seg, seg)
 
-    def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
+    def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int,
+                      mapped: bool = False) -> ll.Value:
+        """One load per run; a run in which no lane executes reads a dummy slot instead,
+        unless its leader is `mapped` (FormPtrs: in static shared memory whatever the lane),
+        where a masked load of no lane costs nothing more."""
         b = self.b
         parts = []
         for j in range(W // seg):
             p = leaders[j]
             if kind == "contiguous":
                 st = vec(t, seg)
-                if seg != W:  # (a whole warp without lanes never gets here: _if_some_lane)
+                if seg != W and not mapped:  # (a warp without lanes never gets here: _if_some_lane)
                     p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
                 m = self._run_mask(j, seg)
                 parts.append(self.intrinsic("llvm.masked.load", [p, i32c(align), m, ll.Constant(st, None)],
@@ -2076,7 +2081,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             else:
                 # one element for the run; a run with no executing lane reads a dummy slot
                 # instead (no branch, and its address may be garbage)
-                p = b.select(self._segment_mask(j, seg), p, self.dummy_slot())
+                if not mapped:
+                    p = b.select(self._segment_mask(j, seg), p, self.dummy_slot())
                 parts.append(b.load(p, typ=t, align=align))
         if kind == "contiguous":
             if len(parts) == 1:
@@ -2091,10 +2097,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             out = b.insert_element(out, v, i32c(j))
         return b.shuffle_vector(out, ll.Constant(vec(t), None), ll.Constant(vec(I32), [i // seg for i in range(W)]))
 
-    def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
+    def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int,
+                       mapped: bool = False) -> None:
         b = self.b
         for j in range(W // seg):
-            p = leaders[j] if seg == W else b.select(self._segment_mask(j, seg), leaders[j], self.dummy_run())
+            p = leaders[j] if seg == W or mapped else b.select(self._segment_mask(j, seg), leaders[j],
+                                                               self.dummy_run())
             if seg == W:
                 part, m = value, self.exec_mask_vec()
             else:
