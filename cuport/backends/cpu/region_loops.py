@@ -198,7 +198,9 @@ class RegionLoops:
         b = self.b
         if self.exits_read:  # (emit._exits_read)
             b.store(_i32(0), b.gep(self.ws, [_i64(L.WS_EXITED)], source_etype=I8))
-        b.store(_i32(self.frame_size), b.gep(self.ws, [_i64(L.WS_SP)], source_etype=I8))
+        if any(ins.op == "call" for blk in self.blocks for ins in blk.instrs):
+            # (the local stack pointer: only a callee's frame starts there)
+            b.store(_i32(self.frame_size), b.gep(self.ws, [_i64(L.WS_SP)], source_etype=I8))
         b.store(self.live_mask, self.active_slot)
 
     def _region_arrive(self, blk, t, idx: int) -> None:
