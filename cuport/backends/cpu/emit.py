@@ -1079,19 +1079,24 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         slot, rt, varying = self.regs[name]
         return [(slot, vec(rt) if varying else rt)]
 
+    def _register_value(self, name: str) -> ll.Value:
+        """A register's bits as held: its lanes from a lane form, the constant a zero
+        register holds (write: `mov %f2, %f1` after `mov %f1, 0` is zero too), else its slot."""
+        slot, t, varying = self.regs[name]
+        if name in self.forms:
+            return self.form_read(name)
+        if name in self._zero_regs:
+            return ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
+        return self.b.load(slot)
+
     def _uniform_int(self, op) -> ll.Value:
         """An integer operand that must be the same for the warp (barrier ids and counts)."""
         b = self.b
         if isinstance(op, ir.Imm):
             return i32c(op.value)
         if isinstance(op, ir.Reg):
-            slot, t, varying = self.regs[op.name]
-            if op.name in self.forms:
-                v = self.form_read(op.name)
-            elif op.name in self._zero_regs:  # (write: `mov %f2, %f1` after `mov %f1, 0` is zero too)
-                v = ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
-            else:
-                v = b.load(slot)
+            varying = self.regs[op.name][2]
+            v = self._register_value(op.name)
             if varying:
                 first = b.cttz(self.active, ll.Constant(I1, 0))
                 v = b.extract_element(v, first)
@@ -1312,15 +1317,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         if isinstance(op, ir.Reg):
             if op.name not in self.regs:
                 raise self.error(f"the register {op.name} is not declared")
-            slot, t, varying = self.regs[op.name]
+            varying = self.regs[op.name][2]
             if varying and not self.vec:
                 raise self.error(f"internal: varying register {op.name} read in uniform mode")
-            if op.name in self.forms:
-                v = self.form_read(op.name)
-            elif op.name in self._zero_regs:  # (write: `mov %f2, %f1` after `mov %f1, 0` is zero too)
-                v = ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
-            else:
-                v = b.load(slot)
+            v = self._register_value(op.name)
             if self.vec and not varying:
                 v = self.splat(v)
             if op.name in self._nan_deferred and not self._blind:
