@@ -2,7 +2,8 @@
 AVX-512 gets (lane masks as vectors, every predicated stretch jumped over, emit's
 non-mask-register paths), checked here against the same host references as the AVX-512
 code: the block-level address checks (stencil edges, 2^32 wraps, faults), predicated
-stretches and sparse lanes test files run again in a child process with the setting."""
+stretches, sparse lanes and guarded loads test files run again in a child process with the
+setting."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_setting_turns_mask_registers_off(tmp_path):
 
 @pytest.mark.skipif(not jit.mask_registers(), reason="the host has no AVX-512: its code is AVX2's already")
 def test_avx2_code_gives_the_same_results(tmp_path):
-    files = ["test_block_checks.py", "test_predicate.py", "test_sparse_lanes.py"]
+    files = ["test_block_checks.py", "test_predicate.py", "test_sparse_lanes.py", "test_guarded_loads.py"]
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", *files], cwd=HERE,
                        env=_child_env(tmp_path), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -137,6 +137,16 @@ extern "C" __global__ void exit_after(const float* in, float* out, int n) {
   if (i >= n) return;
   out[i] = s[t] + s[(t + 1) % 128];
 }
+
+// lanes exit after the barrier, then the others vote: the vote leaves the exited ones out
+extern "C" __global__ void exit_then_vote(const int* x, unsigned* out) {
+  __shared__ int s[128];
+  int t = threadIdx.x;
+  s[t] = x[t];
+  __syncthreads();
+  if (s[(t + 5) % 128] % 3 == 0) return;
+  out[t] = __ballot_sync(__activemask(), s[t] & 1);
+}
 """
 
 
@@ -291,6 +301,39 @@ def test_exits_after_the_barrier(ptx):
     padded = np.concatenate([x, np.zeros(84, np.float32)]).reshape(3, 128)
     expect = (padded + np.roll(padded, -1, axis=1)).reshape(-1)
     expect[n:] = -1.0
+    assert out.tolist() == expect.tolist()
+
+
+def test_exit_masks_are_kept_only_where_read(ptx, monkeypatch):
+    """A warp's exited lanes (WS_EXITED) are written only where something reads them later
+    (emit._exits_read): not in a kernel whose lanes exit after its only barrier (jacobi's
+    `if (!inside) return;` and every kernel's final `ret`), but where a warp collective
+    follows the exit, or a barrier does."""
+    from cuport.backends.cpu import emit
+
+    seen = {}
+    real = emit.FunctionEmitter._exits_read
+
+    def spy(self):
+        seen[self.fn.name] = real(self)
+        return seen[self.fn.name]
+    monkeypatch.setattr(emit.FunctionEmitter, "_exits_read", spy)
+    for kernel in ("exit_after", "exit_then_vote", "exit_in_loop"):
+        compiler.run_pipeline(compiler.ModuleCompiler(facts.load_ptx([ptx]), kernel, (128, 1, 1)), until="emit")
+    monkeypatch.undo()
+    assert seen == {"exit_after": False, "exit_then_vote": True, "exit_in_loop": True}
+    x = np.random.default_rng(5).integers(0, 1000, 128, dtype=np.int32)
+    out = np.full(128, 7, np.uint32)
+    cuport.Module(ptx).kernel("exit_then_vote")(1, 128, (x, out))
+    t = np.arange(128)
+    stay = x[(t + 5) % 128] % 3 != 0
+    expect = np.full(128, 7, np.uint64)
+    for w in range(4):
+        lanes = range(32 * w, 32 * w + 32)
+        ballot = sum(1 << (i % 32) for i in lanes if stay[i] and x[i] & 1)
+        for i in lanes:
+            if stay[i]:
+                expect[i] = ballot
     assert out.tolist() == expect.tolist()
 
 

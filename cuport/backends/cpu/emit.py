@@ -23,6 +23,7 @@ ISA families (cuport.isa.*) lower instructions through the small API of this cla
 from __future__ import annotations
 
 import bisect
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ from ...passes import lane_bounds, nan_payloads
 from ...passes.divergence import Divergence, special_is_varying
 from ...passes.lanes import DYN
 from ...passes.shapes import access_pattern
-from ...ptx import ir
+from ...ptx import ir, opcodes
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
@@ -84,6 +85,26 @@ SPARSE_LANES = 4
 #: 17.0, 8 blocks 18.9; loads and stores, 2: 16.1-16.5, 3: 14.7-16.8, 4: 14.5-15.2, 6: 14.7,
 #: 8: 15.1-15.3, 12: 15.1; sgemm 1024^3 (B's tile): 2: 52.2, 4: 51.6, 8: 56.4
 PREFETCH_BLOCKS = 4
+
+
+def _is_zero(v: ll.Value) -> bool:
+    """Whether `v` is a constant whose every bit is zero (seen through bitcasts)."""
+    while getattr(v, "opname", None) == "bitcast":
+        v = v.operands[0]
+    if not isinstance(v, ll.Constant):
+        return False
+    c = v.constant
+    elems = c if isinstance(c, (list, tuple)) else [c]
+    return all(e is None or (_is_zero(e) if isinstance(e, ll.Constant) else
+                             e == 0 and math.copysign(1.0, e) > 0) for e in elems)
+
+
+def _zero_off(v: ll.Value, zero: bool) -> ll.Value:
+    """`v`, marked as zero in the lanes that do not execute the load that made it (a masked
+    load or gather with a zero pass-through): write() then blends nothing into a register
+    that held zero (`x = c ? p[i] : 0`)."""
+    v.cuport_zero_off = zero
+    return v
 
 
 @dataclass
@@ -141,6 +162,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self._nan_deferred = nan_payloads.deferred(fn)  # (see nan_deferred, read_bits)
         self._blind = False  # the current instruction reads f32 registers NaN-blind
         self.eager_saves: dict[int, list[str]] = {}  # block -> registers saved at its end
+        #: registers whose last write in this PTX block stored zero unguarded (write)
+        self._zero_regs: set[str] = set()
 
     def nan_deferred(self, ins: ir.Instr) -> bool:
         d = ins.args[0] if ins is not None and ins.args else None
@@ -254,6 +277,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.rank = {t: i for i, t in enumerate(self.targets)}
         nt = max(len(self.targets), 1)
         self.nwords = (nt + 63) // 64
+        self.exits_read = self._exits_read()
         b = self.b
         self.simple_barriers = self.is_kernel and self.mc.simple_barriers
         if self.simple_barriers:
@@ -473,6 +497,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.split = blk.index in self.div.split_blocks
         self.active = b.load(self.active_slot, name="act")
         self._mask_cache = {}
+        self._zero_regs = set()
         self.version = None
         if self.mc.check_convergence and self.is_kernel and not self.split:
             # debug mode: a converged block must run with every live lane of the warp
@@ -507,6 +532,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 b.position_at_end(bb)
                 self.version = (mode, keys)
                 self._mask_cache = {}
+                self._zero_regs = set()
                 self._emit_body(body)
                 b.branch(join)
             b.position_at_end(join)
@@ -546,9 +572,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             any_ = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
             outer = self._stretch_guard
             self._stretch_guard = (run.guard.name, run.guard_neg)
+            zero = set(self._zero_regs)
             with b.if_then(any_, likely=False):
                 self._emit_body(body[i:i + n], id(body[i]))
             self._stretch_guard = outer
+            self._zero_regs = zero - {r.name for x in body[i:i + n] for r in defs(x)}  # (run or not)
             i += n
 
     def _skippable(self, body: list[ir.Instr], i: int) -> tuple[int, ir.Instr | None]:
@@ -829,13 +857,30 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         bp = b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8)
         b.store(b.or_(b.load(bp, typ=I64), i64c(1 << bit)), bp)
 
+    def _exits_read(self) -> bool:
+        """Whether anything reads a warp's WS_EXITED (the lanes that exited) after `finish`
+        writes it: a barrier some thread may reach after another of its warp exited (its
+        resume), a warp collective (warp_ops.live_lanes) or a call (the callee may hold
+        one), the convergence check. Region loops read nothing else of it (the block's
+        runner does not), so a kernel in them without any of those leaves it unwritten: the
+        exit mask of `if (!inside) return;` and of the final `ret` in every warp."""
+        if self.regions is None or self.mc.check_convergence or len(self.no_exits_before) < len(self.barriers):
+            return True
+        for blk in self.blocks:
+            for ins in blk.instrs:
+                row = opcodes.TABLE.get(ins.op)
+                if row is not None and row.per_lane and not row.memory and not cfgmod.is_barrier(ins):
+                    return True  # (threads of a warp together, or a call)
+        return False
+
     def finish(self, mask: ll.Value, how: str) -> None:
         """Lanes in `mask` leave: `ret` from a device function, or thread exit."""
         if how == "ret" and not self.is_kernel:
             return
         b = self.b
-        ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
-        b.store(b.or_(b.load(ep, typ=I32), mask), ep)
+        if self.exits_read:
+            ep = b.gep(self.ws, [i64c(L.WS_EXITED)], source_etype=I8)
+            b.store(b.or_(b.load(ep, typ=I32), mask), ep)
         if not self.mc.simple_barriers:
             # (the simple protocol's rounds need none of these: see compiler._emit_runner)
             cnt = b.ctpop(mask)
@@ -1034,14 +1079,24 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         slot, rt, varying = self.regs[name]
         return [(slot, vec(rt) if varying else rt)]
 
+    def _register_value(self, name: str) -> ll.Value:
+        """A register's bits as held: its lanes from a lane form, the constant a zero
+        register holds (write: `mov %f2, %f1` after `mov %f1, 0` is zero too), else its slot."""
+        slot, t, varying = self.regs[name]
+        if name in self.forms:
+            return self.form_read(name)
+        if name in self._zero_regs:
+            return ll.Constant(vec(t), None) if varying else ll.Constant(t, 0)
+        return self.b.load(slot)
+
     def _uniform_int(self, op) -> ll.Value:
         """An integer operand that must be the same for the warp (barrier ids and counts)."""
         b = self.b
         if isinstance(op, ir.Imm):
             return i32c(op.value)
         if isinstance(op, ir.Reg):
-            slot, t, varying = self.regs[op.name]
-            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
+            varying = self.regs[op.name][2]
+            v = self._register_value(op.name)
             if varying:
                 first = b.cttz(self.active, ll.Constant(I1, 0))
                 v = b.extract_element(v, first)
@@ -1262,10 +1317,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         if isinstance(op, ir.Reg):
             if op.name not in self.regs:
                 raise self.error(f"the register {op.name} is not declared")
-            slot, t, varying = self.regs[op.name]
+            varying = self.regs[op.name][2]
             if varying and not self.vec:
                 raise self.error(f"internal: varying register {op.name} read in uniform mode")
-            v = self.form_read(op.name) if op.name in self.forms else b.load(slot)
+            v = self._register_value(op.name)
             if self.vec and not varying:
                 v = self.splat(v)
             if op.name in self._nan_deferred and not self._blind:
@@ -1308,20 +1363,27 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         ins = self.ins
         if varying:
             m = None
-            if ins is not None and ins.guard is not None:
+            guarded = ins is not None and ins.guard is not None
+            if guarded:
                 m = self.exec_mask_vec()
+                if op.name in self._zero_regs and getattr(value, "cuport_zero_off", False):
+                    m = None  # (the lanes that do not load are zero, as the register was)
             elif self.split and (self.div.blend is None or op.name in self.div.blend):
                 # lanes waiting elsewhere keep their value (only where it is live there:
                 # passes/liveness.py)
                 m = self.active_vec()
             if m is not None:
-                v = self._blend(m, v, b.load(slot), ins is not None and ins.guard is not None)
+                v = self._blend(m, v, b.load(slot), guarded)
         elif ins is not None and ins.guard is not None:
             g = self.guard_value(ins)
             if g.type != I1:
                 raise self.error("internal: uniform register written under a varying guard")
             v = b.select(g, v, b.load(slot))
         b.store(v, slot)
+        if ins is not None and ins.guard is None and _is_zero(v):
+            self._zero_regs.add(op.name)
+        else:
+            self._zero_regs.discard(op.name)
 
     def _blend(self, m: ll.Value, new: ll.Value, old: ll.Value, executing: bool = False) -> ll.Value:
         """`new` in the lanes of mask `m`, `old` elsewhere; lane by lane where only a few lanes
@@ -1737,7 +1799,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(v.type)
         phi.add_incoming(v, then)
         phi.add_incoming(ll.Constant(v.type, None), pre)
-        return phi
+        return _zero_off(phi, getattr(v, "cuport_zero_off", False))
 
     def _sparse_lanes(self, ptrs) -> list[int] | None:
         """The lanes that may execute the current access with per-lane addresses, when
@@ -1846,11 +1908,11 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
         pat = None if volatile else self._pattern(ptrs, t)
         if pat is None:
-            return gather()
+            return _zero_off(gather(), True)
         kind, seg = pat
         ai = b.ptrtoint(ptrs, vec(I64))
         if self._version_mode(ptrs, kind, seg, t) == "slow":
-            return gather()
+            return _zero_off(gather(), True)
         ok = self._pattern_check(ai, kind, seg, self._size(t))
         fast = self.llfn.append_basic_block("ld_fast")
         slow = self.llfn.append_basic_block("ld_gather")
@@ -1868,7 +1930,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(vt)
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
-        return phi
+        return _zero_off(phi, kind == "contiguous")
 
     def _form_load(self, p: FormPtrs, t: ll.Type, align: int) -> ll.Value:
         """A load through FormPtrs: per run when the form allows, else a gather."""
@@ -1882,17 +1944,18 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                                    ll.Constant(vt, None)], overload=[vt, vec(PTR)], ret=vt)
 
         if p.kind is None:
-            return gather()
+            return _zero_off(gather(), True)
         if p.ok is None:
             self._prefetch_ahead(p)
-            return self._segment_load(p.leaders, t, align, p.kind, p.seg)
+            return _zero_off(self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped),
+                             p.kind == "contiguous")
         fast = self.llfn.append_basic_block("ldf_fast")
         slow = self.llfn.append_basic_block("ldf_gather")
         join = self.llfn.append_basic_block("ldf_join")
         b.cbranch(p.ok, fast, slow)
         b.position_at_end(fast)
         self._prefetch_ahead(p)
-        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg)
+        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped)
         fast_end = b.block
         b.branch(join)
         b.position_at_end(slow)
@@ -1903,7 +1966,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         phi = b.phi(vt)
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
-        return phi
+        return _zero_off(phi, p.kind == "contiguous")
 
     def _prefetch_ahead(self, p: FormPtrs) -> None:
         """A global load or store of a 2-D tile (runs of a warp rows apart) whose address
@@ -1945,7 +2008,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return
         if p.ok is None:
             self._prefetch_ahead(p)
-            self._segment_store(p.leaders, value, align, p.seg)
+            self._segment_store(p.leaders, value, align, p.seg, p.mapped)
             return
         fast = self.llfn.append_basic_block("stf_fast")
         slow = self.llfn.append_basic_block("stf_scatter")
@@ -1953,7 +2016,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         b.cbranch(p.ok, fast, slow)
         b.position_at_end(fast)
         self._prefetch_ahead(p)
-        self._segment_store(p.leaders, value, align, p.seg)
+        self._segment_store(p.leaders, value, align, p.seg, p.mapped)
         b.branch(join)
         b.position_at_end(slow)
         scatter()
@@ -1999,14 +2062,18 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         shifts a mask register)."""
         return self.mask_vec(self.exec_mask(), j * seg, seg)
 
-    def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int) -> ll.Value:
+    def _segment_load(self, leaders: list[ll.Value], t: ll.Type, align: int, kind: str, seg: int,
+                      mapped: bool = False) -> ll.Value:
+        """One load per run; a run in which no lane executes reads a dummy slot instead,
+        unless its leader is `mapped` (FormPtrs: in static shared memory whatever the lane),
+        where a masked load of no lane costs nothing more."""
         b = self.b
         parts = []
         for j in range(W // seg):
             p = leaders[j]
             if kind == "contiguous":
                 st = vec(t, seg)
-                if seg != W:  # (a whole warp without lanes never gets here: _if_some_lane)
+                if seg != W and not mapped:  # (a warp without lanes never gets here: _if_some_lane)
                     p = b.select(self._segment_mask(j, seg), p, self.dummy_run())
                 m = self._run_mask(j, seg)
                 parts.append(self.intrinsic("llvm.masked.load", [p, i32c(align), m, ll.Constant(st, None)],
@@ -2014,7 +2081,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             else:
                 # one element for the run; a run with no executing lane reads a dummy slot
                 # instead (no branch, and its address may be garbage)
-                p = b.select(self._segment_mask(j, seg), p, self.dummy_slot())
+                if not mapped:
+                    p = b.select(self._segment_mask(j, seg), p, self.dummy_slot())
                 parts.append(b.load(p, typ=t, align=align))
         if kind == "contiguous":
             if len(parts) == 1:
@@ -2029,10 +2097,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             out = b.insert_element(out, v, i32c(j))
         return b.shuffle_vector(out, ll.Constant(vec(t), None), ll.Constant(vec(I32), [i // seg for i in range(W)]))
 
-    def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int) -> None:
+    def _segment_store(self, leaders: list[ll.Value], value: ll.Value, align: int, seg: int,
+                       mapped: bool = False) -> None:
         b = self.b
         for j in range(W // seg):
-            p = leaders[j] if seg == W else b.select(self._segment_mask(j, seg), leaders[j], self.dummy_run())
+            p = leaders[j] if seg == W or mapped else b.select(self._segment_mask(j, seg), leaders[j],
+                                                               self.dummy_run())
             if seg == W:
                 part, m = value, self.exec_mask_vec()
             else:

@@ -71,6 +71,7 @@ class FormPtrs:
     leaders: list
     value: Value
     size: int  # bytes of each lane's element
+    mapped: bool = False  # every lane's address lies in the block's static shared memory
 
     @property
     def type(self) -> ll.Type:
@@ -114,6 +115,35 @@ class _WarpLeaves(lanes_pass.Leaves):
         return self.b.trunc(a[0], I32), None if a[1] is None else self.b.trunc(a[1], I32)
 
 
+class _ConstWarpLeaves(lanes_pass.Leaves):
+    """_WarpLeaves whose a and c are known at compile time (Python ints): constants, the
+    thread index, the block shape and shared variables' offsets, nothing read at run time
+    (_NotAffine where a leaf is)."""
+
+    def add(self, x, y, w: int):
+        m = (1 << w) - 1
+        c = y[1] if x[1] is None else x[1] if y[1] is None else (x[1] + y[1]) & m
+        return (x[0] + y[0]) & m, c
+
+    def mul(self, x, c: int, w: int):
+        m = (1 << w) - 1
+        return (x[0] * c) & m, None if x[1] is None else (x[1] * c) & m
+
+    def mul2(self, x, y, w: int):
+        if x[1] is not None and y[1] is not None:
+            raise _NotAffine
+        if x[1] is None:
+            x, y = y, x
+        m = (1 << w) - 1
+        return (x[0] * y[0]) & m, None if x[1] is None else (x[1] * y[0]) & m
+
+    def const(self, c: int, w: int):
+        return c & ((1 << w) - 1), None
+
+    def trunc(self, a):
+        return a[0] & 0xFFFFFFFF, None if a[1] is None else a[1] & 0xFFFFFFFF
+
+
 class LaneForms:
     """Mixin for FunctionEmitter: registers with exact lane forms."""
 
@@ -123,6 +153,7 @@ class LaneForms:
         self.form_seg = segment_length(self.mc.block) or W
         self.hoisted_ok: dict[int, ll.Value] = {}  # (hoist_form_checks: id(access) -> i1)
         self._single_defs: dict[str, ir.Instr] | None = None  # (_only_def, made when first asked)
+        self._mapped: dict[tuple[str, int, int], bool] = {}  # (_in_static_shared)
         if not enabled or os.environ.get("CUPORT_NO_FORMS") == "1":
             return
         self.forms = lanes_pass.analyze(self.cfg, self.div, self.mc.block, self.fn.regs, self.live)
@@ -247,7 +278,52 @@ class LaneForms:
             v = lanes_pass._widen(v, "z", 1, ops)
             if v is None:
                 return None
-        return self._form_ptrs(v, mem.offset, space, elem_size, self.hoisted_ok.get(id(self.ins)))
+        p = self._form_ptrs(v, mem.offset, space, elem_size, self.hoisted_ok.get(id(self.ins)))
+        if p is not None and space == "shared" and p.kind is not None:
+            p.mapped = self._in_static_shared(mem, elem_size)
+        return p
+
+    def _in_static_shared(self, mem: ir.Mem, size: int) -> bool:
+        """Whether `mem`'s shared address lies inside the block's static shared memory in
+        every lane of every warp, whether the lane executes the access or not: its form's
+        leaves are known at compile time as a + c*w in the warp index w (a tile's
+        `tile[ty + 1][tx]`). A run's leader is then memory the block owns, always mapped,
+        so a run with no executing lane may load from it or store to it masked off instead
+        of a dummy slot (emit._segment_load)."""
+        key = (mem.base.name, mem.offset, size)
+        if key not in self._mapped:
+            self._mapped[key] = self._in_static_shared_now(mem.base.name, mem.offset, size)
+        return self._mapped[key]
+
+    def _in_static_shared_now(self, name: str, offset: int, size: int) -> bool:
+        f = self.forms[name]
+        if not self.is_kernel or self.mc.static_shared < size:
+            return False
+        ops = _ConstWarpLeaves()
+        try:
+            v = self._warp_value(name, f.w, {}, ops)
+        except _NotAffine:
+            return False
+        if v is None or v.lanes != f:
+            return False
+        s = self.form_seg
+        mask = (1 << f.w) - 1
+
+        def at(leaf, w):
+            return None if leaf is None else (leaf[0] + (leaf[1] or 0) * w)
+
+        for w in range(self.mc.nwarps):
+            u, ib, vy, ivy = (at(x, w) for x in (v.u, v.ib, v.vy, v.ivy))
+            for lane in range(W):
+                k, j = lane % s, lane // s
+                x = u + f.kx * k + (vy if f.ky == DYN else f.ky) * j
+                if f.ext:
+                    t = (ib + f.ikx * k + (ivy if f.iky == DYN else f.iky) * j) & 0xFFFFFFFF
+                    x += f.m * (lanes_pass.signed(t, 32) if f.ext == "s" else t)
+                a = ((x & mask) + offset) & 0xFFFFFFFF
+                if a + size > self.mc.static_shared:
+                    return False
+        return True
 
     def _form_ptrs(self, v: Value, offset: int, space: str, size: int,
                    hoisted: ll.Value | None = None) -> FormPtrs | None:
@@ -468,6 +544,8 @@ class LaneForms:
             if (ins.op == "ld" and "param" in ins.mods and isinstance(src, ir.Mem)
                     and isinstance(src.base, ir.Sym) and self.is_kernel
                     and src.base.name in self.mc.kernel_param_offsets):
+                if isinstance(ops, _ConstWarpLeaves):
+                    raise _NotAffine  # (read at run time)
                 from ...isa.registry import type_suffix
 
                 if (name not in self.div.varying and isinstance(ins.args[0], ir.Reg)
@@ -489,6 +567,8 @@ class LaneForms:
             return self._warp_value(o.name, w, memo, ops)
         if isinstance(o, ir.Imm) and isinstance(o.value, int):
             return Value(Lanes(w), ops.const(o.value, w))
+        if isinstance(o, (ir.Sym, ir.SymAddr)) and o.name in self.mc.shared_offsets:
+            return Value(Lanes(w), ops.const(self.mc.shared_offsets[o.name] + getattr(o, "offset", 0), w))
         if isinstance(o, ir.Special) and w == 32:
             nx, ny, nz = self.mc.block
             special = lanes_pass._special_forms(nx, ny, segment_length(self.mc.block))
@@ -502,9 +582,13 @@ class LaneForms:
                     if nz != 1 or W % nx:
                         return None
                     step = W // nx
-                return Value(special[o.name], (ll.Constant(I32, 0),
-                                               None if step is None else ll.Constant(I32, step)))
-            if o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid."):
+                return Value(special[o.name], (ops.const(0, 32)[0],
+                                               None if step is None else ops.const(step, 32)[0]))
+            if o.name[:-1] == "%ntid." and o.name[-1] in "xyz":
+                return Value(Lanes(32), ops.const(self.mc.block["xyz".index(o.name[-1])], 32))
+            if o.name[:-1] in ("%ctaid.", "%nctaid."):
+                if isinstance(ops, _ConstWarpLeaves):
+                    raise _NotAffine  # (read at run time)
                 return Value(Lanes(32), (self.special(o.name), None))
         return None
 

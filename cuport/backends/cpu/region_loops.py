@@ -196,8 +196,11 @@ class RegionLoops:
     def _start_warp(self) -> None:
         """Region 0: the warp starts (what _kernel_prologue does for a warp function)."""
         b = self.b
-        b.store(_i32(0), b.gep(self.ws, [_i64(L.WS_EXITED)], source_etype=I8))
-        b.store(_i32(self.frame_size), b.gep(self.ws, [_i64(L.WS_SP)], source_etype=I8))
+        if self.exits_read:  # (emit._exits_read)
+            b.store(_i32(0), b.gep(self.ws, [_i64(L.WS_EXITED)], source_etype=I8))
+        if any(ins.op == "call" for blk in self.blocks for ins in blk.instrs):
+            # (the local stack pointer: only a callee's frame starts there)
+            b.store(_i32(self.frame_size), b.gep(self.ws, [_i64(L.WS_SP)], source_etype=I8))
         b.store(self.live_mask, self.active_slot)
 
     def _region_arrive(self, blk, t, idx: int) -> None:
@@ -218,7 +221,8 @@ class RegionLoops:
     def _region_done(self) -> None:
         """Every lane of the warp has exited."""
         b = self.b
-        b.store(_i32(FINISHED), self._region["resume"])
+        if not self.mc.kernel_lockstep:  # (where no round asks a warp where it waits)
+            b.store(_i32(FINISHED), self._region["resume"])
         b.branch(self._region["latch"])
 
     def _fill_missing_blocks(self) -> None:

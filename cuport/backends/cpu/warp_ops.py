@@ -55,6 +55,8 @@ class WarpOps:
     def live_lanes(self) -> ll.Value:
         """i32 mask of the lanes of this warp that exist and have not exited."""
         b = self.b
+        if not self.exits_read:
+            raise self.error("internal: WS_EXITED is read where emit._exits_read said it is not")
         exited = b.load(b.gep(self.ws, [ll.Constant(I64, L.WS_EXITED)], source_etype=ll.IntType(8)), typ=I32)
         return b.and_(self.live_mask, b.not_(exited))
 
