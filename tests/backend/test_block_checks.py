@@ -11,33 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from nvcc_source import needs_nvcc, ptx_of_source
+from nvcc_source import jacobi_ref, jacobi_source, needs_nvcc, ptx_of_source
 
 import cuport
 
 pytestmark = needs_nvcc
 
-SOURCE = r"""
-#define T 16
-// bench/kernels/jacobi.cu
-extern "C" __global__ void jacobi(const float* __restrict__ in, float* __restrict__ out, int n) {
-  __shared__ float tile[T + 2][T + 2];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  int x = blockIdx.x * T + tx, y = blockIdx.y * T + ty;
-  bool inside = x < n && y < n;
-  tile[ty + 1][tx + 1] = inside ? in[y * n + x] : 0.0f;
-  if (tx == 0) tile[ty + 1][0] = (x > 0 && y < n) ? in[y * n + x - 1] : 0.0f;
-  if (tx == T - 1) tile[ty + 1][T + 1] = (x + 1 < n && y < n) ? in[y * n + x + 1] : 0.0f;
-  if (ty == 0) tile[0][tx + 1] = (y > 0 && x < n) ? in[(y - 1) * n + x] : 0.0f;
-  if (ty == T - 1) tile[T + 1][tx + 1] = (y + 1 < n && x < n) ? in[(y + 1) * n + x] : 0.0f;
-  __syncthreads();
-  if (!inside) return;
-  if (x == 0 || y == 0 || x == n - 1 || y == n - 1) {
-    out[y * n + x] = tile[ty + 1][tx + 1];
-  } else {
-    out[y * n + x] = 0.25f * (tile[ty][tx + 1] + tile[ty + 2][tx + 1] + tile[ty + 1][tx] + tile[ty + 1][tx + 2]);
-  }
-}
+SOURCE = jacobi_source("jacobi") + r"""
 
 // base + row * w + column in 32 bits, in 16x16 blocks, for the first `count` threads
 extern "C" __global__ void wrap2d(const float* in, float* out, unsigned w, unsigned base, unsigned count) {
@@ -58,12 +38,6 @@ extern "C" __global__ void wrap1d(const float* in, float* out, unsigned base, un
 @pytest.fixture(scope="module")
 def module(tmp_path_factory):
     return cuport.Module(ptx_of_source(tmp_path_factory, "block_checks", SOURCE))
-
-
-def jacobi_ref(u: np.ndarray) -> np.ndarray:
-    ref = u.copy()
-    ref[1:-1, 1:-1] = np.float32(0.25) * ((u[:-2, 1:-1] + u[2:, 1:-1]) + u[1:-1, :-2] + u[1:-1, 2:])
-    return ref
 
 
 @pytest.mark.parametrize("n", [16, 40, 64, 100])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from nvcc_source import needs_nvcc, ptx_of_source
+from nvcc_source import jacobi_ref, jacobi_source, needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
@@ -16,7 +16,10 @@ from cuport.ptx import ir
 
 pytestmark = needs_nvcc
 
-SOURCE = r"""
+# bench's 5-point stencil (nvcc_source.jacobi_source): the halo rows (`ty == 0`, `ty == T - 1`)
+# are stretches that one warp of the block runs, the halo columns (`tx == 0`, lanes 0 and 16)
+# run in every warp
+SOURCE = jacobi_source("stencil") + r"""
 // CUB's guarded blocked load and store (the last, partial tile of a sort): nvcc writes each
 // `if` as `@p bra` around one load, store or atomic
 extern "C" __global__ void tile(const int* in, int* out, int* hist, int valid) {
@@ -69,27 +72,6 @@ extern "C" __global__ void scan(const int* in, int* out) {
   out[blockIdx.x * 256 + t] = buf[p][t];
 }
 
-// bench's 5-point stencil: the halo rows (`ty == 0`, `ty == T - 1`) are stretches that one
-// warp of the block runs, the halo columns (`tx == 0`, lanes 0 and 16) run in every warp
-#define T 16
-extern "C" __global__ void stencil(const float* __restrict__ in, float* __restrict__ out, int n) {
-  __shared__ float tile[T + 2][T + 2];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  int x = blockIdx.x * T + tx, y = blockIdx.y * T + ty;
-  bool inside = x < n && y < n;
-  tile[ty + 1][tx + 1] = inside ? in[y * n + x] : 0.0f;
-  if (tx == 0) tile[ty + 1][0] = (x > 0 && y < n) ? in[y * n + x - 1] : 0.0f;
-  if (tx == T - 1) tile[ty + 1][T + 1] = (x + 1 < n && y < n) ? in[y * n + x + 1] : 0.0f;
-  if (ty == 0) tile[0][tx + 1] = (y > 0 && x < n) ? in[(y - 1) * n + x] : 0.0f;
-  if (ty == T - 1) tile[T + 1][tx + 1] = (y + 1 < n && x < n) ? in[(y + 1) * n + x] : 0.0f;
-  __syncthreads();
-  if (!inside) return;
-  if (x == 0 || y == 0 || x == n - 1 || y == n - 1) {
-    out[y * n + x] = tile[ty + 1][tx + 1];
-  } else {
-    out[y * n + x] = 0.25f * (tile[ty][tx + 1] + tile[ty + 2][tx + 1] + tile[ty + 1][tx] + tile[ty + 1][tx + 2]);
-  }
-}
 
 // warp-level work in the stretch keeps its branch: which lanes shuffle together matters
 extern "C" __global__ void shuffle_in_branch(const int* in, int* out) {
@@ -304,8 +286,7 @@ def test_stretches_no_lane_of_a_warp_runs_are_jumped_over(ptx, monkeypatch):
         cuport.Module(ptx).kernel("stencil")((g, g), (16, 16), (u, v, n))
         return v
     out, out0 = _both_ways(monkeypatch, run)
-    ref = u.copy()
-    ref[1:-1, 1:-1] = np.float32(0.25) * ((u[:-2, 1:-1] + u[2:, 1:-1]) + u[1:-1, :-2] + u[1:-1, 2:])
+    ref = jacobi_ref(u)
     assert np.array_equal(out, ref) and np.array_equal(out0, ref)
 
 
