@@ -601,12 +601,6 @@ class Stream:
         self._bound = None
         return cb
 
-    def _barrier(self, cb: Any, to_host: bool = False) -> None:
-        if to_host:
-            self._barrier_host(cb, *self._barrier_host_args)
-        else:
-            self._barrier_work(cb, *self._barrier_work_args)
-
     def _barrier1(self, cb: Any, *args: Any) -> None:
         """vkCmdPipelineBarrier (no synchronization2, or CUPORT_VK_BARRIER2=0), looked up at
         each call: after the exit handler it refuses instead of reaching the driver."""
@@ -889,7 +883,7 @@ class Stream:
                 # vkCmdCopyBuffer forbids overlap: go through staging memory
                 st = self.dev.staging.get(size)
                 self._copy(cb, s.block.buffer, soff, st.block.buffer, 0, size)
-                self._barrier(cb)
+                self._barrier_work(cb, *self._barrier_work_args)
                 self._copy(cb, st.block.buffer, 0, d.block.buffer, doff, size)
                 self._keep.append(st)
             else:
