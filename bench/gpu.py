@@ -51,6 +51,8 @@ def main() -> int:
     ap.add_argument("--cuport-env", action="append", default=[], metavar="NAME=VALUE",
                     help="a CUPORT_ setting for the cuport runs (repeatable), e.g. "
                          "CUPORT_VK_FLUSH32=0 to see what the f32-subnormal emulation costs")
+    ap.add_argument("--reps", type=int, default=0,
+                    help="timed launches per figure (BENCH_REPS; default: each program's own)")
     ap.add_argument("workloads", nargs="*", default=WORKLOADS)
     args = ap.parse_args()
     devices = args.devices.split(",")
@@ -58,6 +60,8 @@ def main() -> int:
         devices.remove("native")
     cuport = [sys.executable, "-m", "cuport.cli", "run"]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    if args.reps:
+        base_env["BENCH_REPS"] = str(args.reps)
     extra = dict(kv.split("=", 1) for kv in args.cuport_env)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -14,8 +14,10 @@ static double now_s() {
 }
 
 // Times `launch` (one kernel launch): the first launch with synchronisation (compile time
-// included under cuport), then `reps` launches between two events. Prints one line.
+// included under cuport), then `reps` launches between two events (BENCH_REPS overrides
+// it: bench/gpu.py --reps, fewer figures dominated by one slow launch). Prints one line.
 template <class F> void time_it(const char* name, int reps, F launch) {
+  if (const char* r = std::getenv("BENCH_REPS")) reps = std::atoi(r) > 0 ? std::atoi(r) : reps;
   double t0 = now_s();
   launch();
   CHECK(cudaDeviceSynchronize());
