@@ -139,3 +139,25 @@ def test_device_info_as_json_and_text():
         lines = d.describe()
         assert lines[0].startswith(f"vulkan:{d.index}  {d.name}")
         assert sum(ln.startswith("  missing: ") for ln in lines) == len(d.missing)
+
+
+def test_queue_family_setting():
+    """CUPORT_VK_QUEUE_FAMILY picks the streams' queue family; one that cannot compute, or
+    that does not exist, is refused naming those that can."""
+    info = device().info
+    computes = [i for i, f in enumerate(info.queue_families) if "compute" in f.flags]
+    code = """
+        from cuport.backends.vulkan import runtime as vkrt
+        try:
+            dev = vkrt.open(0)
+            print("family", dev.queues[0].family, len(dev.queues))
+        except vkrt.Unsupported as e:
+            print("refused:", e)
+    """
+    r = _run(code, env={"CUPORT_VK_QUEUE_FAMILY": str(computes[-1])})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"family {computes[-1]} "), r.stdout
+    bad = len(info.queue_families)
+    r = _run(code, env={"CUPORT_VK_QUEUE_FAMILY": str(bad)})
+    assert f"refused: CUPORT_VK_QUEUE_FAMILY='{bad}'" in r.stdout, (r.stdout, r.stderr)
+    assert f"compute are {computes}" in r.stdout

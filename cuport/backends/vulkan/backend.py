@@ -501,7 +501,10 @@ class VulkanBackend:
         if index >= len(infos):
             raise BackendError(CUDA_ERROR_INVALID_VALUE, f"vulkan:{index}: there are {len(infos)} Vulkan devices")
         self.info = infos[index]
-        self.dev = runtime.open(index)
+        try:
+            self.dev = runtime.open(index)
+        except runtime.Unsupported as e:  # (a setting the device cannot follow)
+            raise BackendError(CUDA_ERROR_INVALID_VALUE, str(e)) from None
         self.caps = caps_of(self.info)
         # Each CUDA stream's device work goes to a runtime stream of its own, a *lane* (0: the
         # legacy stream and the backend's own work), so that streams run concurrently as on a

@@ -85,7 +85,7 @@ class Device:
                 exts.add(ext)
         self.enabled_extensions = frozenset(exts)
 
-        family = info.compute_family
+        family = _queue_family(info)
         nq = max(1, min(MAX_QUEUES, info.queue_families[family].count))
         prios = ffi.new("float[]", [1.0] * nq)
         qci = vk.new("VkDeviceQueueCreateInfo", queueFamilyIndex=family, queueCount=nq,
@@ -455,6 +455,21 @@ def at_shut_down(fn: Callable[[], None]) -> None:
 
 
 _counted: list[tuple[str, list[int]]] = []  # CUPORT_VK_SUBMISSIONS=1: (stream, its counts)
+
+
+def _queue_family(info: DeviceInfo) -> int:
+    """The queue family streams use: properties' choice (compute, timestamps, most queues),
+    or CUPORT_VK_QUEUE_FAMILY=N (to compare families: on NVIDIA's driver the first family
+    has 16 graphics-and-compute queues, another 8 compute-only ones)."""
+    raw = os.environ.get("CUPORT_VK_QUEUE_FAMILY", "")
+    if not raw:
+        return info.compute_family
+    fams = info.queue_families
+    if not raw.isdigit() or int(raw) >= len(fams) or "compute" not in fams[int(raw)].flags:
+        computes = [i for i, f in enumerate(fams) if "compute" in f.flags]
+        raise Unsupported(f"CUPORT_VK_QUEUE_FAMILY={raw!r}: {info.name}'s queue families that "
+                          f"compute are {computes}")
+    return int(raw)
 
 
 def _count_submissions(s: Stream, policy: str, depth: int) -> None:
