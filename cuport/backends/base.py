@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 # The CUresult codes a backend reports (the driver's table in cuport.driver.errors has them all).
 CUDA_ERROR_INVALID_VALUE = 1
@@ -105,6 +105,37 @@ class ModuleImage(Protocol):
         """(address, size in bytes) of a module-scope `.global`/`.const` variable; KeyError if absent."""
 
     def unload(self) -> None: ...
+
+
+class PtxModule:
+    """What the backends' module images share (ModuleImage): a kernel object made on first
+    request for each `.entry` the linked PTX defines (`_make_kernel`), the module-scope
+    variables' (address, size) by name (`globals`)."""
+
+    ptx: Any  # the linked ptx.ir.Module
+    globals: dict[str, tuple[int, int]]
+    _kernels: dict[str, Any]
+
+    def _make_kernel(self, fn: Any) -> Any:
+        raise NotImplementedError
+
+    def kernel(self, name: str) -> Any:
+        k = self._kernels.get(name)
+        if k is None:
+            fn = self.ptx.functions.get(name)
+            if fn is None or not fn.is_entry or not fn.is_definition:
+                raise KeyError(name)
+            k = self._kernels[name] = self._make_kernel(fn)
+        return k
+
+    def kernel_names(self) -> list[str]:
+        return [f.name for f in self.ptx.kernels()]
+
+    def global_symbol(self, name: str) -> tuple[int, int]:
+        return self.globals[name]
+
+    def unload(self) -> None:
+        self._kernels.clear()
 
 
 class Backend(Protocol):

@@ -32,6 +32,7 @@ from ..base import (
     CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_OUT_OF_MEMORY,
     BackendError,
+    PtxModule,
 )
 from ..device_launch import function_token
 from ..facts import calls_malloc, kernel_info, pack_init
@@ -184,7 +185,7 @@ class CpuKernel:
         backend.queue_launch(self, spec, grid, dynamic_shared_bytes, params, what, cooperative)
 
 
-class CpuModule:
+class CpuModule(PtxModule):
     def __init__(self, backend: CpuBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
@@ -237,24 +238,8 @@ class CpuModule:
         """Give the module's kernels the context's malloc heap: the cell they link to."""
         ctypes.c_uint64.from_address(self.globals[hostcalls.HEAP_CELL][0]).value = address
 
-    def kernel(self, name: str) -> CpuKernel:
-        k = self._kernels.get(name)
-        if k is None:
-            fn = self.ptx.functions.get(name)
-            if fn is None or not fn.is_entry or not fn.is_definition:
-                raise KeyError(name)
-            k = CpuKernel(self, fn)
-            self._kernels[name] = k
-        return k
-
-    def kernel_names(self) -> list[str]:
-        return [f.name for f in self.ptx.kernels()]
-
-    def global_symbol(self, name: str) -> tuple[int, int]:
-        return self.globals[name]
-
-    def unload(self) -> None:
-        self._kernels.clear()
+    def _make_kernel(self, fn: ir.Function) -> CpuKernel:
+        return CpuKernel(self, fn)
 
 
 class CpuBackend:

@@ -49,6 +49,7 @@ from ..base import (
     CUDA_ERROR_NOT_SUPPORTED,
     CUDA_ERROR_OUT_OF_MEMORY,
     BackendError,
+    PtxModule,
 )
 from ..facts import calls_malloc, kernel_info, pack_init
 from ..printf import format_printf
@@ -392,7 +393,7 @@ class VulkanKernel:
         return plan
 
 
-class VulkanModule:
+class VulkanModule(PtxModule):
     def __init__(self, backend: VulkanBackend, ptx_texts: list[str]) -> None:
         self.backend = backend
         self.ptx = facts.load_ptx(ptx_texts)  # parsed, checked as ptxas would, linked
@@ -465,24 +466,8 @@ class VulkanModule:
         """The PTX texts' part of the kernel cache's key (hashed once, when first needed)."""
         return cache.make_key(*self._texts)
 
-    def kernel(self, name: str) -> VulkanKernel:
-        k = self._kernels.get(name)
-        if k is None:
-            fn = self.ptx.functions.get(name)
-            if fn is None or not fn.is_entry or not fn.is_definition:
-                raise KeyError(name)
-            k = VulkanKernel(self, fn)
-            self._kernels[name] = k
-        return k
-
-    def kernel_names(self) -> list[str]:
-        return [f.name for f in self.ptx.kernels()]
-
-    def global_symbol(self, name: str) -> tuple[int, int]:
-        return self.globals[name]
-
-    def unload(self) -> None:
-        self._kernels.clear()
+    def _make_kernel(self, fn: ir.Function) -> VulkanKernel:
+        return VulkanKernel(self, fn)
 
 
 class VulkanBackend:
