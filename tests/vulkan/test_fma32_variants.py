@@ -165,3 +165,52 @@ def test_without_a_guard_the_simulation_loses_them(reference, tmp_path) -> None:
     a, b, c = cases["fma1"]
     sub = lambda x: (x != 0) & (np.abs(x) < 2.0 ** -126)  # noqa: E731
     assert (sub(a) | sub(b) | sub(c) | (np.abs(w) <= 2.0 ** -126))[lost].all()
+
+
+def _child(d, env: dict) -> None:
+    r = subprocess.run([sys.executable, "-c", _CHILD.format(here=str(HERE)), str(d)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def driver_fuses() -> bool:
+    """The contraction probe's verdict on this device (VulkanBackend._probe_contract)."""
+    code = "from cuport.backends.vulkan.backend import VulkanBackend; print(VulkanBackend(0)._probe_contract())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")})
+    assert r.returncode == 0 and r.stdout.strip() in ("True", "False"), r.stderr[-2000:]
+    return r.stdout.strip() == "True"
+
+
+def test_contract_variant_where_the_driver_fuses(reference, driver_fuses) -> None:
+    """Where the driver fuses fma's multiply-and-add pair into an fma that keeps subnormals
+    (NVIDIA's, whose GLSL Fma flushes them), the pair (CUPORT_VK_FMA32=contract, chosen
+    unasked there) gives the CPU backend's bits on every hard case, on the device's own
+    arithmetic (no simulation)."""
+    if not driver_fuses:
+        pytest.skip("this driver does not fuse a multiply and an add (the contraction probe)")
+    d, cases, want = reference
+    _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", CUPORT_SPIRV_VALIDATE="1"))
+    for k in ("fma1", "chain"):
+        got = np.load(d / f"{k}_out.npy")
+        bad = got.view(np.uint32) != want[k].view(np.uint32)
+        assert not bad.any(), f"{k}: {int(bad.sum())} of {bad.size} differ"
+
+
+def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses) -> None:
+    """The probe's verdict matters: where the driver rounds the pair twice (lavapipe), the
+    pair forced (CUPORT_VK_FMA32=contract, on lavapipe made to flush in Fma as NVIDIA's
+    driver does) loses fma's single rounding on the hard cases, and unasked the backend does
+    not choose it (the guard gives the right bits above)."""
+    if driver_fuses:
+        pytest.skip("this driver fuses a multiply and an add (the contraction probe)")
+    d, cases, want = reference
+    _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", CUPORT_VK_FLUSH32="simulate-preserve"))
+    got = np.load(d / "fma1_out.npy")
+    assert (got.view(np.uint32) != want["fma1"].view(np.uint32)).any()
+    code = ("from cuport.backends.vulkan.backend import VulkanBackend; "
+            "print(VulkanBackend(0).caps.fma32 or '-')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")})
+    assert r.returncode == 0 and r.stdout.strip() != "contract", (r.stdout, r.stderr[-2000:])

@@ -214,6 +214,14 @@ def test_subnormal_modes_from_the_probes(found, modes) -> None:
     assert f64 == ("f64" if modes["fma32"] else "")
     if not modes["flush32"]:  # (where the rest keeps subnormals, fma may be left to the device)
         assert subnormal_modes(fc, "", lambda preserve: found[preserve], "device")["fma32"] == ""
+    # where only Fma flushes and the driver fuses a multiply and an add that keep subnormals
+    # (the contraction probe), fma is that pair unless a variant is asked for
+    fuses = subnormal_modes(fc, "", lambda preserve: found[preserve], contract=lambda: True)["fma32"]
+    assert fuses == ("contract" if modes["fma32"] and not modes["flush32"] else modes["fma32"])
+    assert subnormal_modes(fc, "", lambda preserve: found[preserve], "guard",
+                           contract=lambda: True)["fma32"] == modes["fma32"]
+    assert subnormal_modes(fc, "", lambda preserve: found[preserve],
+                           contract=lambda: False)["fma32"] == modes["fma32"]
 
 
 def test_the_probe_tells_fma_from_the_rest() -> None:

@@ -664,7 +664,27 @@ class VulkanBackend:
         from .spirv.probe import subnormal_modes
 
         return subnormal_modes(self.dev.info.float_controls, os.environ.get("CUPORT_VK_FLUSH32", ""),
-                               self._probe_subnormals, os.environ.get("CUPORT_VK_FMA32", ""))
+                               self._probe_subnormals, os.environ.get("CUPORT_VK_FMA32", ""),
+                               self._probe_contract)
+
+    def _probe_contract(self) -> bool:
+        """Whether the driver fuses fma's multiply-and-add pair into an fma that keeps
+        subnormals (spirv/probe.py contract_probe_shader); a device that refuses the probe's
+        pipeline does not."""
+        from .runtime import VulkanError
+        from .spirv import contract_probe_fuses, contract_probe_push, contract_probe_shader
+
+        sh = contract_probe_shader()
+        buf = self.allocate_buffer(64, "host")
+        try:
+            pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
+            self.stream.dispatch(pipe, (1, 1, 1), contract_probe_push(buf.address))
+            self.stream.synchronize()
+            return contract_probe_fuses(ctypes.string_at(buf.host_ptr, 8))
+        except VulkanError:
+            return False
+        finally:
+            self.dev.free(buf)
 
     def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool, bool]:
         """(f32 arithmetic flushes, f32 Fma flushes, f32 min/max flush) on this device, with or

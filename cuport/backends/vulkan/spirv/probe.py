@@ -116,8 +116,48 @@ def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool, bool]:
             struct.unpack("<2I", bytes(data[40:48])) != MINMAX_EXPECTED)
 
 
+# -- contraction ---------------------------------------------------------------------------------
+# fma.rn.f32 as the "contract" variant emits it (an OpFMul and an OpFAdd without NoContraction,
+# which a driver may fuse: FloatModes.fma32), with f32 DenormPreserve declared: on fma_probe's
+# case that keeps 2^-24 only when fused, and on fma(a, 1.5, a) with a = 2^-140 (subnormal
+# operands and result). A driver that fuses them into an fma that keeps subnormals gives
+# CONTRACT_EXPECTED.
+_CONTRACT_IN = (*_F32, 2.0 ** -140, 1.5)
+CONTRACT_EXPECTED = (0x33800000, 0x00000500)
+
+
+def contract_probe_shader() -> Shader:
+    m = ll.Module()
+    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), "contract_probe")
+    b = ll.IRBuilder(fn.append_basic_block())
+    i32, i64, f32 = ll.IntType(32), ll.IntType(64), ll.FloatType()
+
+    def push(off):
+        f = m.globals.get("spv.push.float") or ll.Function(m, ll.FunctionType(f32, [i32]), "spv.push.float")
+        return b.call(f, [ll.Constant(i32, off)])
+
+    f = m.globals.get("spv.push.i64") or ll.Function(m, ll.FunctionType(i64, [i32]), "spv.push.i64")
+    out = b.inttoptr(b.call(f, [ll.Constant(i32, 0)]), ll.PointerType())
+    p, q, r, a, x = (push(8 + 4 * k) for k in range(5))
+    for k, w in enumerate((_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]))):
+        b.store(b.bitcast(w, i32), b.gep(out, [ll.Constant(i32, k)], source_etype=i32)).align = 4
+    b.ret_void()
+    modes = FloatModes(fused_fma=True, signed_zero_inf_nan=(), denorm_preserve=(32,), fma32="contract")
+    return translate(m, "contract_probe", (1, 1, 1), modes)
+
+
+def contract_probe_push(out_address: int) -> bytes:
+    return struct.pack("<Q5f", out_address, *_CONTRACT_IN)
+
+
+def contract_probe_fuses(data: bytes) -> bool:
+    """Whether the driver fused the probe's multiply and add into one rounding that keeps
+    subnormals, from its 8 bytes of output."""
+    return struct.unpack("<2I", bytes(data[:8])) == CONTRACT_EXPECTED
+
+
 def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool, bool]],
-                    fma_env: str = "") -> dict:
+                    fma_env: str = "", contract: Callable[[], bool] | None = None) -> dict:
     """The FloatModes (and DeviceCaps) subnormal fields for a device: DenormPreserve where it
     has the mode. For f32 without it, `probe(preserve)` (the subnormal probe run on the
     device, with or without the mode declared: (arithmetic other than fma flushes, Fma
@@ -133,7 +173,9 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
     simulate-preserve makes only Fma and min/max flush (as NVIDIA's driver with the mode
     declared: its mode on an H100), 0 never emulates (f32 subnormals are then the device's,
     not CUDA's). `fma_env` is CUPORT_VK_FMA32, how an emulated fma is made exact
-    (fma32_variant)."""
+    (fma32_variant); unset, where only Fma flushes, `contract()` (the contraction probe run
+    on the device) says whether the driver fuses a multiply and an add into an fma that keeps
+    subnormals: then fma is that pair ("contract"), else guarded."""
     preserve = tuple(w for w in (16, 32, 64) if float_controls.get(f"shaderDenormPreserveFloat{w}"))
     fma32 = fma32_variant(fma_env)
     modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False, "fma32": "",
@@ -150,17 +192,22 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
         if arith:
             return dict(modes, flush32=True, fma32=fma32)
         preserve = tuple(sorted((*preserve, 32)))
+    if fma and not fma_env and contract is not None and contract():
+        fma32 = "contract"
     return dict(modes, denorm_preserve=preserve, int_order32=minmax, fma32=fma32 if fma else "")
 
 
 #: CUPORT_VK_FMA32's values: FloatModes.fma32, or "" (the device's own Fma)
-FMA32_VARIANTS = {"": "guard", "guard": "guard", "f64": "f64", "device": ""}
+FMA32_VARIANTS = {"": "guard", "guard": "guard", "f64": "f64", "contract": "contract", "device": ""}
 
 
 def fma32_variant(env: str) -> str:
     """FloatModes.fma32 for CUPORT_VK_FMA32 (subnormal.fma says how each is exact): guard
     (the default: the device's Fma, and a branch to an exact helper where an operand is
-    subnormal or the result tiny, tested on integer keys); f64 (always through f64, rounded to odd, no branch); device
+    subnormal or the result tiny, tested on integer keys); f64 (always through f64, rounded to odd, no branch);
+    contract (a multiply and an add the driver may fuse: exact only where it fuses them into
+    an fma that keeps subnormals, which the contraction probe checks before choosing it
+    unasked); device
     leaves fma to the device where the rest keeps subnormals (then fma alone flushes them:
     bench/gpu's sgemm 8.2 -> 2.5 ms on an H100, where f64 gives 10.1)."""
     if env not in FMA32_VARIANTS:

@@ -220,7 +220,8 @@ def fmul(tr, t: ll.Type, a: int, b: int) -> int:
 def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     """a * b + c rounded once, with subnormals kept: from the device's fused Fma and a guard
     (FloatModes.fma32 guard), or always in f64, rounded to odd (fma32 f64: no branch, about
-    ten f64 and integer instructions, for devices with fast f64).
+    ten f64 and integer instructions, for devices with fast f64), or as a multiply and an
+    add the driver fuses (fma32 contract: where the contraction probe saw it fuse them).
 
     Why the guard is exact. The device's Fma (NVIDIA's, even with DenormPreserve) is fused
     but flushes: it returns F = flush(RN(flush(a) * flush(b) + flush(c))), flushing a
@@ -244,6 +245,14 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     be subnormal, constants and earlier guarded results, 6.20 ms.)"""
     from . import fpmath
 
+    if tr.float_modes.fma32 == "contract":
+        # a multiply and an add without NoContraction, which the driver fuses into its own
+        # fma: one that keeps subnormals, unlike its GLSL Fma (the contraction probe,
+        # probe.contract_probe_shader, saw it do so before this variant was chosen)
+        def pair(x, y, z):
+            ft = tr.m.t_float(32)
+            return tr.op(OP.OpFAdd, ft, tr.op(OP.OpFMul, ft, x, y), z)
+        return _scalarised(tr, t, (a, b, c), pair)
     if tr.float_modes.fma32 == "f64" and tr.float_modes.float64:
         return _scalarised(tr, t, (a, b, c), lambda x, y, z: fpmath.fma32_via_f64(tr, x, y, z))
 
