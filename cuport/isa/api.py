@@ -117,8 +117,8 @@ class Lowering(Protocol):
         global; the ranges do not overlap, and are aligned to `size` when it is an int (4,
         8 or 16: cp.async), to 16 bytes otherwise (an i32 per thread, a multiple of 16:
         cp.async.bulk)). With `count` (an i32 per thread, at most the int `size`) only the
-        first `count` bytes come from the source, which is not read past them, and the rest
-        are zeros."""
+        first `count` bytes come from the source and the rest are zeros; the source is read
+        no further than its aligned `size` bytes, and not at all where `count` is 0."""
     def sync_word_store(self, mem: ir.Mem, space: str, value: ll.Value) -> None:
         """Each executing thread stores the i64 `value` into the 64-bit word at [mem] (an
         mbarrier: `space` shared, or generic pointing there), atomically, unordered."""
@@ -129,14 +129,17 @@ class Lowering(Protocol):
     def sync_word_update(self, mem: ir.Mem, space: str, args: list[ll.Value],
                          change: Callable[[ll.Value, list[ll.Value]], ll.Value],
                          together: bool = False) -> tuple[ll.Value, ll.Value]:
-        """Each executing thread, in lane order, atomically replaces the 64-bit word at
-        [mem] (as sync_word_store's) by change(old word, args) (one thread's scalars, em.b
-        arithmetic; i64 and the i32 `args`), with release-acquire ordering at CTA scope.
-        Returns per thread (old, first): the word its update replaced, and `first`, with
-        `together` (an arrival: the args are counts that add up), the word before the
-        updates that this instruction of the thread's warp made to that word, where the
-        backend makes them as one act of the warp (the CPU's lanes in turn; a subgroup's as
-        one update of the args' sums, change called once), else `old`."""
+        """Each executing thread atomically replaces the 64-bit word at [mem] (as
+        sync_word_store's) by change(old word, args), with release-acquire ordering at CTA
+        scope (a warp's lanes in lane order where the backend runs them one by one).
+        `change` computes on one thread's scalars (the i64 word, the i32 `args`) with em.b.
+        Returns per thread (old, first): the word its update replaced, and
+        - with `together` (an arrival: the args are counts that add up), the word before
+          the updates this instruction of the thread's warp made to that word, where the
+          backend makes them as one act of the warp (the CPU: its lanes one after another;
+          Vulkan where a warp is a subgroup: one update by the sums of their args), else
+          the thread's own `old`;
+        - without, `old` again."""
 
     # ---- per-thread escapes and failures (isa/texture.py)
     def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],
