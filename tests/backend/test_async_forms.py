@@ -7,6 +7,7 @@ says (a numpy model of the copies; the phases each operation completes)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -109,9 +110,18 @@ def test_copy_forms(device):
     assert (out.reshape(n, 96) == want).all()
 
 
-# every thread's flags: what test_wait / try_wait / pending_count answer after each step (the
-# block meets after each test, so that no thread changes a barrier before all have tested it)
-BARRIERS = HEAD + """
+
+def _tests(ptx: str) -> str:
+    """Each `test [addr], parity -> slot` line: mbarrier.test_wait.parity on [addr], its answer
+    (1 or 0) stored at byte `slot` of the thread's output, then the block meets (so that no
+    thread changes the barrier before all have tested it)."""
+    return re.sub(r"  test \[(.+)\], (\d) -> (\d+)\n",
+                  r"  mbarrier.test_wait.parity.shared.b64 %p2, [\1], \2;\n"
+                  r"  selp.u32 %r10, 1, 0, %p2;\n  st.global.u32 [%rd5+\3], %r10;\n  bar.sync 0;\n", ptx)
+
+
+# every thread's flags: what test_wait / try_wait / pending_count answer after each step
+BARRIERS = HEAD + _tests("""
 .visible .entry barriers(.param .u64 pin, .param .u64 pout)
 {
   .reg .b32 %r<40>;
@@ -149,62 +159,38 @@ BARRIERS = HEAD + """
   // mb[1] (10 expected): 4 threads arrive twice each, one once without completing, one more
   @%p3 mbarrier.arrive.shared.b64 %rd11, [%r2+8], 2;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+8], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+8], %r10;
-  bar.sync 0;
+  test [%r2+8], 0 -> 8
   setp.eq.u32 %p4, %r1, 4;
   @%p4 mbarrier.arrive.noComplete.shared.b64 %rd12, [%r2+8], 1;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+8], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+12], %r10;
-  bar.sync 0;
+  test [%r2+8], 0 -> 12
   setp.eq.u32 %p5, %r1, 37;
   @%p5 mbarrier.arrive.shared.b64 %rd13, [%r2+8];
   @%p5 mbarrier.pending_count.b64 %r11, %rd13;
   @%p5 st.global.u32 [%rd5+16], %r11;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+8], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+20], %r10;
-  bar.sync 0;
+  test [%r2+8], 0 -> 20
   // mb[2] (2 expected): thread 0 arrives and drops out, thread 33 completes the phase,
   // then thread 0's arrive completes the next (one expected arrival left)
   @%p1 mbarrier.arrive_drop.shared.b64 %rd14, [%r2+16];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+16], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+24], %r10;
-  bar.sync 0;
+  test [%r2+16], 0 -> 24
   setp.eq.u32 %p6, %r1, 33;
   @%p6 mbarrier.arrive.shared.b64 %rd15, [%r2+16];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+16], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+28], %r10;
-  bar.sync 0;
+  test [%r2+16], 0 -> 28
   @%p1 mbarrier.arrive.shared.b64 %rd16, [%r2+16];
   @%p1 mbarrier.pending_count.b64 %r11, %rd16;
   @%p1 st.global.u32 [%rd5+32], %r11;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+16], 1;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+36], %r10;
-  bar.sync 0;
+  test [%r2+16], 1 -> 36
   // mb[3] (64 expected): cp.async.mbarrier.arrive changes nothing, .noinc arrives
   cp.async.mbarrier.arrive.shared.b64 [%r2+24];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+24], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+40], %r10;
-  bar.sync 0;
+  test [%r2+24], 0 -> 40
   cp.async.mbarrier.arrive.noinc.shared.b64 [%r2+24];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+24], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+44], %r10;
-  bar.sync 0;
+  test [%r2+24], 0 -> 44
   // mb[0] through a generic address: the second phase
   cvta.shared.u64 %rd20, mb;
   mbarrier.arrive.b64 %rd21, [%rd20];
@@ -216,10 +202,7 @@ BARRIERS = HEAD + """
   // mb[4] (1 expected): 1024 transaction bytes expected, two bulk copies complete them
   @%p1 mbarrier.arrive.expect_tx.shared.b64 %rd22, [%r2+32], 1024;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+32], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+52], %r10;
-  bar.sync 0;
+  test [%r2+32], 0 -> 52
   setp.lt.u32 %p7, %r1, 2;
   mov.u32 %r20, s;
   shl.b32 %r21, %r1, 9;
@@ -229,10 +212,7 @@ BARRIERS = HEAD + """
   add.u32 %r23, %r2, 32;
   @%p7 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r22], [%rd24], 512, [%r23];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+32], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+56], %r10;
-  bar.sync 0;
+  test [%r2+32], 0 -> 56
   add.u64 %rd25, %rd2, 8192;
   add.u64 %rd25, %rd25, %rd23;
   @%p7 cp.async.bulk.global.shared::cta.bulk_group [%rd25], [%r22], 512;
@@ -242,16 +222,10 @@ BARRIERS = HEAD + """
   @%p1 mbarrier.expect_tx.shared.b64 [%r2+40], 100;
   @%p1 mbarrier.arrive.shared.b64 %rd26, [%r2+40];
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+40], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+60], %r10;
-  bar.sync 0;
+  test [%r2+40], 0 -> 60
   @%p3 mbarrier.complete_tx.shared.b64 [%r2+40], 25;
   bar.sync 0;
-  mbarrier.test_wait.parity.shared.b64 %p2, [%r2+40], 0;
-  selp.u32 %r10, 1, 0, %p2;
-  st.global.u32 [%rd5+64], %r10;
-  bar.sync 0;
+  test [%r2+40], 0 -> 64
   // invalidated and made again, for 3
   @%p1 mbarrier.inval.shared.b64 [%r2+40];
   @%p1 mbarrier.init.shared.b64 [%r2+40], 3;
@@ -260,7 +234,7 @@ BARRIERS = HEAD + """
   @%p1 st.global.u32 [%rd5+68], %r11;
   ret;
 }
-"""
+""")
 
 
 @DEVICES
