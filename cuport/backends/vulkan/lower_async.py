@@ -67,8 +67,8 @@ class AsyncOps:
 
     def copy_bytes(self, dst: ir.Mem, dst_space: str, src: ir.Mem, src_space: str,
                    size: int | ll.Value, count: ll.Value | None = None) -> None:
-        for space, mem in ((dst_space, dst), (src_space, src)):
-            if space not in ("shared", "global") or self._space_for(space, mem) != space:
+        for space in (dst_space, src_space):
+            if space not in ("shared", "global"):
                 raise self.error(f"an asynchronous copy to or from .{space} memory")
         d, s = self.address(dst, dst_space), self.address(src, src_space)
         if isinstance(size, int):
