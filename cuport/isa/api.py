@@ -110,9 +110,36 @@ class Lowering(Protocol):
     def warp_reduce(self, name: str, x: ll.Value, identity) -> ll.Value: ...
     def warp_match_any(self, a: ll.Value, part: ll.Value) -> ll.Value: ...
 
-    # ---- per-lane loops of the warp (isa/async_copy.py: cp.async, mbarrier)
-    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value: ...
-    def for_each_lane(self, mask: ll.Value, inits: list[ll.Value], body) -> list[ll.Value]: ...
+    # ---- asynchronous copies and mbarrier words (isa/async_copy.py)
+    def copy_bytes(self, dst: ir.Mem, dst_space: str, src: ir.Mem, src_space: str,
+                   size: int | ll.Value, count: ll.Value | None = None) -> None:
+        """Each executing thread copies `size` bytes from [src] to [dst] (spaces shared or
+        global; the ranges do not overlap, and are aligned to `size` when it is an int (4,
+        8 or 16: cp.async), to 16 bytes otherwise (an i32 per thread, a multiple of 16:
+        cp.async.bulk)). With `count` (an i32 per thread, at most the int `size`) only the
+        first `count` bytes come from the source and the rest are zeros; the source is read
+        no further than its aligned `size` bytes, and not at all where `count` is 0."""
+    def sync_word_store(self, mem: ir.Mem, space: str, value: ll.Value) -> None:
+        """Each executing thread stores the i64 `value` into the 64-bit word at [mem] (an
+        mbarrier: `space` shared, or generic pointing there), atomically, unordered."""
+    def sync_word_load(self, mem: ir.Mem, space: str) -> ll.Value:
+        """The 64-bit word at [mem] (as sync_word_store's), per thread, read atomically with
+        acquire ordering at CTA scope: what the thread reads after it sees what the
+        updates it saw released."""
+    def sync_word_update(self, mem: ir.Mem, space: str, args: list[ll.Value],
+                         change: Callable[[ll.Value, list[ll.Value]], ll.Value],
+                         together: bool = False) -> tuple[ll.Value, ll.Value]:
+        """Each executing thread atomically replaces the 64-bit word at [mem] (as
+        sync_word_store's) by change(old word, args), with release-acquire ordering at CTA
+        scope (a warp's lanes in lane order where the backend runs them one by one).
+        `change` computes on one thread's scalars (the i64 word, the i32 `args`) with em.b.
+        Returns per thread (old, first): the word its update replaced, and
+        - with `together` (an arrival: the args are counts that add up), the word before
+          the updates this instruction of the thread's warp made to that word, where the
+          backend makes them as one act of the warp (the CPU: its lanes one after another;
+          Vulkan where a warp is a subgroup: one update by the sums of their args), else
+          the thread's own `old`;
+        - without, `old` again."""
 
     # ---- per-thread escapes and failures (isa/texture.py)
     def per_lane(self, args: list[ll.Value], body: Callable[[list[ll.Value]], list[ll.Value]],

@@ -1,5 +1,5 @@
-"""cp.async, cp.async.bulk and mbarriers on the Vulkan backend (backends/vulkan/lower_async.py),
-with nvcc's PTX: tests/programs/async_copy.cu's kernels that wait for no other thread, and
+"""cp.async, cp.async.bulk and mbarriers on the Vulkan backend (isa/async_copy.py through
+backends/vulkan/lower_async.py's copies and atomic mbarrier words), with nvcc's PTX: tests/programs/async_copy.cu's kernels that wait for no other thread, and
 async_kernels.cu's, checked against numpy.
 
 A loop that waits on an mbarrier waits for other threads of the block, which a device that

@@ -60,6 +60,7 @@ from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
 from . import (
+    async_ops,
     atomic_ops,
     jit,
     llvm_volatile,  # noqa: F401 (load/store volatile in the IR text)
@@ -1606,11 +1607,19 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
     def atomic(self, a) -> ll.Value | None:
         return atomic_ops.atomic(self, a)
 
-    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
-        return memory_ops.lane_pointers(self, mem, space)
+    def copy_bytes(self, dst: ir.Mem, dst_space: str, src: ir.Mem, src_space: str,
+                   size: int | ll.Value, count: ll.Value | None = None) -> None:
+        async_ops.copy_bytes(self, dst, dst_space, src, src_space, size, count)
 
-    def for_each_lane(self, mask: ll.Value, inits: list[ll.Value], body) -> list[ll.Value]:
-        return memory_ops.for_each_lane(self, mask, inits, body)
+    def sync_word_store(self, mem: ir.Mem, space: str, value: ll.Value) -> None:
+        async_ops.sync_word_store(self, mem, space, value)
+
+    def sync_word_load(self, mem: ir.Mem, space: str) -> ll.Value:
+        return async_ops.sync_word_load(self, mem, space)
+
+    def sync_word_update(self, mem: ir.Mem, space: str, args: list[ll.Value], change,
+                         together: bool = False) -> tuple[ll.Value, ll.Value]:
+        return async_ops.sync_word_update(self, mem, space, args, change, together)
 
     def directed_f64(self, op: str, args: list[ll.Value], mode: str) -> ll.Value:
         return rounding.strict(self, op, args, mode)

@@ -4,7 +4,7 @@ shared lowering: opcode -> fn(em, ins), consulted first (lower.py)."""
 from __future__ import annotations
 
 from ...isa.control import lower_warp_bar
-from . import lower_async, lower_order
+from . import lower_order
 
 
 def _bar(em, ins) -> None:
@@ -15,10 +15,6 @@ def _bar(em, ins) -> None:
 
 
 VULKAN_LOWERINGS = {
-    # per-invocation copies and atomically updated mbarrier words (isa/async_copy.py's are
-    # per-lane loops of a warp)
-    "cp": lower_async.lower_cp,
-    "mbarrier": lower_async.lower_mbarrier,
     # fences carry no memory semantics in divergent code on some drivers (lower_order.py)
     "membar": lower_order.lower_fence,
     "fence": lower_order.lower_fence,

@@ -48,7 +48,7 @@ from . import calls, lower_order
 from . import layout as V
 from .clock import clock_ns
 from .families import VULKAN_LOWERINGS
-from .lower_async import needs_64bit_shared_words
+from .lower_async import AsyncOps, needs_64bit_shared_words
 from .lower_sync import SyncOps, is_collective, with_visibility
 from .lower_texture import TextureOps
 from .slices import slice_bytes
@@ -255,7 +255,7 @@ def plan_layout(plan: KernelPlan) -> None:
         plan.shared_word_bits = 64  # mbarrier words
 
 
-class VulkanEmitter(Values, SyncOps, TextureOps):
+class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
@@ -1130,11 +1130,6 @@ class VulkanEmitter(Values, SyncOps, TextureOps):
         b = self.b  # per invocation: this thread's own lane
         own = b.trunc(b.lshr(member, self.warp_lane()), ll.IntType(1))
         self.fail_if(b.not_(own), kind)
-
-    def lane_pointers(self, mem: ir.Mem, space: str) -> ll.Value:
-        raise self.error(f"{self.ins.op} (asynchronous copies and mbarriers) on the Vulkan backend")
-
-    for_each_lane = lane_pointers
 
     def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
         return body(args)  # SPIR-V has no calls: in place
