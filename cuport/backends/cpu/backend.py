@@ -509,7 +509,7 @@ class CpuBackend:
         """Device work handed over on this thread from now on goes to CUDA stream `key`'s lane
         (None: back to lane 0), after the work handed over so far to the lanes `after` (the
         legacy stream's implicit synchronisation: the driver's model, driver/stream.py)."""
-        if key is None or self.queue is None:
+        if not key and not after or self.queue is None:  # (None; lane 0: the default)
             self._local.lane = None
             return
         lane = self._lanes.get(key)
@@ -568,21 +568,40 @@ class CpuBackend:
     def pending(self, lanes: Iterable[int] | None = None) -> bool:
         """Whether work handed over to the lanes of the CUDA streams `lanes` (None: to any)
         has not finished yet."""
-        return any(q.pending() for q in self._lanes_of(lanes))
+        if lanes is None:
+            if self.queues is not None:
+                for q in self.queues.opened:  # (a loop, not any(): on every copy's path)
+                    if q.pending():
+                        return True
+            return False
+        get = self._lanes.get
+        for k in lanes:
+            q = get(k)
+            if q is not None and q.pending():
+                return True
+        return False
 
     def drain(self, lanes: Iterable[int] | None = None) -> tuple[str, BackendError] | None:
         """Wait (the GIL released) until everything handed over to the lanes of the CUDA
         streams `lanes` (None: all) has run, and no other lane's work; print the kernels'
         printf output; the first failure of any lane's grids so far, as (the launch, its
         error), if any (a GPU's fault is every later synchronisation's to report)."""
-        if self.queues is None:
+        queues = self.queues
+        if queues is None:
             return None
-        for q in self._lanes_of(lanes):
-            if q.pending():
-                q.wait(q.submitted)
+        if lanes is None:
+            for q in list(queues.opened):
+                if q.pending():
+                    q.wait(q.submitted)
+        else:
+            get = self._lanes.get
+            for k in lanes:
+                q = get(k)
+                if q is not None and q.pending():
+                    q.wait(q.submitted)
         if hostcalls.output_pending():
             hostcalls.flush_output()
-        return self.queues.take_failure()
+        return queues.take_failure()
 
     def wait_queued(self) -> None:
         """Before a launch that runs at once: let what was queued before it on the calling
