@@ -1,8 +1,9 @@
 /* The worker pool that runs a launch's blocks: one thread per core, woken by a futex.
  *
  * Compiled into the same library as guard.c (guard.py), so that every worker's share of a
- * launch runs as a guarded call. The launching thread is worker 0. A launch opens a job;
- * workers that wake while it is open join it (a count in the job's `entry` word) and take
+ * launch runs as a guarded call. The launching thread is worker 0. A launch opens a job
+ * (several may be open: a lane's each, and job 0 for grids run at once); workers that wake
+ * while it is open join it (a count in the job's `entry` word) and take
  * blocks from the launch's shared counter like worker 0 does. When worker 0 has run out of
  * blocks it closes the job and waits only for the workers that joined: a small launch is
  * not held up by the time a sleeping thread takes to wake, and a worker that wakes late
@@ -15,12 +16,21 @@
  * on the 2-core dev VM against 8 with 2 workers). Idle workers sleep in futex_wait (no
  * polling, no spinning).
  *
- * Launches are queued (cuport_queue_push): a FIFO of records that one leader thread runs in
- * order, one grid at a time, as worker 0 of the pool, so that a launch returns to the program
- * at once (a record holds the worker entry, its LaunchCtx and the worker count; the memory
- * they point to belongs to the Python side until the record has run). Copies and fills of
- * device memory are records too, so that they keep their place among the launches. The
- * first failed grid's fault state is kept (queue.failure) for the Python side to decode.
+ * Launches are queued: a FIFO of records per *lane* (a CUDA stream's; launch_queue.py), which
+ * the lane's leader thread runs in order as worker 0 of the pool, so that a launch returns
+ * to the program at once (a record holds the worker entry, its LaunchCtx and the worker
+ * count; the memory they point to belongs to the Python side until the record has run).
+ * Copies and fills of device memory are records too, so that they keep their place among
+ * the launches. Lanes run at the same time: each lane's grids are a job of their own, and
+ * an idle worker joins whichever open job has room, so work of streams that CUDA does not
+ * order never waits behind another stream's grid (with one FIFO for all streams, a kernel
+ * spinning until another stream's kernel set a flag never ended: a leader always runs its
+ * own grid, even while every worker is in another's). Where CUDA does order two streams
+ * (the legacy stream's implicit synchronisation), a WAIT record makes a lane's leader sleep
+ * until the other lane has finished the records handed over before it. The first failed
+ * grid of any lane has its fault state kept (queue.failure) for the Python side to decode.
+ * A lane's grids run in a scratch set of their own (a share's id is per job); streams beyond
+ * MAX_LANES share lanes (backend.py's _new_lane), as streams share a GPU's hardware queues.
  */
 #define _GNU_SOURCE
 #include <errno.h>
