@@ -155,7 +155,8 @@ class CpuKernel:
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False, depth: int = 0) -> None:
-        """Run the grid and return when it is done (after the launches queued before it).
+        """Run the grid and return when it is done (after the launches queued before it on
+        the calling thread's lane: wait_queued).
         A cooperative launch (grid-wide sync) keeps all its blocks resident at once: each
         worker may hold as many blocks as the grid needs, and waiting blocks step aside for
         the others. Then the grids it launched from device code (device_launch.py; `depth`:
