@@ -11,13 +11,17 @@ flag's kernel waited behind the spinning grid: the program's watchdog ends the s
 
 from __future__ import annotations
 
+import pytest
 from capi_support import clean_env
 from test_nvcc_regressions import build, cuport_run
 
 
-def test_a_kernel_waiting_for_another_streams_kernel_ends(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "16"])
+def test_a_kernel_waiting_for_another_streams_kernel_ends(tmp_path, workers):
+    """On one worker (the pool has no thread: each lane's leader runs its grid alone) and on
+    16, more than the cores of most test machines (every pool worker in the spinning grid)."""
     exe = build(tmp_path, "stream_spin_wait", ["stream_spin_wait.cu"])
-    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE="cpu"), timeout=120)
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE="cpu", CUPORT_THREADS=workers), timeout=120)
     assert r.stdout.splitlines() == [
         "waiting blocks that saw the flag: 64 of 64",
         "sum after the event: 98176",
