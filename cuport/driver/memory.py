@@ -236,16 +236,19 @@ _async_devices: list = []  # contexts' devices whose backends finish launches la
 def _settle(*addresses: int) -> None:
     """Before the host touches device memory: let a device whose launches finish
     asynchronously complete them (stream.drain), so the host sees their results and the
-    kernels see the host's bytes only after they ran."""
+    kernels see the host's bytes only after they ran. In a stream's host operation (a copy
+    on its thread) only the device work CUDA orders it after: other streams' kernels may
+    still run (one may wait for what this operation is part of)."""
     for d in _async_devices:
         if d.backend().pending():
             break
     else:
         return
+    s = stream.thread_state.stream
     for address in addresses:
         a = TABLE.find(address)
         if a is not None and a.context is not None and stream.device_busy(a.context):
-            stream.drain(a.context)
+            stream.drain(a.context, s if s is not None and s.context is a.context else None)
 
 
 def _no(_address: int) -> bool:

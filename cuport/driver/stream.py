@@ -43,10 +43,13 @@ _ids = itertools.count(1)
 
 class _ThreadState(threading.local):
     """Within a `_ptds`/`_ptsz` call (the dispatcher sets `ptds` around it), stream 0 means
-    the calling thread's per-thread default stream. (A class default: a thread-local's
-    missing attribute would raise inside every getattr.)"""
+    the calling thread's per-thread default stream. `stream`: the stream whose host
+    operation the thread runs (Op.run, run_sync), in whose order the memory it touches is
+    (memory.py's _settle). (Class defaults: a thread-local's missing attribute would raise
+    inside every getattr.)"""
 
     ptds = False
+    stream: Stream | None = None
 
 
 _tls = _ThreadState()
@@ -178,6 +181,7 @@ class Op:
             dep.done.wait()
         s = self.stream
         b = ctx.device.loaded_backend() if s is not None else None
+        before, _tls.stream = _tls.stream, s
         try:
             if b is not None:
                 _on_lane(b, s)  # (the device work fn hands over is s's: a graph's kernels)
@@ -189,6 +193,7 @@ class Op:
         except Exception as e:  # noqa: BLE001 - a worker must survive any failure
             self._fail(ctx, from_exception(e, self.what))
         finally:
+            _tls.stream = before
             if b is not None:
                 _on_lane(b, None)
             self.done.set()
@@ -393,11 +398,17 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
     cs = s.context.streams or streams_of(s.context)
     with cs.lock:
         if not s.pending() and not _dependencies(s):
-            # (_on_lane written out, the backend's use_lane looked up once: every launch)
+            # (_on_lane written out, the backend's use_lane looked up once: every launch; the
+            # legacy stream with nothing to follow is where a thread's work goes when no lane
+            # is named, as after use_lane(None): no call)
             use = getattr(s.context.device.loaded_backend(), "use_lane", None)
             try:
                 if use is not None:
-                    use(s.lane, _peer_lanes(s, True))
+                    after = _peer_lanes(s, True)
+                    if s.lane or after:
+                        use(s.lane, after)
+                    else:
+                        use = None
                 fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)
@@ -514,11 +525,13 @@ def run_sync(s: Stream, fn: Callable[[], None], what: str) -> None:
         idle = not s.pending() and not _dependencies(s)
     if idle:
         b = s.context.device.loaded_backend()
+        before, _tls.stream = _tls.stream, s
         try:
             _on_lane(b, s)  # (a copy or fill the backend makes goes in s's order)
             drain(s.context, s)
             fn()
         finally:
+            _tls.stream = before
             _on_lane(b, None)
     else:
         op = submit(s, fn, what)

@@ -93,10 +93,7 @@ VULKAN_LIMITS = (
 #: programs that a CPU Vulkan driver (lavapipe) cannot run at all, and why
 IN_PROCESS_SKIPS: dict[str, str] = {}  # (kernels check their global addresses: faults runs)
 #: programs the CPU backend cannot run yet, and why
-CPU_SKIPS = {
-    "stream_overlap": "the CPU backend runs one grid at a time (runtime.c's launch queue, one "
-                      "leader), so stream B's kernel waits behind stream A's spinning kernel",
-}
+CPU_SKIPS: dict[str, str] = {}
 #: programs no Vulkan device runs, and why
 VULKAN_SKIPS: dict[str, str] = {
     "stream_overlap": "a kernel spinning on a flag the host writes into mapped pinned memory: "

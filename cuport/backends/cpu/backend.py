@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterable
 
 from ... import __version__
 from ...ptx import ir
@@ -116,9 +117,9 @@ class CpuKernel:
         self._specs: dict[tuple, Spec] = {}
         self._lock = threading.Lock()
         self.compile_seconds = 0.0
-        # the last queued launch's (spec, grid, shared, what, cooperative), scratch, record
-        # template and Record (CpuBackend.queue_launch)
-        self.last_queued: tuple | None = None
+        # per lane, the last queued launch's (spec, grid, shared, what, cooperative), scratch,
+        # record template and Record (CpuBackend.queue_launch)
+        self.last_queued: dict = {}
         # calls malloc/free: the context's heap is bound before it runs (driver/device_heap.py)
         self.uses_device_heap = calls_malloc(module.ptx, fn)
         # its name for runtime.c's grid log (CUPORT_GRID_LOG), which queued records point to
@@ -155,7 +156,8 @@ class CpuKernel:
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False, depth: int = 0) -> None:
-        """Run the grid and return when it is done (after the launches queued before it).
+        """Run the grid and return when it is done (after the launches queued before it on
+        the calling thread's lane: wait_queued).
         A cooperative launch (grid-wide sync) keeps all its blocks resident at once: each
         worker may hold as many blocks as the grid needs, and waiting blocks step aside for
         the others. Then the grids it launched from device code (device_launch.py; `depth`:
@@ -261,12 +263,25 @@ class CpuBackend:
         self.stats = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0}
         # Launches, copies and fills of device memory run in the order they are handed over
         # (launch_queue.py), so the driver needs no thread of its own to order them (driver/
-        # stream.py submit_device). Without the C pool (no compiler) launches run where they
-        # are made, and the driver's stream threads keep the order.
-        self.queue = None
+        # stream.py submit_device). Each CUDA stream's go to a queue of its own, a *lane*
+        # (0: the legacy stream's and the backend's own), so that streams run at the same
+        # time as on a GPU; the driver says which lane a thread's work goes to (use_lane) and
+        # what it follows there (the legacy stream's implicit synchronisation). Without the C
+        # pool (no compiler) launches run where they are made, and the driver's stream
+        # threads keep the order.
+        self.queue: launch_queue.LaunchQueue | None = None  # lane 0
+        self.queues: launch_queue.LaunchQueues | None = None
+        self._lanes: dict[int, launch_queue.LaunchQueue] = {}  # CUDA stream (lane key) -> lane
+        self._free_lanes = list(range(launch_queue.MAX_LANES - 1, 0, -1))
+        self._dropped: list[launch_queue.LaunchQueue] = []  # their streams gone
+        self._followed: dict[tuple, int] = {}  # (lane, other): other's records it waits for
+        self._lanes_lock = threading.Lock()
+        self._local = _LaneState()
         if self.pool.native is not None:
             launch_queue.declare(self.pool.native)
-            self.queue = launch_queue.LaunchQueue(self.pool.native, self.pool.n, self._explain)
+            self.queues = launch_queue.LaunchQueues(self.pool.native, self.pool.n, self._explain)
+            self.queue = self._lanes[0] = self.queues.lane(0)
+            self.queue.users = 1
         self.queues_launches = self.queue is not None
 
     def load_module(self, ptx_texts: list[str]) -> CpuModule:
@@ -413,39 +428,52 @@ class CpuBackend:
 
     # ------------------------------------------------------------ launch
     def _scratch_for(self, need: int) -> Scratch:
-        """The per-worker scratch, grown to `need` bytes each (a new set: records queued
-        before keep the old one alive until they have run)."""
-        if need > self._scratch.size:
-            try:
-                self._scratch = Scratch(self.pool.n, need)
-            except MemoryError:
-                raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"{need} bytes of per-worker scratch") from None
+        """The per-worker scratch of the grids run at once, grown to `need` bytes each."""
+        self._scratch = self._grown(self._scratch, need)
         return self._scratch
+
+    def _grown(self, scratch: Scratch | None, need: int) -> Scratch:
+        """`scratch`, or where it is smaller than `need` bytes per worker, a new set (records
+        queued before keep the old one alive until they have run). Grids that run at the same
+        time (other lanes', those run at once) each have a set of their own."""
+        if scratch is not None and need <= scratch.size:
+            return scratch
+        try:
+            return Scratch(self.pool.n, need)
+        except MemoryError:
+            raise BackendError(CUDA_ERROR_OUT_OF_MEMORY, f"{need} bytes of per-worker scratch") from None
 
     def queue_launch(self, kernel: CpuKernel, spec: Spec, grid: tuple[int, int, int],
                      dyn_smem: int, params: bytes, what: str, cooperative: bool) -> None:
         """Hand a launch to the queue (launch_queue.py). What a launch of the same kernel,
         shape and scratch as the kernel's last one needs beside its parameters is kept
         (kernel.last_queued): a program launches the same grid again and again."""
-        last = kernel.last_queued
+        q = self._local.lane or self.queue
+        last = kernel.last_queued.get(q)
         if last is not None and last[0] == (spec, grid, dyn_smem, what, cooperative) \
-                and last[1] is self._scratch:
-            self.queue.kernel(last[2], params, cooperative, last[3])
+                and last[1] is q.scratch:
+            q.kernel(last[2], params, cooperative, last[3])
             return
         nblocks = grid[0] * grid[1] * grid[2]
         workers = min(self.pool.n, nblocks)
         slot = (spec.scratch_base + dyn_smem + 4095) & ~4095
-        scratch = self._scratch_for(slot * spec.ck.resident_slots)
+        scratch = q.scratch = self._grown(q.scratch, slot * spec.ck.resident_slots)
         chunk = grab_size(nblocks, workers, spec.ck, cooperative)
         hook = None
         if spec.hooked:
             module = kernel.module
 
             def hook(phase: int) -> None:
+                # (device_launch.py keeps the launches of one grid at a time: a hooked grid
+                # holds the launch lock as the grids run at once do, whatever lane it is on)
                 if phase == 0:
+                    self._launch_lock.acquire()
                     device_launch.begin(module, 0)
                     return
-                launches = device_launch.end()
+                try:
+                    launches = device_launch.end()
+                finally:
+                    self._launch_lock.release()
                 if launches:
                     _on_leader.active = True
                     try:
@@ -454,41 +482,128 @@ class CpuBackend:
                         _on_leader.active = False
 
         record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec, kernel.c_name), hook)
-        template = self.queue.template(spec.linked.worker_addr, workers, grid, dyn_smem,
+        template = q.template(spec.linked.worker_addr, workers, grid, dyn_smem,
                                        scratch.pointers, chunk, slot, hook is not None,
                                        ctypes.addressof(kernel.c_name))
         if hook is None:  # (a hooked kernel's record holds its module: made each time)
-            kernel.last_queued = ((spec, grid, dyn_smem, what, cooperative), scratch, template,
-                                  record)
-        self.queue.kernel(template, params, cooperative, record)
+            kernel.last_queued[q] = ((spec, grid, dyn_smem, what, cooperative), scratch,
+                                     template, record)
+        q.kernel(template, params, cooperative, record)
 
-    def pending(self) -> bool:
-        """Whether work handed to the queue has not finished yet."""
-        return self.queue is not None and self.queue.pending()
+    # ------------------------------------------------------------ lanes (CUDA streams)
+    def use_lane(self, key: int | None, after: Iterable[int] = ()) -> None:
+        """Device work handed over on this thread from now on goes to CUDA stream `key`'s lane
+        (None: back to lane 0), after the work handed over so far to the lanes `after` (the
+        legacy stream's implicit synchronisation: the driver's model, driver/stream.py)."""
+        if not key and not after or self.queue is None:  # (None; lane 0: the default)
+            self._local.lane = None
+            return
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._new_lane(key)
+        for k in after:
+            other = self._lanes.get(k)
+            if other is not None and other is not lane:
+                count = other.submitted
+                if other.pending() and self._followed.get((lane, other), -1) < count:
+                    lane.follow(other, count)
+                    self._followed[(lane, other)] = count
+        self._local.lane = lane
 
-    def drain(self) -> tuple[str, BackendError] | None:
-        """Wait (the GIL released) until everything queued has run; print the kernels'
-        printf output; the first failure among them, as (the launch, its error), if any."""
-        q = self.queue
-        if q is None:
+    def _new_lane(self, key: int) -> launch_queue.LaunchQueue:
+        """A lane for CUDA stream `key`: a free one (a gone stream's once its work has run),
+        else, all MAX_LANES taken, one that other streams use too (their work then runs in
+        the order it is handed over, as streams sharing a GPU's hardware queue do)."""
+        with self._lanes_lock:
+            lane = self._lanes.get(key)
+            if lane is not None:
+                return lane
+            if not self._free_lanes:
+                idle = [x for x in self._dropped if not x.users and not x.pending()]
+                self._dropped = [x for x in self._dropped if x not in idle]
+                self._free_lanes.extend(x.index for x in idle)
+            if self._free_lanes:
+                lane = self.queues.lane(self._free_lanes.pop())
+            else:
+                lane = self.queues.lane(1 + key % (launch_queue.MAX_LANES - 1))
+            lane.users += 1
+            self._lanes[key] = lane
+            return lane
+
+    def drop_lane(self, key: int) -> None:
+        """CUDA stream `key` is gone and its work handed over: its lane is free for another
+        stream once that work has run."""
+        if key == 0:
+            return
+        with self._lanes_lock:
+            lane = self._lanes.pop(key, None)
+            if lane is not None:
+                lane.users -= 1
+                if not lane.users:
+                    self._dropped.append(lane)
+
+    def _lanes_of(self, keys: Iterable[int] | None) -> list[launch_queue.LaunchQueue]:
+        """The lanes of the CUDA streams `keys`; None: every lane (a gone stream's too)."""
+        if self.queues is None:
+            return []
+        if keys is None:
+            return list(self.queues.opened)
+        get = self._lanes.get
+        return [q for k in keys if (q := get(k)) is not None]
+
+    def pending(self, lanes: Iterable[int] | None = None) -> bool:
+        """Whether work handed over to the lanes of the CUDA streams `lanes` (None: to any)
+        has not finished yet."""
+        if lanes is None:
+            if self.queues is not None:
+                for q in self.queues.opened:  # (a loop, not any(): on every copy's path)
+                    if q.pending():
+                        return True
+            return False
+        get = self._lanes.get
+        for k in lanes:
+            q = get(k)
+            if q is not None and q.pending():
+                return True
+        return False
+
+    def drain(self, lanes: Iterable[int] | None = None) -> tuple[str, BackendError] | None:
+        """Wait (the GIL released) until everything handed over to the lanes of the CUDA
+        streams `lanes` (None: all) has run, and no other lane's work; print the kernels'
+        printf output; the first failure of any lane's grids so far, as (the launch, its
+        error), if any (a GPU's fault is every later synchronisation's to report)."""
+        queues = self.queues
+        if queues is None:
             return None
-        if q.pending():
-            q.wait(q.submitted)
+        if lanes is None:
+            for q in list(queues.opened):
+                if q.pending():
+                    q.wait(q.submitted)
+        else:
+            get = self._lanes.get
+            for k in lanes:
+                q = get(k)
+                if q is not None and q.pending():
+                    q.wait(q.submitted)
         if hostcalls.output_pending():
             hostcalls.flush_output()
-        return q.take_failure()
+        return queues.take_failure()
 
     def wait_queued(self) -> None:
-        """Before a launch that runs at once: let what was queued before it run (not on the
-        leader thread, whose grid is what the launch follows)."""
-        q = self.queue
-        if q is not None and q.pending() and not getattr(_on_leader, "active", False):
-            q.wait(q.submitted)
+        """Before a launch that runs at once: let what was queued before it on the calling
+        thread's lane run (every lane's where the thread has none; not on a leader thread,
+        whose grid is what the launch follows)."""
+        if self.queue is None or getattr(_on_leader, "active", False):
+            return
+        lane = self._local.lane
+        for q in (lane,) if lane is not None else self._lanes_of(None):
+            if q.pending():
+                q.wait(q.submitted)
 
     def fill_queued(self, dst: int, value: int, n: int, width: int = 1) -> None:
-        """A fill of device memory after the work queued before it: done now when nothing
-        is queued, else queued itself."""
-        q = self.queue
+        """A fill of device memory after the work queued before it on the calling thread's
+        lane: done now when nothing is queued there, else queued itself."""
+        q = self._local.lane or self.queue
         if q is not None and q.pending():
             q.fill(dst, value, n, width)
         elif width == 1:
@@ -502,7 +617,7 @@ class CpuBackend:
 
     def copy_queued(self, dst: int, src: int, n: int) -> None:
         """A device-to-device copy after the work queued before it (as fill_queued)."""
-        q = self.queue
+        q = self._local.lane or self.queue
         if q is not None and q.pending():
             q.copy(dst, src, n)
         else:
@@ -533,8 +648,8 @@ class CpuBackend:
         lib = guard.library()
         if lib is None:
             return False
-        if self.queue is not None:
-            self.queue.cancel(kind)
+        if self.queues is not None:
+            self.queues.cancel(kind)
         try:
             deadline = time.monotonic() + timeout
             while lib.cuport_cancel(kind):  # (sends each running worker a SIGSEGV)
@@ -675,6 +790,13 @@ class CpuBackend:
 
 # the leader thread while it runs the grids a queued grid launched (launch_queue.py's hooks)
 _on_leader = threading.local()
+
+
+class _LaneState(threading.local):
+    """The lane the calling thread's device work goes to (use_lane; None: lane 0). (A class
+    default: a thread-local's missing attribute would raise inside every getattr.)"""
+
+    lane: launch_queue.LaunchQueue | None = None
 
 
 _backend: CpuBackend | None = None

@@ -1,24 +1,29 @@
-"""The launch queue: launches, copies and fills handed to the C worker pool, in order.
+"""The launch queues: launches, copies and fills handed to the C worker pool, in order.
 
-runtime.c keeps a FIFO of records that its leader thread runs one at a time (a grid on the
-whole pool, the leader being worker 0), so that a launch returns to the program at once
-instead of waiting for its grid, and nothing needs a Python thread to keep the order. This
-side owns the memory the records point to: a slot per record in flight (its LaunchCtx, a
-cooperative grid's workspace and the parameters) and whatever the record's `keep` holds
-(larger parameters, the scratch buffers it runs in), until the record has run. A slot is
-reused once the record SLOTS places before it has finished, which runtime.c's capacity
-(QUEUE_CAP) guarantees.
+runtime.c keeps a FIFO of records per *lane* (a CUDA stream's, backend.py's use_lane) that
+the lane's leader thread runs in order (a grid on the pool, the leader being worker 0), so
+that a launch returns to the program at once instead of waiting for its grid, nothing needs
+a Python thread to keep the order, and work of streams CUDA does not order runs at the
+same time (a kernel spinning until another stream's kernel sets a flag ends). A lane
+waits for another's records only where a WAIT record says so (`follow`: the legacy
+stream's implicit synchronisation). This side owns the memory a lane's records point to:
+a slot per record in flight (its LaunchCtx, a cooperative grid's workspace and the
+parameters) and whatever the record's `keep` holds (larger parameters, the scratch buffers
+it runs in), until the record has run. A slot is reused once the record SLOTS places
+before it has finished, which runtime.c's capacity (QUEUE_CAP) guarantees.
 
 A grid that fails leaves its error and its first worker's fault in runtime.c's failure
-record; `collect` turns it into the BackendError the launch would have raised, kept (the
-first one only, as a GPU reports the first fault) until `take_failure`. Kernels that
-launch kernels (device_launch.py) are `hooked`: the leader calls back into Python before
-their grid (to open its launch queue) and after it (to run the grids it launched).
+record (one for all lanes); `collect` turns it into the BackendError the launch would
+have raised, kept (the first one only, as a GPU reports the first fault) until
+`take_failure`. Kernels that launch kernels (device_launch.py) are `hooked`: the leader
+calls back into Python before their grid (to open its launch queue) and after it (to run
+the grids it launched).
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import struct
 import threading
 from collections.abc import Callable
@@ -33,7 +38,8 @@ SLOT_BYTES = 4096 + 256
 # grid's workspace, the parameters
 RECORD_AT, WORKSPACE_AT, PARAMS_AT = 104, 160, 256
 PARAMS_MAX = SLOT_BYTES - PARAMS_AT
-KERNEL, COPY, FILL = 0, 1, 2  # runtime.c's REC_*
+KERNEL, COPY, FILL, WAIT = 0, 1, 2, 3  # runtime.c's REC_*
+MAX_LANES = 32  # runtime.c's
 WAIT_MS = 50  # a wait returns this often, so that Python can run its signal handlers (^C)
 
 # runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value (a
@@ -50,7 +56,7 @@ assert CTX.size == ctypes.sizeof(L.LaunchCtx) == RECORD_AT
 assert L.LaunchCtx.params.offset == 0 and WORKSPACE_FIELD == CTX.size - 8
 assert RECORD_AT + RECORD.size <= WORKSPACE_AT and CTX_RECORD.size == RECORD_AT + RECORD.size
 
-HOOK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint32)
+HOOK = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32)
 
 
 class Failure(ctypes.Structure):
@@ -58,22 +64,25 @@ class Failure(ctypes.Structure):
 
     _fields_ = [("seq", ctypes.c_uint64), ("error", ctypes.c_uint32),
                 ("error_line", ctypes.c_uint32), ("error_block", ctypes.c_uint64),
+                ("lane", ctypes.c_uint32), ("pad", ctypes.c_uint32),
                 ("fault", faultaddr.WorkerFault)]
 
 
 def declare(lib) -> None:
-    """The queue's entry points in guard.py's library."""
-    lib.cuport_queue_setup.restype = ctypes.c_void_p
-    lib.cuport_queue_setup.argtypes = [ctypes.c_uint32] * 5 + [HOOK, ctypes.c_void_p]
+    """The queues' entry points in guard.py's library."""
+    lib.cuport_queue_setup.restype = None
+    lib.cuport_queue_setup.argtypes = [ctypes.c_uint32] * 5 + [HOOK]
+    lib.cuport_lane_open.restype = ctypes.c_void_p
+    lib.cuport_lane_open.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
     lib.cuport_queue_failures.restype = ctypes.c_void_p
     lib.cuport_queue_failure.restype = ctypes.c_void_p
-    lib.cuport_queue_wait.restype = ctypes.c_uint64  # (releases the GIL while it waits)
-    lib.cuport_queue_wait.argtypes = [ctypes.c_uint64, ctypes.c_uint32]
+    lib.cuport_lane_wait.restype = ctypes.c_uint64  # (releases the GIL while it waits)
+    lib.cuport_lane_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
     lib.cuport_queue_cancel.restype = None
     lib.cuport_queue_cancel.argtypes = [ctypes.c_uint32]
     # never blocks: called without releasing the GIL (as pool.py's quick calls)
-    lib.quick_queue_push = ctypes.PYFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(
-        ctypes.cast(lib.cuport_queue_push, ctypes.c_void_p).value)
+    lib.quick_lane_push = ctypes.PYFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p)(
+        ctypes.cast(lib.cuport_lane_push, ctypes.c_void_p).value)
 
 
 class Record:
@@ -86,30 +95,125 @@ class Record:
         self.what, self.name, self.grid, self.keep, self.hook = what, name, grid, keep, hook
 
 
-class LaunchQueue:
+class LaunchQueues:
+    """runtime.c's lanes (MAX_LANES at most, opened as asked for) and what they share: the
+    failure record, which holds the first failed grid of any lane, and the hook."""
+
     def __init__(self, lib, nworkers: int,
                  explain: Callable[[Record, int, int, int, dict], BackendError]) -> None:
         self.lib = lib
+        self.nworkers = nworkers
         self._explain = explain  # (record, error kind, line, block, faults) -> its error
-        self._raw = ctypes.create_string_buffer(SLOTS * SLOT_BYTES + 64)
-        self._base = (ctypes.addressof(self._raw) + 63) & ~63
-        self._view = memoryview((ctypes.c_char * (SLOTS * SLOT_BYTES)).from_address(self._base)
-                                ).cast("B")
-        self._records: list[Record | None] = [None] * SLOTS
-        self._faults = (faultaddr.WorkerFault * nworkers)()
         self._hook = HOOK(self._on_hook)
-        counters = lib.cuport_queue_setup(L.LaunchCtx.error.offset, L.LaunchCtx.grid_x.offset,
-                                          L.LaunchCtx.nblocks.offset, L.ERR_ILLEGAL_ADDRESS,
-                                          L.ERR_MISALIGNED, self._hook, self._faults)
-        self._tail = ctypes.c_uint64.from_address(counters + 8)
-        self._failures = ctypes.c_uint32.from_address(lib.cuport_queue_failures())
+        lib.cuport_queue_setup(L.LaunchCtx.error.offset, L.LaunchCtx.grid_x.offset,
+                               L.LaunchCtx.nblocks.offset, L.ERR_ILLEGAL_ADDRESS,
+                               L.ERR_MISALIGNED, self._hook)
+        self.failures = ctypes.c_uint32.from_address(lib.cuport_queue_failures())
         self._failure = Failure.from_address(lib.cuport_queue_failure())
-        self._push_record = lib.quick_queue_push
-        self._seen_failures = 0
+        self.seen_failures = 0  # (set once they are collected)
+        self._fail_lock = threading.Lock()
+        self._failed: tuple[LaunchQueue, int, str, BackendError] | None = None
+        self.opened: list[LaunchQueue] = []  # by index
+        self._open_lock = threading.Lock()
+
+    def lane(self, index: int) -> LaunchQueue:
+        """Lane `index`'s queue (opened the first time)."""
+        with self._open_lock:
+            while len(self.opened) <= index:
+                self.opened.append(LaunchQueue(self, len(self.opened)))
+            return self.opened[index]
+
+    # -- failures ------------------------------------------------------------------------
+    def collect(self) -> None:
+        """Turn runtime.c's failure record into the launch's error (kept: take_failure). A
+        lane reuses a slot only once this has run for the failures it saw (_next), so the
+        failed record's slot still holds it."""
+        with self._fail_lock:
+            seen = self.failures.value
+            f = self._failure
+            if f.seq:
+                n = f.seq - 1
+                q = self.opened[f.lane]
+                record = q.records[n & (SLOTS - 1)]
+                faults: dict[int, int | None] = {}
+                w = f.fault
+                if w.sig in (11, 7):  # SIGSEGV, SIGBUS
+                    if w.sig == 11 and w.code == faultaddr.SI_KERNEL:
+                        faults[0] = faultaddr.decode(self.lib, list(w.regs),
+                                                     bytes(w.fp[:w.fp_size]))
+                    else:
+                        faults[0] = w.where or 0
+                error = self._explain(record, f.error, f.error_line, f.error_block, faults)
+                f.seq = 0
+                self._note(q, n, record.what, error)
+            self.seen_failures = seen
+
+    def _note(self, q: LaunchQueue, n: int, what: str, error: BackendError) -> None:
+        # (the first: a lane's earlier record's, where one of the same lane is kept)
+        if self._failed is None or (q is self._failed[0] and n < self._failed[1]):
+            self._failed = (q, n, what, error)
+
+    def note(self, q: LaunchQueue, n: int, what: str, error: BackendError) -> None:
+        """A record's failure found outside runtime.c (a grid its kernel launched)."""
+        with self._fail_lock:
+            self._note(q, n, what, error)
+
+    def take_failure(self) -> tuple[str, BackendError] | None:
+        """The first failure of any lane since the last call, as (the launch, its error), or
+        None (a GPU's fault is every later synchronising call's to report, whatever stream
+        it names)."""
+        if self.failures.value != self.seen_failures:
+            self.collect()
+        if self._failed is None:
+            return None
+        with self._fail_lock:
+            failed, self._failed = self._failed, None
+        return (failed[2], failed[3]) if failed else None
+
+    def cancel(self, kind: int) -> None:
+        """The records of every lane not started yet fail with `kind` instead of running."""
+        self.lib.cuport_queue_cancel(kind)
+
+    def _on_hook(self, lane: int, n: int, phase: int) -> None:
+        """A lane's leader thread, before (phase 0) and after (1) a hooked record's grid."""
+        q = self.opened[lane]
+        record = q.records[n & (SLOTS - 1)]
+        try:
+            record.hook(phase)
+        except BackendError as e:
+            self.note(q, n, record.what, e)
+        except BaseException as e:  # noqa: BLE001 - nothing may reach the leader thread
+            self.note(q, n, record.what, BackendError(CUDA_ERROR_UNKNOWN, "internal error "
+                                                      f"running {record.name}'s launches: {e!r}"))
+
+
+class LaunchQueue:
+    """One lane: runtime.c's FIFO of records that its leader runs in order, and the slots
+    the records point to. `users`: the CUDA streams whose work goes here (backend.py's
+    use_lane); `scratch`: the per-worker scratch its grids run in (no other lane's grids
+    may use it meanwhile)."""
+
+    def __init__(self, queues: LaunchQueues, index: int) -> None:
+        self.queues = queues
+        self.index = index
+        lib = queues.lib
+        # (an anonymous mapping: its pages are zeroed as the lane first touches them)
+        self._raw = mmap.mmap(-1, SLOTS * SLOT_BYTES)
+        self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._raw))
+        self._view = memoryview(self._raw)
+        self.records: list[Record | None] = [None] * SLOTS
+        self._faults = (faultaddr.WorkerFault * queues.nworkers)()
+        self.lane = lib.cuport_lane_open(index, self._faults)
+        if not self.lane:
+            raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, f"no launch queue {index}")
+        self._tail = ctypes.c_uint64.from_address(self.lane + 8)
+        self._failures = queues.failures
+        self._push_record = lib.quick_lane_push
+        self._wait = lib.cuport_lane_wait
         self.submitted = 0  # records handed over (runtime.c's head: this is its one producer)
         self.lock = threading.Lock()  # one producer at a time
-        self._fail_lock = threading.Lock()
-        self._failed: tuple[int, str, BackendError] | None = None  # (record, what, error)
+        self.users = 0
+        self.scratch: object = None  # (backend.py's Scratch)
 
     # -- handing over -------------------------------------------------------------------
     def _next(self) -> int:
@@ -118,13 +222,14 @@ class LaunchQueue:
         n = self.submitted
         if n - self._tail.value >= SLOTS:
             self.wait(n - SLOTS + 1)
-        if self._failures.value != self._seen_failures:
-            self.collect()  # (before the failed record's slot can be reused)
+        if self._failures.value != self.queues.seen_failures:
+            self.queues.collect()  # (before the failed record's slot can be reused)
         return n
 
     def _push(self, n: int) -> None:
         """Hand over the record in slot n's record area (lock held)."""
-        if not self._push_record(self._base + (n & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT):
+        if not self._push_record(self.lane, self._base + (n & (SLOTS - 1)) * SLOT_BYTES
+                                 + RECORD_AT):
             raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                                "cannot start the launch queue's thread")
         self.submitted = n + 1
@@ -143,7 +248,7 @@ class LaunchQueue:
         serve several records in flight: it is not changed here."""
         with self.lock:
             n = self.submitted
-            if n - self._tail.value >= SLOTS or self._failures.value != self._seen_failures:
+            if n - self._tail.value >= SLOTS or self._failures.value != self.queues.seen_failures:
                 n = self._next()
             slot = n & (SLOTS - 1)
             off = slot * SLOT_BYTES
@@ -164,8 +269,8 @@ class LaunchQueue:
             if cooperative:
                 struct.pack_into("<II", view, off + WORKSPACE_AT, 8, 0)  # {wsSize, barrier}
                 ADDRESS.pack_into(view, off + WORKSPACE_FIELD, at + WORKSPACE_AT)
-            self._records[slot] = record
-            if not self._push_record(at + RECORD_AT):
+            self.records[slot] = record
+            if not self._push_record(self.lane, at + RECORD_AT):
                 raise BackendError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                                    "cannot start the launch queue's thread")
             self.submitted = n + 1
@@ -184,66 +289,22 @@ class LaunchQueue:
                              FILL, width, 0, 0, 0, dst, n, value)
             self._push(k)
 
+    def follow(self, other: LaunchQueue, count: int) -> None:
+        """This lane's later records wait until `other` has finished its first `count` (the
+        work CUDA orders after another stream's: the legacy stream's implicit
+        synchronisation). The leader sleeps meanwhile (runtime.c's wait_tail)."""
+        with self.lock:
+            k = self._next()
+            RECORD.pack_into(self._view, (k & (SLOTS - 1)) * SLOT_BYTES + RECORD_AT,
+                             WAIT, other.index, 0, 0, 0, 0, count, 0)
+            self._push(k)
+
     # -- finding out --------------------------------------------------------------------
     def pending(self) -> bool:
         return self._tail.value < self.submitted
 
     def wait(self, count: int) -> None:
         """Until `count` records have run (the GIL released; ^C raises KeyboardInterrupt)."""
-        wait = self.lib.cuport_queue_wait
-        while wait(count, WAIT_MS) < count:
+        wait, lane = self._wait, self.lane
+        while wait(lane, count, WAIT_MS) < count:
             pass
-
-    def collect(self) -> None:
-        """Turn runtime.c's failure record into the launch's error (kept: take_failure)."""
-        with self._fail_lock:
-            self._seen_failures = self._failures.value
-            f = self._failure
-            if not f.seq:
-                return
-            n = f.seq - 1
-            record = self._records[n & (SLOTS - 1)]
-            faults: dict[int, int | None] = {}
-            w = f.fault
-            if w.sig in (11, 7):  # SIGSEGV, SIGBUS
-                if w.sig == 11 and w.code == faultaddr.SI_KERNEL:
-                    faults[0] = faultaddr.decode(self.lib, list(w.regs), bytes(w.fp[:w.fp_size]))
-                else:
-                    faults[0] = w.where or 0
-            error = self._explain(record, f.error, f.error_line, f.error_block, faults)
-            f.seq = 0
-            self._note(n, record.what, error)
-
-    def _note(self, n: int, what: str, error: BackendError) -> None:
-        if self._failed is None or n < self._failed[0]:
-            self._failed = (n, what, error)
-
-    def note(self, n: int, what: str, error: BackendError) -> None:
-        """A record's failure found outside runtime.c (a grid its kernel launched)."""
-        with self._fail_lock:
-            self._note(n, what, error)
-
-    def take_failure(self) -> tuple[str, BackendError] | None:
-        """The first failure since the last call, as (the launch, its error), or None."""
-        if self._failures.value != self._seen_failures:
-            self.collect()
-        if self._failed is None:
-            return None
-        with self._fail_lock:
-            failed, self._failed = self._failed, None
-        return (failed[1], failed[2]) if failed else None
-
-    def cancel(self, kind: int) -> None:
-        """The records not started yet fail with `kind` instead of running."""
-        self.lib.cuport_queue_cancel(kind)
-
-    def _on_hook(self, n: int, phase: int) -> None:
-        """The leader thread, before (phase 0) and after (1) a hooked record's grid."""
-        record = self._records[n & (SLOTS - 1)]
-        try:
-            record.hook(phase)
-        except BackendError as e:
-            self.note(n, record.what, e)
-        except BaseException as e:  # noqa: BLE001 - nothing may reach the leader thread
-            self.note(n, record.what, BackendError(CUDA_ERROR_UNKNOWN, "internal error running "
-                                                   f"{record.name}'s launches: {e!r}"))

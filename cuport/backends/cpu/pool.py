@@ -3,8 +3,10 @@
 A launch calls the compiled `worker(ctx, id)` entry on every worker at once; each worker
 takes blocks from the launch's shared counter until the grid is done. The calling thread
 serves as worker 0. The workers are C threads (runtime.c, in guard.py's library) woken by
-a futex, so a launch costs one call from Python (`Pool.native.cuport_pool_run`); without a
-C compiler they are Python threads that call the worker through ctypes (`Pool.run`).
+a futex, so a launch costs one call from Python (`Pool.native.cuport_pool_run`); the grids
+of several launch queues (CUDA streams' lanes) run at once there, idle workers joining
+whichever has room. Without a C compiler they are Python threads that call the worker
+through ctypes (`Pool.run`), one launch at a time.
 """
 
 from __future__ import annotations
