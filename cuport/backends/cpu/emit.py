@@ -650,10 +650,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             if ds and ds[0].name in self.forms:
                 self.emit_form_def(ins)
                 return
-            v = self.run_compare(ins) if ins.op == "setp" else None
-            if v is not None:
-                self.write(ins.args[0], "pred", v)
-                return
         self._blind = nan_payloads.blind(ins)
         try:
             lower(self, ins)

@@ -29,7 +29,6 @@ from ...passes.lanes import DYN, Lanes, Value
 from ...passes.shapes import segment_length
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
-from . import jit
 
 W = 32
 
@@ -792,64 +791,6 @@ class LaneForms:
         if f is not None:
             return f.kx == 0 and (not f.ext or f.ikx == 0)
         return o.name not in self.div.varying
-
-    def run_compare(self, ins: ir.Instr) -> ll.Value | None:
-        """A varying integer setp's <32 x i1> from one scalar compare per run of form_seg
-        lanes where both operands are the same along each run (uniform, or forms constant
-        along a run: `y < n` with y = ctaid.y * 16 + tid.y in a 16x16 block), or None. The
-        operands are read here, at the setp, so any register will do. The lanes are the
-        ones the vector compare gives (a form's lane i depends on i // form_seg only), and
-        code without mask registers built them from 32 lanes (four compares of 8 and packs)."""
-        from ...isa.compare import compare, comparison
-        from ...isa.registry import type_suffix
-
-        args = ins.args
-        if jit.mask_registers() or not self.vec or not self.forms or len(args) != 3 or not isinstance(args[0], ir.Reg):
-            return None
-        t = type_suffix(ins)
-        cmp, boolop = comparison(ins)
-        w = lanes_pass.width_of(t)
-        if boolop is not None or w is None or not all(self._runs_equal(o, w) for o in args[1:]):
-            return None
-        s = self.form_seg
-        saved, self.vec = self.vec, False
-        try:
-            runs = []
-            for lane in range(0, W, s):
-                x, y = self._run_int(args[1], t, lane), self._run_int(args[2], t, lane)
-                if x is None or y is None:
-                    return None
-                runs.append(compare(self, cmp, t, x, y))
-        finally:
-            self.vec = saved
-        b = self.b
-        out = self.splat(runs[0])
-        for r, g in enumerate(runs[1:], 1):
-            out = b.select(ll.Constant(vec(I1), [i // s == r for i in range(W)]), self.splat(g), out)
-        return out
-
-    def _runs_equal(self, o, w: int) -> bool:
-        """Whether integer operand `o` (w bits) is the same in every lane of a run."""
-        if isinstance(o, ir.Imm):
-            return isinstance(o.value, int)
-        if isinstance(o, ir.Special):
-            special = lanes_pass._special_forms(*self.mc.block[:2], segment_length(self.mc.block))
-            f = special.get(o.name)
-            return w == 32 and (f.kx == 0 if f is not None else o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid."))
-        if not isinstance(o, ir.Reg) or lanes_pass.width_of(self.fn.regs.get(o.name, "")) != w:
-            return False
-        f = self.forms.get(o.name)
-        if f is not None:
-            return f.kx == 0 and (not f.ext or f.ikx == 0)
-        return o.name not in self.div.varying
-
-    def _run_int(self, o, t: str, lane: int) -> ll.Value | None:
-        """Operand `o` of type `t` in `lane`, read now (scalar code)."""
-        if isinstance(o, ir.Reg) and o.name in self.forms:
-            return self.form_lane_value(self.form_value(o.name), lane)
-        if isinstance(o, ir.Reg):
-            return self.read_bits(o, t)
-        return self._lane_int(o, t, lane)
 
     def _only_def(self, name: str) -> ir.Instr | None:
         """The instruction that defines register `name`, where it is its only definition."""
