@@ -1832,17 +1832,44 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
 
     def _sparse_load(self, ptrs, lanes: list[int], t: ll.Type, align: int, volatile: bool) -> ll.Value:
         """A scalar load for each of `lanes` that executes; a lane that does not reads a
-        dummy slot instead (no branch; its address may be garbage)."""
+        dummy slot instead (no branch; its address may be garbage). Where every lane's
+        guard is scalar code (lane_forms.lane_guard) and several lanes may load, the lanes
+        load without selects where all of them execute, and otherwise each gives zero where
+        it does not (the value is then zero in every lane that does not load, so that
+        write() blends nothing into a register that held zero): LLVM branched around each
+        lane's load on each part of its guard and tested for lane 16 again what lane 0's
+        guard shared with it (a halo column's `x > 0` in lanes 0 and 16)."""
         b = self.b
-        out = ll.Constant(vec(t), None)
-        for lane in lanes:
-            p = b.select(self._lane_executes(lane), self._lane_ptr(ptrs, lane, self._size(t)),
-                         self.dummy_slot())
-            v = b.load(p, typ=t, align=align)
+        size = self._size(t)
+        on = {lane: self._lane_executes(lane) for lane in lanes}
+
+        def load(lane: int, select: bool) -> ll.Value:
+            p = self._lane_ptr(ptrs, lane, size)
+            v = b.load(b.select(on[lane], p, self.dummy_slot()) if select else p, typ=t, align=align)
             if volatile:
                 v.volatile = True
-            out = b.insert_element(out, v, i32c(lane))
-        return out
+            return v
+
+        out = ll.Constant(vec(t), None)
+        if len(lanes) < 2 or self.ins is None or any(self.lane_guard(self.ins, lane) is None for lane in lanes):
+            for lane in lanes:
+                out = b.insert_element(out, load(lane, True), i32c(lane))
+            return out
+        every = on[lanes[0]]
+        for lane in lanes[1:]:
+            every = b.and_(every, on[lane])
+        with b.if_else(every, likely=True) as (all_run, some_skip):
+            with all_run:
+                fast, fast_bb = [load(lane, False) for lane in lanes], b.block
+            with some_skip:
+                slow = [b.select(on[lane], load(lane, True), ll.Constant(t, None)) for lane in lanes]
+                slow_bb = b.block
+        phis = [b.phi(t) for _ in lanes]  # (all at the top of the block)
+        for lane, phi, x, y in zip(lanes, phis, fast, slow, strict=True):
+            phi.add_incoming(x, fast_bb)
+            phi.add_incoming(y, slow_bb)
+            out = b.insert_element(out, phi, i32c(lane))
+        return _zero_off(out, True)
 
     def _sparse_store(self, ptrs, lanes: list[int], value: ll.Value, align: int, volatile: bool) -> None:
         """A scalar store for each of `lanes` that executes, lowest lane first (so that the
