@@ -1,6 +1,6 @@
 """Guards the same along each run of ntid.x lanes (a 2-D block's rows: `ty == k`), tested from
-one lane per run in scalar code where the host has no AVX-512 mask registers, so that a warp
-jumps over a predicated stretch (lane_forms.some_lane_runs); and halo columns' lanes loading
+one lane per run in scalar code, so that a warp jumps over a predicated stretch
+(lane_forms.some_lane_runs); and halo columns' lanes loading
 without selects where every one of them executes (emit._sparse_load). Kernels' answers against host computations
 for block shapes with 1, 2 and 4 runs a warp and partial warps, grid edges where one run of a
 warp is inside the grid and the next is not; both ways of making masks."""
@@ -126,10 +126,10 @@ def test_rows_match_host(ptx, kernel, masks, made):
         out = np.full((n, n), -5, np.int32)
         kern((gx, gy), (bx, by), (x, out, n, k))
         assert out.tolist() == _rows_ref(x, by, n, k).tolist(), (n, k)
-    # `if (ty == 0)` and `if (ty == k)`; with mask registers the vector test stays; 32 wide,
-    # %tid.y is the same in the whole warp, and so are the guards; 16x3, %tid.y has no form
-    # (blocks of 48 threads: a warp's rows are no function of the lane)
-    assert made["stretch"] == (0 if masks or kernel in ("rows32x4", "rows16x3") else 2)
+    # `if (ty == 0)` and `if (ty == k)`; 32 wide, %tid.y is the same in the whole warp, and
+    # so are the guards; 16x3, %tid.y has no form (blocks of 48 threads: a warp's rows are no
+    # function of the lane)
+    assert made["stretch"] == (0 if kernel in ("rows32x4", "rows16x3") else 2)
 
 
 def test_halo_columns(ptx, masks, made):
@@ -161,4 +161,4 @@ def test_jacobi_halo_edges(ptx, masks, made):
         assert np.array_equal(v, jacobi_ref(u)), n
     # the two halo columns; `if (ty == 0)` and `if (ty == 15)`
     assert made["all_lanes"] == 2
-    assert made["stretch"] == (0 if masks else 2)
+    assert made["stretch"] == 2

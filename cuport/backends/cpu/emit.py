@@ -557,11 +557,10 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         guarded tile loads 5% more instructions, jacobi's tile load 7% fewer). Without them
         the blend builds its mask vector, which jumping over the stretch leaves out where no
         lane runs it (the first warps' `t >= off ? s[t - off] : 0` of a scan: AVX2 code of
-        bench block_scan 23% fewer instructions). Without them, a guard that is the same along
-        each run of lanes (`ty == 0` in a 16x16 block) is tested per run in scalar code
-        (lane_forms.some_lane_runs: AVX2 jacobi 5% fewer instructions); with them the vector
-        test is a compare and a kortest, and the scalar one cost as much in registers (LLVM
-        kept the warp index as one more induction variable: 0.6% more per block)."""
+        bench block_scan 23% fewer instructions). A guard that is the same along each run of
+        lanes (`ty == 0` in a 16x16 block) is tested per run in scalar code
+        (lane_forms.some_lane_runs), which LLVM folds to a test of the warp index (AVX2
+        jacobi 5% fewer instructions, AVX-512 0.5%)."""
         b = self.b
         i = 0
         while i < len(body):
@@ -573,7 +572,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             self.ins = run
             self._mask_cache = {k: v for k, v in self._mask_cache.items() if k == "active"}
             self.active_vec()  # (cached before the branch: later instructions use it)
-            any_ = None if jit.mask_registers() else self.some_lane_runs(run, body[:i])
+            any_ = self.some_lane_runs(run, body[:i])
             if any_ is None:
                 any_ = b.icmp_unsigned("!=", self.exec_mask(), i32c(0))
             outer = self._stretch_guard
