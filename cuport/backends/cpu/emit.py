@@ -1840,7 +1840,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         guard shared with it (a halo column's `x > 0` in lanes 0 and 16)."""
         b = self.b
         size = self._size(t)
-        on = {lane: self._lane_executes(lane) for lane in lanes}
+        guards = {lane: self.lane_guard(self.ins, lane) if self.ins is not None else None for lane in lanes}
+        on = {lane: self._lane_executes(lane, guards[lane]) for lane in lanes}
 
         def load(lane: int, select: bool) -> ll.Value:
             p = self._lane_ptr(ptrs, lane, size)
@@ -1850,7 +1851,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             return v
 
         out = ll.Constant(vec(t), None)
-        if len(lanes) < 2 or self.ins is None or any(self.lane_guard(self.ins, lane) is None for lane in lanes):
+        if len(lanes) < 2 or any(g is None for g in guards.values()):
             for lane in lanes:
                 out = b.insert_element(out, load(lane, True), i32c(lane))
             return out
@@ -1884,11 +1885,13 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             if volatile:
                 st.volatile = True
 
-    def _lane_executes(self, lane: int) -> ll.Value:
+    def _lane_executes(self, lane: int, g: ll.Value | None = None) -> ll.Value:
         """i1: `lane` executes the current instruction; its guard as scalar code where
-        lane_forms.lane_guard can make it, else the lane of the exec mask."""
+        lane_forms.lane_guard can make it (`g`, where the caller made it), else the lane of
+        the exec mask."""
         b = self.b
-        g = self.lane_guard(self.ins, lane) if self.ins is not None else None
+        if g is None:
+            g = self.lane_guard(self.ins, lane) if self.ins is not None else None
         if g is None:
             return b.extract_element(self.exec_mask_vec(), i32c(lane))
         return b.and_(b.trunc(b.lshr(self.active, i32c(lane)), I1), g)
