@@ -722,6 +722,79 @@ class LaneForms:
             self.vec = saved
         return self.b.not_(g) if g is not None and ins.guard_neg else g
 
+    def some_lane_runs(self, ins: ir.Instr, before: list[ir.Instr]) -> ll.Value | None:
+        """i1: some active lane runs `ins` (its varying guard holds there), from one lane per
+        run of form_seg lanes where the guard is the same along each run (every integer its
+        setps compare is uniform or has a form constant along a run: `ty == 0` in a 16x16
+        block), or None. The definitions of the guard and of the predicates it is made of
+        must be in `before` (the straight-line code up to `ins`), with nothing after the
+        first of them writing an integer register they read, so that lane_guard, which
+        reads those registers here, sees the values they compared. The vector test (splat,
+        compares, mask test) becomes a scalar compare per run, which LLVM folds further
+        (`ty == 0` over lanes 2w and 2w+1: a test of the warp index)."""
+        if ins.guard is None or ins.guard.name not in self.div.varying or not self.forms:
+            return None
+        preds: set[str] = set()
+        ints: set[str] = set()
+        if not self._run_constant(ins.guard.name, 0, preds, ints):
+            return None
+        at = {r.name: k for k, x in enumerate(before) for r in defs(x) if r.name in preds}
+        if len(at) != len(preds) or any(r.name in ints for x in before[min(at.values()):] for r in defs(x)):
+            return None
+        b, s = self.b, self.form_seg
+        out = None
+        for lane in range(0, W, s):
+            g = self.lane_guard(ins, lane)
+            if g is None:
+                return None
+            run = ((1 << s) - 1) << lane
+            live = b.icmp_unsigned("!=", b.and_(self.active, ll.Constant(I32, run - (1 << 32 if run >> 31 else 0))),
+                                   ll.Constant(I32, 0))
+            g = b.and_(live, g)
+            out = g if out is None else b.or_(out, g)
+        return out
+
+    def _run_constant(self, name: str, depth: int, preds: set[str], ints: set[str]) -> bool:
+        """Whether predicate `name` is the same in every lane of a run (as _lane_pred would
+        build it: each register's only definition), adding it and the predicates it is made
+        of to `preds`, the integer registers they compare to `ints`."""
+        from ...isa.compare import comparison
+        from ...isa.registry import type_suffix
+
+        ins = self._only_def(name)
+        if ins is None or ins.guard is not None or depth > 8 or not isinstance(ins.args[0], ir.Reg):
+            return False
+        preds.add(name)
+        args = ins.args
+        if ins.op == "setp" and len(args) == 3:
+            t = type_suffix(ins)
+            if comparison(ins)[1] is not None or lanes_pass.width_of(t) is None:
+                return False
+            return all(self._run_constant_int(o, ints) for o in args[1:])
+        if "pred" not in ins.mods or ins.op not in ("and", "or", "xor", "not", "mov"):
+            return False
+        for o in args[1:]:
+            r = o.reg if isinstance(o, ir.Not) else o
+            if not isinstance(r, ir.Reg) or not self._run_constant(r.name, depth + 1, preds, ints):
+                return False
+        return True
+
+    def _run_constant_int(self, o, ints: set[str]) -> bool:
+        """Whether an integer setp operand is the same along each run of lanes."""
+        if isinstance(o, ir.Imm):
+            return True
+        if isinstance(o, ir.Special):
+            special = lanes_pass._special_forms(*self.mc.block[:2], segment_length(self.mc.block))
+            f = special.get(o.name)
+            return f.kx == 0 if f is not None else o.name[:-1] in ("%ctaid.", "%ntid.", "%nctaid.")
+        if not isinstance(o, ir.Reg):
+            return False
+        ints.add(o.name)
+        f = self.forms.get(o.name)
+        if f is not None:
+            return f.kx == 0 and (not f.ext or f.ikx == 0)
+        return o.name not in self.div.varying
+
     def _only_def(self, name: str) -> ir.Instr | None:
         """The instruction that defines register `name`, where it is its only definition."""
         if self._single_defs is None:
