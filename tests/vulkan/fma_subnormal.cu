@@ -27,3 +27,14 @@ __global__ void chain(const float* a, const float* b, const float* c, float* out
   out[i * OUT + K + 2] = z;
   out[i * OUT + K + 3] = w;
 }
+
+// The error of a product (TwoProduct, as libdevice's accurate functions compute it): the
+// product rounded, then the fma of the same factors less it. A backend must not merge the
+// fma's product with the rounded one (the error would be 0).
+__global__ void twoprod(const float* a, const float* b, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float p = __fmul_rn(a[i], b[i]);
+  out[2 * i] = p;
+  out[2 * i + 1] = __fmaf_rn(a[i], b[i], -p);
+}

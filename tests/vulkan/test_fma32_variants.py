@@ -99,7 +99,10 @@ def _run(module, cases) -> dict[str, np.ndarray]:
     a, b, c = cases["chain"]
     out2 = np.zeros(len(c) * OUT, np.float32)
     module.kernel("_Z5chainPKfS0_S0_Pfi")(((len(c) + 127) // 128,), (128,), (a, b, c, out2, np.int32(len(c))))
-    return {"fma1": out1, "chain": out2}
+    a, b, _ = cases["fma1"]
+    out3 = np.zeros(2 * len(a), np.float32)
+    module.kernel("_Z7twoprodPKfS0_Pfi")(((len(a) + 127) // 128,), (128,), (a, b, out3, np.int32(len(a))))
+    return {"fma1": out1, "chain": out2, "twoprod": out3}
 
 
 _CHILD = """
@@ -135,7 +138,7 @@ def test_variant_gives_the_cpu_backends_answers(reference, tmp_path, variant, si
     r = subprocess.run([sys.executable, "-c", _CHILD.format(here=str(HERE)), str(d)], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    for k in ("fma1", "chain"):
+    for k in ("fma1", "chain", "twoprod"):
         got = np.load(d / f"{k}_out.npy")
         w = want[k]
         ok = got.view(np.uint32) == w.view(np.uint32)
@@ -192,7 +195,7 @@ def test_contract_variant_where_the_driver_fuses(reference, driver_fuses) -> Non
         pytest.skip("this driver does not fuse a multiply and an add (the contraction probe)")
     d, cases, want = reference
     _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", CUPORT_SPIRV_VALIDATE="1"))
-    for k in ("fma1", "chain"):
+    for k in ("fma1", "chain", "twoprod"):
         got = np.load(d / f"{k}_out.npy")
         bad = got.view(np.uint32) != want[k].view(np.uint32)
         assert not bad.any(), f"{k}: {int(bad.sum())} of {bad.size} differ"

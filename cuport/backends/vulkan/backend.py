@@ -680,7 +680,7 @@ class VulkanBackend:
             pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
             self.stream.dispatch(pipe, (1, 1, 1), contract_probe_push(buf.address))
             self.stream.synchronize()
-            return contract_probe_fuses(ctypes.string_at(buf.host_ptr, 8))
+            return contract_probe_fuses(ctypes.string_at(buf.host_ptr, 12))
         except VulkanError:
             return False
         finally:

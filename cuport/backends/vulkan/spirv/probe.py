@@ -119,11 +119,13 @@ def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool, bool]:
 # -- contraction ---------------------------------------------------------------------------------
 # fma.rn.f32 as the "contract" variant emits it (an OpFMul and an OpFAdd without NoContraction,
 # which a driver may fuse: FloatModes.fma32), with f32 DenormPreserve declared: on fma_probe's
-# case that keeps 2^-24 only when fused, and on fma(a, 1.5, a) with a = 2^-140 (subnormal
-# operands and result). A driver that fuses them into an fma that keeps subnormals gives
-# CONTRACT_EXPECTED.
+# case that keeps 2^-24 only when fused, on fma(a, 1.5, a) with a = 2^-140 (subnormal
+# operands and result), and on a product's error as libdevice computes it, fma(p, p, -(p * p))
+# with p = 1 + 2^-12 and p * p an OpFMul with NoContraction (2^-24: a driver that merged the
+# pair's multiply with that one would give 0). A driver that fuses the pair into an fma that
+# keeps subnormals, whatever else computes the same product, gives CONTRACT_EXPECTED.
 _CONTRACT_IN = (*_F32, 2.0 ** -140, 1.5)
-CONTRACT_EXPECTED = (0x33800000, 0x00000500)
+CONTRACT_EXPECTED = (0x33800000, 0x00000500, 0x33800000)
 
 
 def contract_probe_shader() -> Shader:
@@ -139,7 +141,8 @@ def contract_probe_shader() -> Shader:
     f = m.globals.get("spv.push.i64") or ll.Function(m, ll.FunctionType(i64, [i32]), "spv.push.i64")
     out = b.inttoptr(b.call(f, [ll.Constant(i32, 0)]), ll.PointerType())
     p, q, r, a, x = (push(8 + 4 * k) for k in range(5))
-    for k, w in enumerate((_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]))):
+    error = _native_fma(m, b, f32, [p, p, b.fneg(b.fmul(p, p))])
+    for k, w in enumerate((_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]), error)):
         b.store(b.bitcast(w, i32), b.gep(out, [ll.Constant(i32, k)], source_etype=i32)).align = 4
     b.ret_void()
     modes = FloatModes(fused_fma=True, signed_zero_inf_nan=(), denorm_preserve=(32,), fma32="contract")
@@ -152,8 +155,8 @@ def contract_probe_push(out_address: int) -> bytes:
 
 def contract_probe_fuses(data: bytes) -> bool:
     """Whether the driver fused the probe's multiply and add into one rounding that keeps
-    subnormals, from its 8 bytes of output."""
-    return struct.unpack("<2I", bytes(data[:8])) == CONTRACT_EXPECTED
+    subnormals, from its 12 bytes of output."""
+    return struct.unpack("<3I", bytes(data[:12])) == CONTRACT_EXPECTED
 
 
 def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool, bool]],
