@@ -12,27 +12,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from cuport.capi.table import CParam
 from cuport.libs.catalog import BY_NAME, LIBRARIES, Library
 
 TABLES = Path(__file__).resolve().parent / "tables"
 
 _LINE = re.compile(r"(?P<ret>.+?)\s*\b(?P<sym>\w+)\((?P<params>.*)\)$")
-_PARAM = re.compile(r"(?P<out>out )?(?P<ctype>.*?)\s*(?P<name>\w+)$")
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    ctype: str  # as the header spells it: "const float *", "cublasHandle_t"
-    out: bool  # a pointer through which the dispatcher writes the implementation's result
-
-    @property
-    def pointee(self) -> str:
-        return self.ctype[:-1].strip()
-
-    def declaration(self) -> str:
-        sep = "" if self.ctype.endswith("*") else " "
-        return f"{self.ctype}{sep}{self.name}"
+#: a parameter ("const float *", "cublasHandle_t"), spelt as in the driver's table
+Param = CParam
 
 
 @dataclass(frozen=True)
@@ -57,11 +44,7 @@ def _parse(lib: Library, line: str) -> Function:
     m = _LINE.match(line)
     if not m:
         raise ValueError(f"bad table line: {line!r}")
-    params = []
-    for text in filter(None, (t.strip() for t in m["params"].split(","))):
-        pm = _PARAM.match(text)
-        params.append(Param(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
-    return Function(lib, m["sym"], m["ret"].strip(), tuple(params))
+    return Function(lib, m["sym"], m["ret"].strip(), Param.parse_all(m["params"]))
 
 
 @cache
