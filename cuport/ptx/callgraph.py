@@ -72,6 +72,16 @@ def call_target(ins: ir.Instr) -> str | None:
     return None
 
 
+def call_operands(ins: ir.Instr) -> tuple[tuple, ir.Operand, tuple, list]:
+    """A `call`'s operands, split: (results, target, arguments, what follows them: the
+    prototype, or the targets list of a call through a register)."""
+    args = list(ins.args)
+    rets = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+    target = args.pop(0)
+    params = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+    return rets, target, params, args
+
+
 def address_taken(module: ir.Module) -> set[str]:
     """The functions whose address the module takes (`mov %rd, f`, `generic(f)` in an
     initialiser: virtual-function tables), other than as a call's target: the only ones a

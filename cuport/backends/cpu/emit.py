@@ -56,6 +56,7 @@ from ...passes.divergence import Divergence, special_is_varying
 from ...passes.lanes import DYN
 from ...passes.shapes import access_pattern
 from ...ptx import ir, opcodes
+from ...ptx.callgraph import call_operands
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
@@ -2262,14 +2263,7 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
     def emit_call(self, ins: ir.Instr) -> None:
         """`call (rets), f, (args)[, proto]`: pass pointers to the per-lane .param memory."""
         b = self.b
-        args = list(ins.args)
-        rets: tuple = ()
-        if args and isinstance(args[0], ir.Args):
-            rets = args.pop(0).items
-        target = args.pop(0)
-        params: tuple = ()
-        if args and isinstance(args[0], ir.Args):
-            params = args.pop(0).items
+        rets, target, params, args = call_operands(ins)
         proto_name = args[0].name if args and isinstance(args[0], ir.Sym) else None
 
         def slot_ptr(o) -> ll.Value:
