@@ -351,28 +351,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 self.eager_saves = self.bstate.eager
                 self.slot_off: dict[str, int] = {}
                 for name in self.bstate.slots:
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    if name in self.forms:
-                        size = 32  # the leaves, 8 bytes apart (lane_forms.form_leaf_slots)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    self.slot_off[name] = off
-                    off += size
+                    # a form's slot holds its leaves, 8 bytes apart (lane_forms.form_leaf_slots)
+                    self.slot_off[name], off = self._save_slot(name, off, 32 if name in self.forms else None)
             for i, blk in enumerate(self.barriers):
                 area: list[tuple[str, int]] = []
                 if i not in self.general_points:
                     self.saved_regs.append(area)
                     continue
                 for name in sorted(self.live[blk.succs[0]]):
-                    if name not in self.regs:
-                        continue
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    area.append((name, off))
-                    off += size
+                    if name in self.regs:
+                        at, off = self._save_slot(name, off)
+                        area.append((name, at))
                 self.saved_regs.append(area)
             # A warp that steps aside at a yield may leave lanes pending at later blocks;
             # their registers live in this function's stack slots, so they are kept here
@@ -386,14 +375,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 self.pending_mask_off = off
                 off += 64
                 for name in sorted(live_pending):
-                    if name not in self.regs:
-                        continue
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    self.pending_save.append((name, off))
-                    off += size
+                    if name in self.regs:
+                        at, off = self._save_slot(name, off)
+                        self.pending_save.append((name, at))
             self.mc.note_warp_state(off)
         else:
             self._setup_forms(True)
@@ -403,6 +387,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
             for r in range(nt):
                 b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
+
+    def _save_slot(self, name: str, off: int, size: int | None = None) -> tuple[int, int]:
+        """Where register `name` is kept in the warp-state area from `off` on, and where
+        the area goes on after it: `size` bytes (by default its value, one a lane where
+        varying) aligned to their size, up to 64."""
+        _, t, varying = self.regs[name]
+        if size is None:
+            size = max(t.width // 8, 1) * (W if varying else 1)
+        align = min(64, max(size, 1))
+        at = (off + align - 1) & ~(align - 1)
+        return at, at + size
 
     def _clear_pending(self) -> None:
         """No lanes pending anywhere (the stack-slot pending state, where the builder is)."""
