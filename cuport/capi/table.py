@@ -159,18 +159,26 @@ def header_version() -> int:
     return int(re.search(r"CUDA (\d+) headers", API_FILE.read_text()).group(1))
 
 
-@cache
-def _sections() -> dict[str, list[str]]:
+def read_sections(path: Path) -> dict[str, list[str]]:
+    """A types file's lines by `[section]` (comments and blank lines dropped): the
+    driver's and each library's (libs/table.py)."""
     sections: dict[str, list[str]] = {}
     current = None
-    for line in TYPES_FILE.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.startswith("#") or not line:
             continue
         if line.startswith("[") and line.endswith("]"):
             current = sections.setdefault(line[1:-1], [])
+        elif current is None:
+            raise ValueError(f"{path}: a line before the first [section]: {line!r}")
         else:
             current.append(line)
     return sections
+
+
+@cache
+def _sections() -> dict[str, list[str]]:
+    return read_sections(TYPES_FILE)
 
 
 def types_cdef() -> str:

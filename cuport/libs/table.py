@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from cuport.capi.table import CParam
+from cuport.capi.table import CParam, read_sections
 from cuport.libs.catalog import BY_NAME, LIBRARIES, Library
 
 TABLES = Path(__file__).resolve().parent / "tables"
@@ -65,16 +65,7 @@ def all_functions() -> list[Function]:
 
 @cache
 def _sections(name: str) -> dict[str, list[str]]:
-    sections: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in (TABLES / f"{name}_types.txt").read_text().splitlines():
-        if line.startswith("#") or not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], [])
-        else:
-            current.append(line)
-    return sections
+    return read_sections(TABLES / f"{name}_types.txt")
 
 
 def types_cdef(names: tuple[str, ...] | None = None) -> str:
