@@ -203,13 +203,7 @@ def _loop_order(raw: list[Block], live: list[bool]) -> tuple[list[int], dict[int
         if not _dominates(dom, h, u):
             reducible = False
             continue
-        body = loops.setdefault(h, {h})
-        work = [u]
-        while work:
-            x = work.pop()
-            if x not in body:
-                body.add(x)
-                work.extend(preds[x])
+        add_loop_body(loops.setdefault(h, {h}), u, preds)
     back_set = set(back)
     if not reducible:
         # Irreducible control flow: plain reverse postorder. Convergence analysis will treat
@@ -297,6 +291,17 @@ def dfs_postorder(succs: Sequence[Sequence[int]]) -> tuple[list[int], list[tuple
             post.append(node)
             stack.pop()
     return post, back
+
+
+def add_loop_body(body: set[int], tail: int, preds: list[list[int]]) -> None:
+    """Add to `body`, a natural loop's (holding its header), the nodes that reach `tail`, the
+    source of one of its back edges, without passing the header."""
+    work = [tail]
+    while work:
+        x = work.pop()
+        if x not in body:
+            body.add(x)
+            work.extend(preds[x])
 
 
 def _dominators(raw: list[Block], live: list[bool], post: list[int]) -> list[int]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ....passes.cfg import dfs_postorder, immediate_dominators
+from ....passes.cfg import add_loop_body, dfs_postorder, immediate_dominators
 
 
 class Irreducible(Exception):
@@ -228,13 +228,7 @@ class CFG:
         holds b, innermost first."""
         body: dict[int, set[int]] = {}
         for u, h in back_edges:
-            s = body.setdefault(h, {h})
-            work = [u]
-            while work:
-                x = work.pop()
-                if x not in s:
-                    s.add(x)
-                    work.extend(self.preds[x])
+            add_loop_body(body.setdefault(h, {h}), u, self.preds)
         self.body = body
         self.loops_of: list[list[int]] = [[] for _ in self.succs]
         for h in sorted(body, key=lambda h: len(body[h]), reverse=True):  # outer first
