@@ -109,16 +109,21 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def c_source(libpython: str) -> str:
-    """The C that goes ahead of cffi's generated code: boot, types, exported symbols."""
-    funcs = table.functions()
-    out = [
+def boot_source(libpython: str) -> list[str]:
+    """boot.c, which starts the embedded Python, and the paths it needs: the head of both
+    libcuda's C and libcuport_libs.so's (libs/build.py)."""
+    return [
         f"#define CUPORT_LIBPYTHON {_c_string(libpython)}",
         f"#define CUPORT_PYTHON_HOME {_c_string(sys.base_prefix)}",
         f"#define CUPORT_SITE_DIRS {_c_string(chr(10).join(site_dirs()))}",
         (HERE / "boot.c").read_text(),
-        table.types_cdef(),
     ]
+
+
+def c_source(libpython: str) -> str:
+    """The C that goes ahead of cffi's generated code: boot, types, exported symbols."""
+    funcs = table.functions()
+    out = [*boot_source(libpython), table.types_cdef()]
     # Forward declarations of the extern "Python" entries cffi defines further down.
     for f in funcs.values():
         out.append(f"static {f.ret} cuport_py_{f.symbol}({f.python_params()});")

@@ -35,6 +35,20 @@ def tracing() -> bool:
     return os.environ.get("CUPORT_TRACE", "") not in ("", "0")
 
 
+def out_writer(ffi, param: table.CParam) -> Callable:
+    """How an implementation's result is written through out-parameter `param` (the
+    libraries' dispatcher, libs/dispatch.py, writes them the same way)."""
+    pointee = param.pointee
+    if ffi.typeof(pointee).kind in ("pointer", "function"):
+        def write_pointer(p, v):
+            p[0] = ffi.cast(pointee, v or 0)
+        return write_pointer
+
+    def write_value(p, v):
+        p[0] = v
+    return write_value
+
+
 class Dispatcher:
     def __init__(self, ffi) -> None:
         self.ffi = ffi
@@ -51,17 +65,6 @@ class Dispatcher:
             return read_str
         return None  # numbers, addresses (Param.by_address), structs passed by value (cdata)
 
-    def _writer(self, param: table.Param) -> Callable:
-        ffi, pointee = self.ffi, param.pointee
-        if ffi.typeof(pointee).kind in ("pointer", "function"):
-            def write_pointer(p, v):
-                p[0] = ffi.cast(pointee, v or 0)
-            return write_pointer
-
-        def write_value(p, v):
-            p[0] = v
-        return write_value
-
     # -- the entry ---------------------------------------------------------------------
 
     def entry(self, func: table.Function) -> Callable:
@@ -76,7 +79,7 @@ class Dispatcher:
         names = [f"a{i}" for i in range(len(params))]  # (C names may shadow Python's)
         readers = [self._reader(p) for p in params]
         ins = [(i, readers[i]) for i, p in enumerate(params) if not p.out]
-        outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
+        outs = [(i, p.name, p.name in impl.optional_outs, out_writer(self.ffi, p))
                 for i, p in enumerate(params) if p.out]
         symbol, do_trace = func.symbol, self.trace
         probe = symbol in CONTEXT_PROBES

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Self
 
 HERE = Path(__file__).resolve().parent
 API_FILE = HERE / "driver_api.txt"
@@ -21,10 +22,22 @@ _PARAM = re.compile(r"(?P<out>out )?(?P<ctype>.*?)\s*(?P<name>\w+)$")
 
 
 @dataclass(frozen=True)
-class Param:
+class CParam:
+    """A parameter as a table line spells it (`[out ]ctype name`): the driver's and the
+    libraries' tables (libs/table.py) alike."""
+
     name: str
     ctype: str  # as the header spells it: "const CUDA_MEMCPY2D *", "CUdeviceptr"
     out: bool  # a pointer through which the dispatcher writes the implementation's result
+
+    @classmethod
+    def parse_all(cls, text: str) -> tuple[Self, ...]:
+        """The parameters between a table line's parentheses."""
+        params = []
+        for item in filter(None, (t.strip() for t in text.split(","))):
+            pm = _PARAM.match(item)
+            params.append(cls(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
+        return tuple(params)
 
     @property
     def is_pointer(self) -> bool:
@@ -35,6 +48,15 @@ class Param:
         """`CUcontext` for `CUcontext *`: the type an out-parameter holds."""
         return self.ctype[:-1].strip()
 
+    def declaration(self) -> str:
+        sep = "" if self.is_pointer else " "
+        return f"{self.ctype}{sep}{self.name}"
+
+
+@dataclass(frozen=True)
+class Param(CParam):
+    """A driver API parameter, with how it crosses into Python."""
+
     @property
     def by_address(self) -> bool:
         """An in-parameter that reaches Python as its address, an int (uintptr_t): pointers,
@@ -42,10 +64,6 @@ class Param:
         over for a fraction of what a pointer object and its conversion cost."""
         return not self.out and self.ctype != "const char *" and (
             self.is_pointer or self.ctype in address_types())
-
-    def declaration(self) -> str:
-        sep = "" if self.is_pointer else " "
-        return f"{self.ctype}{sep}{self.name}"
 
     def python_declaration(self) -> str:
         """Its declaration in the `extern "Python"` entry's signature."""
@@ -95,11 +113,7 @@ def _parse_function(line: str) -> Function:
     m = _LINE.match(line)
     if not m:
         raise ValueError(f"bad table line: {line!r}")
-    params = []
-    for text in filter(None, (t.strip() for t in m["params"].split(","))):
-        pm = _PARAM.match(text)
-        params.append(Param(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
-    return Function(m["sym"], m["ret"], tuple(params), _variants(m["variants"] or ""))
+    return Function(m["sym"], m["ret"], Param.parse_all(m["params"]), _variants(m["variants"] or ""))
 
 
 def _variants(text: str) -> tuple[Variant, ...]:
@@ -145,18 +159,26 @@ def header_version() -> int:
     return int(re.search(r"CUDA (\d+) headers", API_FILE.read_text()).group(1))
 
 
-@cache
-def _sections() -> dict[str, list[str]]:
+def read_sections(path: Path) -> dict[str, list[str]]:
+    """A types file's lines by `[section]` (comments and blank lines dropped): the
+    driver's and each library's (libs/table.py)."""
     sections: dict[str, list[str]] = {}
     current = None
-    for line in TYPES_FILE.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.startswith("#") or not line:
             continue
         if line.startswith("[") and line.endswith("]"):
             current = sections.setdefault(line[1:-1], [])
+        elif current is None:
+            raise ValueError(f"{path}: a line before the first [section]: {line!r}")
         else:
             current.append(line)
     return sections
+
+
+@cache
+def _sections() -> dict[str, list[str]]:
+    return read_sections(TYPES_FILE)
 
 
 def types_cdef() -> str:

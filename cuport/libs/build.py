@@ -79,13 +79,7 @@ def cdef_text() -> str:
 def impl_source(libpython: str) -> str:
     """The C of libcuport_libs.so ahead of cffi's generated code."""
     funcs = table.all_functions()
-    out = [
-        f"#define CUPORT_LIBPYTHON {capi_build._c_string(libpython)}",
-        f"#define CUPORT_PYTHON_HOME {capi_build._c_string(sys.base_prefix)}",
-        f"#define CUPORT_SITE_DIRS {capi_build._c_string(chr(10).join(capi_build.site_dirs()))}",
-        (capi_build.HERE / "boot.c").read_text(),
-        table.types_cdef(),
-    ]
+    out = [*capi_build.boot_source(libpython), table.types_cdef()]
     for f in funcs:
         out.append(f"static {f.ret} cuport_py_{f.symbol}({f.c_params()});")
     for f in funcs:

@@ -29,7 +29,7 @@ from cuport.libs.blas_common import (
 )
 from cuport.libs.device import Range
 from cuport.libs.dtypes import LETTERS, REAL_OF
-from cuport.libs.registry import Status, Unsupported, implements
+from cuport.libs.registry import Status, Unsupported, implements, lookup
 
 INVALID = "CUBLAS_STATUS_INVALID_VALUE"
 NOT_INITIALIZED = "CUBLAS_STATUS_NOT_INITIALIZED"
@@ -51,11 +51,7 @@ class Handle:
 
 
 def get(handle: int) -> Handle:
-    h = handles.peek(handle) if handle else None
-    if not isinstance(h, Handle):
-        raise Status(NOT_INITIALIZED, f"{hex(handle)} is not a cuBLAS handle (cublasCreate "
-                                      "makes one)")
-    return h
+    return lookup(handle, Handle, NOT_INITIALIZED, "a cuBLAS handle (cublasCreate makes one)")
 
 
 def launch(h: Handle, what: str, fn, ranges, wait: bool = False) -> None:

@@ -48,7 +48,7 @@ from cuport.libs import curand_order as order
 from cuport.libs import curand_poisson as poisson_methods
 from cuport.libs import device, table
 from cuport.libs.device import Range
-from cuport.libs.registry import Status, Unsupported, implements
+from cuport.libs.registry import Status, Unsupported, implements, lookup
 
 K = table.constants("curand")
 XORWOW = K["CURAND_RNG_PSEUDO_XORWOW"]
@@ -394,10 +394,7 @@ def get_scramble_constants64() -> int:
 # -- the API -------------------------------------------------------------------------------
 
 def get(generator: int) -> Generator:
-    g = handles.peek(generator) if generator else None
-    if not isinstance(g, Generator):
-        raise Status("CURAND_STATUS_NOT_INITIALIZED", f"{hex(generator)} is not a cuRAND generator")
-    return g
+    return lookup(generator, Generator, "CURAND_STATUS_NOT_INITIALIZED", "a cuRAND generator")
 
 
 def _create(rng_type: int, host: bool) -> int:

@@ -16,7 +16,7 @@ from cuport.libs import device, openblas, table
 from cuport.libs.blas_common import mat_bytes, matrix
 from cuport.libs.device import Range
 from cuport.libs.dtypes import LETTERS, REAL_OF
-from cuport.libs.registry import Status, implements
+from cuport.libs.registry import Status, implements, lookup
 
 INVALID = "CUSOLVER_STATUS_INVALID_VALUE"
 K = table.constants("cusolver")
@@ -31,10 +31,7 @@ class DnHandle:
 
 
 def get(handle: int) -> DnHandle:
-    h = handles.peek(handle) if handle else None
-    if not isinstance(h, DnHandle):
-        raise Status("CUSOLVER_STATUS_NOT_INITIALIZED", f"{hex(handle)} is not a cuSOLVER handle")
-    return h
+    return lookup(handle, DnHandle, "CUSOLVER_STATUS_NOT_INITIALIZED", "a cuSOLVER handle")
 
 
 @implements("cusolverDnCreate")

@@ -14,7 +14,7 @@ from cuport.driver import handles
 from cuport.libs import device, table
 from cuport.libs.blas_common import HOST, Scalar
 from cuport.libs.dtypes import cuda_type, storage
-from cuport.libs.registry import Status, Unsupported, implements
+from cuport.libs.registry import Status, Unsupported, implements, lookup
 
 K = table.constants("cusparse")
 INVALID = "CUSPARSE_STATUS_INVALID_VALUE"
@@ -90,11 +90,8 @@ class DnMat:
 
 
 def _get(handle: int, kind, what: str):
-    obj = handles.peek(handle) if handle else None
-    if not isinstance(obj, kind):
-        raise Status("CUSPARSE_STATUS_NOT_INITIALIZED" if kind is Handle else INVALID,
-                     f"{hex(handle)} is not a {what}")
-    return obj
+    return lookup(handle, kind, "CUSPARSE_STATUS_NOT_INITIALIZED" if kind is Handle else INVALID,
+                  f"a {what}")
 
 
 @implements("cusparseCreate")
@@ -370,10 +367,7 @@ def create_mat_descr() -> int:
 
 
 def _descr(d: int) -> dict:
-    obj = handles.peek(d) if d else None
-    if not isinstance(obj, dict):
-        raise Status(INVALID, f"{hex(d)} is not a matrix descriptor")
-    return obj
+    return lookup(d, dict, INVALID, "a matrix descriptor")
 
 
 @implements("cusparseDestroyMatDescr")

@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from cuport.capi.dispatch import out_writer
 from cuport.driver import errors
 from cuport.driver.errors import CudaError
 from cuport.libs import table
@@ -46,17 +47,6 @@ class Dispatcher:
             return read_address
         return None  # numbers, and structs passed by value (cdata)
 
-    def _writer(self, param: table.Param) -> Callable:
-        ffi, pointee = self.ffi, param.pointee
-        if ffi.typeof(pointee).kind in ("pointer", "function"):
-            def write_pointer(p, v):
-                p[0] = ffi.cast(pointee, v or 0)
-            return write_pointer
-
-        def write_value(p, v):
-            p[0] = v
-        return write_value
-
     def _returner(self, func: table.Function) -> tuple[Callable, object]:
         """How an implementation's value becomes the C return value, and the failure value."""
         ffi = self.ffi
@@ -84,7 +74,7 @@ class Dispatcher:
         NULL = self.ffi.NULL
         readers = [self._reader(p) for p in func.params]
         ins = [(i, readers[i]) for i, p in enumerate(func.params) if not p.out]
-        outs = [(i, p.name, p.name in impl.optional_outs, self._writer(p))
+        outs = [(i, p.name, p.name in impl.optional_outs, out_writer(self.ffi, p))
                 for i, p in enumerate(func.params) if p.out]
         single_out = len(outs) == 1
         symbol, fn, status = func.symbol, impl.fn, func.returns_status

@@ -10,6 +10,8 @@ their tolerance. Scalars are of the compute type (half for CUBLAS_COMPUTE_16F).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cuport.libs import device, openblas, table
@@ -93,21 +95,63 @@ def _run_one(f, ta, tb, tc, kind, transa, transb, m, n, k, al, a, lda, b, ldb, b
                         be.get(), c, ldc)
 
 
-def gemm_ex(name, handle, transa, transb, m, n, k, alpha, A, atype, lda, B, btype, ldb, beta,
-            C, ctype, ldc, compute):
+@dataclass(frozen=True)
+class _Gemm:
+    """A GEMM call's arguments once checked, and the bytes each matrix spans: what gemm_ex,
+    strided_ex and batched_ex work out alike before they launch."""
+
+    h: object  # the cuBLAS handle
+    f: object  # the OpenBLAS routine, or None for the converting path (_plan)
+    ta: object
+    tb: object
+    tc: object
+    kind: str
+    transa: int
+    transb: int
+    m: int
+    n: int
+    k: int
+    al: Scalar
+    be: Scalar
+    lda: int
+    ldb: int
+    ldc: int
+    a_bytes: int
+    b_bytes: int
+    c_bytes: int
+
+    def run(self, a, b, c) -> None:
+        """C = alpha op(A) op(B) + beta C for the matrices at host addresses a, b, c."""
+        _run_one(self.f, self.ta, self.tb, self.tc, self.kind, self.transa, self.transb, self.m,
+                 self.n, self.k, self.al, a, self.lda, b, self.ldb, self.be, c, self.ldc)
+
+
+def _checked(handle, transa, transb, m, n, k, alpha, atype, lda, btype, ldb, beta, ctype, ldc,
+             compute, batch: int = 1) -> _Gemm | None:
+    """The call's arguments checked (in cuBLAS's order), or None where there is no work."""
     h = get(handle)
     ra, ca, rb, cb = gemm_checks(transa, transb, m, n, k, lda, ldb, ldc)
+    if batch < 0:
+        raise Status(INVALID, f"batchCount = {batch} < 0")
     ta, tb, tc, kind, sdt = _types(atype, btype, ctype, compute)
     al = Scalar(h.pointer_mode, alpha, sdt, "alpha", INVALID)
     be = Scalar(h.pointer_mode, beta, sdt, "beta", INVALID)
     f = _plan(ta, tb, tc, kind)
-    if m == 0 or n == 0:
-        return
+    if m == 0 or n == 0 or batch == 0:
+        return None
     sa, sb, sc = storage(ta).itemsize, storage(tb).itemsize, storage(tc).itemsize
-    launch(h, name, lambda a, b, c: _run_one(f, ta, tb, tc, kind, transa, transb, m, n, k, al, a,
-                                             lda, b, ldb, be, c, ldc),
-           [(Range(A, mat_bytes(ra, ca, lda, sa)), "A"), (Range(B, mat_bytes(rb, cb, ldb, sb)), "B"),
-            (Range(C, mat_bytes(m, n, ldc, sc), "rw"), "C")])
+    return _Gemm(h, f, ta, tb, tc, kind, transa, transb, m, n, k, al, be, lda, ldb, ldc,
+                 mat_bytes(ra, ca, lda, sa), mat_bytes(rb, cb, ldb, sb), mat_bytes(m, n, ldc, sc))
+
+
+def gemm_ex(name, handle, transa, transb, m, n, k, alpha, A, atype, lda, B, btype, ldb, beta,
+            C, ctype, ldc, compute):
+    g = _checked(handle, transa, transb, m, n, k, alpha, atype, lda, btype, ldb, beta, ctype, ldc,
+                 compute)
+    if g is None:
+        return
+    launch(g.h, name, g.run, [(Range(A, g.a_bytes), "A"), (Range(B, g.b_bytes), "B"),
+                              (Range(C, g.c_bytes, "rw"), "C")])
 
 
 @implements("cublasGemmEx", "cublasGemmEx_64")
@@ -132,51 +176,35 @@ def hgemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
 
 def strided_ex(name, handle, transa, transb, m, n, k, alpha, A, atype, lda, sA, B, btype, ldb,
                sB, beta, C, ctype, ldc, sC, batch, compute):
-    h = get(handle)
-    ra, ca, rb, cb = gemm_checks(transa, transb, m, n, k, lda, ldb, ldc)
-    if batch < 0:
-        raise Status(INVALID, f"batchCount = {batch} < 0")
-    ta, tb, tc, kind, sdt = _types(atype, btype, ctype, compute)
-    al = Scalar(h.pointer_mode, alpha, sdt, "alpha", INVALID)
-    be = Scalar(h.pointer_mode, beta, sdt, "beta", INVALID)
-    f = _plan(ta, tb, tc, kind)
-    if m == 0 or n == 0 or batch == 0:
+    g = _checked(handle, transa, transb, m, n, k, alpha, atype, lda, btype, ldb, beta, ctype, ldc,
+                 compute, batch)
+    if g is None:
         return
-    sa, sb, sc = storage(ta).itemsize, storage(tb).itemsize, storage(tc).itemsize
+    sa, sb, sc = storage(g.ta).itemsize, storage(g.tb).itemsize, storage(g.tc).itemsize
 
     def run(a, b, c):
         for i in range(batch):
-            _run_one(f, ta, tb, tc, kind, transa, transb, m, n, k, al, a + i * sA * sa, lda,
-                     b + i * sB * sb, ldb, be, c + i * sC * sc, ldc)
-    launch(h, name, run, [
-        (Range(A, strided_bytes(mat_bytes(ra, ca, lda, sa), sA, batch, sa)), "A"),
-        (Range(B, strided_bytes(mat_bytes(rb, cb, ldb, sb), sB, batch, sb)), "B"),
-        (Range(C, strided_bytes(mat_bytes(m, n, ldc, sc), sC, batch, sc), "rw"), "C")])
+            g.run(a + i * sA * sa, b + i * sB * sb, c + i * sC * sc)
+    launch(g.h, name, run, [
+        (Range(A, strided_bytes(g.a_bytes, sA, batch, sa)), "A"),
+        (Range(B, strided_bytes(g.b_bytes, sB, batch, sb)), "B"),
+        (Range(C, strided_bytes(g.c_bytes, sC, batch, sc), "rw"), "C")])
 
 
 def batched_ex(name, handle, transa, transb, m, n, k, alpha, Aarray, atype, lda, Barray, btype,
                ldb, beta, Carray, ctype, ldc, batch, compute):
-    h = get(handle)
-    ra, ca, rb, cb = gemm_checks(transa, transb, m, n, k, lda, ldb, ldc)
-    if batch < 0:
-        raise Status(INVALID, f"batchCount = {batch} < 0")
-    ta, tb, tc, kind, sdt = _types(atype, btype, ctype, compute)
-    al = Scalar(h.pointer_mode, alpha, sdt, "alpha", INVALID)
-    be = Scalar(h.pointer_mode, beta, sdt, "beta", INVALID)
-    f = _plan(ta, tb, tc, kind)
-    if m == 0 or n == 0 or batch == 0:
+    g = _checked(handle, transa, transb, m, n, k, alpha, atype, lda, btype, ldb, beta, ctype, ldc,
+                 compute, batch)
+    if g is None:
         return
-    sa, sb, sc = storage(ta).itemsize, storage(tb).itemsize, storage(tc).itemsize
 
     def run(pa, pb, pc):
         for a, b, c in zip(device.read_pointers(pa, batch), device.read_pointers(pb, batch),
                            device.read_pointers(pc, batch), strict=True):
-            _run_one(f, ta, tb, tc, kind, transa, transb, m, n, k, al,
-                     device.map_range(a, mat_bytes(ra, ca, lda, sa)), lda,
-                     device.map_range(b, mat_bytes(rb, cb, ldb, sb)), ldb, be,
-                     device.map_range(c, mat_bytes(m, n, ldc, sc), "rw"), ldc)
-    launch(h, name, run, [(Range(Aarray, 8 * batch), "Aarray"), (Range(Barray, 8 * batch), "Barray"),
-                          (Range(Carray, 8 * batch), "Carray")])
+            g.run(device.map_range(a, g.a_bytes), device.map_range(b, g.b_bytes),
+                  device.map_range(c, g.c_bytes, "rw"))
+    launch(g.h, name, run, [(Range(Aarray, 8 * batch), "Aarray"), (Range(Barray, 8 * batch), "Barray"),
+                            (Range(Carray, 8 * batch), "Carray")])
 
 
 @implements("cublasGemmStridedBatchedEx", "cublasGemmStridedBatchedEx_64")

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+from cuport.driver import handles
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,3 +56,12 @@ class Unsupported(Status):
 
     def __init__(self, message: str) -> None:
         super().__init__("", message)
+
+
+def lookup(handle: int, kind: type[T], status: str, what: str) -> T:
+    """The `kind` object a library handle names, else Status(status, "<handle> is not
+    <what>"): how cuBLAS, cuRAND, cuSOLVER and cuSPARSE take their handles."""
+    obj = handles.peek(handle) if handle else None
+    if not isinstance(obj, kind):
+        raise Status(status, f"{hex(handle)} is not {what}")
+    return obj

@@ -12,27 +12,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from cuport.capi.table import CParam, read_sections
 from cuport.libs.catalog import BY_NAME, LIBRARIES, Library
 
 TABLES = Path(__file__).resolve().parent / "tables"
 
 _LINE = re.compile(r"(?P<ret>.+?)\s*\b(?P<sym>\w+)\((?P<params>.*)\)$")
-_PARAM = re.compile(r"(?P<out>out )?(?P<ctype>.*?)\s*(?P<name>\w+)$")
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    ctype: str  # as the header spells it: "const float *", "cublasHandle_t"
-    out: bool  # a pointer through which the dispatcher writes the implementation's result
-
-    @property
-    def pointee(self) -> str:
-        return self.ctype[:-1].strip()
-
-    def declaration(self) -> str:
-        sep = "" if self.ctype.endswith("*") else " "
-        return f"{self.ctype}{sep}{self.name}"
+#: a parameter ("const float *", "cublasHandle_t"), spelt as in the driver's table
+Param = CParam
 
 
 @dataclass(frozen=True)
@@ -57,11 +44,7 @@ def _parse(lib: Library, line: str) -> Function:
     m = _LINE.match(line)
     if not m:
         raise ValueError(f"bad table line: {line!r}")
-    params = []
-    for text in filter(None, (t.strip() for t in m["params"].split(","))):
-        pm = _PARAM.match(text)
-        params.append(Param(pm["name"], pm["ctype"].strip(), bool(pm["out"])))
-    return Function(lib, m["sym"], m["ret"].strip(), tuple(params))
+    return Function(lib, m["sym"], m["ret"].strip(), Param.parse_all(m["params"]))
 
 
 @cache
@@ -82,16 +65,7 @@ def all_functions() -> list[Function]:
 
 @cache
 def _sections(name: str) -> dict[str, list[str]]:
-    sections: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in (TABLES / f"{name}_types.txt").read_text().splitlines():
-        if line.startswith("#") or not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], [])
-        else:
-            current.append(line)
-    return sections
+    return read_sections(TABLES / f"{name}_types.txt")
 
 
 def types_cdef(names: tuple[str, ...] | None = None) -> str:

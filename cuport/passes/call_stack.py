@@ -55,7 +55,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..ptx import ir
-from ..ptx.callgraph import call_target, recursive_components
+from ..ptx.callgraph import call_operands, call_target, recursive_components
 from ..ptx.errors import UnsupportedError
 from . import cfg as cfgmod
 from .inline import expand_calls, instantiate, unguard_calls
@@ -379,10 +379,7 @@ class _Stacker:
 
     def actuals(self, call: ir.Instr, callee: _Member) -> tuple[tuple, tuple]:
         """The `.param` variables a call passes and receives."""
-        args = list(call.args)
-        rets = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
-        args.pop(0)
-        params = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+        rets, _, params, _ = call_operands(call)
         if len(params) != len(callee.params) or len(rets) != len(callee.rets):
             raise UnsupportedError(f"a call of {callee.name} with the wrong number of arguments",
                                    call.line, call.text())

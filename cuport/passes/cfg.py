@@ -14,6 +14,7 @@ so that `if (i >= n) return;` does not make the rest of the kernel divergent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..ptx import ir, opcodes
@@ -189,27 +190,7 @@ def build(fn: ir.Function) -> Cfg:
 def _loop_order(raw: list[Block], live: list[bool]) -> tuple[list[int], dict[int, set[int]], bool]:
     """A topological order of forward edges with each natural loop contiguous."""
     n = len(raw)
-    # DFS to find back edges
-    state = [0] * n  # 0 new, 1 on stack, 2 done
-    back: list[tuple[int, int]] = []
-    post: list[int] = []
-    stack: list[tuple[int, int]] = [(0, 0)]
-    state[0] = 1
-    while stack:
-        node, k = stack[-1]
-        succs = raw[node].succs
-        if k < len(succs):
-            stack[-1] = (node, k + 1)
-            s = succs[k]
-            if state[s] == 0:
-                state[s] = 1
-                stack.append((s, 0))
-            elif state[s] == 1:
-                back.append((node, s))
-        else:
-            state[node] = 2
-            post.append(node)
-            stack.pop()
+    post, back = dfs_postorder([b.succs for b in raw])
     preds: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
         if live[i]:
@@ -222,13 +203,7 @@ def _loop_order(raw: list[Block], live: list[bool]) -> tuple[list[int], dict[int
         if not _dominates(dom, h, u):
             reducible = False
             continue
-        body = loops.setdefault(h, {h})
-        work = [u]
-        while work:
-            x = work.pop()
-            if x not in body:
-                body.add(x)
-                work.extend(preds[x])
+        add_loop_body(loops.setdefault(h, {h}), u, preds)
     back_set = set(back)
     if not reducible:
         # Irreducible control flow: plain reverse postorder. Convergence analysis will treat
@@ -292,16 +267,58 @@ def _loop_order(raw: list[Block], live: list[bool]) -> tuple[list[int], dict[int
     return order_region(everything, None), loops, True
 
 
+def dfs_postorder(succs: Sequence[Sequence[int]]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The postorder of the nodes reachable from 0 (an iterative DFS taking each node's
+    successors in order) and the retreating edges (from, to) it meets: the start of both
+    this CFG's loop order and the SPIR-V structurizer's (backends/vulkan/spirv)."""
+    state = [0] * len(succs)  # 0 new, 1 on stack, 2 done
+    back: list[tuple[int, int]] = []
+    post: list[int] = []
+    stack: list[tuple[int, int]] = [(0, 0)]
+    state[0] = 1
+    while stack:
+        node, k = stack[-1]
+        if k < len(succs[node]):
+            stack[-1] = (node, k + 1)
+            s = succs[node][k]
+            if state[s] == 0:
+                state[s] = 1
+                stack.append((s, 0))
+            elif state[s] == 1:
+                back.append((node, s))
+        else:
+            state[node] = 2
+            post.append(node)
+            stack.pop()
+    return post, back
+
+
+def add_loop_body(body: set[int], tail: int, preds: list[list[int]]) -> None:
+    """Add to `body`, a natural loop's (holding its header), the nodes that reach `tail`, the
+    source of one of its back edges, without passing the header."""
+    work = [tail]
+    while work:
+        x = work.pop()
+        if x not in body:
+            body.add(x)
+            work.extend(preds[x])
+
+
 def _dominators(raw: list[Block], live: list[bool], post: list[int]) -> list[int]:
-    """Immediate dominators (Cooper, Harvey & Kennedy); -1 for unreachable blocks."""
-    n = len(raw)
+    """Immediate dominators; -1 for unreachable blocks."""
     rpo = list(reversed(post))
-    num = {b: i for i, b in enumerate(rpo)}
-    preds: list[list[int]] = [[] for _ in range(n)]
+    preds: list[list[int]] = [[] for _ in range(len(raw))]
     for i in rpo:
         for s in raw[i].succs:
             preds[s].append(i)
-    idom = [-1] * n
+    return immediate_dominators(rpo, preds)
+
+
+def immediate_dominators(rpo: list[int], preds: list[list[int]]) -> list[int]:
+    """Each node's immediate dominator, by Cooper, Harvey and Kennedy's iterative algorithm
+    on the reverse postorder `rpo` (the entry, 0, first); -1 for nodes not in it."""
+    num = {b: i for i, b in enumerate(rpo)}
+    idom = [-1] * len(preds)
     idom[0] = 0
     changed = True
     while changed:

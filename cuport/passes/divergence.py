@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..isa.memory import space_of
 from ..isa.operands import defs, uses
 from ..ptx import ir, opcodes
 from .cfg import Cfg, is_barrier, postdominators
@@ -70,7 +71,7 @@ def _racy(ins: ir.Instr) -> bool:
         return True
     if ins.op in ("suld", "ldmatrix"):
         return True
-    return ins.op == "ld" and _space(ins) in ("global", "shared", "generic") and "nc" not in ins.mods
+    return ins.op == "ld" and space_of(ins) in ("global", "shared", "generic") and "nc" not in ins.mods
 
 
 def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp",
@@ -109,7 +110,7 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp",
             if isinstance(a, ir.Special) and special_is_varying(a.name, block, scope):
                 return True
         if op in ("ld", "ldu"):
-            space = _space(ins)
+            space = space_of(ins)
             if space == "local":
                 return True
             if space == "param":
@@ -227,14 +228,3 @@ def analyze(cfg: Cfg, block: tuple[int, int, int], scope: str = "warp",
         if not changed and not work:
             break
     return Divergence(varying, divergent, split)
-
-
-def _space(ins: ir.Instr) -> str:
-    for m in ins.mods:
-        if m in ("global", "shared", "local", "const", "param"):
-            return m
-        if m.startswith("shared::"):
-            return "shared"
-        if m.startswith("param::"):
-            return "param"
-    return "generic"

@@ -25,7 +25,7 @@ import copy
 import itertools
 
 from ..ptx import ir
-from ..ptx.callgraph import address_taken, recursive_components
+from ..ptx.callgraph import address_taken, call_operands, recursive_components
 from ..ptx.callgraph import call_target as _call_target
 from ..ptx.errors import UnsupportedError
 from .cfg import is_barrier
@@ -118,14 +118,7 @@ def instantiate(call: ir.Instr, callee: ir.Function, host: ir.Function, err, tag
     """A copy of `callee`'s body for `call`, its names suffixed with `tag` (a fresh one by
     default), each `ret` a branch to the label `$ret` + tag that ends the copy."""
     tag = tag or f"$in{next(_counter)}"
-    args = list(call.args)
-    rets: tuple = ()
-    if args and isinstance(args[0], ir.Args):
-        rets = args.pop(0).items
-    args.pop(0)
-    params: tuple = ()
-    if args and isinstance(args[0], ir.Args):
-        params = args.pop(0).items
+    rets, _, params, _ = call_operands(call)
     if len(params) != len(callee.params) or len(rets) < len(callee.rets):
         raise err(f"a call of {callee.name} with the wrong number of arguments", call.line, call.text())
     # a call may name a result its callee does not give (a prototype declared with one for a

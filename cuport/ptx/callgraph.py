@@ -50,6 +50,27 @@ def reached_symbols(module: ir.Module, kernel: ir.Function) -> set[str]:
     return seen
 
 
+def reachable_functions(module: ir.Module, kernel: ir.Function) -> list[ir.Function]:
+    """`kernel` and the functions defined in `module` (not entries) that it names, itself
+    or through them, in the order a last-in-first-out worklist meets them: what a backend
+    compiles for the kernel."""
+    seen: dict[str, ir.Function] = {}
+    work = [kernel]
+    while work:
+        f = work.pop()
+        if f.name in seen:
+            continue
+        seen[f.name] = f
+        for st in f.body or ():
+            if isinstance(st, ir.Instr):
+                for a in st.args:
+                    if isinstance(a, (ir.Sym, ir.SymAddr)):
+                        g = module.functions.get(a.name)
+                        if g is not None and g.is_definition and not g.is_entry:
+                            work.append(g)
+    return list(seen.values())
+
+
 def reachable_shared(module: ir.Module, kernel: ir.Function,
                      funcs: list[ir.Function] | None = None) -> list[ir.Var]:
     """The `.shared` variables of `kernel`'s call graph, module-scope ones in declaration
@@ -70,6 +91,16 @@ def call_target(ins: ir.Instr) -> str | None:
     if args and isinstance(args[0], ir.Sym):
         return args[0].name
     return None
+
+
+def call_operands(ins: ir.Instr) -> tuple[tuple, ir.Operand, tuple, list]:
+    """A `call`'s operands, split: (results, target, arguments, what follows them: the
+    prototype, or the targets list of a call through a register)."""
+    args = list(ins.args)
+    rets = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+    target = args.pop(0)
+    params = args.pop(0).items if args and isinstance(args[0], ir.Args) else ()
+    return rets, target, params, args
 
 
 def address_taken(module: ir.Module) -> set[str]:

@@ -57,7 +57,7 @@ def driver_provides(name: str) -> bool:
 
 # The PTX. `__cuport_cgs_workspace` answers the launch's workspace (0 outside a cooperative
 # launch), `__cuport_cgs_valid` whether a handle is it.
-PTX = r"""
+_HELPERS = r"""
 .version 7.0
 .target sm_70
 .address_size 64
@@ -112,8 +112,58 @@ PTX = r"""
     st.param.b64 [func_retval0], %rd1;
     ret;
 }
+"""
 
-.visible .func (.param .b32 func_retval0) __cuda_syscall_CGS_sync(
+
+def _check_handle(handle: str, ok: str) -> str:
+    """The check a syscall given a handle starts with: to $BAD unless `handle` is the
+    launch's workspace (`ok` and %p1 are scratch)."""
+    return f"""    {{
+    .param .b64 h;
+    st.param.b64 [h], {handle};
+    .param .b32 ok;
+    call.uni (ok), __cuport_cgs_valid, (h);
+    ld.param.b32 {ok}, [ok];
+    }}
+    setp.eq.u32 %p1, {ok}, 0;
+    @%p1 bra $BAD;
+"""
+
+
+#: how a syscall given a handle ends: 0, or 1 where the handle was refused
+_ANSWER = r"""    st.param.b32 [func_retval0], 0;
+    ret;
+$BAD:
+    st.param.b32 [func_retval0], 1;
+    ret;
+}
+"""
+
+
+def _two_outputs(name: str, outs: tuple[str, str], regs: int, body: str, value: str) -> str:
+    """`u32 name(u32 *outs[0], u32 *outs[1], u64 handle)`, get_size's and get_rank's shape:
+    `body` (%r2..%r<regs - 2>) leaves the first answer in `value`; the second is 1, the one
+    grid of a launch (what an H100 answers for both, cg_devrt.cu). Each is stored where its
+    pointer is not NULL."""
+    one = f"%r{regs - 1}"
+    return f""".visible .func (.param .b32 func_retval0) {name}(
+    .param .b64 {outs[0]}, .param .b64 {outs[1]}, .param .b64 handle)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<{regs}>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [{outs[0]}];
+    ld.param.u64 %rd2, [{outs[1]}];
+    ld.param.u64 %rd3, [handle];
+{_check_handle("%rd3", "%r1")}{body}    setp.ne.u64 %p2, %rd1, 0;
+    @%p2 st.u32 [%rd1], {value};
+    mov.u32 {one}, 1;
+    setp.ne.u64 %p3, %rd2, 0;
+    @%p3 st.u32 [%rd2], {one};
+{_ANSWER}"""
+
+
+_SYNC = r""".visible .func (.param .b32 func_retval0) __cuda_syscall_CGS_sync(
     .param .b64 handle, .param .b32 flags)
 {
     .reg .pred %p<6>;
@@ -121,16 +171,7 @@ PTX = r"""
     .reg .b64 %rd<3>;
     ld.param.u64 %rd1, [handle];
     ld.param.u32 %r1, [flags];
-    {
-    .param .b64 h;
-    st.param.b64 [h], %rd1;
-    .param .b32 ok;
-    call.uni (ok), __cuport_cgs_valid, (h);
-    ld.param.b32 %r2, [ok];
-    }
-    setp.eq.u32 %p1, %r2, 0;
-    @%p1 bra $BAD;
-    add.u64 %rd2, %rd1, 4;  // the workspace's barrier word
+""" + _check_handle("%rd1", "%r2") + r"""    add.u64 %rd2, %rd1, 4;  // the workspace's barrier word
     and.b32 %r3, %r1, 1;
     setp.eq.u32 %p2, %r3, 0;  // every thread calls: the block meets around one arrival
     setp.eq.u32 %p3, %r3, 1;  // (the caller arrives for its block)
@@ -172,32 +213,9 @@ $ARRIVED:
     @!%p2 bra $DONE;
     bar.sync 0;
 $DONE:
-    st.param.b32 [func_retval0], 0;
-    ret;
-$BAD:
-    st.param.b32 [func_retval0], 1;
-    ret;
-}
+""" + _ANSWER
 
-.visible .func (.param .b32 func_retval0) __cuda_syscall_CGS_get_size(
-    .param .b64 threads, .param .b64 grids, .param .b64 handle)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<10>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [threads];
-    ld.param.u64 %rd2, [grids];
-    ld.param.u64 %rd3, [handle];
-    {
-    .param .b64 h;
-    st.param.b64 [h], %rd3;
-    .param .b32 ok;
-    call.uni (ok), __cuport_cgs_valid, (h);
-    ld.param.b32 %r1, [ok];
-    }
-    setp.eq.u32 %p1, %r1, 0;
-    @%p1 bra $BAD;
-    mov.u32 %r2, %nctaid.x;
+_GET_SIZE = _two_outputs("__cuda_syscall_CGS_get_size", ("threads", "grids"), 10, r"""    mov.u32 %r2, %nctaid.x;
     mov.u32 %r3, %nctaid.y;
     mov.u32 %r4, %nctaid.z;
     mov.u32 %r5, %ntid.x;
@@ -208,37 +226,9 @@ $BAD:
     mul.lo.u32 %r8, %r8, %r5;
     mul.lo.u32 %r8, %r8, %r6;
     mul.lo.u32 %r8, %r8, %r7;
-    setp.ne.u64 %p2, %rd1, 0;
-    @%p2 st.u32 [%rd1], %r8;
-    mov.u32 %r9, 1;
-    setp.ne.u64 %p3, %rd2, 0;
-    @%p3 st.u32 [%rd2], %r9;
-    st.param.b32 [func_retval0], 0;
-    ret;
-$BAD:
-    st.param.b32 [func_retval0], 1;
-    ret;
-}
+""", "%r8")
 
-.visible .func (.param .b32 func_retval0) __cuda_syscall_CGS_get_rank(
-    .param .b64 rank, .param .b64 grid_rank, .param .b64 handle)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<20>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [rank];
-    ld.param.u64 %rd2, [grid_rank];
-    ld.param.u64 %rd3, [handle];
-    {
-    .param .b64 h;
-    st.param.b64 [h], %rd3;
-    .param .b32 ok;
-    call.uni (ok), __cuport_cgs_valid, (h);
-    ld.param.b32 %r1, [ok];
-    }
-    setp.eq.u32 %p1, %r1, 0;
-    @%p1 bra $BAD;
-    // ((ctaid.z * nctaid.y + ctaid.y) * nctaid.x + ctaid.x) * threads per block
+_GET_RANK = _two_outputs("__cuda_syscall_CGS_get_rank", ("rank", "grid_rank"), 18, r"""    // ((ctaid.z * nctaid.y + ctaid.y) * nctaid.x + ctaid.x) * threads per block
     //   + (tid.z * ntid.y + tid.y) * ntid.x + tid.x
     mov.u32 %r2, %ctaid.x;
     mov.u32 %r3, %ctaid.y;
@@ -258,18 +248,9 @@ $BAD:
     mad.lo.u32 %r15, %r10, %r12, %r9;
     mad.lo.u32 %r15, %r15, %r11, %r8;
     mad.lo.u32 %r16, %r7, %r14, %r15;
-    setp.ne.u64 %p2, %rd1, 0;
-    @%p2 st.u32 [%rd1], %r16;
-    mov.u32 %r17, 1;  // what an H100 answers for a one-grid launch (cg_devrt.cu)
-    setp.ne.u64 %p3, %rd2, 0;
-    @%p3 st.u32 [%rd2], %r17;
-    st.param.b32 [func_retval0], 0;
-    ret;
-$BAD:
-    st.param.b32 [func_retval0], 1;
-    ret;
-}
-"""
+""", "%r16")
+
+PTX = "\n".join([_HELPERS, _SYNC, _GET_SIZE, _GET_RANK])
 
 
 #: the syscalls PTX defines

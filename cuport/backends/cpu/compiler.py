@@ -24,7 +24,7 @@ from ...passes.inline import inline_suspending_functions
 from ...passes.predicate import predicate_short_branches
 from ...passes.yields import insert_yields, waits_in
 from ...ptx import ir
-from ...ptx.callgraph import address_taken, reachable_shared
+from ...ptx.callgraph import address_taken, reachable_functions, reachable_shared
 from ..base import CUDA_ERROR_INVALID_VALUE, BackendError
 from ..gc_pause import gc_paused
 from . import jit
@@ -83,26 +83,6 @@ class ModuleCompiler:
         if taken is None:
             taken = self._address_taken = address_taken(self.ptx)
         return taken
-
-    def _reachable(self) -> list[ir.Function]:
-        seen: dict[str, ir.Function] = {}
-        work = [self.kernel]
-        while work:
-            f = work.pop()
-            if f.name in seen:
-                continue
-            seen[f.name] = f
-            for st in f.body or ():
-                if isinstance(st, ir.Instr):
-                    for a in st.args:
-                        names = []
-                        if isinstance(a, (ir.Sym, ir.SymAddr)):
-                            names.append(a.name)
-                        for nm in names:
-                            g = self.ptx.functions.get(nm)
-                            if g is not None and g.is_definition and not g.is_entry:
-                                work.append(g)
-        return list(seen.values())
 
     def _layout_shared(self, funcs: list[ir.Function]) -> None:
         self.shared_offsets: dict[str, int] = {}
@@ -285,7 +265,7 @@ class ModuleCompiler:
 
     # The steps of PIPELINE (below), in order; each reads what the earlier ones left.
     def _step_reachable(self) -> None:
-        self.funcs = self._reachable()
+        self.funcs = reachable_functions(self.ptx, self.kernel)
 
     def _step_inline(self) -> None:
         funcs = inline_suspending_functions(self.ptx, self.funcs)

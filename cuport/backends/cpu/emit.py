@@ -56,6 +56,7 @@ from ...passes.divergence import Divergence, special_is_varying
 from ...passes.lanes import DYN
 from ...passes.shapes import access_pattern
 from ...ptx import ir, opcodes
+from ...ptx.callgraph import call_operands
 from ...ptx.errors import UnsupportedError
 from ...ptx.ir import TYPE_BITS
 from ..device_launch import function_token
@@ -350,28 +351,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 self.eager_saves = self.bstate.eager
                 self.slot_off: dict[str, int] = {}
                 for name in self.bstate.slots:
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    if name in self.forms:
-                        size = 32  # the leaves, 8 bytes apart (lane_forms.form_leaf_slots)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    self.slot_off[name] = off
-                    off += size
+                    # a form's slot holds its leaves, 8 bytes apart (lane_forms.form_leaf_slots)
+                    self.slot_off[name], off = self._save_slot(name, off, 32 if name in self.forms else None)
             for i, blk in enumerate(self.barriers):
                 area: list[tuple[str, int]] = []
                 if i not in self.general_points:
                     self.saved_regs.append(area)
                     continue
                 for name in sorted(self.live[blk.succs[0]]):
-                    if name not in self.regs:
-                        continue
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    area.append((name, off))
-                    off += size
+                    if name in self.regs:
+                        at, off = self._save_slot(name, off)
+                        area.append((name, at))
                 self.saved_regs.append(area)
             # A warp that steps aside at a yield may leave lanes pending at later blocks;
             # their registers live in this function's stack slots, so they are kept here
@@ -385,14 +375,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 self.pending_mask_off = off
                 off += 64
                 for name in sorted(live_pending):
-                    if name not in self.regs:
-                        continue
-                    slot, t, varying = self.regs[name]
-                    size = max(t.width // 8, 1) * (W if varying else 1)
-                    align = min(64, max(size, 1))
-                    off = (off + align - 1) & ~(align - 1)
-                    self.pending_save.append((name, off))
-                    off += size
+                    if name in self.regs:
+                        at, off = self._save_slot(name, off)
+                        self.pending_save.append((name, at))
             self.mc.note_warp_state(off)
         else:
             self._setup_forms(True)
@@ -402,6 +387,17 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                 b.store(i64c(0), b.gep(self.bits_ptr, [i64c(8 * w)], source_etype=I8))
             for r in range(nt):
                 b.store(i32c(0), b.gep(self.pend_ptr, [i64c(4 * r)], source_etype=I8))
+
+    def _save_slot(self, name: str, off: int, size: int | None = None) -> tuple[int, int]:
+        """Where register `name` is kept in the warp-state area from `off` on, and where
+        the area goes on after it: `size` bytes (by default its value, one a lane where
+        varying) aligned to their size, up to 64."""
+        _, t, varying = self.regs[name]
+        if size is None:
+            size = max(t.width // 8, 1) * (W if varying else 1)
+        align = min(64, max(size, 1))
+        at = (off + align - 1) & ~(align - 1)
+        return at, at + size
 
     def _clear_pending(self) -> None:
         """No lanes pending anywhere (the stack-slot pending state, where the builder is)."""
@@ -1958,27 +1954,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         if self._version_mode(ptrs, kind, seg, t) == "slow":
             return _zero_off(gather(), True)
         ok = self._pattern_check(ai, kind, seg, self._size(t))
-        fast = self.llfn.append_basic_block("ld_fast")
-        slow = self.llfn.append_basic_block("ld_gather")
-        join = self.llfn.append_basic_block("ld_join")
-        b.cbranch(ok, fast, slow)
-        b.position_at_end(fast)
-        v_fast = self._segment_load(self._leaders(ai, seg), t, align, kind, seg)
-        fast_end = b.block
-        b.branch(join)
-        b.position_at_end(slow)
-        v_slow = gather()
-        slow_end = b.block
-        b.branch(join)
-        b.position_at_end(join)
-        phi = b.phi(vt)
-        phi.add_incoming(v_fast, fast_end)
-        phi.add_incoming(v_slow, slow_end)
-        return _zero_off(phi, kind == "contiguous")
+        v = self._fast_or_slow(ok, lambda: self._segment_load(self._leaders(ai, seg), t, align, kind, seg),
+                               gather, ("ld_fast", "ld_gather", "ld_join"))
+        return _zero_off(v, kind == "contiguous")
 
     def _form_load(self, p: FormPtrs, t: ll.Type, align: int) -> ll.Value:
         """A load through FormPtrs: per run when the form allows, else a gather."""
-        b = self.b
         vt = vec(t)
         self.exec_mask()  # (cached here, before the paths part: both use it)
 
@@ -1993,24 +1974,37 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             self._prefetch_ahead(p)
             return _zero_off(self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped),
                              p.kind == "contiguous")
-        fast = self.llfn.append_basic_block("ldf_fast")
-        slow = self.llfn.append_basic_block("ldf_gather")
-        join = self.llfn.append_basic_block("ldf_join")
-        b.cbranch(p.ok, fast, slow)
-        b.position_at_end(fast)
-        self._prefetch_ahead(p)
-        v_fast = self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped)
+
+        def fast() -> ll.Value:
+            self._prefetch_ahead(p)
+            return self._segment_load(p.leaders, t, align, p.kind, p.seg, p.mapped)
+
+        v = self._fast_or_slow(p.ok, fast, gather, ("ldf_fast", "ldf_gather", "ldf_join"))
+        return _zero_off(v, p.kind == "contiguous")
+
+    def _fast_or_slow(self, ok: ll.Value, fast: Callable[[], ll.Value | None],
+                      slow: Callable[[], ll.Value | None], names: tuple[str, str, str]) -> ll.Value | None:
+        """Branch on `ok` to a block (named names[0]) that emits `fast` or one (names[1]) that
+        emits `slow`, and join (names[2]): the access paths of a run check. Answers the phi of
+        their values where they answer one (a load), else None (a store)."""
+        b = self.b
+        fast_bb, slow_bb, join = (self.llfn.append_basic_block(n) for n in names)
+        b.cbranch(ok, fast_bb, slow_bb)
+        b.position_at_end(fast_bb)
+        v_fast = fast()
         fast_end = b.block
         b.branch(join)
-        b.position_at_end(slow)
-        v_slow = gather()
+        b.position_at_end(slow_bb)
+        v_slow = slow()
         slow_end = b.block
         b.branch(join)
         b.position_at_end(join)
-        phi = b.phi(vt)
+        if v_fast is None:
+            return None
+        phi = b.phi(v_fast.type)
         phi.add_incoming(v_fast, fast_end)
         phi.add_incoming(v_slow, slow_end)
-        return _zero_off(phi, p.kind == "contiguous")
+        return phi
 
     def _prefetch_ahead(self, p: FormPtrs) -> None:
         """A global load or store of a 2-D tile (runs of a warp rows apart) whose address
@@ -2034,7 +2028,6 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
                            ret=ll.VoidType())
 
     def _form_store(self, p: FormPtrs, value: ll.Value, align: int) -> None:
-        b = self.b
         self.exec_mask()  # (cached here, before the paths part: both use it)
         if not isinstance(value.type, ll.VectorType):
             value = self.splat(value)
@@ -2054,18 +2047,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             self._prefetch_ahead(p)
             self._segment_store(p.leaders, value, align, p.seg, p.mapped)
             return
-        fast = self.llfn.append_basic_block("stf_fast")
-        slow = self.llfn.append_basic_block("stf_scatter")
-        join = self.llfn.append_basic_block("stf_join")
-        b.cbranch(p.ok, fast, slow)
-        b.position_at_end(fast)
-        self._prefetch_ahead(p)
-        self._segment_store(p.leaders, value, align, p.seg, p.mapped)
-        b.branch(join)
-        b.position_at_end(slow)
-        scatter()
-        b.branch(join)
-        b.position_at_end(join)
+
+        def fast() -> None:
+            self._prefetch_ahead(p)
+            self._segment_store(p.leaders, value, align, p.seg, p.mapped)
+
+        self._fast_or_slow(p.ok, fast, scatter, ("stf_fast", "stf_scatter", "stf_join"))
 
     @staticmethod
     def _size(t: ll.Type) -> int:
@@ -2264,30 +2251,14 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             scatter()
             return
         ok = self._pattern_check(ai, kind, seg, self._size(t))
-        fast = self.llfn.append_basic_block("st_fast")
-        slow = self.llfn.append_basic_block("st_scatter")
-        join = self.llfn.append_basic_block("st_join")
-        b.cbranch(ok, fast, slow)
-        b.position_at_end(fast)
-        self._segment_store(self._leaders(ai, seg), value, align, seg)
-        b.branch(join)
-        b.position_at_end(slow)
-        scatter()
-        b.branch(join)
-        b.position_at_end(join)
+        self._fast_or_slow(ok, lambda: self._segment_store(self._leaders(ai, seg), value, align, seg),
+                           scatter, ("st_fast", "st_scatter", "st_join"))
 
     # ---------------------------------------------------------------- calls
     def emit_call(self, ins: ir.Instr) -> None:
         """`call (rets), f, (args)[, proto]`: pass pointers to the per-lane .param memory."""
         b = self.b
-        args = list(ins.args)
-        rets: tuple = ()
-        if args and isinstance(args[0], ir.Args):
-            rets = args.pop(0).items
-        target = args.pop(0)
-        params: tuple = ()
-        if args and isinstance(args[0], ir.Args):
-            params = args.pop(0).items
+        rets, target, params, args = call_operands(ins)
         proto_name = args[0].name if args and isinstance(args[0], ir.Sym) else None
 
         def slot_ptr(o) -> ll.Value:

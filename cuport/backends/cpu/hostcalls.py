@@ -18,12 +18,12 @@ import threading
 
 from llvmlite import ir as ll
 
-from ...isa.types import I1, I8, I32, I64, PTR
+from ...isa.types import I8, I32, I64, PTR
 from ...ptx import ir
 from .. import device_heap
 from ..printf import format_printf
 from . import layout as L
-from .memory_ops import store_atomic
+from .memory_ops import for_each_lane, store_atomic
 
 W = L.WARP
 
@@ -185,25 +185,12 @@ HEAP_SYMBOL = "cuport_device_heap"
 
 def _lane_loop(em, body) -> None:
     """Emit `for lane in exec mask: body(lane)` (lane order, as the host sees it)."""
-    b = em.b
-    fn = em.llfn
-    pre = b.block
-    mask = em.exec_mask()
-    loop = fn.append_basic_block("lanes")
-    work = fn.append_basic_block("lane")
-    out = fn.append_basic_block("lanes_done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    rem = b.phi(I32)
-    rem.add_incoming(mask, pre)
-    b.cbranch(b.icmp_unsigned("==", rem, ll.Constant(I32, 0)), out, work)
-    b.position_at_end(work)
-    lane = b.cttz(rem, ll.Constant(I1, 1))
-    body(lane)
-    nxt = b.and_(rem, b.sub(rem, ll.Constant(I32, 1)))
-    rem.add_incoming(nxt, b.block)
-    b.branch(loop)
-    b.position_at_end(out)
+
+    def step(lane: ll.Value, _: list[ll.Value]) -> list[ll.Value]:
+        body(lane)
+        return []
+
+    for_each_lane(em, em.exec_mask(), [], step)
 
 
 def _slot_at(em, slot, lane, offset: int = 0):

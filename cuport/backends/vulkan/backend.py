@@ -34,6 +34,7 @@ from ...isa.texture_layout import Sampling
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions
 from ...passes.texture_params import texture_params
 from ...ptx import ir
+from ...ptx.callgraph import reachable_functions
 from ...ptx.errors import UnsupportedError
 from .. import cache, device_heap, facts
 from .. import device_launch as device_launch_rules
@@ -56,7 +57,7 @@ from ..printf import format_printf
 from . import clock, device_launch, slices, validate
 from . import cooperative as cooperative_
 from . import layout as V
-from .compiler import compile_kernel, reachable
+from .compiler import compile_kernel
 from .lower import DeviceCaps
 
 if TYPE_CHECKING:
@@ -221,7 +222,7 @@ class VulkanKernel:
     def needs_stack_limit(self) -> bool:
         """Whether the kernel calls recursive functions: its stack (passes/call_stack.py) is
         the context's cudaLimitStackSize, compiled in, so prepare and launch take it."""
-        return bool(recursive_functions(reachable(self.module.ptx, self.fn)))
+        return bool(recursive_functions(reachable_functions(self.module.ptx, self.fn)))
 
     def stack_for(self, stack_bytes: int) -> int:
         """The stack this kernel is compiled with for a stack limit of `stack_bytes`: none

@@ -23,6 +23,7 @@ from llvmlite import ir as ll
 
 from ...isa.types import I32, I64, PTR
 from ...ptx import ir
+from ...ptx.callgraph import call_operands
 from . import device_heap, lower_launch
 from . import layout as V
 
@@ -31,22 +32,11 @@ STR_MAX = 256
 I8 = ll.IntType(8)
 
 
-def _call_parts(ins: ir.Instr) -> tuple[str | None, tuple, tuple]:
-    args = list(ins.args)
-    rets: tuple = ()
-    if args and isinstance(args[0], ir.Args):
-        rets = args.pop(0).items
-    target = args.pop(0)
-    params: tuple = ()
-    if args and isinstance(args[0], ir.Args):
-        params = args.pop(0).items
-    return (target.name if isinstance(target, ir.Sym) else None), params, rets
-
-
 def lower_call(em, ins: ir.Instr) -> None:
-    name, params, rets = _call_parts(ins)
-    if name is None:
+    rets, target, params, _ = call_operands(ins)
+    if not isinstance(target, ir.Sym):
         raise em.error("an indirect call (a function pointer)")
+    name = target.name
     for o in (*params, *rets):
         if not (isinstance(o, ir.Sym) and o.name in em.plan.local_offsets):
             raise em.error(f"a call argument that is not a .param variable ({ir.format_operand(o)})")

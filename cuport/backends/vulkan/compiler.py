@@ -22,6 +22,7 @@ from ...passes.params import forward_params
 from ...passes.texture_params import texture_handles
 from ...passes.yields import loop_waits, observes_others
 from ...ptx import ir
+from ...ptx.callgraph import reachable_functions
 from ...ptx.errors import UnsupportedError
 from .layout import PUSH
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
@@ -52,29 +53,11 @@ class Compilation:
     notes: dict = field(default_factory=dict)
 
 
-def reachable(ptx: ir.Module, kernel: ir.Function) -> list[ir.Function]:
-    seen: dict[str, ir.Function] = {}
-    work = [kernel]
-    while work:
-        f = work.pop()
-        if f.name in seen:
-            continue
-        seen[f.name] = f
-        for st in f.body or ():
-            if isinstance(st, ir.Instr):
-                for a in st.args:
-                    if isinstance(a, (ir.Sym, ir.SymAddr)):
-                        g = ptx.functions.get(a.name)
-                        if g is not None and g.is_definition and not g.is_entry:
-                            work.append(g)
-    return list(seen.values())
-
-
 def inline(c: Compilation) -> Compilation:
     k = c.ptx.functions.get(c.kernel)
     if k is None or not k.is_entry:
         raise UnsupportedError(f"no kernel named {c.kernel}")
-    c.funcs = reachable(c.ptx, k)
+    c.funcs = reachable_functions(c.ptx, k)
     c.fn = inline_all_calls(c.ptx, c.funcs, c.kernel, keep=recursive_functions(c.funcs))
     return c
 

@@ -386,6 +386,16 @@ def _ctz32(tr, t32: int, x: int, t: ll.Type) -> int:
     return tr.op(OP.OpSelect, t32, zero, splat(tr, _i32(t), 32), lsb)
 
 
+def _zeros64(tr, t32: int, t: ll.Type, x: int, leading: bool) -> int:
+    """ctlz (`leading`) or cttz of 64-bit x from its 32-bit halves: the zeros of the half
+    counted from (hi for leading, lo for trailing), or 32 plus the other's where it is 0."""
+    lo, hi = _split64(tr, x)
+    near, far, count32 = (hi, lo, _clz32) if leading else (lo, hi, _ctz32)
+    znear = tr.op(OP.OpIEqual, tr.t_bool, near, tr.cint(0))
+    n = tr.op(OP.OpSelect, tr.t_i32, znear, tr.op(OP.OpIAdd, tr.t_i32, tr.cint(32), count32(tr, t32, far, t)), count32(tr, t32, near, t))
+    return tr.op(OP.OpUConvert, tr.t_i64, n)
+
+
 @intrinsic("llvm.ctlz")
 def _ctlz(tr, ins, args):
     t = ins.type
@@ -393,10 +403,7 @@ def _ctlz(tr, ins, args):
     x = tr.val(args[0])
     t32 = tr.ty(_i32(t))
     if w == 64:
-        lo, hi = _split64(tr, x)
-        zhi = tr.op(OP.OpIEqual, tr.t_bool, hi, tr.cint(0))
-        n = tr.op(OP.OpSelect, tr.t_i32, zhi, tr.op(OP.OpIAdd, tr.t_i32, tr.cint(32), _clz32(tr, t32, lo, t)), _clz32(tr, t32, hi, t))
-        return tr.op(OP.OpUConvert, tr.t_i64, n)
+        return _zeros64(tr, t32, t, x, leading=True)
     n = _clz32(tr, t32, _to32(tr, x, w), t)
     if w != 32:
         n = tr.op(OP.OpISub, t32, n, tr.cint(32 - w))
@@ -410,10 +417,7 @@ def _cttz(tr, ins, args):
     x = tr.val(args[0])
     t32 = tr.ty(_i32(t))
     if w == 64:
-        lo, hi = _split64(tr, x)
-        zlo = tr.op(OP.OpIEqual, tr.t_bool, lo, tr.cint(0))
-        n = tr.op(OP.OpSelect, tr.t_i32, zlo, tr.op(OP.OpIAdd, tr.t_i32, tr.cint(32), _ctz32(tr, t32, hi, t)), _ctz32(tr, t32, lo, t))
-        return tr.op(OP.OpUConvert, tr.t_i64, n)
+        return _zeros64(tr, t32, t, x, leading=False)
     x32 = _to32(tr, x, w)
     if w != 32:  # a bit above the value makes 0 count as w
         x32 = tr.op(OP.OpBitwiseOr, t32, x32, tr.cint(1 << w))

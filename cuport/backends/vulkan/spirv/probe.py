@@ -24,17 +24,25 @@ _F32 = (1 + 2**-12, 1 + 2**-12, -(1 + 2**-11))
 _F64 = (1 + 2**-27, 1 + 2**-27, -(1 + 2**-26))
 
 
-def fma_probe_shader() -> Shader:
-    m = ll.Module()
-    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), "fma_probe")
-    b = ll.IRBuilder(fn.append_basic_block())
-    i32, i64, f32, f64 = ll.IntType(32), ll.IntType(64), ll.FloatType(), ll.DoubleType()
+i32, i64, f32, f64 = ll.IntType(32), ll.IntType(64), ll.FloatType(), ll.DoubleType()
 
-    def push(t, off):
+
+def _probe_function(name: str) -> tuple[ll.Module, ll.IRBuilder, Callable[[ll.Type, int], ll.Value], ll.Value]:
+    """A probe's module and the builder of its one function `name`, with the reader of a
+    push constant (its type, its byte offset) and the output address (push constant 0)."""
+    m = ll.Module()
+    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), name)
+    b = ll.IRBuilder(fn.append_basic_block())
+
+    def push(t: ll.Type, off: int) -> ll.Value:
         f = m.globals.get(f"spv.push.{t}") or ll.Function(m, ll.FunctionType(t, [i32]), f"spv.push.{t}")
         return b.call(f, [ll.Constant(i32, off)])
 
-    out = b.inttoptr(push(i64, 0), ll.PointerType())
+    return m, b, push, b.inttoptr(push(i64, 0), ll.PointerType())
+
+
+def fma_probe_shader() -> Shader:
+    m, b, push, out = _probe_function("fma_probe")
     r32 = _native_fma(m, b, f32, [push(f32, 8), push(f32, 12), push(f32, 16)])
     r64 = _native_fma(m, b, f64, [push(f64, 24), push(f64, 32), push(f64, 40)])
     b.store(b.zext(b.bitcast(r32, i32), i64), out).align = 8
@@ -76,16 +84,7 @@ def subnormal_probe_shader(preserve: bool = False) -> Shader:
     """The probe, translated with no emulation (so what it measures is the device's own f32
     arithmetic), and with the DenormPreserve mode for f32 where `preserve` (NVIDIA's driver
     does not advertise the mode for f32 but honours it: measured on an H100, driver 580)."""
-    m = ll.Module()
-    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), "subnormal_probe")
-    b = ll.IRBuilder(fn.append_basic_block())
-    i32, i64, f32, f64 = ll.IntType(32), ll.IntType(64), ll.FloatType(), ll.DoubleType()
-
-    def push(t, off):
-        f = m.globals.get(f"spv.push.{t}") or ll.Function(m, ll.FunctionType(t, [i32]), f"spv.push.{t}")
-        return b.call(f, [ll.Constant(i32, off)])
-
-    out = b.inttoptr(push(i64, 0), ll.PointerType())
+    m, b, push, out = _probe_function("subnormal_probe")
     a, x, c, d = (push(f32, 8 + 4 * k) for k in range(4))
     words = [b.fadd(a, a), b.fmul(a, x), _native_fma(m, b, f32, [a, x, a]), b.fadd(c, d),
              b.zext(b.fcmp_ordered(">", a, ll.Constant(f32, 0.0)), i32), b.fneg(a)]
@@ -129,18 +128,8 @@ CONTRACT_EXPECTED = (0x33800000, 0x00000500, 0x33800000)
 
 
 def contract_probe_shader() -> Shader:
-    m = ll.Module()
-    fn = ll.Function(m, ll.FunctionType(ll.VoidType(), []), "contract_probe")
-    b = ll.IRBuilder(fn.append_basic_block())
-    i32, i64, f32 = ll.IntType(32), ll.IntType(64), ll.FloatType()
-
-    def push(off):
-        f = m.globals.get("spv.push.float") or ll.Function(m, ll.FunctionType(f32, [i32]), "spv.push.float")
-        return b.call(f, [ll.Constant(i32, off)])
-
-    f = m.globals.get("spv.push.i64") or ll.Function(m, ll.FunctionType(i64, [i32]), "spv.push.i64")
-    out = b.inttoptr(b.call(f, [ll.Constant(i32, 0)]), ll.PointerType())
-    p, q, r, a, x = (push(8 + 4 * k) for k in range(5))
+    m, b, push, out = _probe_function("contract_probe")
+    p, q, r, a, x = (push(f32, 8 + 4 * k) for k in range(5))
     error = _native_fma(m, b, f32, [p, p, b.fneg(b.fmul(p, p))])
     for k, w in enumerate((_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]), error)):
         b.store(b.bitcast(w, i32), b.gep(out, [ll.Constant(i32, k)], source_etype=i32)).align = 4

@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from ....passes.cfg import add_loop_body, dfs_postorder, immediate_dominators
+
 
 class Irreducible(Exception):
     """The CFG has a cycle with more than one entry; `edge` is (source, target) of a branch
@@ -162,26 +164,8 @@ class CFG:
         self.succs = succs
         self.kinds = kinds
         n = len(succs)
-        # reverse postorder of the blocks reachable from 0 (iterative DFS)
-        order: list[int] = []
-        state = [0] * n  # 0 unseen, 1 on stack, 2 done
-        stack = [(0, 0)]
-        state[0] = 1
-        retreating: list[tuple[int, int]] = []
-        while stack:
-            b, i = stack[-1]
-            if i < len(succs[b]):
-                stack[-1] = (b, i + 1)
-                s = succs[b][i]
-                if state[s] == 0:
-                    state[s] = 1
-                    stack.append((s, 0))
-                elif state[s] == 1:
-                    retreating.append((b, s))
-            else:
-                state[b] = 2
-                order.append(b)
-                stack.pop()
+        # reverse postorder of the blocks reachable from 0
+        order, retreating = dfs_postorder(succs)
         order.reverse()
         self.rpo = order
         self.num = [-1] * n
@@ -198,31 +182,8 @@ class CFG:
         self._loops(retreating)
 
     def _dominators(self) -> None:
-        """Cooper, Harvey and Kennedy's iterative algorithm on the reverse postorder."""
-        num = self.num
-        idom = [-1] * len(self.succs)
-        idom[0] = 0
-        changed = True
-        while changed:
-            changed = False
-            for b in self.rpo[1:]:
-                new = -1
-                for p in self.preds[b]:
-                    if idom[p] == -1:
-                        continue
-                    if new == -1:
-                        new = p
-                        continue
-                    x, y = p, new
-                    while x != y:
-                        while num[x] > num[y]:
-                            x = idom[x]
-                        while num[y] > num[x]:
-                            y = idom[y]
-                    new = x
-                if idom[b] != new:
-                    idom[b] = new
-                    changed = True
+        """The dominator tree, and each block's depth in it."""
+        idom = immediate_dominators(self.rpo, self.preds)
         self.idom = idom
         self.children: list[list[int]] = [[] for _ in self.succs]
         for b in self.rpo[1:]:
@@ -267,13 +228,7 @@ class CFG:
         holds b, innermost first."""
         body: dict[int, set[int]] = {}
         for u, h in back_edges:
-            s = body.setdefault(h, {h})
-            work = [u]
-            while work:
-                x = work.pop()
-                if x not in s:
-                    s.add(x)
-                    work.extend(self.preds[x])
+            add_loop_body(body.setdefault(h, {h}), u, self.preds)
         self.body = body
         self.loops_of: list[list[int]] = [[] for _ in self.succs]
         for h in sorted(body, key=lambda h: len(body[h]), reverse=True):  # outer first
