@@ -99,10 +99,11 @@ VULKAN_SKIPS: dict[str, str] = {
     "stream_overlap": "a kernel spinning on a flag the host writes into mapped pinned memory: "
                       "lavapipe runs every submission on its one queue, in order, and ends a "
                       "shader loop after 65535 passes; on NVIDIA's Vulkan (H100, driver 580) "
-                      "such a spinning kernel had not finished 20 s after the host's write (cause "
-                      "not isolated: Vulkan makes host writes visible to the device at a "
-                      "submission, never promises it to a running shader). "
-                      "tests/vulkan/test_vulkan_lanes.py checks the lanes",
+                      "two streams' kernels do run at once on the compute-only queues cuport "
+                      "uses (a kernel or a copy on another stream ends such a spin: "
+                      "tests/driver/test_stream_concurrency.py), but a running shader never "
+                      "saw the host's write (Vulkan makes host writes visible to the device at "
+                      "a submission, and does not promise them to a running shader)",
 }
 #: settings a program needs on the Vulkan backend: device memory exportable where the driver
 #: pays for it (lavapipe: runtime/external.py COSTLY)

@@ -161,3 +161,24 @@ def test_queue_family_setting():
     r = _run(code, env={"CUPORT_VK_QUEUE_FAMILY": str(bad)})
     assert f"refused: CUPORT_VK_QUEUE_FAMILY='{bad}'" in r.stdout, (r.stdout, r.stderr)
     assert f"compute are {computes}" in r.stdout
+
+
+def test_queue_family_choice():
+    """Streams go to a compute-only family where it has several queues (NVIDIA's driver runs
+    two kernels at once on those, not on its graphics family's: measured on an H100), else
+    to the compute family with the most queues; timestamps first."""
+    from cuport.backends.vulkan.runtime.properties import QueueFamily, _pick_compute_family
+
+    def fams(*spec):
+        return tuple(QueueFamily(flags=frozenset(f.split("+")), count=n, timestamp_valid_bits=t)
+                     for f, n, t in spec)
+
+    nvidia = fams(("graphics+compute+transfer", 16, 64), ("transfer", 2, 64),
+                  ("compute+transfer", 8, 64), ("video_decode_khr+transfer", 7, 64))
+    assert _pick_compute_family(nvidia) == 2
+    radv = fams(("graphics+compute+transfer", 1, 64), ("compute+transfer", 4, 64))
+    assert _pick_compute_family(radv) == 1
+    lone = fams(("graphics+compute+transfer", 16, 64), ("compute+transfer", 1, 64))
+    assert _pick_compute_family(lone) == 0
+    assert _pick_compute_family(fams(("graphics+compute", 1, 0), ("compute", 4, 0), ("compute", 2, 36))) == 2
+    assert _pick_compute_family(fams(("graphics+transfer", 1, 64))) == -1

@@ -372,12 +372,16 @@ def _queue_families(vk: Binding, pd: Any) -> tuple[QueueFamily, ...]:
 
 
 def _pick_compute_family(families: tuple[QueueFamily, ...]) -> int:
-    """The compute family with timestamps and the most queues (the first such on a tie)."""
+    """The compute family with timestamps, then one without graphics where it has several
+    queues, then the most queues (the first such on a tie). CUDA's streams run at once, and
+    on NVIDIA's driver (H100, 580) two kernels on queues of the graphics family do not (a
+    kernel spinning until another stream's kernel sets a flag never ends), on queues of its
+    compute-only family they do (.device spin test, stop 25)."""
     best, key = -1, None
     for i, f in enumerate(families):
         if "compute" not in f.flags:
             continue
-        k = (f.timestamp_valid_bits > 0, f.count)
+        k = (f.timestamp_valid_bits > 0, "graphics" not in f.flags and f.count > 1, f.count)
         if key is None or k > key:
             best, key = i, k
     return best
