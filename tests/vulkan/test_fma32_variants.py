@@ -217,3 +217,22 @@ def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env={k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")})
     assert r.returncode == 0 and r.stdout.strip() != "contract", (r.stdout, r.stderr[-2000:])
+
+
+def test_probes_are_kept_in_the_cache(tmp_path) -> None:
+    """A device's probe results (VulkanBackend._probe) are measured by its first process and
+    read back from the kernel cache by the next (no pipeline made), keyed by the shader: the
+    contraction probe and the subnormal probe are two entries, the same answers both times."""
+    code = ("from cuport.backends.vulkan.backend import VulkanBackend; b = VulkanBackend(0); "
+            "print(b._probe_contract(), b._probe_subnormals(False), len(b.dev.pipelines._by_key))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")}
+    env["CUPORT_CACHE_DIR"] = str(tmp_path)
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs.append((r.stdout.rsplit(" ", 1), sorted(p.name for p in tmp_path.glob("*.k"))))
+    (first, made1), entries1 = runs[0]
+    (second, made2), entries2 = runs[1]
+    assert first == second and entries1 == entries2 and len(entries1) >= 2
+    assert int(made2) < int(made1), (made1, made2)

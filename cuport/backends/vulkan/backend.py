@@ -675,38 +675,48 @@ class VulkanBackend:
         from .runtime import VulkanError
         from .spirv import contract_probe_fuses, contract_probe_push, contract_probe_shader
 
-        sh = contract_probe_shader()
-        buf = self.allocate_buffer(64, "host")
         try:
-            pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
-            self.stream.dispatch(pipe, (1, 1, 1), contract_probe_push(buf.address))
-            self.stream.synchronize()
-            return contract_probe_fuses(ctypes.string_at(buf.host_ptr, 12))
+            return contract_probe_fuses(self._probe(contract_probe_shader(), contract_probe_push, 12))
         except VulkanError:
             return False
-        finally:
-            self.dev.free(buf)
 
     def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool, bool]:
         """(f32 arithmetic flushes, f32 Fma flushes, f32 min/max flush) on this device, with or
         without the DenormPreserve mode declared; a device that refuses the probe's pipeline
-        flushes."""
+        with the mode flushes."""
         from .runtime import VulkanError
         from .spirv import subnormal_probe_flushes, subnormal_probe_push, subnormal_probe_shader
 
-        sh = subnormal_probe_shader(preserve)
-        buf = self.allocate_buffer(64, "host")
         try:
-            pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
-            self.stream.dispatch(pipe, (1, 1, 1), subnormal_probe_push(buf.address))
-            self.stream.synchronize()
-            return subnormal_probe_flushes(ctypes.string_at(buf.host_ptr, 48))
+            return subnormal_probe_flushes(self._probe(subnormal_probe_shader(preserve),
+                                                       subnormal_probe_push, 48))
         except VulkanError:
             if not preserve:
                 raise
             return True, True, True
-        finally:
-            self.dev.free(buf)
+
+    def _probe(self, sh, push, nbytes: int) -> bytes:
+        """The first `nbytes` that a one-invocation probe shader (spirv/probe.py; `push(out
+        address)` its push constants) writes on this device, kept in the kernel cache per
+        device, driver, shader and inputs as a verified entry (a number, never run), so that
+        only a device's first process pays for the probes' pipelines. VulkanError where the
+        device refuses the pipeline (not kept)."""
+        info = self.info
+        spirv = bytes(sh.spirv)
+        key = cache.make_key("vulkan probe", info.name, str(info.driver_id), str(info.driver_version),
+                             bytes(info.uuid).hex(), spirv.hex(), push(0).hex(), str(nbytes))
+
+        def measure() -> int:
+            buf = self.allocate_buffer(64, "host")
+            try:
+                pipe = self.dev.pipeline(sh.spirv, sh.entry, sh.local_size, sh.push_size)
+                self.stream.dispatch(pipe, (1, 1, 1), push(buf.address))
+                self.stream.synchronize()
+                return 1 + int.from_bytes(ctypes.string_at(buf.host_ptr, nbytes), "little")
+            finally:
+                self.dev.free(buf)
+
+        return (cache.measured(key, "vulkan probe", measure) - 1).to_bytes(nbytes, "little")
 
     def _probe_fma(self) -> bool:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
