@@ -202,16 +202,18 @@ def test_contract_variant_where_the_driver_fuses(reference, driver_fuses) -> Non
 
 
 def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses) -> None:
-    """The probe's verdict matters: where the driver rounds the pair twice (lavapipe), the
-    pair forced (CUPORT_VK_FMA32=contract, on lavapipe made to flush in Fma as NVIDIA's
-    driver does) loses fma's single rounding on the hard cases, and unasked the backend does
-    not choose it (the guard gives the right bits above)."""
+    """The probe's verdict matters: where the driver rounds the pair twice (lavapipe) or
+    merges its multiply with an identical rounded one (NVIDIA's 580: the probe's third word),
+    the pair forced (CUPORT_VK_FMA32=contract, the device made to flush in Fma as NVIDIA's
+    does) loses fma's single rounding on the hard cases or a product's error (twoprod), and
+    unasked the backend does not choose it (the guard gives the right bits above)."""
     if driver_fuses:
         pytest.skip("this driver fuses a multiply and an add (the contraction probe)")
     d, cases, want = reference
     _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", CUPORT_VK_FLUSH32="simulate-preserve"))
-    got = np.load(d / "fma1_out.npy")
-    assert (got.view(np.uint32) != want["fma1"].view(np.uint32)).any()
+    lost = [k for k in ("fma1", "twoprod")
+            if (np.load(d / f"{k}_out.npy").view(np.uint32) != want[k].view(np.uint32)).any()]
+    assert lost
     code = ("from cuport.backends.vulkan.backend import VulkanBackend; "
             "print(VulkanBackend(0).caps.fma32 or '-')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
