@@ -575,16 +575,9 @@ class CpuBackend:
         queues = self.queues
         if queues is None:
             return None
-        if lanes is None:
-            for q in list(queues.opened):
-                if q.pending():
-                    q.wait(q.submitted)
-        else:
-            get = self._lanes.get
-            for k in lanes:
-                q = get(k)
-                if q is not None and q.pending():
-                    q.wait(q.submitted)
+        for q in self._lanes_of(lanes):
+            if q.pending():
+                q.wait(q.submitted)
         if hostcalls.output_pending():
             hostcalls.flush_output()
         return queues.take_failure()
