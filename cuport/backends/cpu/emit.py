@@ -1845,8 +1845,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         guard shared with it (a halo column's `x > 0` in lanes 0 and 16)."""
         b = self.b
         size = self._size(t)
-        guards = {lane: self.lane_guard(self.ins, lane) if self.ins is not None else None for lane in lanes}
-        on = {lane: self._lane_executes(lane, guards[lane]) for lane in lanes}
+        guards = {lane: self._lane_guard(lane) for lane in lanes}
+        on = {lane: self._lane_executes(lane, guards[lane], made=True) for lane in lanes}
 
         def load(lane: int, select: bool) -> ll.Value:
             p = self._lane_ptr(ptrs, lane, size)
@@ -1890,13 +1890,18 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
             if volatile:
                 st.volatile = True
 
-    def _lane_executes(self, lane: int, g: ll.Value | None = None) -> ll.Value:
+    def _lane_guard(self, lane: int) -> ll.Value | None:
+        """The current instruction's guard for `lane` as scalar code (lane_forms.lane_guard),
+        or None where it cannot be made."""
+        return self.lane_guard(self.ins, lane) if self.ins is not None else None
+
+    def _lane_executes(self, lane: int, g: ll.Value | None = None, made: bool = False) -> ll.Value:
         """i1: `lane` executes the current instruction; its guard as scalar code where
-        lane_forms.lane_guard can make it (`g`, where the caller made it), else the lane of
-        the exec mask."""
+        lane_forms.lane_guard can make it (`g`, where the caller made it: `made`), else the
+        lane of the exec mask."""
         b = self.b
-        if g is None:
-            g = self.lane_guard(self.ins, lane) if self.ins is not None else None
+        if not made:
+            g = self._lane_guard(lane)
         if g is None:
             return b.extract_element(self.exec_mask_vec(), i32c(lane))
         return b.and_(b.trunc(b.lshr(self.active, i32c(lane)), I1), g)
