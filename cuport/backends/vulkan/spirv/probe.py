@@ -144,7 +144,8 @@ def contract_probe_push(out_address: int) -> bytes:
 
 def contract_probe_fuses(data: bytes) -> bool:
     """Whether the driver fused the probe's multiply and add into one rounding that keeps
-    subnormals, from its 12 bytes of output."""
+    subnormals and is not merged with the same product rounded, from its 12 bytes of
+    output."""
     return struct.unpack("<3I", bytes(data[:12])) == CONTRACT_EXPECTED
 
 
