@@ -10,6 +10,7 @@ status 0.
 
 from __future__ import annotations
 
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -127,7 +128,7 @@ def built(tmp_path_factory):
                  *PROGRAM_FLAGS.get(name, [])], timeout=600)
         return job, exe if r.returncode == 0 else None, r.stderr
 
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(max(2, min(8, os.cpu_count() or 2))) as pool:  # nvcc is slow
         return {job: (exe, log) for job, exe, log in pool.map(build, JOBS)}
 
 
