@@ -14,6 +14,8 @@ reached variable holds its address (virtual-function tables).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import ir
 
 
@@ -50,16 +52,20 @@ def reached_symbols(module: ir.Module, kernel: ir.Function) -> set[str]:
     return seen
 
 
-def reachable_functions(module: ir.Module, kernel: ir.Function) -> list[ir.Function]:
+def reachable_functions(module: ir.Module, kernel: ir.Function,
+                        transform: Callable[[ir.Function], ir.Function] | None = None) -> list[ir.Function]:
     """`kernel` and the functions defined in `module` (not entries) that it names, itself
     or through them, in the order a last-in-first-out worklist meets them: what a backend
-    compiles for the kernel."""
+    compiles for the kernel. `transform` rewrites each function met before the names in its
+    body are followed (passes/indirect_calls.py: the targets of calls through registers)."""
     seen: dict[str, ir.Function] = {}
     work = [kernel]
     while work:
         f = work.pop()
         if f.name in seen:
             continue
+        if transform is not None:
+            f = transform(f)
         seen[f.name] = f
         for st in f.body or ():
             if isinstance(st, ir.Instr):

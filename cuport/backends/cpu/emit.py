@@ -2306,14 +2306,9 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.vec = True
         tv = self.read_bits(target, "u64")
         self.vec = saved_vec
-        from ...passes.inline import has_barrier
+        from ...passes.indirect_calls import indirect_targets
 
-        taken = self.mc.address_taken()
-        candidates = [
-            f for f in self.mc.ptx.functions.values()
-            if f.is_definition and not f.is_entry and len(f.params) == nparams
-            and len(f.rets) == nrets and not has_barrier(f) and f.name in taken
-        ]
+        candidates = indirect_targets(self.mc.ptx, self.mc.address_taken(), nparams, nrets)
         remaining = self.entry_alloca(I32)
         b.store(mask, remaining)
         st_slot = self.entry_alloca(I32)

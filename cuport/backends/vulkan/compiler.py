@@ -17,13 +17,15 @@ from ...passes import cfg as cfgmod
 from ...passes import divergence
 from ...passes import spaces as spaces_pass
 from ...passes.call_stack import DEFAULT_STACK_BYTES, recursive_functions, stack_recursive_calls
+from ...passes.indirect_calls import resolve_indirect_calls
 from ...passes.inline import inline_all_calls
 from ...passes.params import forward_params
 from ...passes.texture_params import texture_handles
 from ...passes.yields import loop_waits, observes_others
 from ...ptx import ir
-from ...ptx.callgraph import reachable_functions
+from ...ptx.callgraph import address_taken, reachable_functions
 from ...ptx.errors import UnsupportedError
+from ..device_launch import function_token
 from .layout import PUSH
 from .lower import DeviceCaps, KernelPlan, VulkanEmitter, plan_layout
 from .spirv.translate import FloatModes, LoopMarks, TranslateError  # noqa: F401 (DeviceCaps.float_modes)
@@ -57,7 +59,9 @@ def inline(c: Compilation) -> Compilation:
     k = c.ptx.functions.get(c.kernel)
     if k is None or not k.is_entry:
         raise UnsupportedError(f"no kernel named {c.kernel}")
-    c.funcs = reachable_functions(c.ptx, k)
+    taken = address_taken(c.ptx)
+    c.funcs = reachable_functions(c.ptx, k, lambda f: resolve_indirect_calls(
+        f, c.ptx, taken, lambda name: function_token(c.ptx, name)))
     c.fn = inline_all_calls(c.ptx, c.funcs, c.kernel, keep=recursive_functions(c.funcs))
     return c
 
@@ -181,7 +185,9 @@ def translate(c: Compilation) -> Compilation:
 #: (name, step, why it is here)
 PIPELINE: list[tuple[str, Callable[[Compilation], Compilation], str]] = [
     ("inline", inline, "SPIR-V shaders have no call stack: every device function but the "
-                       "recursive ones (a cycle of the call graph) is copied into the kernel first"),
+                       "recursive ones (a cycle of the call graph) is copied into the kernel "
+                       "first; a call through a register first becomes guarded calls of the "
+                       "functions it may reach (passes/indirect_calls.py)"),
     ("params", registers_for_params, "after inlining: the arguments of inlined calls in "
                                      "registers, not memory, so that a uniform argument stays "
                                      "uniform for the divergence analysis (passes/params.py)"),

@@ -665,12 +665,9 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
             plan.params_in_memory = True  # (an address of a parameter: its copy in memory is read)
             return b.add(self.push("params"), ll.Constant(I64, plan.kernel_param_offsets[name] + offset))
         if name in plan.ptx.functions:
-            token = device_launch.function_token(plan.ptx, name)
-            if device_launch.kernel_of_token(plan.ptx, token) == name:
-                # a kernel's address: what device-side launches name it by (lower_launch.py)
-                return ll.Constant(I64, token + offset)
-            raise self.error(f"the address of the function {name} (function pointers are not "
-                             "supported on the Vulkan backend)")
+            # its token: what device-side launches name a kernel by (lower_launch.py), and what
+            # a call through a register compares with (passes/indirect_calls.py)
+            return ll.Constant(I64, device_launch.function_token(plan.ptx, name) + offset)
         raise self.error(f"the symbol {name} is not declared")
 
     # ---------------------------------------------------------------- memory

@@ -101,6 +101,14 @@ class SyncOps:
     def _atomic_at(self, space: str, ad: ll.Value, a: Atomic, et: ll.IntType) -> ll.Value:
         b = self.b
         shared = space == "shared"
+        if space == "local":
+            # PTX leaves atomics on local memory undefined; a generic address that inference
+            # cannot place (`this` of an object in shared memory, loaded from memory) may still
+            # point there: a plain read-modify-write, which no other thread can see anyway
+            old = self._word_load(space, ad, et)
+            ftz = ll.Constant(I1, 1) if (a.op == "add" and a.t == "f32") else None
+            self._word_store(space, ad, combine(b, a.op, a.t, old, a.v, a.c, ftz))
+            return old
         if space not in ("shared", "global"):
             raise self.error(f"an atomic on {space} memory")
         # shared memory in device memory (slices.py): byte-addressed as global memory is, at
