@@ -91,27 +91,3 @@ def test_parameter_buffers_and_the_error_table_are_global(program):
         spaces = {s.text(): c.spaces.of(s.args[0 if s.op == "st" else 1]) for s in generic}
         assert all(len(x) == 1 for x in spaces.values()), \
             [t for t, x in spaces.items() if len(x) > 1][:5]
-
-
-POINTER = r"""
-typedef int (*op_t)(int);
-__device__ __noinline__ int twice(int x) { return 2 * x; }
-__device__ __noinline__ int plus3(int x) { return x + 3; }
-extern "C" __global__ void pick(op_t* slot, int k) { slot[0] = k ? twice : plus3; }
-"""
-
-
-def test_a_device_functions_address_is_still_refused(tmp_path):
-    """Only a kernel's address is a number the host maps back; a device function's address
-    is refused by name (a call through it would be refused as an indirect call)."""
-    from cuport.backends import facts
-    from cuport.backends.vulkan.compiler import compile_kernel
-    from cuport.ptx.errors import UnsupportedError
-
-    nvcc = need_nvcc()
-    (tmp_path / "pick.cu").write_text(POINTER)
-    r = run([nvcc, "-ptx", "-O3", "-o", str(tmp_path / "pick.ptx"), str(tmp_path / "pick.cu")])
-    assert r.returncode == 0, r.stderr
-    with pytest.raises(UnsupportedError, match=r"the address of the function _Z5twicei \(function "
-                                               r"pointers are not supported"):
-        compile_kernel(facts.load_ptx([(tmp_path / "pick.ptx").read_text()]), "pick", (1, 1, 1))
