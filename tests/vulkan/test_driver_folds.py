@@ -92,3 +92,18 @@ def test_the_probe_tells_the_driver_apart():
     lt = apply(lambda k, v: k.b.zext(k.b.icmp_signed("<", k.b.sext(v[0], I64), ll.Constant(I64, 7)), I64),
                [i], np.uint64)
     assert (lt.tolist() != [1, 1]) == caps.sext64_compare_folds, lt.tolist()
+
+
+@pytest.mark.parametrize("found", [
+    {}, {"loop_iteration_limit": 65534}, {"float_zero_folds": True},
+    {"loop_iteration_limit": 1, "divergent_memory_barriers": False, "float_zero_folds": True,
+     "sext64_compare_folds": True},
+])
+def test_the_quirks_probes_cached_number_gives_back_what_it_found(found):
+    """quirks.probe keeps what it found as one number in the kernel cache: every field that a
+    driver's behaviour sets comes back as it was (a device that differs from lavapipe's
+    answers, e.g. NVIDIA's folds, included)."""
+    from cuport.backends.vulkan import quirks
+
+    word = quirks._encode(found)
+    assert word > 0 and quirks._decode(word) == found

@@ -721,18 +721,28 @@ class VulkanBackend:
     def _probe_fma(self) -> bool:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
         the product is not rounded first (and likewise for f64). Inputs come from memory, so
-        no compiler folds them."""
-        buf = self.allocate_buffer(64, "host")
-        struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.host_ptr), 0,
-                         0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
-        mod = VulkanModule(self, [_FMA_PROBE])
-        mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
-        failed = self.drain()
-        if failed is not None:
-            raise failed[1]
-        f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
-        self.dev.free(buf)
-        return f32 == 0x3A000400 and f64 == 0x3E20000000200000
+        no compiler folds them. Kept in the kernel cache as _probe's answers are (per device,
+        driver and cuport's code, which compiles the probe)."""
+        info = self.info
+        key = cache.make_key("vulkan fma probe", info.name, str(info.driver_id), str(info.driver_version),
+                             bytes(info.uuid).hex(), cache.code_fingerprint(), _FMA_PROBE)
+
+        def measure() -> int:
+            buf = self.allocate_buffer(64, "host")
+            try:
+                struct.pack_into("<IIQQ", (ctypes.c_char * 24).from_address(buf.host_ptr), 0,
+                                 0x3F800800, 0xBF800000, 0x3FF0000000400000, 0xBFF0000000000000)
+                mod = VulkanModule(self, [_FMA_PROBE])
+                mod.kernel("probe").launch((1, 1, 1), (1, 1, 1), 0, struct.pack("<Q", buf.address))
+                failed = self.drain()
+                if failed is not None:
+                    raise failed[1]
+                f32, _, f64 = struct.unpack("<IIQ", ctypes.string_at(buf.host_ptr + 32, 16))
+            finally:
+                self.dev.free(buf)
+            return 2 if f32 == 0x3A000400 and f64 == 0x3E20000000200000 else 1
+
+        return cache.measured(key, "vulkan fma probe", measure) == 2
 
     def caps_for(self, fn: ir.Function) -> DeviceCaps:
         """The caps a kernel compiles with: a kernel reading %globaltimer needs the device

@@ -96,7 +96,42 @@ DONE:
 
 def probe(backend) -> dict[str, object]:
     """The DeviceCaps fields (lower.py) that the device's behaviour sets: {} when it follows
-    the spec. `backend` is a VulkanBackend whose caps do not work around anything yet."""
+    the spec. `backend` is a VulkanBackend whose caps do not work around anything yet. Kept
+    in the kernel cache as one verified number per device, driver and cuport's code (which
+    compiles the probe), so that only a device's first process runs it."""
+    from .. import cache
+
+    info = backend.info
+    key = cache.make_key("vulkan quirks probe", info.name, str(info.driver_id), str(info.driver_version),
+                         bytes(info.uuid).hex(), cache.code_fingerprint(), _PTX, str(PROBE_N))
+    word = cache.measured(key, "vulkan quirks probe", lambda: _encode(_measure(backend)))
+    return _decode(word)
+
+
+_FLAGS = (("divergent_memory_barriers", False), ("float_zero_folds", True), ("sext64_compare_folds", True))
+
+
+def _encode(found: dict[str, object]) -> int:
+    """A positive number for cache.measured: bit i of the low three for _FLAGS[i], the loop
+    limit (plus one, 0 for none) above them."""
+    word = 1 << 62  # (positive even when nothing was found)
+    for i, (name, _) in enumerate(_FLAGS):
+        word |= (name in found) << i
+    return word | (int(found.get("loop_iteration_limit", -1)) + 1) << 3
+
+
+def _decode(word: int) -> dict[str, object]:
+    out: dict[str, object] = {}
+    limit = ((word & ~(1 << 62)) >> 3) - 1
+    if limit >= 0:
+        out["loop_iteration_limit"] = limit
+    for i, (name, value) in enumerate(_FLAGS):
+        if word >> i & 1:
+            out[name] = value
+    return out
+
+
+def _measure(backend) -> dict[str, object]:
     from .backend import VulkanModule
 
     buf = backend.allocate_buffer(_BYTES, "host")
