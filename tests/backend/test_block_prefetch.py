@@ -13,7 +13,7 @@ from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
-from cuport.backends.cpu import compiler, emit
+from cuport.backends.cpu import compiler, emit, prefetch_spread
 from cuport.passes import shapes
 
 pytestmark = needs_nvcc
@@ -157,12 +157,20 @@ def test_sgemm_with_prefetches_matches_host(ptx):
         assert c.tolist() == (a.astype(np.float64) @ b).tolist()  # small integers: exact
 
 
-def test_barrier_segments_prefetch_every_line_ahead(ptx):
+def test_barrier_segments_prefetch_every_line_ahead(ptx, monkeypatch):
+    # block_scan's load and store, a warp's 32 ints each (two 64-byte lines): four lines,
+    # each prefetched for reading by the warps of two of the 10 step regions (one warp in
+    # two each), none at the accesses (prefetch_spread.py)
+    ahead = 4096 * prefetch_spread.SPREAD_BLOCKS
+    assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead)] * 4 + [(0, ahead + 64)] * 4
+    # not spread: at the accesses, RUN_PREFETCH_BLOCKS ahead, the store's for writing
+    monkeypatch.setenv("CUPORT_NO_SPREAD", "1")
     ahead = 4096 * emit.RUN_PREFETCH_BLOCKS
-    # the load of a warp's 32 ints (two 64-byte lines), then the store, for writing
     assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead), (0, ahead + 64),
                                                                     (1, ahead), (1, ahead + 64)]
-    # the loop's loads stream: only the store after the barrier prefetches
+    monkeypatch.delenv("CUPORT_NO_SPREAD")
+    # two regions, none between the accesses to spread over; the loop's loads stream: only
+    # the store after the barrier prefetches, at the access
     assert sorted(_prefetches(ptx, "segment_sums", (256, 1, 1))) == [(1, 1024 * emit.RUN_PREFETCH_BLOCKS),
                                                                      (1, 1024 * emit.RUN_PREFETCH_BLOCKS + 64)]
 

@@ -72,6 +72,7 @@ from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
 from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
+from .prefetch_spread import PrefetchSpread
 from .region_loops import RegionLoops
 from .warp_ops import WarpOps
 
@@ -148,7 +149,7 @@ def i64c(v: int) -> ll.Constant:
     return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
 
 
-class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
+class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops, PrefetchSpread):
     """Lowers one PTX function (kernel entry or device function) for one block shape."""
 
     def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
@@ -223,6 +224,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.shapes = predict(self.cfg, self.div, self.mc.block)
         self.lane_bounds = lane_bounds.analyze(self.cfg, self.mc.block)
         self.block_strides = block_strides(self.cfg)
+        self.spread_ids: set[int] = set()  # (prefetch_spread.py: accesses whose region loops prefetch)
+        self.spread_hosts: dict[int, list] = {}
         # ---- frames: this function's .local variables, .param variables of calls
         self._layout_locals()
         self._layout_params()
@@ -2032,6 +2035,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         if ins is None or ins.op not in ("ld", "ldu", "st") or "global" not in ins.mods or os.environ.get(
                 "CUPORT_NO_PREFETCH") == "1":
             return
+        if id(ins) in self.spread_ids:
+            return  # (prefetched by the other regions' loops: prefetch_spread.py)
         one_run = self._run_prefetch(p)
         if not (one_run or (DYN in (f.ky, f.iky) and p.seg < W)):
             return
