@@ -73,6 +73,18 @@ extern "C" __global__ void block_scan(const int* in, int* out, int n) {
   if (i < n) out[i] = buf[p][t];
 }
 
+// three segments in and one out, one region between: eight lines a warp for one host
+// region's warp, more than prefetch_spread spreads
+extern "C" __global__ void many_segments(const int* a, const int* b, const int* c, int* out) {
+  __shared__ int s[1024];
+  int t = threadIdx.x, i = blockIdx.x * 1024 + t;
+  s[t] = a[i] + b[i] + c[i];
+  __syncthreads();
+  int v = s[1023 - t];
+  __syncthreads();
+  out[i] = v + s[t ^ 1];
+}
+
 // the same segments summed by a loop over them: a stream the CPU's prefetchers follow
 extern "C" __global__ void segment_sums(const int* in, int* out, int n, int reps) {
   __shared__ int s[256];
@@ -169,6 +181,9 @@ def test_barrier_segments_prefetch_every_line_ahead(ptx, monkeypatch):
     assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead), (0, ahead + 64),
                                                                     (1, ahead), (1, ahead + 64)]
     monkeypatch.delenv("CUPORT_NO_SPREAD")
+    # eight lines a warp, one region (of three) without accesses: at the accesses
+    assert sorted(_prefetches(ptx, "many_segments", (1024, 1, 1))) == [(0, ahead)] * 3 + [(0, ahead + 64)] * 3 + [
+        (1, ahead), (1, ahead + 64)]
     # two regions, none between the accesses to spread over; the loop's loads stream: only
     # the store after the barrier prefetches, at the access
     assert sorted(_prefetches(ptx, "segment_sums", (256, 1, 1))) == [(1, 1024 * emit.RUN_PREFETCH_BLOCKS),

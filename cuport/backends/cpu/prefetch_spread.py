@@ -35,6 +35,8 @@ from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 
 W = 32
+#: at most this many lines per host region's warp on average; more stay at the accesses
+MAX_UNITS_PER_HOST = 4
 #: how many blocks ahead the spread prefetches reach (as above; block_scan in C: 1 block
 #: 14.4 ms, 2 blocks 14.8, 4 blocks 15.2-18.9)
 SPREAD_BLOCKS = 1
@@ -95,7 +97,8 @@ class PrefetchSpread:
                     units.append((v, stride * SPREAD_BLOCKS + line))
         finally:
             self.vec = saved_vec
-        if not units:
+        if not units or len(units) > MAX_UNITS_PER_HOST * len(hosts):
+            self.spread_ids.clear()  # (too many lines for the regions between: at the accesses)
             return
         # each unit gets as many host regions as there are for each, each of them the warps
         # of one residue modulo that many; hosts left over stay empty
