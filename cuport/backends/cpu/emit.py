@@ -1405,8 +1405,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops, Prefetch
         lanes = [i for i in range(W) if bound >> i & 1]
         if not 0 < len(lanes) <= SPARSE_LANES:
             src = new.operands[0] if getattr(new, "opname", None) == "bitcast" else None
-            if src is not None and isinstance(src.type, ll.VectorType) and not isinstance(
-                    src.type.element, ll.IntType):
+            if src is not None and isinstance(src.type, ll.VectorType) and isinstance(
+                    src.type.element, (ll.HalfType, ll.FloatType, ll.DoubleType)):
                 # a float result blended as floats: x86 makes select(m, a + b, a) one masked
                 # add, where the bits' select was an add and a masked move
                 return b.bitcast(b.select(m, src, b.bitcast(old, src.type)), new.type)
