@@ -171,10 +171,10 @@ def test_sgemm_with_prefetches_matches_host(ptx):
 
 def test_barrier_segments_prefetch_every_line_ahead(ptx, monkeypatch):
     # block_scan's load and store, a warp's 32 ints each (two 64-byte lines): four lines,
-    # each prefetched for reading by the warps of two of the 10 step regions (one warp in
-    # two each), none at the accesses (prefetch_spread.py)
+    # each prefetched for reading by the warps of one of the first 4 step regions, none at
+    # the accesses (prefetch_spread.py)
     ahead = 4096 * prefetch_spread.SPREAD_BLOCKS
-    assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead)] * 4 + [(0, ahead + 64)] * 4
+    assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead)] * 2 + [(0, ahead + 64)] * 2
     # not spread: at the accesses, RUN_PREFETCH_BLOCKS ahead, the store's for writing
     monkeypatch.setenv("CUPORT_NO_SPREAD", "1")
     ahead = 4096 * emit.RUN_PREFETCH_BLOCKS

@@ -7,18 +7,19 @@ meet afresh. Prefetched at the access (emit._prefetch_ahead), the next blocks' l
 burst of prefetches in one region loop, which stalls it once the line fill buffers are
 taken. Here each warp's lines of such an access are prefetched for the block SPREAD_BLOCKS
 ahead by the warps of the region loops that hold no such access: each line of a warp's run
-is one unit, a unit's warps are split between as many host regions as there are to spare
-(by w modulo their count), so that bench block_scan's 10 step regions issue a prefetch
-every second warp, a line every few dozen instructions. The address of an access's first
-lane in warp w is computed before the region loops as a + c*w from its definitions
-(lane_forms._warp_value), as hoist_form_checks does for address checks.
+is one unit, which a host region's warps prefetch, a line each, the first units (in the
+order of their accesses) in the first host regions (bench block_scan: the load's two lines
+in the first two of the 10 step regions, the store's in the next two), so that a line has
+most of a block's time to arrive. The address of an access's first lane in warp w is
+computed before the region loops as a + c*w from its definitions (lane_forms._warp_value),
+as hoist_form_checks does for address checks.
 
 A store's lines are prefetched for reading: prefetchw made bench block_scan slower than
 prefetcht0 on the dev VM's Xeon (18.9 against 16.9 ms). C doing block_scan's work in
 cuport's order there (one thread, CPU time): no prefetches 23.5 ms, the next blocks' lines
 prefetched at the accesses 19.6, spread over the steps 14.4. cuport (kernel_cost.py time,
-best of 7, two runs each): none (main) 21.2-21.7 ms, at the accesses 18.6-19.0, spread
-17.1-17.7 (1 block ahead 17.1-17.7, 2 blocks 17.5, 3 blocks 17.3-18.2).
+best of 7, two or three runs each): none (main) 21.2-21.7 ms, at the accesses 18.6-19.0,
+spread 15.9-16.4 (the next block's lines; 2 blocks ahead 17.0-17.8).
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class PrefetchSpread:
     def plan_spread_prefetches(self, regions: list) -> None:
         """Before the region loops, once per block: choose the accesses to spread and the
         regions that prefetch them (`spread_hosts`: region → [(the access's first-lane
-        address leaves, byte offset ahead, warps modulo, residue)]). Accesses chosen are
-        left out by _prefetch_ahead (`spread_ids`). CUPORT_NO_SPREAD=1 leaves them to it."""
+        address leaves, byte offset ahead)]). Accesses chosen are left out by
+        _prefetch_ahead (`spread_ids`). CUPORT_NO_SPREAD=1 leaves them to it."""
         from .lane_forms import _NotAffine, _WarpLeaves
 
         self.spread_ids: set[int] = set()
@@ -76,10 +77,10 @@ class PrefetchSpread:
         self.b.branch(here)
         self.b.position_at_end(here)
         saved_vec, self.vec = self.vec, False
-        units = []  # (first-lane leaves, byte offset of the line ahead)
+        units = []  # (first-lane leaves, block stride, the line's offset, the access's region)
         memo: dict = {}
         try:
-            for _, ins, stride, size in found:
+            for k_acc, ins, stride, size in found:
                 mem = ins.args[0] if ins.op == "st" else ins.args[1]
                 ops = _WarpLeaves(self.b)
                 try:
@@ -94,19 +95,18 @@ class PrefetchSpread:
                     continue
                 self.spread_ids.add(id(ins))
                 for line in range(0, W * size, 64):
-                    units.append((v, stride * SPREAD_BLOCKS + line))
+                    units.append((v, stride, line, k_acc))
         finally:
             self.vec = saved_vec
         if not units or len(units) > MAX_UNITS_PER_HOST * len(hosts):
             self.spread_ids.clear()  # (too many lines for the regions between: at the accesses)
             return
-        # each unit gets as many host regions as there are for each, each of them the warps
-        # of one residue modulo that many; hosts left over stay empty
-        per = max(len(hosts) // len(units), 1)
-        for i, unit in enumerate(units):
-            for j in range(per):
-                host = hosts[(i * per + j) % len(hosts)]
-                self.spread_hosts.setdefault(host, []).append((*unit, per, j))
+        # in the order of the accesses, to the first regions between: a line prefetched early
+        # in a block has the rest of it to arrive (block_scan, one worker: its 4 units in the
+        # 4 step regions after the load 15.9-16.4 ms; spread evenly over the 10, 18.6-19.3;
+        # in the last 4, 19.1-19.9; each in 2 regions, every second warp, 17.8-18.1)
+        for i, (v, stride, line, _) in enumerate(units):
+            self.spread_hosts.setdefault(hosts[i % len(hosts)], []).append((v, stride * SPREAD_BLOCKS + line))
 
     def _spreadable(self, ins: ir.Instr) -> tuple[int, int] | None:
         """(block stride, element bytes) of a plain global load or store of one element per
@@ -133,14 +133,7 @@ class PrefetchSpread:
     def emit_spread_prefetches(self, region: int, w: ll.Value) -> None:
         """In region `region`'s loop, warp w: the host's prefetches (plan_spread_prefetches)."""
         b = self.b
-        for v, ahead, per, j in self.spread_hosts.get(region, []):
-            go = None
-            if per > 1:
-                go = b.icmp_unsigned("==", b.urem(w, ll.Constant(I32, per)), ll.Constant(I32, j))
-                then = self.llfn.append_basic_block(f"spread{region}_{j}")
-                on = self.llfn.append_basic_block(f"spread{region}_{j}_on")
-                b.cbranch(go, then, on)
-                b.position_at_end(then)
+        for v, ahead in self.spread_hosts.get(region, []):
             a = v.u[0] if v.u[1] is None else b.add(v.u[0], b.mul(v.u[1], b.zext(w, I64)))
             f = v.lanes
             if f.ext:
@@ -150,6 +143,3 @@ class PrefetchSpread:
             p = b.gep(b.inttoptr(a, PTR), [ll.Constant(I64, ahead)], source_etype=I8)
             self.intrinsic("llvm.prefetch", [p, ll.Constant(I32, 0), ll.Constant(I32, 3), ll.Constant(I32, 1)],
                            overload=[PTR], ret=ll.VoidType())
-            if go is not None:
-                b.branch(on)
-                b.position_at_end(on)
