@@ -5,6 +5,7 @@
     python bench/kernel_cost.py profile jacobi       # the worker's AVX2 code, counted per block
     python bench/kernel_cost.py step jacobi          # this host's code (AVX-512), counted per block
     python bench/kernel_cost.py asm jacobi           # the worker's assembly for this host
+    python bench/kernel_cost.py sample jacobi        # this host's code, perf's cpu-clock samples
 
 `count` runs the kernel 3 times (the first compiles, under valgrind: the code is AVX2's,
 valgrind's CPU has no AVX-512) under `valgrind --tool=callgrind` with one worker, at the
@@ -20,7 +21,10 @@ with each instruction's count per block of the grid: a warp's hot path read off 
 the code this host runs (AVX-512 where it has it, which valgrind cannot run): it
 single-steps one launch's worker with ptrace, from its entry to its return, at small sizes
 (jacobi 256^2, reduce 2^16, block_scan 2^14, sgemm 32^3; about 15,000 steps a second).
-`asm` prints the assembly `cuport ptx --dump-after codegen` gives at the launch's block
+`sample` runs `time`'s launches under `perf record -e cpu-clock` (a VM without performance
+counters has that clock) and prints the worker's disassembly with each instruction's share of
+the worker's samples, in per mille: where the time goes at the timed sizes, which counts of
+instructions do not show (a store-bound loop, a cache miss). `asm` prints the assembly `cuport ptx --dump-after codegen` gives at the launch's block
 shape. CUPORT_CPU_FEATURES=-avx512f gives AVX2 code on an AVX-512 host (`step`, `asm`);
 kernels come from the disk cache, whose key holds the compiler's sources but not other
 CUPORT_ settings (CUPORT_CACHE=0 when comparing those).
@@ -280,6 +284,34 @@ def _annotate(name: str, n: int, obj: Path, base: int, costs: dict[int, int], bl
     print(f"{total / blocks:9.2f}  per block; {total / 1e6:.3f}M per launch")
 
 
+def sample(name: str) -> None:
+    """perf's cpu-clock samples of `time`'s launches, mapped onto the worker's code."""
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        env = dict(os.environ, CUPORT_THREADS="1", CUPORT_COMPILE_WORKERS="0", KERNEL_COST_OBJECTS=str(d),
+                   KERNEL_COST_REPS="40")
+        data = d / "perf.data"
+        subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000", "-o", str(data), sys.executable,
+                        __file__, "_run", name, str(TIME_SIZES[name])], env=env, check=True, capture_output=True)
+        ips = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip"], capture_output=True, text=True,
+                             check=True).stdout.split()
+        costs: dict[int, int] = {}
+        for ip in ips:
+            costs[int(ip, 16)] = costs.get(int(ip, 16), 0) + 1
+        base = int((d / "worker.addr").read_text())
+        size = _worker_size(d / "worker.o")
+        inside = sum(c for a, c in costs.items() if base <= a < base + size)
+        print(f"{name}: {inside} of {len(ips)} samples in the worker")
+        _annotate(name, TIME_SIZES[name], d / "worker.o", base, {a: c * 1000 for a, c in costs.items()},
+                  max(inside, 1), 1, "this host's code, perf cpu-clock samples, per mille")
+
+
+def _worker_size(obj: Path) -> int:
+    out = subprocess.run(["nm", "-S", str(obj)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"^[0-9a-f]+ ([0-9a-f]+) \S+ worker$", out, re.M)
+    return int(m.group(1), 16) if m else 1 << 20
+
+
 def asm(name: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         ptx = Path(d) / "k.ptx"
@@ -296,14 +328,16 @@ if __name__ == "__main__":
     if what == "_step":
         _step_child(names[0], int(names[1]))
     if what == "_run":  # (under valgrind: two launches after the first)
-        run(names[0], int(names[1]), 2, False)
-    for name in names if what in ("count", "time", "profile", "asm", "step") else []:
+        run(names[0], int(names[1]), int(os.environ.get("KERNEL_COST_REPS", "2")), False)
+    for name in names if what in ("count", "time", "profile", "asm", "step", "sample") else []:
         if what == "count":
             count(name)
         elif what == "profile":
             profile(name)
         elif what == "asm":
             asm(name)
+        elif what == "sample":
+            sample(name)
         elif what == "step":
             step(name, STEP_SIZES[name])
         else:

@@ -1,6 +1,7 @@
-"""Prefetching a 2-D tile's rows some blocks ahead (emit._prefetch_ahead, from
-passes/shapes.block_strides): how registers move from a block to the next along x, which
-accesses prefetch and how far, and that a tiled matrix product's answers do not change."""
+"""Prefetching a 2-D tile's rows, and a barrier kernel's segments, some blocks ahead
+(emit._prefetch_ahead, from passes/shapes.block_strides): how registers move from a block to
+the next along x, which accesses prefetch and how far, and that a tiled matrix product's and
+a segmented scan's answers do not change."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from nvcc_source import needs_nvcc, ptx_of_source
 
 import cuport
 from cuport.backends import facts
-from cuport.backends.cpu import compiler, emit
+from cuport.backends.cpu import compiler, emit, prefetch_spread
 from cuport.passes import shapes
 
 pytestmark = needs_nvcc
@@ -54,6 +55,44 @@ extern "C" __global__ void sgemm(const float* A, const float* B, float* C, int n
     __syncthreads();
   }
   if (row < n && col < n) C[row * n + col] = acc;
+}
+
+// bench/kernels/block_scan.cu: each block loads a 1024-int segment, scans it in shared memory
+// between barriers and stores it; the next block's segment is 4 KiB further
+extern "C" __global__ void block_scan(const int* in, int* out, int n) {
+  __shared__ int buf[2][1024];
+  int t = threadIdx.x, i = blockIdx.x * 1024 + t;
+  int p = 0;
+  buf[0][t] = i < n ? in[i] : 0;
+  __syncthreads();
+  for (int off = 1; off < 1024; off <<= 1) {
+    buf[1 - p][t] = buf[p][t] + (t >= off ? buf[p][t - off] : 0);
+    p = 1 - p;
+    __syncthreads();
+  }
+  if (i < n) out[i] = buf[p][t];
+}
+
+// three segments in and one out, one region between: eight lines a warp for one host
+// region's warp, more than prefetch_spread spreads
+extern "C" __global__ void many_segments(const int* a, const int* b, const int* c, int* out) {
+  __shared__ int s[1024];
+  int t = threadIdx.x, i = blockIdx.x * 1024 + t;
+  s[t] = a[i] + b[i] + c[i];
+  __syncthreads();
+  int v = s[1023 - t];
+  __syncthreads();
+  out[i] = v + s[t ^ 1];
+}
+
+// the same segments summed by a loop over them: a stream the CPU's prefetchers follow
+extern "C" __global__ void segment_sums(const int* in, int* out, int n, int reps) {
+  __shared__ int s[256];
+  int t = threadIdx.x, acc = 0;
+  for (int r = 0; r < reps; r++) acc += in[(blockIdx.x * reps + r) * 256 + t];
+  s[t] = acc;
+  __syncthreads();
+  out[blockIdx.x * 256 + t] = s[255 - t];
 }
 """
 
@@ -128,3 +167,35 @@ def test_sgemm_with_prefetches_matches_host(ptx):
         g = (n + 15) // 16
         cuport.Module(ptx).kernel("sgemm")((g, g), (16, 16), (a, b, c, n))
         assert c.tolist() == (a.astype(np.float64) @ b).tolist()  # small integers: exact
+
+
+def test_barrier_segments_prefetch_every_line_ahead(ptx, monkeypatch):
+    # block_scan's load and store, a warp's 32 ints each (two 64-byte lines): four lines,
+    # each prefetched for reading by the warps of one of the first 4 step regions, none at
+    # the accesses (prefetch_spread.py)
+    ahead = 4096 * prefetch_spread.SPREAD_BLOCKS
+    assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead)] * 2 + [(0, ahead + 64)] * 2
+    # not spread: at the accesses, RUN_PREFETCH_BLOCKS ahead, the store's for writing
+    monkeypatch.setenv("CUPORT_NO_SPREAD", "1")
+    ahead = 4096 * emit.RUN_PREFETCH_BLOCKS
+    assert sorted(_prefetches(ptx, "block_scan", (1024, 1, 1))) == [(0, ahead), (0, ahead + 64),
+                                                                    (1, ahead), (1, ahead + 64)]
+    monkeypatch.delenv("CUPORT_NO_SPREAD")
+    # eight lines a warp, one region (of three) without accesses: at the accesses
+    assert sorted(_prefetches(ptx, "many_segments", (1024, 1, 1))) == [(0, ahead)] * 3 + [(0, ahead + 64)] * 3 + [
+        (1, ahead), (1, ahead + 64)]
+    # two regions, none between the accesses to spread over; the loop's loads stream: only
+    # the store after the barrier prefetches, at the access
+    assert sorted(_prefetches(ptx, "segment_sums", (256, 1, 1))) == [(1, 1024 * emit.RUN_PREFETCH_BLOCKS),
+                                                                     (1, 1024 * emit.RUN_PREFETCH_BLOCKS + 64)]
+
+
+@pytest.mark.parametrize("n", [1 << 14, 3 * 1024 + 517])
+def test_block_scan_with_prefetches_matches_host(ptx, n):
+    # the last blocks prefetch past the arrays' ends (a hint: never a fault)
+    x = np.random.default_rng(n).integers(-100, 100, n, dtype=np.int32)
+    out = np.zeros(n, np.int32)
+    cuport.Module(ptx).kernel("block_scan")((n + 1023) // 1024, 1024, (x, out, n))
+    pad = np.zeros(-n % 1024, np.int32)
+    ref = np.cumsum(np.concatenate([x, pad]).reshape(-1, 1024), axis=1, dtype=np.int32).reshape(-1)[:n]
+    assert out.tolist() == ref.tolist()

@@ -72,6 +72,7 @@ from . import layout as L
 from .lane_forms import FormPtrs, LaneForms
 from .lane_ops import LaneOps
 from .layout import DONE, FAILED, SUSPENDED, YIELDED  # noqa: F401 (warp function return codes)
+from .prefetch_spread import PrefetchSpread
 from .region_loops import RegionLoops
 from .warp_ops import WarpOps
 
@@ -87,6 +88,11 @@ SPARSE_LANES = 4
 #: 17.0, 8 blocks 18.9; loads and stores, 2: 16.1-16.5, 3: 14.7-16.8, 4: 14.5-15.2, 6: 14.7,
 #: 8: 15.1-15.3, 12: 15.1; sgemm 1024^3 (B's tile): 2: 52.2, 4: 51.6, 8: 56.4
 PREFETCH_BLOCKS = 4
+#: how many blocks ahead a warp-wide run outside loops in a kernel with barriers prefetches
+#: its lines (_prefetch_ahead). bench block_scan (load a 1024-int segment, 10 barriers, store),
+#: one core of the 2-core Intel Xeon dev VM, CPU time per launch: none 21.1-21.7 ms, 1 block
+#: 17.4-18.8, 2 blocks 17.8-18.6, 4 blocks 18.7-18.9
+RUN_PREFETCH_BLOCKS = 2
 
 
 def _is_zero(v: ll.Value) -> bool:
@@ -143,7 +149,7 @@ def i64c(v: int) -> ll.Constant:
     return ll.Constant(I64, v & 0xFFFFFFFFFFFFFFFF)
 
 
-class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
+class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops, PrefetchSpread):
     """Lowers one PTX function (kernel entry or device function) for one block shape."""
 
     def __init__(self, mc, fn: ir.Function, cfg: cfgmod.Cfg, div: Divergence, live: list[set[str]]):
@@ -218,6 +224,8 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         self.shapes = predict(self.cfg, self.div, self.mc.block)
         self.lane_bounds = lane_bounds.analyze(self.cfg, self.mc.block)
         self.block_strides = block_strides(self.cfg)
+        self.spread_ids: set[int] = set()  # (prefetch_spread.py: accesses whose region loops prefetch)
+        self.spread_hosts: dict[int, list] = {}
         # ---- frames: this function's .local variables, .param variables of calls
         self._layout_locals()
         self._layout_params()
@@ -1396,6 +1404,12 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         bound = self.lane_bounds.lanes(self.block.index, self.ins) if self.block is not None else ALL
         lanes = [i for i in range(W) if bound >> i & 1]
         if not 0 < len(lanes) <= SPARSE_LANES:
+            src = new.operands[0] if getattr(new, "opname", None) == "bitcast" else None
+            if src is not None and isinstance(src.type, ll.VectorType) and isinstance(
+                    src.type.element, (ll.HalfType, ll.FloatType, ll.DoubleType)):
+                # a float result blended as floats: x86 makes select(m, a + b, a) one masked
+                # add, where the bits' select was an add and a masked move
+                return b.bitcast(b.select(m, src, b.bitcast(old, src.type)), new.type)
             return b.select(m, new, old)
         out = old
         for lane in lanes:
@@ -2012,25 +2026,45 @@ class FunctionEmitter(Values, WarpOps, LaneOps, LaneForms, RegionLoops):
         return phi
 
     def _prefetch_ahead(self, p: FormPtrs) -> None:
-        """A global load or store of a 2-D tile (runs of a warp rows apart) whose address
-        moves by a constant from a block to the next along x (shapes.block_strides)
-        prefetches its runs PREFETCH_BLOCKS blocks ahead (for writing, a store), for the
-        block the worker runs then: blocks go to a worker in chunks along x. Each run is a row
-        of its own, a stream of 64 bytes per block: a 16x16 stencil's 18 rows read and 16
-        written outnumber the streams a CPU's prefetchers follow, and the loads that missed
-        stalled the warp (a third of jacobi's time)."""
+        """A global load or store whose address moves by a constant from a block to the next
+        along x (shapes.block_strides) prefetches its lines some blocks ahead (for writing, a
+        store), for the block the worker runs then: blocks go to a worker in chunks along x.
+        - A 2-D tile (runs of a warp rows apart), PREFETCH_BLOCKS ahead, each run's first
+          line: each run is a row of its own, a stream of 64 bytes per block, and a 16x16
+          stencil's 18 rows read and 16 written outnumber the streams a CPU's prefetchers
+          follow; the loads that missed stalled the warp (a third of jacobi's time).
+        - A warp that is one run, outside loops, in a kernel with barriers (_run_prefetch),
+          RUN_PREFETCH_BLOCKS ahead, every line of the run: a block that loads its segment,
+          works on it in shared memory between barriers and stores it leaves the memory
+          idle meanwhile, and each block's segment is a page the prefetchers meet afresh."""
         ins, f = self.ins, p.value.lanes
-        if ins is None or ins.op not in ("ld", "ldu", "st") or "global" not in ins.mods or not (
-                DYN in (f.ky, f.iky) and p.seg < W) or os.environ.get("CUPORT_NO_PREFETCH") == "1":
+        if ins is None or ins.op not in ("ld", "ldu", "st") or "global" not in ins.mods or os.environ.get(
+                "CUPORT_NO_PREFETCH") == "1":
+            return
+        if id(ins) in self.spread_ids:
+            return  # (prefetched by the other regions' loops: prefetch_spread.py)
+        one_run = self._run_prefetch(p)
+        if not (one_run or (DYN in (f.ky, f.iky) and p.seg < W)):
             return
         mem = next((a for a in ins.args if isinstance(a, ir.Mem)), None)
         stride = self.block_strides.get(mem.base.name) if mem is not None and isinstance(mem.base, ir.Reg) else None
         if not stride:
             return
+        ahead = stride * (RUN_PREFETCH_BLOCKS if one_run else PREFETCH_BLOCKS)
+        lines = range(0, p.seg * p.size, 64) if one_run else range(1)
         for q in p.leaders:
-            q = self.b.gep(q, [i64c(stride * PREFETCH_BLOCKS)], source_etype=I8)
-            self.intrinsic("llvm.prefetch", [q, i32c(int(ins.op == "st")), i32c(3), i32c(1)], overload=[PTR],
-                           ret=ll.VoidType())
+            for line in lines:
+                r = self.b.gep(q, [i64c(ahead + line)], source_etype=I8)
+                self.intrinsic("llvm.prefetch", [r, i32c(int(ins.op == "st")), i32c(3), i32c(1)], overload=[PTR],
+                               ret=ll.VoidType())
+
+    def _run_prefetch(self, p: FormPtrs) -> bool:
+        """Whether _prefetch_ahead prefetches a contiguous access whose warp is one run: in
+        a kernel with barriers, outside loops. A barrier-free stream (bench triad) is the
+        prefetchers' (prefetching it too: 2x slower), and so is a loop's (bench reduce's
+        grid-stride loop: 15% slower)."""
+        return (p.seg == W and p.kind == "contiguous" and bool(self.barriers)
+                and not any(self.block.index in body for body in self.cfg.loops.values()))
 
     def _form_store(self, p: FormPtrs, value: ll.Value, align: int) -> None:
         self.exec_mask()  # (cached here, before the paths part: both use it)

@@ -78,6 +78,8 @@ class RegionLoops:
             b.store(_i32(0), parity)
         # address checks made once for the block, that its warps skip (lane_forms.py)
         self.hoist_form_checks(sorted({x for r in self.regions for x in r.blocks}))
+        # the next blocks' segments, prefetched by the regions between (prefetch_spread.py)
+        self.plan_spread_prefetches(self.regions)
         round_bb = fn.append_basic_block("round")
         pick = fn.append_basic_block("pick")
         round_end = fn.append_basic_block("round_end")
@@ -158,6 +160,7 @@ class RegionLoops:
 
         b.position_at_end(body)
         self._set_warp(w, ws)
+        self.emit_spread_prefetches(k, w)
         self._region = {"latch": latch, "resume": resume_p}
         # this region's copies of its blocks; dispatch, release and done of its own
         self.llblocks = [None] * len(self.blocks)
