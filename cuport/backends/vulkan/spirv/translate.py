@@ -5,6 +5,9 @@ The input follows section A of the Vulkan backend's contract (docs in vulkan-con
 one defined `void @entry()`, global memory as i64 addresses made into pointers by
 `inttoptr`, Function-storage allocas, Workgroup globals in addrspace(3), and calls to
 declared `spv.*` functions that stand for builtins, push constants and SPIR-V instructions.
+Calls of functions the module defines (em.outline's, the isa layer's helpers) become SPIR-V
+functions (call_defined), non-recursive; several results come back as a literal struct
+(insertvalue into undef, then ret; extractvalue of the call).
 
 How it is built:
 - the CFG is structured first (structurize.py) and emitted construct by construct; each
