@@ -57,8 +57,8 @@ an LLVM function on the CPU, a SPIR-V function on Vulkan (backends/vulkan/lower_
 cudaTensorCoreGemm's kernel has 2053 mma and 1541 loads (its k loop unrolled); CPU time to
 compile it on the 2-core dev VM: over 15 minutes while LLVM inlined the column-major loads'
 gathers, 49 s with one call of them per load, 20 s so; at most 42 instructions of LLVM IR a
-site. On Vulkan, built in place, it was 2.6 million SPIR-V ids (53 MB) and about 160 s of
-lowering and translation on that VM; outlined, 120 thousand ids (2.6 MB) in 3.3 s.
+site. On Vulkan, built in place, it was 2.6 million SPIR-V ids (53 MB; `cuport ptx
+--dump-after translate` 113 s on that VM), outlined 120 thousand ids (2.6 MB; 6.4 s).
 """
 
 from __future__ import annotations
