@@ -45,13 +45,16 @@ def _run(ptx: str, name: str, args: list) -> None:
     cuport.Module(ptx, device="vulkan").kernel(name)((1, 1, 1), (32, 1, 1), args)
 
 
-@pytest.mark.parametrize("subgroup", [32, 8])
-def test_one_function_per_kind_and_a_call_per_site(ptx, subgroup: int):
+@pytest.mark.parametrize("subgroup,workgroup_memory", [(32, 48 * 1024), (8, 48 * 1024), (8, 0)])
+def test_one_function_per_kind_and_a_call_per_site(ptx, subgroup: int, workgroup_memory: int):
+    """Also where the warps' exchanges go through shared memory kept in device memory
+    (slices.py), whose accesses are checked in the mma function too."""
     from cuport.backends.vulkan.compiler import compile_kernel
     from cuport.backends.vulkan.lower import DeviceCaps
     from cuport.ptx.parser import parse
 
-    caps = DeviceCaps(subgroup_size=subgroup, sink_page=4096, zero_page=8192)  # address checks
+    caps = DeviceCaps(subgroup_size=subgroup, sink_page=4096, zero_page=8192,  # address checks
+                      workgroup_memory=workgroup_memory)
     spirv = compile_kernel(parse(ptx), "gemm_steps", (32, 1, 1), 0, caps).shader.spirv
     validate(spirv)
     text = disassemble(spirv)

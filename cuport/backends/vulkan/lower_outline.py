@@ -14,8 +14,9 @@ may not do in a function fails loudly: a failure exit (fail_if: the kernel's ret
 is the caller's). Warp reads are the caller's: a call runs for the invocations that reach
 it, as the body in place did (subgroup operations act on the invocations that execute the
 call; emulated warps' workgroup-memory exchanges use the module's Workgroup variable and
-need the whole block, as in place). Address checks of an outline_access body are noted in
-the callee's own two variables, returned, and noted at the site by the caller's
+need the whole block, as in place). Address checks in a body (an outline_access body's
+accesses; any body's exchanges through shared memory kept in device memory, slices.py) are
+noted in the callee's own two variables, returned, and noted at the site by the caller's
 note_fault: the launch fails naming the PTX line of the site, not of the first site built.
 An access that may reach local memory kept in a Function array (the kernel's variable, not
 the callee's) is built in place.
@@ -63,7 +64,7 @@ class OutlineOps:
 
     def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
         """body(args) as a function of the module built once per `key`, called (isa/api.py)."""
-        return self._outlined(f"cuport.outlined.{key}", args, body, False)
+        return self._outlined(f"cuport.outlined.{key}", args, body, self._fault is not None)
 
     def outline_access(self, key: str, acc: Access, args: list[ll.Value], body) -> list[ll.Value]:
         """outline with memory: the function takes the access's address (computed here,
