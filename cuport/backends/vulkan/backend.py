@@ -1026,17 +1026,35 @@ class VulkanBackend:
         return slot, self._slot_hosts[slot], self._slot_heads[slot], failed
 
     def run_planned(self, plan: LaunchPlan, params: bytes) -> None:
-        """A launch by its kernel's plan for its shape (VulkanKernel.launch_queued): what
-        _dispatch does for it, with what launches of the shape share made once."""
+        """A launch by its kernel's plan for its shape (VulkanKernel.launch_queued, which sends
+        parameters over PARAMS bytes to `launch`): what _dispatch does for it, with what
+        launches of the shape share made once, and _slot_for's usual case written out (a free
+        slot; every call here is a share of each launch's host time)."""
         with self._lock:
-            lane = self.stream
-            slot, host, head, failed = self._slot_for(lane, params, plan.in_memory)
+            lane = getattr(self._local, "lane", None) or self._default
+            free = self._free_slots
+            failed = None if free else self._free_a_slot(lane)
+            slot = free.pop()
+            at = slot * self.SLOT
+            self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
+            if params and plan.in_memory:
+                if self._params_view is not None:
+                    at = slot * self.PARAMS
+                    self._params_view[at:at + len(params)] = params
+                else:
+                    lane.update(self.param_slots.address + slot * self.PARAMS, params)
             memory = self.dev.memory
             if memory.highest != plan.highest or memory.lowest != plan.lowest:
                 self._retail(plan)  # (memory was allocated at new addresses since)
-            push = head + plan.tail + params[:plan.pushed] if plan.pushed else head + plan.tail
-            ticket = lane.dispatch(plan.pipe, plan.grid, push)
-            self._inflight.append((plan.name, host, slot, lane, ticket))
+            if plan.pushed and params:
+                push = self._slot_heads[slot] + plan.tail + params[:plan.pushed]
+                if len(push) & 3:
+                    push += bytes(4 - (len(push) & 3))
+            else:
+                push = self._slot_heads[slot] + plan.tail
+            gx, gy, gz = plan.grid
+            ticket = lane.dispatch_planned(plan.pipe, gx, gy, gz, push)
+            self._inflight.append((plan.name, self._slot_hosts[slot], slot, lane, ticket))
         if failed is not None:
             raise failed[1]
 
@@ -1045,9 +1063,9 @@ class VulkanBackend:
         """The plan of k's launches of this shape where a plain launch of it is what _dispatch
         would record (a dispatch on the calling thread's lane, nothing waited for); None
         where _dispatch must take it: profiling, CUPORT_VK_SYNC=1, shared memory in device
-        memory, a kernel that may launch kernels."""
+        memory, a kernel that may launch kernels, a grid past one vkCmdDispatch."""
         if (self.profile is not None or self.sync_launches or k.may_launch
-                or k.slice_bytes(block, dyn_smem)):
+                or k.slice_bytes(block, dyn_smem) or not self._default.fits(grid)):
             return None
         plan = LaunchPlan(k, pipe, grid, dyn_smem)
         self._retail(plan)
