@@ -143,6 +143,8 @@ _FMA_PROBE = """
 
 
 _NO_STATUS = bytes(V.STATUS_BYTES)  # a launch's status record, cleared
+_RING_EMPTY = struct.pack("<II", 0, V.RING_BYTES - V.RING_DATA)  # the printf ring's head, empty
+_U32 = struct.Struct("<I")
 
 #: variants of a kernel, per launch shape, for different texture objects; launches with yet
 #: other objects take the variant that reads their descriptors (a program cycling through
@@ -523,8 +525,8 @@ class VulkanBackend:
         self.copies_only = os.environ.get("CUPORT_VK_COPIES") == "1"
         self.launch_buf = self.allocate_buffer(V.STATUS_BYTES + 64 * 1024, "host")
         self.ring = self.allocate_buffer(V.RING_BYTES, "host")
-        struct.pack_into("<II", (ctypes.c_char * 8).from_address(self.ring.host_ptr), 0, 0,
-                         V.RING_BYTES - V.RING_DATA)
+        self._ring_head = _view(self.ring.host_ptr, len(_RING_EMPTY))  # (read at every retire)
+        self._ring_head[:] = _RING_EMPTY
         self.slots = self.allocate_buffer(self.SLOT * self.SLOTS, "host")
         self.shared_pool = slices.Pool(self)  # shared memory beyond the workgroup memory
         # Parameters in device memory: every invocation reads them, and from host memory
@@ -624,11 +626,15 @@ class VulkanBackend:
     def _lanes_of(self, keys: Iterable[int] | None) -> list[Stream]:
         """The lanes of the CUDA streams `keys`; None: every lane with work (a dropped one's
         too, until its work has run)."""
-        if keys is None:
-            every = dict.fromkeys(self._lanes.values())
-            every.update(dict.fromkeys(x for x in self._dropped if not x.destroyed))
-            every.update(dict.fromkeys(x[3] for x in self._inflight))
-            return list(every)
+        if keys is None:  # (every synchronisation of a context asks: no generators)
+            every = list(self._lanes.values())
+            if self._dropped or self._inflight:
+                seen = set(every)
+                for lane in [x for x in self._dropped if not x.destroyed] + [x[3] for x in self._inflight]:
+                    if lane not in seen:
+                        seen.add(lane)
+                        every.append(lane)
+            return every
         on = self.lanes_on
         return list(dict.fromkeys(lane for k in keys if (lane := self._lanes.get(k if on else 0)) is not None))
 
@@ -1187,25 +1193,30 @@ class VulkanBackend:
         left: list = []
         reached: dict = {}  # lane -> its last ticket known complete (the GPU asked once a lane)
         for x in self._inflight:
-            upto = reached.get(x[3])
+            lane = x[3]
+            if x[4] <= lane._done:  # (known without asking: after a wait for it)
+                done.append(x)
+                continue
+            upto = reached.get(lane)
             if upto is None:
-                upto = reached[x[3]] = x[3].reached()
+                upto = reached[lane] = lane.reached()
             (done if x[4] <= upto else left).append(x)
         if not done:
             return None
         self._inflight = left
-        if not self._inflight:
-            hring = self.ring.host_ptr
-            self._print(hring)
-            struct.pack_into("<II", (ctypes.c_char * 8).from_address(hring), 0, 0,
-                             V.RING_BYTES - V.RING_DATA)
+        if not left:
+            if _U32.unpack_from(self._ring_head)[0]:  # (its head moves at every record)
+                self._print(self.ring.host_ptr)
+            self._ring_head[:] = _RING_EMPTY
         return self._check_records(done)
 
     def _check_records(self, launches: list) -> tuple[str, BackendError] | None:
         """The first failure in the status records of finished launches; their slots freed."""
         failed = None
+        view, size = self._slots_view, self.SLOT
         for name, host, slot, _, _ in launches:
-            kind = ctypes.c_uint32.from_address(host).value
+            kind = (ctypes.c_uint32.from_address(host).value if slot is None
+                    else _U32.unpack_from(view, slot * size)[0])
             if kind and failed is None:
                 try:
                     self._raise(name, host, kind)
