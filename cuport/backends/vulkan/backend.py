@@ -583,8 +583,10 @@ class VulkanBackend:
     # ------------------------------------------------------------ lanes (CUDA streams)
     @property
     def stream(self) -> Stream:
-        """The lane the calling thread's device work goes to (use_lane; else the default)."""
-        lane = getattr(self._local, "lane", None)
+        """The lane the calling thread's device work goes to (use_lane; else the default).
+        (Read through the thread's __dict__: getattr of a threading.local attribute a thread
+        never set raises inside, 0.7 us of every launch on the legacy stream.)"""
+        lane = self._local.__dict__.get("lane")
         return self._default if lane is None else lane
 
     def use_lane(self, key: int | None, after: Iterable[int] = ()) -> None:
@@ -651,7 +653,7 @@ class VulkanBackend:
         """The calling thread's launches and drain_here go to the lane of synchronous work
         meanwhile: a measurement of the backend's own (clock.py's clock rate) neither waits
         behind a stream's kernels nor takes a failure of theirs as its own."""
-        before = getattr(self._local, "lane", None)
+        before = self._local.__dict__.get("lane")
         self._local.lane = self._sync()
         try:
             yield
@@ -1037,7 +1039,7 @@ class VulkanBackend:
         launches of the shape share made once, and _slot_for's usual case written out (a free
         slot; every call here is a share of each launch's host time)."""
         with self._lock:
-            lane = getattr(self._local, "lane", None) or self._default
+            lane = self._local.__dict__.get("lane") or self._default  # (self.stream)
             free = self._free_slots
             failed = None if free else self._free_a_slot(lane)
             slot = free.pop()

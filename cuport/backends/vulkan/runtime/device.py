@@ -289,7 +289,7 @@ class Device:
         """Block until a timeline semaphore reaches `value`, in slices (a lost device is seen;
         CUPORT_VK_WAIT_S=N, read when the device opens, gives up after N seconds). The wait's
         structs are the calling thread's, made once (every synchronisation waits here)."""
-        w = getattr(self._waits, "w", None)
+        w = self._waits.__dict__.get("w")  # (getattr of one not set yet raises inside: slow)
         if w is None:  # (per thread: waits may come from several at once)
             ffi = self.vk.ffi
             sems = ffi.new("VkSemaphore[1]")
