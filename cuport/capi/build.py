@@ -230,6 +230,15 @@ def _slot_entries() -> list[str]:
                 "        return r;\n"
                 "    }\n"
                 f"    return {call}")
+        elif name == "checks_context":  # (CUcontext, uint32_t *, void **): the runtime asks
+            # at every cudaDeviceSynchronize; the answer is always 0, so no entry into Python
+            # for it (export_tables.py's checks_context gives the same) unless tracing
+            body = ("if (!cuport_tracing) {\n"
+                    "        if (a1 != NULL)\n"
+                    "            *a1 = 0;\n"
+                    "        return 0;\n"
+                    "    }\n"
+                    f"    return {call}")
         out.append(f"static {ret} cuport_slot_{name}({params});")
         out.append(f"static {ret} cuport_c_slot_{name}({', '.join(named) or 'void'}) {{\n"
                    f"    int refused = cuport_enter();\n"
