@@ -130,6 +130,17 @@ def c_source(libpython: str) -> str:
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
         body = f"    {f.ret} r = cuport_py_{f.symbol}({f.python_args()});\n"
+        if f.symbol == "cuCtxGetCurrent":  # the memo in boot.c (its answer, per thread)
+            body = ("    uint64_t g = __atomic_load_n(&cuport_cls_generation, __ATOMIC_ACQUIRE);\n"
+                    "    int memo = pctx != NULL && !cuport_tracing;\n"
+                    "    if (memo && cuport_current_memo.generation == g) {\n"
+                    "        *pctx = cuport_current_memo.value;\n"
+                    "        return 0;\n"
+                    "    }\n" + body +
+                    "    if (memo && r == 0) {\n"
+                    "        cuport_current_memo.generation = g;\n"
+                    "        cuport_current_memo.value = *pctx;\n"
+                    "    }\n")
         if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
             body += "    if (r == 0) cuport_initialized = 1;\n"
         # a ^C that arrived inside the call: Python's handler ran, put cuport's back (guard.c)
