@@ -91,6 +91,14 @@ static __thread struct {
     void *value;
 } cuport_cls_memo;
 
+/* cuCtxGetCurrent's answer, kept per thread on the same terms (the runtime asks at every
+ * cudaDeviceSynchronize): the top of the thread's context stack changes only where
+ * cuport_cls_generation moves. Not used while tracing. */
+static __thread struct {
+    uint64_t generation;
+    void *value;
+} cuport_current_memo;
+
 /* Answer a call that cuport_enter() refused: trace it, return `answer`. */
 static int cuport_refused(const char *name, int code, int answer)
 {

@@ -130,6 +130,17 @@ def c_source(libpython: str) -> str:
     out.append("static CUresult cuport_unknown_slot(int, int);")
     for f in funcs.values():
         body = f"    {f.ret} r = cuport_py_{f.symbol}({f.python_args()});\n"
+        if f.symbol == "cuCtxGetCurrent":  # the memo in boot.c (its answer, per thread)
+            body = ("    uint64_t g = __atomic_load_n(&cuport_cls_generation, __ATOMIC_ACQUIRE);\n"
+                    "    int memo = pctx != NULL && !cuport_tracing;\n"
+                    "    if (memo && cuport_current_memo.generation == g) {\n"
+                    "        *pctx = cuport_current_memo.value;\n"
+                    "        return 0;\n"
+                    "    }\n" + body +
+                    "    if (memo && r == 0) {\n"
+                    "        cuport_current_memo.generation = g;\n"
+                    "        cuport_current_memo.value = *pctx;\n"
+                    "    }\n")
         if f.symbol == "cuInit":  # a child forked after it refuses every call (boot.c)
             body += "    if (r == 0) cuport_initialized = 1;\n"
         # a ^C that arrived inside the call: Python's handler ran, put cuport's back (guard.c)
@@ -230,6 +241,15 @@ def _slot_entries() -> list[str]:
                 "        return r;\n"
                 "    }\n"
                 f"    return {call}")
+        elif name == "checks_context":  # (CUcontext, uint32_t *, void **): the runtime asks
+            # at every cudaDeviceSynchronize; the answer is always 0, so no entry into Python
+            # for it (export_tables.py's checks_context gives the same) unless tracing
+            body = ("if (!cuport_tracing) {\n"
+                    "        if (a1 != NULL)\n"
+                    "            *a1 = 0;\n"
+                    "        return 0;\n"
+                    "    }\n"
+                    f"    return {call}")
         out.append(f"static {ret} cuport_slot_{name}({params});")
         out.append(f"static {ret} cuport_c_slot_{name}({', '.join(named) or 'void'}) {{\n"
                    f"    int refused = cuport_enter();\n"

@@ -400,15 +400,14 @@ def submit_device(s: Stream, fn: Callable[..., None], what: str, hold=None,
         if not s.pending() and not _dependencies(s):
             # (_on_lane written out, the backend's use_lane looked up once: every launch; the
             # legacy stream with nothing to follow is where a thread's work goes when no lane
-            # is named, as after use_lane(None): no call)
-            use = getattr(s.context.device.loaded_backend(), "use_lane", None)
+            # is named, as after use_lane(None): no call, and no look-up)
+            use = None
             try:
-                if use is not None:
-                    after = _peer_lanes(s, True)
-                    if s.lane or after:
+                after = _peer_lanes(s, True)
+                if s.lane or after:
+                    use = getattr(s.context.device.loaded_backend(), "use_lane", None)
+                    if use is not None:
                         use(s.lane, after)
-                    else:
-                        use = None
                 fn(*args)  # (under the lock: nothing else is queued on s meanwhile)
             except CudaError as e:
                 Op(fn, [], what)._fail(s.context, e)

@@ -153,6 +153,9 @@ class Device:
         self.dropped: queue.SimpleQueue = queue.SimpleQueue()  # handles of unclosed, collected streams
         self._dropped_live: list[Any] = []  # taken from `dropped`, not released yet
         self._counter = ffi.new("uint64_t*")
+        self._waits = threading.local()  # each thread's structs for wait_value
+        env_limit = os.environ.get("CUPORT_VK_WAIT_S")  # (a debugging aid: wait_value)
+        self.wait_limit = float(env_limit) if env_limit else None
         try:
             self.memory = Memory(self)
             self.staging = StagingPool(self)
@@ -284,22 +287,28 @@ class Device:
 
     def wait_value(self, semaphore: Any, value: int, timeout_s: float | None = None) -> None:
         """Block until a timeline semaphore reaches `value`, in slices (a lost device is seen;
-        CUPORT_VK_WAIT_S=N gives up after N seconds)."""
-        vk, ffi = self.vk, self.vk.ffi
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        env_limit = os.environ.get("CUPORT_VK_WAIT_S")
-        if deadline is None and env_limit:
-            deadline = time.monotonic() + float(env_limit)
-        sems = ffi.new("VkSemaphore[1]", [semaphore])
-        vals = ffi.new("uint64_t[1]", [value])  # per call: waits may come from several threads
-        info = vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=sems, pValues=vals)
+        CUPORT_VK_WAIT_S=N, read when the device opens, gives up after N seconds). The wait's
+        structs are the calling thread's, made once (every synchronisation waits here)."""
+        w = self._waits.__dict__.get("w")  # (getattr of one not set yet raises inside: slow)
+        if w is None:  # (per thread: waits may come from several at once)
+            ffi = self.vk.ffi
+            sems = ffi.new("VkSemaphore[1]")
+            vals = ffi.new("uint64_t[1]")
+            info = self.vk.new("VkSemaphoreWaitInfo", semaphoreCount=1, pSemaphores=sems,
+                               pValues=vals)
+            w = self._waits.w = (info, sems, vals)
+        info, sems, vals = w
+        limit = timeout_s if timeout_s is not None else self.wait_limit
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
+            sems[0] = semaphore  # (each slice: nothing else may use them meanwhile, but
+            vals[0] = value      # a signal handler's Python between slices could wait too)
             r = self.cmd.vkWaitSemaphores(self.handle, info, WAIT_SLICE_NS)
             if r == 0:
                 return
             if r < 0:
                 self.lost = True
-                vk.check(r, "vkWaitSemaphores")
+                self.vk.check(r, "vkWaitSemaphores")
             if deadline is not None and time.monotonic() > deadline:
                 raise VulkanError(f"GPU work did not finish within the wait limit (value {value})",
                                   "vkWaitSemaphores", r)

@@ -758,6 +758,38 @@ class Stream:
             self._recorded()
             return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
 
+    def fits(self, groups: tuple[int, int, int]) -> bool:
+        """Whether a grid is one vkCmdDispatch on this device (dispatch_planned's condition)."""
+        return all(0 < g <= m for g, m in zip(groups, self._max_groups, strict=True))
+
+    def dispatch_planned(self, pipeline: Pipeline, gx: int, gy: int, gz: int, push: bytes) -> int:
+        """dispatch() of a launch plan's shape (backend.py run_planned), whose checks were made
+        once with the plan: the grid `fits`, `push` is 4-byte aligned, at most the pipeline's
+        push constants and not empty, the base the origin. The same commands and ticket as
+        dispatch(), with _begin and _recorded written out for the buffer being recorded (a
+        launch's host time is mostly calls like theirs)."""
+        cmd = self.cmd
+        with self._lock:
+            cb = self._cb
+            if cb is None or self._failure is not None or self.dev.lost:
+                cb = self._begin()
+            elif self._count:
+                self._barrier_work(cb, *self._barrier_work_args)
+            if self._bound is not pipeline:
+                cmd.vkCmdBindPipeline(cb, self._bind_compute, pipeline.handle)
+                self._bound = pipeline
+            cmd.vkCmdPushConstants(cb, pipeline.layout, self._stage_compute, 0, len(push), push)
+            cmd.vkCmdDispatch(cb, gx, gy, gz)
+            self._count += 1
+            if self._count >= self.batch:
+                self.submit()
+            elif self.threaded:
+                if not self._kicked:
+                    self._kick_submitter()
+            elif self.eager and self._room():
+                self.submit()
+            return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
+
     # -- copies -------------------------------------------------------------------------------------
     def copy_to_device(self, dst: int, src: Any, size: int | None = None) -> None:
         """Host -> device: `src` is a host address (int) or a buffer (bytes, numpy, ...)."""
