@@ -362,6 +362,47 @@ class _Fn:
         return self.branch(b.or_(normalized, periodic), exact,
                            lambda: [self.held_fixed(u, n, linear, clamp)])[0]
 
+    def axes_fixed(self, us: list[ll.Value], ns: list[ll.Value], modes: list[ll.Value],
+                   normalized: ll.Value, linear: ll.Value) -> list[ll.Value]:
+        """axis_fixed of each axis. A warp whose executing lanes' unnormalized coordinates on
+        axes that do not wrap are all texel centres (i + 0.5, |i| < 2^22: convolutionTexture's
+        x + 0.5) takes i from the f32 coordinates at once (centred_fixed) instead of each
+        axis's f64 lanes (a third of a centred sample)."""
+        def general() -> list[ll.Value]:
+            return [self.axis_fixed(u, n, m, normalized, linear)
+                    for u, n, m in zip(us, ns, modes, strict=True)]
+
+        b = self.b
+        plain = b.xor(normalized, ll.Constant(I1, 1))
+        for m in modes:
+            plain = b.and_(plain, b.and_(b.icmp_unsigned("!=", m, _i32(T.ADDRESS_WRAP)),
+                                         b.icmp_unsigned("!=", m, _i32(T.ADDRESS_MIRROR))))
+        if self.lanes == 1 or constant_int(plain) == 0:
+            return general()
+        floors, ok = [], ll.Constant(I1, 1)
+        for u in us:
+            fl = b.intrinsic("llvm.floor", [u], F32)
+            # fl + 0.5 is exact below 2^23: equal to u only where u is an integer plus a half
+            good = b.and_(b.fcmp_ordered("==", b.fadd(fl, _f32(0.5)), u),
+                          b.fcmp_ordered("<", self.fabs(fl), _f32(2.0**22)))
+            ok = b.and_(ok, good)
+            floors.append(fl)
+        go = b.and_(plain, b.not_(b.any(b.not_(ok))))
+        return self.branch(go, lambda: [self.centred_fixed(b.select(ok, fl, _f32(0.0)), n, m, linear)
+                                        for fl, n, m in zip(floors, ns, modes, strict=True)],
+                           general)
+
+    def centred_fixed(self, i: ll.Value, n: ll.Value, mode: ll.Value, linear: ll.Value) -> ll.Value:
+        """axis_fixed of the unnormalized coordinate i + 0.5 (i an integral f32, |i| < 2^22)
+        on an axis that does not wrap: 256 i (linear: floor(256 (i + 0.5) + 0.5) - 128), or
+        256 i + 128 (point); i held in [0, n - 1] where the linear filter clamps (as
+        held_fixed's 256 i in [0, 256 (n - 1)])."""
+        b = self.b
+        k = b.fptosi(i, I32)
+        clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
+        k = b.select(clamp, self.smax(self.smin(k, b.sub(n, _i32(1))), _i32(0)), k)
+        return b.add(b.shl(k, _i32(T.SUBTEXEL_BITS)), b.select(linear, _i32(0), _i32(_FRAC // 2)))
+
     def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
         """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
         f64 and converted to i32 once: texel_fixed's floor is exact in f64, and every value
@@ -898,8 +939,8 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
         flags = f.field(desc, "flags")
         linear = f.flag(flags, T.F_LINEAR_FILTER)
         axes = []
-        for u, n, m in zip(coords, sizes, modes, strict=True):
-            fx = f.axis_fixed(u, n, m, normalized, linear)
+        for fx, n, m in zip(f.axes_fixed(coords, sizes, modes, normalized, linear), sizes, modes,
+                            strict=True):
             i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
             a = b.and_(fx, _i32(_FRAC - 1))
             axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
