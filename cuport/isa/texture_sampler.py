@@ -362,23 +362,22 @@ class _Fn:
         return self.branch(b.or_(normalized, periodic), exact,
                            lambda: [self.held_fixed(u, n, linear, clamp)])[0]
 
-    def axes_fixed(self, us: list[ll.Value], ns: list[ll.Value], modes: list[ll.Value],
-                   normalized: ll.Value, linear: ll.Value) -> list[ll.Value]:
-        """axis_fixed of each axis. A warp whose executing lanes' unnormalized coordinates on
-        axes that do not wrap are all texel centres (i + 0.5, |i| < 2^22: convolutionTexture's
-        x + 0.5) takes i from the f32 coordinates at once (centred_fixed) instead of each
-        axis's f64 lanes (a third of a centred sample)."""
-        def general() -> list[ll.Value]:
-            return [self.axis_fixed(u, n, m, normalized, linear)
-                    for u, n, m in zip(us, ns, modes, strict=True)]
-
+    def texel_centres(self, us: list[ll.Value], modes: list[ll.Value], normalized: ll.Value
+                      ) -> tuple[ll.Value, list[ll.Value]] | None:
+        """For a warp: (whether every executing lane's unnormalized coordinates on axes that do
+        not wrap are texel centres i + 0.5 with |i| < 2^22 (convolutionTexture's x + 0.5), i
+        per axis as i32): axis_fixed would give 256 i (linear: one tap, at texel i) or 256 i
+        + 128 (point: texel i), clamped where the linear filter clamps to what the clamp
+        address mode gives i. None where that cannot hold (per thread, normalized, wrap or
+        mirror known). Each axis's f64 lanes and address modes were a third of a centred
+        sample."""
         b = self.b
         plain = b.xor(normalized, ll.Constant(I1, 1))
         for m in modes:
             plain = b.and_(plain, b.and_(b.icmp_unsigned("!=", m, _i32(T.ADDRESS_WRAP)),
                                          b.icmp_unsigned("!=", m, _i32(T.ADDRESS_MIRROR))))
         if self.lanes == 1 or constant_int(plain) == 0:
-            return general()
+            return None
         floors, ok = [], ll.Constant(I1, 1)
         for u in us:
             fl = b.intrinsic("llvm.floor", [u], F32)
@@ -388,20 +387,7 @@ class _Fn:
             ok = b.and_(ok, good)
             floors.append(fl)
         go = b.and_(plain, b.not_(b.any(b.not_(ok))))
-        return self.branch(go, lambda: [self.centred_fixed(b.select(ok, fl, _f32(0.0)), n, m, linear)
-                                        for fl, n, m in zip(floors, ns, modes, strict=True)],
-                           general)
-
-    def centred_fixed(self, i: ll.Value, n: ll.Value, mode: ll.Value, linear: ll.Value) -> ll.Value:
-        """axis_fixed of the unnormalized coordinate i + 0.5 (i an integral f32, |i| < 2^22)
-        on an axis that does not wrap: 256 i (linear: floor(256 (i + 0.5) + 0.5) - 128), or
-        256 i + 128 (point); i held in [0, n - 1] where the linear filter clamps (as
-        held_fixed's 256 i in [0, 256 (n - 1)])."""
-        b = self.b
-        k = b.fptosi(i, I32)
-        clamp = b.and_(linear, b.icmp_unsigned("==", mode, _i32(T.ADDRESS_CLAMP)))
-        k = b.select(clamp, self.smax(self.smin(k, b.sub(n, _i32(1))), _i32(0)), k)
-        return b.add(b.shl(k, _i32(T.SUBTEXEL_BITS)), b.select(linear, _i32(0), _i32(_FRAC // 2)))
+        return go, [b.fptosi(b.select(ok, fl, _f32(0.0)), I32) for fl in floors]
 
     def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
         """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
@@ -970,21 +956,30 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
             return f.fn
         flags = f.field(desc, "flags")
         linear = f.flag(flags, T.F_LINEAR_FILTER)
-        axes = []
-        for fx, n, m in zip(f.axes_fixed(coords, sizes, modes, normalized, linear), sizes, modes,
-                            strict=True):
-            i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
-            a = b.and_(fx, _i32(_FRAC - 1))
-            axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
+        def general() -> list[ll.Value]:
+            axes = []
+            for u, n, m in zip(coords, sizes, modes, strict=True):
+                fx = f.axis_fixed(u, n, m, normalized, linear)
+                i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
+                a = b.and_(fx, _i32(_FRAC - 1))
+                axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
+            return f.branch(linear, lambda: filtered(axes, None), lambda: point(axes))
 
-        def point() -> list[ll.Value]:
+        def centred(ks: list[ll.Value]) -> list[ll.Value]:
+            # every tap but the first weighs 0, and the first is at texel k: point sampling's
+            # texel too (floor(k + 0.5) = k)
+            axes = [(_resolve(f, k, n, m), None, _i32(0))
+                    for k, n, m in zip(ks, sizes, modes, strict=True)]
+            return f.branch(linear, lambda: filtered(axes, True), lambda: point(axes))
+
+        def point(axes: list) -> list[ll.Value]:
             return _tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
                         layer, inline=True)
 
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
 
-        def corners(centred: bool) -> list[tuple[ll.Value, list, list]]:
+        def corners(axes: list, centred: bool) -> list[tuple[ll.Value, list, list]]:
             if centred:  # the weights are 256 for the first corner, 0 for the others
                 return [(_i32(_FRAC), [ax[0][0] for ax in axes], [ax[0][1] for ax in axes])]
             weights = _corner_weights(f, [ax[2] for ax in axes])
@@ -999,10 +994,10 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
         for m in modes:
             filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
 
-        def filtered_float(centred: bool) -> list[ll.Value]:
+        def filtered_float(axes: list, centred: bool) -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer, inline=True))
-                    for w, idx, ok in corners(centred)]
+                    for w, idx, ok in corners(axes, centred)]
             out = []
             for c in range(4):
                 def taken(c: int = c) -> list[ll.Value]:
@@ -1020,7 +1015,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 out += f.branch(lacking, fill, taken) if c else taken()
             return out
 
-        def filtered_int(centred: bool) -> list[ll.Value]:
+        def filtered_int(axes: list, centred: bool) -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
             for code, (raw_code, sc) in _INT_FILTER.items():
                 this = b.icmp_unsigned("==", decode, _i32(code))
@@ -1028,7 +1023,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 scale = b.select(this, _f32(float(sc)), scale)
             signed = b.fcmp_ordered("<", scale, _f32(40000.0))
             taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
-                    for w, idx, ok in corners(centred)]
+                    for w, idx, ok in corners(axes, centred)]
             out = []
             for c in range(4):
                 out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
@@ -1037,17 +1032,19 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                                 lambda c=c: [f.field(desc, "fill", I32, c)])
             return out
 
-        def filtered() -> list[ll.Value]:
+        def filtered(axes: list, centred: bool | None) -> list[ll.Value]:
+            """centred: every lane samples at texel centres (True), or the warp finds out
+            whether they do (None)."""
             integer = ll.Constant(I1, 0)
             for code in _INT_FILTER:
                 integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
 
             def by_format(centred: bool) -> list[ll.Value]:
-                return f.branch(integer, lambda: filtered_int(centred),
-                                lambda: filtered_float(centred))
+                return f.branch(integer, lambda: filtered_int(axes, centred),
+                                lambda: filtered_float(axes, centred))
 
-            if f.lanes == 1:
-                return by_format(False)
+            if centred or f.lanes == 1:
+                return by_format(bool(centred))
             # a warp whose every executing lane samples at texel centres (convolutionTexture's
             # x + 0.5) filters one tap of weight 256: the others weigh 0 and add nothing
             off_centre = ll.Constant(I1, 0)
@@ -1055,7 +1052,14 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 off_centre = b.or_(off_centre, b.icmp_unsigned("!=", ax[2], _i32(0)))
             return f.branch(b.any(off_centre), lambda: by_format(False), lambda: by_format(True))
 
-        b.ret(f.pack(f.branch(linear, filtered, point)))
+        # a warp whose unnormalized coordinates are texel centres on axes that do not wrap
+        # takes their texels from the f32 coordinates (texel_centres)
+        known = f.texel_centres(coords, modes, normalized)
+        if known is None:
+            b.ret(f.pack(general()))
+        else:
+            go, ks = known
+            b.ret(f.pack(f.branch(go, lambda: centred(ks), general)))
         return f.fn
 
     return _get(module, name, build)
