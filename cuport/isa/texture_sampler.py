@@ -710,7 +710,14 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
     words = f.unpack(f.call(fetch, [desc, lvl, x, y, z, decode], inline))
     if constant_int(inside) == 1:  # no address mode here has a border
         return words
-    return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+
+    def bordered() -> list[ll.Value]:
+        return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+
+    if f.lanes == 1:
+        return bordered()
+    # a warp whose texels are all inside (every one in clamp mode) skips the selects
+    return f.branch(b.any(b.not_(inside)), bordered, lambda: words)
 
 
 def _all(f: _Fn, ok: list[ll.Value]) -> ll.Value:
@@ -841,13 +848,23 @@ def _filter_one(f: _Fn, v: ll.Value, half: ll.Value) -> ll.Value:
     than a half) go through _filter_float."""
     b = f.b
 
-    def single() -> list[ll.Value]:
-        bits = b.bitcast(v, I32)
+    bits = b.bitcast(v, I32)
+
+    def special() -> list[ll.Value]:
         e = b.and_(b.lshr(bits, _i32(23)), _i32(0xFF))
         nan = b.and_(b.icmp_unsigned("==", e, _i32(0xFF)),
                      b.icmp_unsigned("!=", b.and_(bits, _i32(0x7FFFFF)), _i32(0)))
         word = b.select(b.icmp_unsigned("==", e, _i32(0)), b.and_(bits, _i32(1 << 31)), bits)
         return [b.select(nan, _i32(0x7FFFFFFF), word)]
+
+    def single() -> list[ll.Value]:
+        if lanes_of(v) == 1:
+            return special()
+        # a warp whose texels are all normal numbers (exponent neither 0 nor 255: the
+        # exponent field minus one, unsigned, below 254) reads them as they are
+        e = b.and_(bits, _i32(0x7F800000))
+        odd = b.icmp_unsigned(">=", b.sub(e, _i32(0x00800000)), _i32(0x7F000000))
+        return f.branch(b.any(odd), special, lambda: [bits])
 
     return f.branch(half, lambda: [_filter_float(f, [(_i32(_FRAC), v)], half)], single)[0]
 
