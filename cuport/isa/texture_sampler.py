@@ -387,7 +387,9 @@ class _Fn:
             ok = b.and_(ok, good)
             floors.append(fl)
         go = b.and_(plain, b.not_(b.any(b.not_(ok))))
-        return go, [b.fptosi(b.select(ok, fl, _f32(0.0)), I32) for fl in floors]
+        # (poison in a lane that does not execute, as any of its values may be; the ones
+        # that do are integers below 2^22 where go holds)
+        return go, [b.fptosi(fl, I32) for fl in floors]
 
     def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
         """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
