@@ -582,20 +582,24 @@ def _decode(f: _Fn, raw: ll.Value, decode: ll.Value) -> ll.Value:
     return f.switch(decode, cases, lambda: [raw])[0]
 
 
-def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value) -> ll.Value:
-    """Bytes (i64) from a level's first texel to element (x, y, z) of it (indices inside the
-    level, z counting slices and layers). A warp's lanes compute it in i32 where the level's
-    sum of extents (slices, rows, a row's elements) is below 2^31 bytes: half the vectors of
-    i64 lanes, and no 64-bit multiplies (a tenth of a centred sample)."""
+def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value
+                  ) -> tuple[ll.Value, ll.Value | None]:
+    """(bytes (i64) from a level's first texel to element (x, y, z) of it (indices inside the
+    level, z counting slices and layers), for a warp whether the executing lanes' elements
+    follow each other 4 bytes apart in runs (LaneBuilder.runs_of), else None). A warp's
+    lanes compute both in i32 where the level's sum of extents (slices, rows, a row's
+    elements) is below 2^31 bytes: half the vectors of i64 lanes, and no 64-bit multiplies
+    (a tenth of a centred sample)."""
     b = f.b
     elem = b.zext(f.field(desc, "elem_bytes"), I64)
     spitch, rpitch = f.lfield(lvl, "slice_pitch", I64), f.lfield(lvl, "row_pitch", I64)
 
     def wide() -> list[ll.Value]:
-        return [b.add(b.mul(z, spitch), b.add(b.mul(y, rpitch), b.mul(x, elem)))]
+        off = b.add(b.mul(z, spitch), b.add(b.mul(y, rpitch), b.mul(x, elem)))
+        return [off, b.runs_of(off)] if f.lanes > 1 else [off]
 
     if f.lanes == 1:
-        return wide()[0]
+        return wide()[0], None
 
     def narrow() -> list[ll.Value]:
         def i32(v: ll.Value) -> ll.Value:
@@ -603,7 +607,7 @@ def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value) -> l
 
         off = b.add(b.mul(i32(z), i32(spitch)), b.add(b.mul(i32(y), i32(rpitch)),
                                                       b.mul(i32(x), i32(elem))))
-        return [b.zext(off, I64)]
+        return [b.zext(off, I64), b.runs_of(off)]
 
     def extent(n: ll.Value, pitch: ll.Value) -> ll.Value:
         return b.mul(b.zext(n, I64), pitch)  # (each below 2^32 times a pitch below 2^32)
@@ -613,7 +617,8 @@ def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value) -> l
                                                extent(f.lfield(lvl, "width"), elem)))
     small = b.and_(b.icmp_unsigned("<", bound, _i64(1 << 31)),
                    b.icmp_unsigned("<", b.or_(spitch, rpitch), _i64(1 << 31)))
-    return f.branch(small, narrow, wide)[0]
+    off, runs = f.branch(small, narrow, wide)
+    return off, runs
 
 
 def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
@@ -632,8 +637,8 @@ def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
         if decode_as is not None:
             decode = _i32(decode_as)
         channels = f.field(desc, "channels")
-        base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), _texel_offset(f, desc, lvl, x, y, z)),
-                          PTR)
+        off, runs = _texel_offset(f, desc, lvl, x, y, z)
+        base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), off), PTR)
         # the channel width from the decode: 4, 2 or 1 bytes
         width = _i32(1)
         for code, nbytes in T.CHANNEL_BYTES.items():
@@ -644,7 +649,8 @@ def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
             def load(nbytes: int) -> Build:
                 def build_raw() -> list[ll.Value]:
                     raw = b.load(f.at(base, b.mul(_i64(c), b.zext(width, I64))),
-                                 typ=ll.IntType(8 * nbytes), align=1)
+                                 typ=ll.IntType(8 * nbytes), align=1,
+                                 runs=True if runs is None else runs)
                     return [b.zext(raw, I32) if nbytes < 4 else raw]
 
                 return build_raw
