@@ -365,12 +365,12 @@ class _Fn:
     def texel_centres(self, us: list[ll.Value], modes: list[ll.Value], normalized: ll.Value
                       ) -> tuple[ll.Value, list[ll.Value]] | None:
         """For a warp: (whether every executing lane's unnormalized coordinates on axes that do
-        not wrap are texel centres i + 0.5 with |i| < 2^22 (convolutionTexture's x + 0.5), i
-        per axis as i32): axis_fixed would give 256 i (linear: one tap, at texel i) or 256 i
-        + 128 (point: texel i), clamped where the linear filter clamps to what the clamp
-        address mode gives i. None where that cannot hold (per thread, normalized, wrap or
-        mirror known). Each axis's f64 lanes and address modes were a third of a centred
-        sample."""
+        not wrap are texel centres i + 0.5 (convolutionTexture's x + 0.5; |i| <= 2^23, as
+        every such f32 is), i per axis as i32): axis_fixed would give 256 i (linear: one
+        tap, at texel i) or 256 i + 128 (point: texel i), clamped where the linear filter
+        clamps to what the clamp address mode gives i. None where that cannot hold (per
+        thread, normalized, wrap or mirror known). Each axis's f64 lanes and address modes
+        were a third of a centred sample."""
         b = self.b
         plain = b.xor(normalized, ll.Constant(I1, 1))
         for m in modes:
@@ -381,14 +381,13 @@ class _Fn:
         floors, ok = [], ll.Constant(I1, 1)
         for u in us:
             fl = b.intrinsic("llvm.floor", [u], F32)
-            # fl + 0.5 is exact below 2^23: equal to u only where u is an integer plus a half
-            good = b.and_(b.fcmp_ordered("==", b.fadd(fl, _f32(0.5)), u),
-                          b.fcmp_ordered("<", self.fabs(fl), _f32(2.0**22)))
-            ok = b.and_(ok, good)
+            # u - floor(u), u's fraction, is exact: 0.5 only for an integer plus a half (not
+            # for a denormal, an infinity (NaN) or NaN)
+            ok = b.and_(ok, b.fcmp_ordered("==", b.fsub(u, fl), _f32(0.5)))
             floors.append(fl)
         go = b.and_(plain, b.not_(b.any(b.not_(ok))))
         # (poison in a lane that does not execute, as any of its values may be; the ones
-        # that do are integers below 2^22 where go holds)
+        # that do are integers of at most 2^23 where go holds)
         return go, [b.fptosi(fl, I32) for fl in floors]
 
     def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
