@@ -9,17 +9,20 @@
 `count` runs the kernel 3 times (the first compiles, under valgrind: the code is AVX2's,
 valgrind's CPU has no AVX-512) under `valgrind --tool=callgrind` with one worker, at the
 sizes DESIGN.md's rounds count at (jacobi 1024^2, reduce 2^22 in 1024 blocks of 256,
-block_scan 2^20, sgemm 256^3), and prints the instructions of the largest function without
+block_scan 2^20, sgemm 256^3, texconv 1024x512), and prints the instructions of the largest function without
 a symbol (the kernel's worker: the block runner and the warps' code) per launch. `time`
 prints the process's CPU time of one launch, best of 7, with one worker, at bench/run.py's
-sizes (jacobi 4096^2, reduce 2^26, block_scan 2^24, sgemm 1024^3): CPU time, so that other
+sizes (jacobi 4096^2, reduce 2^26, block_scan 2^24, sgemm 1024^3, texconv 2048x1024):
+CPU time, so that other
 tenants of a shared machine count less. `profile` runs `count`'s launches with every
-instruction counted (callgrind --dump-instr) and prints the worker's disassembly (objdump)
-with each instruction's count per block of the grid: a warp's hot path read off directly
-(an interior 16x16 block's is the instructions counted 8 times). `step` does the same for
+instruction counted (callgrind --dump-instr) and prints the worker's disassembly (objdump),
+and that of the functions beside it in the object (a texture sampler), with each
+instruction's count per block of the grid: a warp's hot path read off directly (an
+interior 16x16 block's is the instructions counted 8 times). `step` does the same for
 the code this host runs (AVX-512 where it has it, which valgrind cannot run): it
 single-steps one launch's worker with ptrace, from its entry to its return, at small sizes
-(jacobi 256^2, reduce 2^16, block_scan 2^14, sgemm 32^3; about 15,000 steps a second).
+(jacobi 256^2, reduce 2^16, block_scan 2^14, sgemm 32^3, texconv 128x64; about 15,000
+steps a second).
 `asm` prints the assembly `cuport ptx --dump-after codegen` gives at the launch's block
 shape. CUPORT_CPU_FEATURES=-avx512f gives AVX2 code on an AVX-512 host (`step`, `asm`);
 kernels come from the disk cache, whose key holds the compiler's sources but not other
