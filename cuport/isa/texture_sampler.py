@@ -611,6 +611,7 @@ def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value
     def extent(n: ll.Value, pitch: ll.Value) -> ll.Value:
         return b.mul(b.zext(n, I64), pitch)  # (each below 2^32 times a pitch below 2^32)
 
+    # (the level's memory exists: slices times their pitch does not wrap)
     slices = b.mul(b.zext(f.lfield(lvl, "depth"), I64), b.zext(f.field(desc, "layers"), I64))
     bound = b.add(b.mul(slices, spitch), b.add(extent(f.lfield(lvl, "height"), rpitch),
                                                extent(f.lfield(lvl, "width"), elem)))
