@@ -981,21 +981,15 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
             return f.fn
         flags = f.field(desc, "flags")
         linear = f.flag(flags, T.F_LINEAR_FILTER)
-        def general() -> list[ll.Value]:
+        def fixed_axes() -> list[tuple]:
+            """((index, inside) of the first texel, of the second, 8-bit fraction) per axis."""
             axes = []
             for u, n, m in zip(coords, sizes, modes, strict=True):
                 fx = f.axis_fixed(u, n, m, normalized, linear)
                 i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
                 a = b.and_(fx, _i32(_FRAC - 1))
                 axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
-            return f.branch(linear, lambda: filtered(axes, None), lambda: point(axes))
-
-        def centred(ks: list[ll.Value]) -> list[ll.Value]:
-            # every tap but the first weighs 0, and the first is at texel k: point sampling's
-            # texel too (floor(k + 0.5) = k)
-            axes = [(_resolve(f, k, n, m), None, _i32(0))
-                    for k, n, m in zip(ks, sizes, modes, strict=True)]
-            return f.branch(linear, lambda: filtered(axes, True), lambda: point(axes))
+            return axes
 
         def point(axes: list) -> list[ll.Value]:
             return _tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
@@ -1003,6 +997,9 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
 
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
+        integer = ll.Constant(I1, 0)  # 8/16-bit normalized formats: _filter_int
+        for code in _INT_FILTER:
+            integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
 
         def corners(axes: list, centred: bool) -> list[tuple[ll.Value, list, list]]:
             if centred:  # the weights are 256 for the first corner, 0 for the others
@@ -1057,34 +1054,48 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                                 lambda c=c: [f.field(desc, "fill", I32, c)])
             return out
 
-        def filtered(axes: list, centred: bool | None) -> list[ll.Value]:
-            """centred: every lane samples at texel centres (True), or the warp finds out
-            whether they do (None)."""
-            integer = ll.Constant(I1, 0)
-            for code in _INT_FILTER:
-                integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
+        def by_format(axes: list, centred: bool) -> list[ll.Value]:
+            return f.branch(integer, lambda: filtered_int(axes, centred),
+                            lambda: filtered_float(axes, centred))
 
-            def by_format(centred: bool) -> list[ll.Value]:
-                return f.branch(integer, lambda: filtered_int(axes, centred),
-                                lambda: filtered_float(axes, centred))
+        if f.lanes == 1:
+            axes = fixed_axes()
+            b.ret(f.pack(f.branch(linear, lambda: by_format(axes, False), lambda: point(axes))))
+            return f.fn
+        # A warp samples one texel per lane (point sampling, or the linear filter where every
+        # executing lane samples at texel centres, convolutionTexture's x + 0.5: one tap of
+        # weight 256, the others weigh 0 and add nothing) in one place, reached from
+        # texel_centres (unnormalized coordinates on axes that do not wrap, the texels taken
+        # from the f32 coordinates) or from the fixed-point coordinates; four taps elsewhere.
+        # Values joined: [one texel?, its index and inside per axis, four taps' words].
+        dims_here = len(sizes)
+        no_words = [_i32(0)] * 4
 
-            if centred or f.lanes == 1:
-                return by_format(bool(centred))
-            # a warp whose every executing lane samples at texel centres (convolutionTexture's
-            # x + 0.5) filters one tap of weight 256: the others weigh 0 and add nothing
+        def general() -> list[ll.Value]:
+            axes = fixed_axes()
             off_centre = ll.Constant(I1, 0)
             for ax in axes:
                 off_centre = b.or_(off_centre, b.icmp_unsigned("!=", ax[2], _i32(0)))
-            return f.branch(b.any(off_centre), lambda: by_format(False), lambda: by_format(True))
+            four = b.and_(linear, b.any(off_centre))
+            return f.branch(four,
+                            lambda: [ll.Constant(I1, 0)] + [_i32(0)] * dims_here
+                            + [ll.Constant(I1, 1)] * dims_here + by_format(axes, False),
+                            lambda: [ll.Constant(I1, 1)] + [ax[0][0] for ax in axes]
+                            + [ax[0][1] for ax in axes] + no_words)
 
-        # a warp whose unnormalized coordinates are texel centres on axes that do not wrap
-        # takes their texels from the f32 coordinates (texel_centres)
+        def centred(ks: list[ll.Value]) -> list[ll.Value]:
+            pairs = [_resolve(f, k, n, m) for k, n, m in zip(ks, sizes, modes, strict=True)]
+            return [ll.Constant(I1, 1)] + [p[0] for p in pairs] + [p[1] for p in pairs] + no_words
+
         known = f.texel_centres(coords, modes, normalized)
-        if known is None:
-            b.ret(f.pack(general()))
-        else:
-            go, ks = known
-            b.ret(f.pack(f.branch(go, lambda: centred(ks), general)))
+        vals = general() if known is None else f.branch(known[0], lambda: centred(known[1]),
+                                                        general)
+        one, words = vals[0], vals[1 + 2 * dims_here:]
+        axes = [((i, o), None, _i32(0)) for i, o in
+                zip(vals[1:1 + dims_here], vals[1 + dims_here:1 + 2 * dims_here], strict=True)]
+        b.ret(f.pack(f.branch(one, lambda: f.branch(linear, lambda: by_format(axes, True),
+                                                     lambda: point(axes)),
+                              lambda: words)))
         return f.fn
 
     return _get(module, name, build)
