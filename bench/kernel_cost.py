@@ -10,17 +10,20 @@
 `count` runs the kernel 3 times (the first compiles, under valgrind: the code is AVX2's,
 valgrind's CPU has no AVX-512) under `valgrind --tool=callgrind` with one worker, at the
 sizes DESIGN.md's rounds count at (jacobi 1024^2, reduce 2^22 in 1024 blocks of 256,
-block_scan 2^20, sgemm 256^3), and prints the instructions of the largest function without
+block_scan 2^20, sgemm 256^3, texconv 1024x512), and prints the instructions of the largest function without
 a symbol (the kernel's worker: the block runner and the warps' code) per launch. `time`
 prints the process's CPU time of one launch, best of 7, with one worker, at bench/run.py's
-sizes (jacobi 4096^2, reduce 2^26, block_scan 2^24, sgemm 1024^3): CPU time, so that other
+sizes (jacobi 4096^2, reduce 2^26, block_scan 2^24, sgemm 1024^3, texconv 2048x1024):
+CPU time, so that other
 tenants of a shared machine count less. `profile` runs `count`'s launches with every
-instruction counted (callgrind --dump-instr) and prints the worker's disassembly (objdump)
-with each instruction's count per block of the grid: a warp's hot path read off directly
-(an interior 16x16 block's is the instructions counted 8 times). `step` does the same for
+instruction counted (callgrind --dump-instr) and prints the worker's disassembly (objdump),
+and that of the functions beside it in the object (a texture sampler), with each
+instruction's count per block of the grid: a warp's hot path read off directly (an
+interior 16x16 block's is the instructions counted 8 times). `step` does the same for
 the code this host runs (AVX-512 where it has it, which valgrind cannot run): it
 single-steps one launch's worker with ptrace, from its entry to its return, at small sizes
-(jacobi 256^2, reduce 2^16, block_scan 2^14, sgemm 32^3; about 15,000 steps a second).
+(jacobi 256^2, reduce 2^16, block_scan 2^14, sgemm 32^3, texconv 128x64; about 15,000
+steps a second).
 `sample` runs `time`'s launches under `perf record -e cpu-clock` (a VM without performance
 counters has that clock) and prints the worker's disassembly with each instruction's share of
 the worker's samples, in per mille: where the time goes at the timed sizes, which counts of
@@ -47,14 +50,15 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-COUNT_SIZES = {"jacobi": 1024, "reduce": 1 << 22, "block_scan": 1 << 20, "sgemm": 256}
+COUNT_SIZES = {"jacobi": 1024, "reduce": 1 << 22, "block_scan": 1 << 20, "sgemm": 256, "texconv": 512}
 #: (mangled name, block shape, blocks in the grid at size n)
 KERNELS = {"jacobi": ("_Z6jacobiPKfPfi", (16, 16), lambda n: (n // 16) ** 2),
            "reduce": ("_Z6reducePKfPfi", (256,), lambda n: 1024),
            "block_scan": ("_Z10block_scanPKiPii", (1024,), lambda n: (n + 1023) // 1024),
-           "sgemm": ("_Z5sgemmPKfS0_Pfi", (16, 16), lambda n: ((n + 15) // 16) ** 2)}
-STEP_SIZES = {"jacobi": 256, "reduce": 1 << 16, "block_scan": 1 << 14, "sgemm": 32}
-TIME_SIZES = {"jacobi": 4096, "reduce": 1 << 26, "block_scan": 1 << 24, "sgemm": 1024}
+           "sgemm": ("_Z5sgemmPKfS0_Pfi", (16, 16), lambda n: ((n + 15) // 16) ** 2),
+           "texconv": ("_Z7texconvyPKfPfii", (16, 16), lambda n: (2 * n // 16) * (n // 16))}
+STEP_SIZES = {"jacobi": 256, "reduce": 1 << 16, "block_scan": 1 << 14, "sgemm": 32, "texconv": 64}
+TIME_SIZES = {"jacobi": 4096, "reduce": 1 << 26, "block_scan": 1 << 24, "sgemm": 1024, "texconv": 1024}
 
 
 def ptx_of(name: str) -> str:
@@ -93,6 +97,21 @@ def kernel(name: str, n: int):
         ref = a.astype(np.float64) @ b.astype(np.float64)
         g = (n + 15) // 16
         return lambda: k((g, g), (16, 16), (a, b, c, n)), lambda: np.abs(c - ref).max() < 1e-2
+    if name == "texconv":  # a (2n)x n image, as bench/run.py's (2048x1024 at n = 1024)
+        sys.path.insert(0, str(HERE))
+        from run import float_texture
+
+        w, h = 2 * n, n
+        img, taps = rng.random((h, w), dtype=np.float32), rng.random(17, dtype=np.float32)
+        dst, desc = np.zeros_like(img), float_texture(img)
+        k = mod.kernel("_Z7texconvyPKfPfii")
+        wide = np.pad(img.astype(np.float64), ((0, 0), (8, 8)), mode="edge")
+        ref = sum(wide[:, 8 + j:8 + j + w] * taps[8 - j] for j in range(-8, 9))
+        g = (w // 16, h // 16)
+        args = (ctypes.addressof(desc), taps, dst, w, h)
+        keep = (img, desc)  # (the descriptor holds the image's address, not the array)
+        return (lambda: k(g, (16, 16), args) or keep,
+                lambda: np.allclose(dst, ref, rtol=1e-5))
     raise SystemExit(f"no kernel {name}")
 
 
@@ -271,12 +290,13 @@ def _annotate(name: str, n: int, obj: Path, base: int, costs: dict[int, int], bl
     sym = re.search(r"^([0-9a-f]+) <worker>:", dis, re.M)
     start = int(sym.group(1), 16)
     total = 0
-    print(f"{name} {n}: the worker's instructions per block of the grid ({what}; 0: not run)")
-    for line in dis[sym.start():].splitlines()[1:]:
+    print(f"{name} {n}: the worker's instructions per block of the grid ({what}; 0: not run), "
+          "then those of the functions beside it that ran (a texture sampler)")
+    for line in dis.splitlines():
         m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
         if not m:
             if line.endswith(">:"):
-                break  # (the next function)
+                print(line)
             continue
         c = costs.get(base + int(m.group(1), 16) - start, 0) / launches
         total += c

@@ -133,11 +133,13 @@ class LaneBuilder:
         return self.ir.inttoptr(self.splat(addr, n), vec(PTR, n))
 
     def load(self, ptr: ll.Value, name: str = "", align: int | None = None,
-             typ: ll.Type | None = None, runs: bool = True) -> ll.Value:
+             typ: ll.Type | None = None, runs: bool | ll.Value = True) -> ll.Value:
         """A load, or a masked gather through a vector of addresses. A gather of 8- or 16-bit
         integers (which the CPU cannot gather: LLVM would make them 32 scalar loads, each
         behind its lane's test) gathers the 4-byte words that hold them, which lie in the
-        same page: a 16-bit element must not straddle two words (2-byte aligned)."""
+        same page: a 16-bit element must not straddle two words (2-byte aligned). `runs`:
+        whether a gather of 4-byte elements may be loads of runs (_runs_or_gather), or
+        (an i1) runs_of the addresses, already known."""
         if lanes_of(ptr) == 1:
             return self.ir.load(ptr, name=name, align=align, typ=typ)
         n = lanes_of(ptr)
@@ -157,9 +159,10 @@ class LaneBuilder:
             return self.intrinsic("llvm.masked.gather", [ptr], typ, overload_ret=True,
                                   immediate=(ll.Constant(I32, align), mask, ll.Constant(vt, None)))
 
-        if not runs or typ != I32 or n % RUN:
+        if runs is False or typ != I32 or n % RUN:
             return gather()
-        return self._runs_or_gather(ptr, typ, align, mask, gather)
+        return self._runs_or_gather(ptr, typ, align, mask, gather,
+                                    None if runs is True else runs)
 
     def freeze(self, v: ll.Value) -> ll.Value:
         """v with any poison or undef lanes fixed to some value (LLVM's freeze)."""
@@ -167,21 +170,33 @@ class LaneBuilder:
         self.ir._insert(frozen)
         return frozen
 
-    def _runs_or_gather(self, ptr: ll.Value, typ: ll.Type, align: int, mask: ll.Value,
-                        gather) -> ll.Value:
-        """A gather of 4-byte elements whose executing lanes' addresses follow each other in
-        runs of RUN lanes (a row of a block reading a row of texels) as RUN-lane masked
-        loads, else the gather (a warp's 32-lane gather is 4 or 8 gather instructions of
-        8 or 4 lanes, slow on every x86; the loads are 4)."""
-        n = lanes_of(ptr)
-        ir, it = self.ir, vec(I64, n)
-        addr = self.freeze(ir.ptrtoint(ptr, it))  # a lane that does not execute may hold poison
+    def runs_of(self, addr: ll.Value) -> ll.Value:
+        """Whether the executing lanes' addresses (<n x i64>, or byte offsets from one base
+        that do not wrap: i32 ones are half the vectors) follow each other 4 bytes apart in
+        runs of RUN lanes (i1)."""
+        n = lanes_of(addr)
+        ir, it = self.ir, addr.type
+        addr = self.freeze(addr)  # a lane that does not execute may hold poison
         lead = ir.shuffle_vector(addr, ll.Constant(it, ll.Undefined),
                                  ll.Constant(vec(I32, n), [i - i % RUN for i in range(n)]))
         step = ll.Constant(it, [4 * (i % RUN) for i in range(n)])
         follows = ir.icmp_unsigned("==", addr, ir.add(lead, step))
+        mask = self.mask if self.mask is not None else ll.Constant(vec(I1, n), [1] * n)
         bad = ir.and_(mask, ir.not_(follows))
-        runs = ir.icmp_unsigned("==", ir.bitcast(bad, ll.IntType(n)), ll.Constant(ll.IntType(n), 0))
+        return ir.icmp_unsigned("==", ir.bitcast(bad, ll.IntType(n)), ll.Constant(ll.IntType(n), 0))
+
+    def _runs_or_gather(self, ptr: ll.Value, typ: ll.Type, align: int, mask: ll.Value,
+                        gather, runs: ll.Value | None = None) -> ll.Value:
+        """A gather of 4-byte elements whose executing lanes' addresses follow each other in
+        runs of RUN lanes (a row of a block reading a row of texels) as RUN-lane masked
+        loads, else the gather (a warp's 32-lane gather is 4 or 8 gather instructions of
+        8 or 4 lanes, slow on every x86; the loads are 4). `runs`: runs_of the addresses
+        where the caller knows it."""
+        n = lanes_of(ptr)
+        ir, it = self.ir, vec(I64, n)
+        addr = self.freeze(ir.ptrtoint(ptr, it))  # a lane that does not execute may hold poison
+        if runs is None:
+            runs = self.runs_of(addr)
         fn = ir.block.parent
         loads, gathers, join = (fn.append_basic_block(x) for x in ("runs", "gather", "loaded"))
         ir.cbranch(runs, loads, gathers)

@@ -362,6 +362,34 @@ class _Fn:
         return self.branch(b.or_(normalized, periodic), exact,
                            lambda: [self.held_fixed(u, n, linear, clamp)])[0]
 
+    def texel_centres(self, us: list[ll.Value], modes: list[ll.Value], normalized: ll.Value
+                      ) -> tuple[ll.Value, list[ll.Value]] | None:
+        """For a warp: (whether every executing lane's unnormalized coordinates on axes that do
+        not wrap are texel centres i + 0.5 (convolutionTexture's x + 0.5; |i| <= 2^23, as
+        every such f32 is), i per axis as i32): axis_fixed would give 256 i (linear: one
+        tap, at texel i) or 256 i + 128 (point: texel i), clamped where the linear filter
+        clamps to what the clamp address mode gives i. None where that cannot hold (per
+        thread, normalized, wrap or mirror known). Each axis's f64 lanes and address modes
+        were a third of a centred sample."""
+        b = self.b
+        plain = b.xor(normalized, ll.Constant(I1, 1))
+        for m in modes:
+            plain = b.and_(plain, b.and_(b.icmp_unsigned("!=", m, _i32(T.ADDRESS_WRAP)),
+                                         b.icmp_unsigned("!=", m, _i32(T.ADDRESS_MIRROR))))
+        if self.lanes == 1 or constant_int(plain) == 0:
+            return None
+        floors, ok = [], ll.Constant(I1, 1)
+        for u in us:
+            fl = b.intrinsic("llvm.floor", [u], F32)
+            # u - floor(u), u's fraction, is exact: 0.5 only for an integer plus a half (not
+            # for a denormal, an infinity (NaN) or NaN)
+            ok = b.and_(ok, b.fcmp_ordered("==", b.fsub(u, fl), _f32(0.5)))
+            floors.append(fl)
+        go = b.and_(plain, b.not_(b.any(b.not_(ok))))
+        # (poison in a lane that does not execute, as any of its values may be; the ones
+        # that do are integers of at most 2^23 where go holds)
+        return go, [b.fptosi(fl, I32) for fl in floors]
+
     def held_fixed(self, u: ll.Value, n: ll.Value, linear: ll.Value, clamp: ll.Value) -> ll.Value:
         """axis_fixed of an unnormalized coordinate on an axis that does not wrap, clamped in
         f64 and converted to i32 once: texel_fixed's floor is exact in f64, and every value
@@ -553,6 +581,46 @@ def _decode(f: _Fn, raw: ll.Value, decode: ll.Value) -> ll.Value:
     return f.switch(decode, cases, lambda: [raw])[0]
 
 
+def _texel_offset(f: _Fn, desc, lvl, x: ll.Value, y: ll.Value, z: ll.Value
+                  ) -> tuple[ll.Value, ll.Value | None]:
+    """(bytes (i64) from a level's first texel to element (x, y, z) of it (indices inside the
+    level, z counting slices and layers), for a warp whether the executing lanes' elements
+    follow each other 4 bytes apart in runs (LaneBuilder.runs_of), else None). A warp's
+    lanes compute both in i32 where the level's sum of extents (slices, rows, a row's
+    elements) is below 2^31 bytes: half the vectors of i64 lanes, and no 64-bit multiplies
+    (a tenth of a centred sample)."""
+    b = f.b
+    elem = b.zext(f.field(desc, "elem_bytes"), I64)
+    spitch, rpitch = f.lfield(lvl, "slice_pitch", I64), f.lfield(lvl, "row_pitch", I64)
+
+    def wide() -> list[ll.Value]:
+        off = b.add(b.mul(z, spitch), b.add(b.mul(y, rpitch), b.mul(x, elem)))
+        return [off, b.runs_of(off)] if f.lanes > 1 else [off]
+
+    if f.lanes == 1:
+        return wide()[0], None
+
+    def narrow() -> list[ll.Value]:
+        def i32(v: ll.Value) -> ll.Value:
+            return b.trunc(v, I32)
+
+        off = b.add(b.mul(i32(z), i32(spitch)), b.add(b.mul(i32(y), i32(rpitch)),
+                                                      b.mul(i32(x), i32(elem))))
+        return [b.zext(off, I64), b.runs_of(off)]
+
+    def extent(n: ll.Value, pitch: ll.Value) -> ll.Value:
+        return b.mul(b.zext(n, I64), pitch)  # (each below 2^32 times a pitch below 2^32)
+
+    # (the level's memory exists: slices times their pitch does not wrap)
+    slices = b.mul(b.zext(f.lfield(lvl, "depth"), I64), b.zext(f.field(desc, "layers"), I64))
+    bound = b.add(b.mul(slices, spitch), b.add(extent(f.lfield(lvl, "height"), rpitch),
+                                               extent(f.lfield(lvl, "width"), elem)))
+    small = b.and_(b.icmp_unsigned("<", bound, _i64(1 << 31)),
+                   b.icmp_unsigned("<", b.or_(spitch, rpitch), _i64(1 << 31)))
+    off, runs = f.branch(small, narrow, wide)
+    return off, runs
+
+
 def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
               decode_as: int | None = None) -> ll.Function:
     """words fetch(ptr desc, ptr level, i64 x, i64 y, i64 z, i32 decode): one element's
@@ -569,10 +637,8 @@ def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
         if decode_as is not None:
             decode = _i32(decode_as)
         channels = f.field(desc, "channels")
-        elem = b.zext(f.field(desc, "elem_bytes"), I64)
-        addr = b.add(b.mul(z, f.lfield(lvl, "slice_pitch", I64)),
-                     b.add(b.mul(y, f.lfield(lvl, "row_pitch", I64)), b.mul(x, elem)))
-        base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), addr), PTR)
+        off, runs = _texel_offset(f, desc, lvl, x, y, z)
+        base = b.inttoptr(b.add(f.lfield(lvl, "data", I64), off), PTR)
         # the channel width from the decode: 4, 2 or 1 bytes
         width = _i32(1)
         for code, nbytes in T.CHANNEL_BYTES.items():
@@ -583,7 +649,8 @@ def _fetch_fn(module: ll.Module, lanes: int = 1, spec: T.Sampling | None = None,
             def load(nbytes: int) -> Build:
                 def build_raw() -> list[ll.Value]:
                     raw = b.load(f.at(base, b.mul(_i64(c), b.zext(width, I64))),
-                                 typ=ll.IntType(8 * nbytes), align=1)
+                                 typ=ll.IntType(8 * nbytes), align=1,
+                                 runs=True if runs is None else runs)
                     return [b.zext(raw, I32) if nbytes < 4 else raw]
 
                 return build_raw
@@ -651,7 +718,14 @@ def _tap(f: _Fn, desc, lvl, idx: list, ok: list, layer: ll.Value,
     words = f.unpack(f.call(fetch, [desc, lvl, x, y, z, decode], inline))
     if constant_int(inside) == 1:  # no address mode here has a border
         return words
-    return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+
+    def bordered() -> list[ll.Value]:
+        return [b.select(inside, w, bw) for w, bw in zip(words, f.words(desc, "border"), strict=True)]
+
+    if f.lanes == 1:
+        return bordered()
+    # a warp whose texels are all inside (every one in clamp mode) skips the selects
+    return f.branch(b.any(b.not_(inside)), bordered, lambda: words)
 
 
 def _all(f: _Fn, ok: list[ll.Value]) -> ll.Value:
@@ -782,13 +856,23 @@ def _filter_one(f: _Fn, v: ll.Value, half: ll.Value) -> ll.Value:
     than a half) go through _filter_float."""
     b = f.b
 
-    def single() -> list[ll.Value]:
-        bits = b.bitcast(v, I32)
+    bits = b.bitcast(v, I32)
+
+    def special() -> list[ll.Value]:
         e = b.and_(b.lshr(bits, _i32(23)), _i32(0xFF))
         nan = b.and_(b.icmp_unsigned("==", e, _i32(0xFF)),
                      b.icmp_unsigned("!=", b.and_(bits, _i32(0x7FFFFF)), _i32(0)))
         word = b.select(b.icmp_unsigned("==", e, _i32(0)), b.and_(bits, _i32(1 << 31)), bits)
         return [b.select(nan, _i32(0x7FFFFFFF), word)]
+
+    def single() -> list[ll.Value]:
+        if lanes_of(v) == 1:
+            return special()
+        # a warp whose texels are all normal numbers (exponent neither 0 nor 255: the
+        # exponent field minus one, unsigned, below 254) reads them as they are
+        e = b.and_(bits, _i32(0x7F800000))
+        odd = b.icmp_unsigned(">=", b.sub(e, _i32(0x00800000)), _i32(0x7F000000))
+        return f.branch(b.any(odd), special, lambda: [bits])
 
     return f.branch(half, lambda: [_filter_float(f, [(_i32(_FRAC), v)], half)], single)[0]
 
@@ -897,21 +981,27 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
             return f.fn
         flags = f.field(desc, "flags")
         linear = f.flag(flags, T.F_LINEAR_FILTER)
-        axes = []
-        for u, n, m in zip(coords, sizes, modes, strict=True):
-            fx = f.axis_fixed(u, n, m, normalized, linear)
-            i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
-            a = b.and_(fx, _i32(_FRAC - 1))
-            axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
+        def fixed_axes() -> list[tuple]:
+            """((index, inside) of the first texel, of the second, 8-bit fraction) per axis."""
+            axes = []
+            for u, n, m in zip(coords, sizes, modes, strict=True):
+                fx = f.axis_fixed(u, n, m, normalized, linear)
+                i0 = b.ashr(fx, _i32(T.SUBTEXEL_BITS))
+                a = b.and_(fx, _i32(_FRAC - 1))
+                axes.append((_resolve(f, i0, n, m), _resolve(f, b.add(i0, _i32(1)), n, m), a))
+            return axes
 
-        def point() -> list[ll.Value]:
+        def point(axes: list) -> list[ll.Value]:
             return _tap(f, desc, lvl, [ax[0][0] for ax in axes], [ax[0][1] for ax in axes],
                         layer, inline=True)
 
         decode = f.field(desc, "decode")
         channels = f.field(desc, "channels")
+        integer = ll.Constant(I1, 0)  # 8/16-bit normalized formats: _filter_int
+        for code in _INT_FILTER:
+            integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
 
-        def corners(centred: bool) -> list[tuple[ll.Value, list, list]]:
+        def corners(axes: list, centred: bool) -> list[tuple[ll.Value, list, list]]:
             if centred:  # the weights are 256 for the first corner, 0 for the others
                 return [(_i32(_FRAC), [ax[0][0] for ax in axes], [ax[0][1] for ax in axes])]
             weights = _corner_weights(f, [ax[2] for ax in axes])
@@ -926,10 +1016,10 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
         for m in modes:
             filled = b.and_(filled, b.icmp_unsigned("!=", m, _i32(T.ADDRESS_BORDER)))
 
-        def filtered_float(centred: bool) -> list[ll.Value]:
+        def filtered_float(axes: list, centred: bool) -> list[ll.Value]:
             half = b.icmp_unsigned("==", decode, _i32(T.DECODE_F16))
             taps = [(w, _tap(f, desc, lvl, idx, ok, layer, inline=True))
-                    for w, idx, ok in corners(centred)]
+                    for w, idx, ok in corners(axes, centred)]
             out = []
             for c in range(4):
                 def taken(c: int = c) -> list[ll.Value]:
@@ -947,7 +1037,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 out += f.branch(lacking, fill, taken) if c else taken()
             return out
 
-        def filtered_int(centred: bool) -> list[ll.Value]:
+        def filtered_int(axes: list, centred: bool) -> list[ll.Value]:
             raw, scale = _i32(T.DECODE_U8), _f32(65535.0)
             for code, (raw_code, sc) in _INT_FILTER.items():
                 this = b.icmp_unsigned("==", decode, _i32(code))
@@ -955,7 +1045,7 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                 scale = b.select(this, _f32(float(sc)), scale)
             signed = b.fcmp_ordered("<", scale, _f32(40000.0))
             taps = [(w, _tap16(f, desc, lvl, idx, ok, layer, decode, raw, scale))
-                    for w, idx, ok in corners(centred)]
+                    for w, idx, ok in corners(axes, centred)]
             out = []
             for c in range(4):
                 out += f.branch(b.icmp_unsigned("<", _i32(c), channels),
@@ -964,25 +1054,48 @@ def _level_fn(module: ll.Module, dims: int, int_coords: bool, lanes: int = 1,
                                 lambda c=c: [f.field(desc, "fill", I32, c)])
             return out
 
-        def filtered() -> list[ll.Value]:
-            integer = ll.Constant(I1, 0)
-            for code in _INT_FILTER:
-                integer = b.or_(integer, b.icmp_unsigned("==", decode, _i32(code)))
+        def by_format(axes: list, centred: bool) -> list[ll.Value]:
+            return f.branch(integer, lambda: filtered_int(axes, centred),
+                            lambda: filtered_float(axes, centred))
 
-            def by_format(centred: bool) -> list[ll.Value]:
-                return f.branch(integer, lambda: filtered_int(centred),
-                                lambda: filtered_float(centred))
+        if f.lanes == 1:
+            axes = fixed_axes()
+            b.ret(f.pack(f.branch(linear, lambda: by_format(axes, False), lambda: point(axes))))
+            return f.fn
+        # A warp samples one texel per lane (point sampling, or the linear filter where every
+        # executing lane samples at texel centres, convolutionTexture's x + 0.5: one tap of
+        # weight 256, the others weigh 0 and add nothing) in one place, reached from
+        # texel_centres (unnormalized coordinates on axes that do not wrap, the texels taken
+        # from the f32 coordinates) or from the fixed-point coordinates; four taps elsewhere.
+        # Values joined: [one texel?, its index and inside per axis, four taps' words].
+        dims_here = len(sizes)
+        no_words = [_i32(0)] * 4
 
-            if f.lanes == 1:
-                return by_format(False)
-            # a warp whose every executing lane samples at texel centres (convolutionTexture's
-            # x + 0.5) filters one tap of weight 256: the others weigh 0 and add nothing
+        def general() -> list[ll.Value]:
+            axes = fixed_axes()
             off_centre = ll.Constant(I1, 0)
             for ax in axes:
                 off_centre = b.or_(off_centre, b.icmp_unsigned("!=", ax[2], _i32(0)))
-            return f.branch(b.any(off_centre), lambda: by_format(False), lambda: by_format(True))
+            four = b.and_(linear, b.any(off_centre))
+            return f.branch(four,
+                            lambda: [ll.Constant(I1, 0)] + [_i32(0)] * dims_here
+                            + [ll.Constant(I1, 1)] * dims_here + by_format(axes, False),
+                            lambda: [ll.Constant(I1, 1)] + [ax[0][0] for ax in axes]
+                            + [ax[0][1] for ax in axes] + no_words)
 
-        b.ret(f.pack(f.branch(linear, filtered, point)))
+        def centred(ks: list[ll.Value]) -> list[ll.Value]:
+            pairs = [_resolve(f, k, n, m) for k, n, m in zip(ks, sizes, modes, strict=True)]
+            return [ll.Constant(I1, 1)] + [p[0] for p in pairs] + [p[1] for p in pairs] + no_words
+
+        known = f.texel_centres(coords, modes, normalized)
+        vals = general() if known is None else f.branch(known[0], lambda: centred(known[1]),
+                                                        general)
+        one, words = vals[0], vals[1 + 2 * dims_here:]
+        axes = [((i, o), None, _i32(0)) for i, o in
+                zip(vals[1:1 + dims_here], vals[1 + dims_here:1 + 2 * dims_here], strict=True)]
+        b.ret(f.pack(f.branch(one, lambda: f.branch(linear, lambda: by_format(axes, True),
+                                                     lambda: point(axes)),
+                              lambda: words)))
         return f.fn
 
     return _get(module, name, build)

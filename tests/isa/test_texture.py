@@ -248,6 +248,39 @@ def test_linear_filter_at_texel_centres(fmt, mode):
 
 @pytest.mark.parametrize("linear", [False, True])
 @pytest.mark.parametrize("mode", [CLAMP, BORDER])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_texel_centres_at_the_limits_of_the_short_path(linear, mode, dims):
+    """A warp whose unnormalized coordinates are all texel centres i + 0.5 (up to 2^23 -
+    0.5), on axes that do not wrap, samples texel i of each axis straight from the f32
+    coordinates (texture_sampler.texel_centres), point or linear. Warps of centres far
+    outside the texture (clamped, border), and warps where one lane is not such a centre
+    and the warp takes the general path: 2^23 and beyond (integers: i + 0.5 would round back
+    to them), NaN, infinities, a denormal, 0.25, a lane off centre on the last axis only."""
+    shape = {1: (1, 1, 37, 2), 2: (1, 5, 7, 2), 3: (3, 4, 5, 2)}[dims]
+    tex = Tex([image(shape)], dims=dims, linear=linear, address=(mode, mode, mode),
+              border=(0.75, -2.5, 0.0, 0.0))
+    sizes = [shape[2], shape[1], shape[0]][:dims]
+    odd = [2.0**23, -2.0**23, 2.0**23 + 2, 2.0**24 + 2, 3e9, np.nan, np.inf, -np.inf, 1e-45,
+           0.25, None]
+    c = np.zeros((32 * (2 + len(odd)), 4), np.float32)
+    for k, n in enumerate(sizes):
+        c[:, k] = RNG.integers(-n - 3, 2 * n + 3, len(c)) + 0.5
+    c[:32:4, 0] = [2.0**23 - 0.5, -2.0**23 + 0.5, 2.0**22 + 0.5, -2.0**22 - 0.5, 4194303.5,
+                   -0.5, 0.5, -1.5]
+    c[32:64, 0] = np.arange(32) - 8.5  # a row across the texture's first texel
+    for w, x in enumerate(odd):
+        lane = 64 + 32 * w + 13
+        if x is None:  # inside the texture, between two texels of the last axis
+            c[lane, :dims] = 1.5
+            c[lane, dims - 1] = 1.75
+        else:
+            c[lane, 0] = x
+    check(tex, launch({1: "t1d", 2: "t2d", 3: "t3d"}[dims], tex, c),
+          [tex.sample(list(r[:dims])) for r in c], c)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("mode", [CLAMP, BORDER])
 def test_rows_of_texels(linear, mode):
     """Lanes reading consecutive texels of a row (x = i + 0.5 + offset, convolutionTexture's
     pattern): a warp loads runs of 8 such lanes instead of gathering them. Runs that cross
