@@ -510,11 +510,14 @@ def exits_before(cfg: Cfg, varying: set[str], divergent: set[int], block: int,
         and b.term.guard.name in varying)}
     # threads that part at a split point and pass its post-dominator meet again there: only
     # a split point whose own region (up to its post-dominator) holds an exit can leave
-    # some of them finished
+    # some of them finished. Where the post-dominator is itself an exit, threads reach it
+    # one by one and finish there (a loop whose lanes leave to `ret` at different trips:
+    # a compare-and-swap loop), so it does not bring them together
     ipdom = postdominators(cfg)
     exit_set = set(exits)
     splits = {s for s in splits
-              if _reach(succs, [s], avoid=ipdom[s] if ipdom[s] != -1 else None) & exit_set}
+              if _reach(succs, [s], avoid=ipdom[s] if ipdom[s] not in (-1, *exit_set) else None)
+              & exit_set}
     to_block = _reach(preds, [block])  # (reverse: the blocks that reach it)
     first = _reach(succs, [0], avoid=block)
     exit_avoiding = _reach(preds, exits, avoid=block)

@@ -55,6 +55,9 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
+- exit_in_spin_loop: lanes that left a spin loop for the kernel's end ran it again after
+  the warp stepped aside at the loop's yield point (HeCBench atomicCAS: a compare-and-swap
+  add counted twice under contention).
 - event_order: the time between two events recorded on one stream was negative on the
   Vulkan backend's lanes: the first, behind a kernel, was timed by the lane's watcher
   thread after the host had timed the second (cuda-samples simpleMultiCopy printed
@@ -401,3 +404,15 @@ def test_a_polled_failure_is_printed_once_not_at_every_call(tmp_path, device):
     assert r.stdout == ("first cudaErrorIllegalAddress, then 50 of 50 queries answered "
                         "cudaErrorIllegalAddress, then cudaErrorIllegalAddress\n"), r.stdout + r.stderr
     assert r.stderr.count("unusable after an earlier kernel failure") == 1, r.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "8"])
+def test_lanes_that_left_a_spin_loop_stay_finished_after_a_yield(tmp_path, workers):
+    """exit_in_spin_loop.cu: a warp that steps aside at a spin loop's yield point after some
+    of its lanes left the loop for the kernel's end resumes with the others only (one
+    worker: lane l takes 5*l+1 trips, the warp passes 64 yield points; 8 workers on any
+    machine: the compare-and-swap add under contention, wrong in most runs before)."""
+    exe = build(tmp_path, "exit_in_spin_loop", ["exit_in_spin_loop.cu"])
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE="cpu", CUPORT_THREADS=workers), timeout=300)
+    assert r.stdout.splitlines() == ["trips: 20096 of 20096", "compare-and-swap sum: exact", "PASS"], \
+        r.stdout + r.stderr
