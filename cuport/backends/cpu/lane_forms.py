@@ -507,6 +507,13 @@ class LaneForms:
             size = max(TYPE_BITS[type_suffix(ins)] // 8, 1)
         except (ValueError, KeyError):
             return None
+        v = self._warp_address(mem, size, memo)
+        return None if v is None else self._block_check(v, size)
+
+    def _warp_address(self, mem: ir.Mem, size: int, memo: dict) -> Value | None:
+        """The 64-bit address of `mem` (base register in self.forms) as a value of the warp
+        index and the block's leaves, where it is affine and its lanes are the ones
+        form_address makes for an element of `size` bytes; else None."""
         ops = _WarpLeaves(self.b)
         try:
             v = self._warp_value(mem.base.name, 64 if self.forms[mem.base.name].w == 64 else 32, memo, ops)
@@ -518,7 +525,7 @@ class LaneForms:
             return None
         if v is None or v.lanes != self._form_lanes(mem, size):
             return None
-        return self._block_check(v, size)
+        return v
 
     def _form_lanes(self, mem: ir.Mem, size: int) -> Lanes | None:
         """The lanes of the address form_address makes for `mem` (without leaves)."""

@@ -31,7 +31,6 @@ from llvmlite import ir as ll
 from ...isa.memory import ordered
 from ...isa.types import I8, I32, I64, PTR
 from ...passes import lanes as lanes_pass
-from ...passes.lanes import Lanes, Value
 from ...ptx import ir
 from ...ptx.ir import TYPE_BITS
 
@@ -51,7 +50,6 @@ class PrefetchSpread:
         regions that prefetch them (`spread_hosts`: region → [(the access's first-lane
         address leaves, byte offset ahead)]). Accesses chosen are left out by
         _prefetch_ahead (`spread_ids`). CUPORT_NO_SPREAD=1 leaves them to it."""
-        from .lane_forms import _NotAffine, _WarpLeaves
 
         self.spread_ids: set[int] = set()
         self.spread_hosts: dict[int, list] = {}
@@ -81,17 +79,8 @@ class PrefetchSpread:
         memo: dict = {}
         try:
             for k_acc, ins, stride, size in found:
-                mem = ins.args[0] if ins.op == "st" else ins.args[1]
-                ops = _WarpLeaves(self.b)
-                try:
-                    v = self._warp_value(mem.base.name, 64 if self.forms[mem.base.name].w == 64 else 32, memo, ops)
-                    if v is not None and v.lanes.w == 32:
-                        v = lanes_pass._widen(v, "z", 1, ops)
-                    if v is not None and mem.offset:
-                        v = lanes_pass._add(v, Value(Lanes(64), ops.const(mem.offset, 64)), ops)
-                except _NotAffine:
-                    continue
-                if v is None or v.lanes != self._form_lanes(mem, size):
+                v = self._warp_address(ins.args[0] if ins.op == "st" else ins.args[1], size, memo)
+                if v is None:
                     continue
                 self.spread_ids.add(id(ins))
                 for line in range(0, W * size, 64):
