@@ -493,22 +493,28 @@ class LaneForms:
             self.vec = saved_vec
 
     def _hoisted_check(self, ins: ir.Instr, memo: dict) -> ll.Value | None:
+        acc = self._form_access(ins)
+        if acc is None or self.space_of(ins) not in ("global", "const", "generic"):
+            return None
+        mem, size = acc
+        v = self._warp_address(mem, size, memo)
+        return None if v is None else self._block_check(v, size)
+
+    def _form_access(self, ins: ir.Instr) -> tuple[ir.Mem, int] | None:
+        """(memory operand, element bytes) of a plain ld/ldu/st of one element a lane (not
+        ordered, not a vector) whose address register has a form (self.forms); else None."""
         from ...isa.registry import type_suffix
 
-        if ins.op not in ("ld", "ldu", "st") or ordered(ins):
+        if ins.op not in ("ld", "ldu", "st") or ordered(ins) or any(
+                m.startswith("v") and m[1:].isdigit() for m in ins.mods):
             return None
         mem = ins.args[0] if ins.op == "st" else ins.args[1]
         if not (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg) and mem.base.name in self.forms):
             return None
-        if self.space_of(ins) not in ("global", "const", "generic") or any(
-                m.startswith("v") and m[1:].isdigit() for m in ins.mods):
-            return None
         try:
-            size = max(TYPE_BITS[type_suffix(ins)] // 8, 1)
+            return mem, max(TYPE_BITS[type_suffix(ins)] // 8, 1)
         except (ValueError, KeyError):
             return None
-        v = self._warp_address(mem, size, memo)
-        return None if v is None else self._block_check(v, size)
 
     def _warp_address(self, mem: ir.Mem, size: int, memo: dict) -> Value | None:
         """The 64-bit address of `mem` (base register in self.forms) as a value of the warp

@@ -28,11 +28,9 @@ import os
 
 from llvmlite import ir as ll
 
-from ...isa.memory import ordered
 from ...isa.types import I8, I32, I64, PTR
 from ...passes import lanes as lanes_pass
 from ...ptx import ir
-from ...ptx.ir import TYPE_BITS
 
 W = 32
 #: at most this many lines per host region's warp on average; more stay at the accesses
@@ -50,7 +48,6 @@ class PrefetchSpread:
         regions that prefetch them (`spread_hosts`: region → [(the access's first-lane
         address leaves, byte offset ahead)]). Accesses chosen are left out by
         _prefetch_ahead (`spread_ids`). CUPORT_NO_SPREAD=1 leaves them to it."""
-
         self.spread_ids: set[int] = set()
         self.spread_hosts: dict[int, list] = {}
         if (os.environ.get("CUPORT_NO_PREFETCH") == "1" or os.environ.get("CUPORT_NO_SPREAD") == "1"
@@ -100,20 +97,11 @@ class PrefetchSpread:
     def _spreadable(self, ins: ir.Instr) -> tuple[int, int] | None:
         """(block stride, element bytes) of a plain global load or store of one element per
         lane whose address has a form moving by a constant from block to block; else None."""
-        from ...isa.registry import type_suffix
-
-        if ins.op not in ("ld", "ldu", "st") or "global" not in ins.mods or ordered(ins):
+        acc = self._form_access(ins) if "global" in ins.mods else None
+        if acc is None:
             return None
-        if any(m.startswith("v") and m[1:].isdigit() for m in ins.mods):
-            return None
-        mem = ins.args[0] if ins.op == "st" else ins.args[1]
-        if not (isinstance(mem, ir.Mem) and isinstance(mem.base, ir.Reg) and mem.base.name in self.forms):
-            return None
+        mem, size = acc
         stride = self.block_strides.get(mem.base.name)
-        try:
-            size = max(TYPE_BITS[type_suffix(ins)] // 8, 1)
-        except (ValueError, KeyError):
-            return None
         f = self.forms[mem.base.name]
         if not stride or lanes_pass.signed(f.kx + f.m * f.ikx, 64) != size:
             return None  # (not moving with the block, or not contiguous)
