@@ -709,10 +709,7 @@ class VulkanBackend:
         device, driver, shader and inputs as a verified entry (a number, never run), so that
         only a device's first process pays for the probes' pipelines. VulkanError where the
         device refuses the pipeline (not kept)."""
-        info = self.info
         spirv = bytes(sh.spirv)
-        key = cache.make_key("vulkan probe", info.name, str(info.driver_id), str(info.driver_version),
-                             bytes(info.uuid).hex(), spirv.hex(), push(0).hex(), str(nbytes))
 
         def measure() -> int:
             buf = self.allocate_buffer(64, "host")
@@ -724,17 +721,22 @@ class VulkanBackend:
             finally:
                 self.dev.free(buf)
 
-        return (cache.measured(key, "vulkan probe", measure) - 1).to_bytes(nbytes, "little")
+        value = self.measured("vulkan probe", (spirv.hex(), push(0).hex(), str(nbytes)), measure)
+        return (value - 1).to_bytes(nbytes, "little")
+
+    def measured(self, what: str, parts: tuple[str, ...], measure) -> int:
+        """cache.measured for a figure of this device and driver (the probes: `parts` name
+        the probe and its inputs): a verified number, measured by the device's first process."""
+        info = self.info
+        key = cache.make_key(what, info.name, str(info.driver_id), str(info.driver_version),
+                             bytes(info.uuid).hex(), *parts)
+        return cache.measured(key, what, measure)
 
     def _probe_fma(self) -> bool:
         """Whether the device's GLSL Fma is fused: (1+2^-12)^2 - 1 keeps its 2^-24 only when
         the product is not rounded first (and likewise for f64). Inputs come from memory, so
         no compiler folds them. Kept in the kernel cache as _probe's answers are (per device,
         driver and cuport's code, which compiles the probe)."""
-        info = self.info
-        key = cache.make_key("vulkan fma probe", info.name, str(info.driver_id), str(info.driver_version),
-                             bytes(info.uuid).hex(), cache.code_fingerprint(), _FMA_PROBE)
-
         def measure() -> int:
             buf = self.allocate_buffer(64, "host")
             try:
@@ -750,7 +752,7 @@ class VulkanBackend:
                 self.dev.free(buf)
             return 2 if f32 == 0x3A000400 and f64 == 0x3E20000000200000 else 1
 
-        return cache.measured(key, "vulkan fma probe", measure) == 2
+        return self.measured("vulkan fma probe", (cache.code_fingerprint(), _FMA_PROBE), measure) == 2
 
     def caps_for(self, fn: ir.Function) -> DeviceCaps:
         """The caps a kernel compiles with: a kernel reading %globaltimer needs the device
@@ -1031,6 +1033,14 @@ class VulkanBackend:
             ctypes.memmove(host + V.STATUS_BYTES, params, len(params))
             dev = self.launch_buf.address
             return None, host, V.push_head(dev + V.STATUS_BYTES, dev), None
+        slot, failed = self._take_slot(lane, params, in_memory)
+        return slot, self._slot_hosts[slot], self._slot_heads[slot], failed
+
+    def _take_slot(self, lane: Stream, params: bytes, in_memory: bool
+                   ) -> tuple[int, tuple[str, BackendError] | None]:
+        """A free launch slot (lock held; waiting for `lane`'s oldest launch where none is
+        free: the failure found then), its status record cleared and `params` copied where
+        the pipeline reads them from memory (`in_memory`): _slot_for's and run_planned's."""
         failed = None if self._free_slots else self._free_a_slot(lane)
         slot = self._free_slots.pop()
         at = slot * self.SLOT
@@ -1041,26 +1051,15 @@ class VulkanBackend:
                 self._params_view[at:at + len(params)] = params
             else:
                 lane.update(self.param_slots.address + slot * self.PARAMS, params)
-        return slot, self._slot_hosts[slot], self._slot_heads[slot], failed
+        return slot, failed
 
     def run_planned(self, plan: LaunchPlan, params: bytes) -> None:
         """A launch by its kernel's plan for its shape (VulkanKernel.launch_queued, which sends
         parameters over PARAMS bytes to `launch`): what _dispatch does for it, with what
-        launches of the shape share made once, and _slot_for's usual case written out (a free
-        slot; every call here is a share of each launch's host time)."""
+        launches of the shape share made once."""
         with self._lock:
-            lane = self._local.__dict__.get("lane") or self._default  # (self.stream)
-            free = self._free_slots
-            failed = None if free else self._free_a_slot(lane)
-            slot = free.pop()
-            at = slot * self.SLOT
-            self._slots_view[at:at + V.STATUS_BYTES] = _NO_STATUS
-            if params and plan.in_memory:
-                if self._params_view is not None:
-                    at = slot * self.PARAMS
-                    self._params_view[at:at + len(params)] = params
-                else:
-                    lane.update(self.param_slots.address + slot * self.PARAMS, params)
+            lane = self.stream
+            slot, failed = self._take_slot(lane, params, plan.in_memory)
             memory = self.dev.memory
             if memory.highest != plan.highest or memory.lowest != plan.lowest:
                 self._retail(plan)  # (memory was allocated at new addresses since)

@@ -101,11 +101,8 @@ def probe(backend) -> dict[str, object]:
     compiles the probe), so that only a device's first process runs it."""
     from .. import cache
 
-    info = backend.info
-    key = cache.make_key("vulkan quirks probe", info.name, str(info.driver_id), str(info.driver_version),
-                         bytes(info.uuid).hex(), cache.code_fingerprint(), _PTX, str(PROBE_N))
-    word = cache.measured(key, "vulkan quirks probe", lambda: _encode(_measure(backend)))
-    return _decode(word)
+    return _decode(backend.measured("vulkan quirks probe", (cache.code_fingerprint(), _PTX, str(PROBE_N)),
+                                    lambda: _encode(_measure(backend))))
 
 
 _FLAGS = (("divergent_memory_barriers", False), ("float_zero_folds", True), ("sext64_compare_folds", True))

@@ -766,28 +766,16 @@ class Stream:
         """dispatch() of a launch plan's shape (backend.py run_planned), whose checks were made
         once with the plan: the grid `fits`, `push` is 4-byte aligned, at most the pipeline's
         push constants and not empty, the base the origin. The same commands and ticket as
-        dispatch(), with _begin and _recorded written out for the buffer being recorded (a
-        launch's host time is mostly calls like theirs)."""
+        dispatch()."""
         cmd = self.cmd
         with self._lock:
-            cb = self._cb
-            if cb is None or self._failure is not None or self.dev.lost:
-                cb = self._begin()
-            elif self._count:
-                self._barrier_work(cb, *self._barrier_work_args)
+            cb = self._begin()
             if self._bound is not pipeline:
                 cmd.vkCmdBindPipeline(cb, self._bind_compute, pipeline.handle)
                 self._bound = pipeline
             cmd.vkCmdPushConstants(cb, pipeline.layout, self._stage_compute, 0, len(push), push)
             cmd.vkCmdDispatch(cb, gx, gy, gz)
-            self._count += 1
-            if self._count >= self.batch:
-                self.submit()
-            elif self.threaded:
-                if not self._kicked:
-                    self._kick_submitter()
-            elif self.eager and self._room():
-                self.submit()
+            self._recorded()
             return self.submitted + 1 if (self._cb is not None or self._waits) else self.submitted
 
     # -- copies -------------------------------------------------------------------------------------
