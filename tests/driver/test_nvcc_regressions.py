@@ -406,13 +406,19 @@ def test_a_polled_failure_is_printed_once_not_at_every_call(tmp_path, device):
     assert r.stderr.count("unusable after an earlier kernel failure") == 1, r.stderr
 
 
-@pytest.mark.parametrize("workers", ["1", "8"])
-def test_lanes_that_left_a_spin_loop_stay_finished_after_a_yield(tmp_path, workers):
+@pytest.mark.parametrize("device, workers", [("cpu", "1"), ("cpu", "8"), ("vulkan", "1")])
+def test_lanes_that_left_a_spin_loop_stay_finished_after_a_yield(tmp_path, device, workers):
     """exit_in_spin_loop.cu: a warp that steps aside at a spin loop's yield point after some
     of its lanes left the loop for the kernel's end resumes with the others only (one
     worker: lane l takes 5*l+1 trips, the warp passes 64 yield points; 8 workers on any
-    machine: the compare-and-swap add under contention, wrong in most runs before)."""
+    machine: the compare-and-swap add under contention, wrong in most runs before). The
+    same program on the Vulkan backend (no yield points there: it must simply agree)."""
+    if device == "vulkan":
+        from cuport.backends.vulkan import runtime
+
+        if not runtime.devices():
+            pytest.skip(f"no Vulkan device: {runtime.unavailable_reason()}")
     exe = build(tmp_path, "exit_in_spin_loop", ["exit_in_spin_loop.cu"])
-    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE="cpu", CUPORT_THREADS=workers), timeout=300)
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE=device, CUPORT_THREADS=workers), timeout=300)
     assert r.stdout.splitlines() == ["trips: 20096 of 20096", "compare-and-swap sum: exact", "PASS"], \
         r.stdout + r.stderr
