@@ -161,3 +161,19 @@ extern "C" __global__ void sgemm_tiles(const float* a, const float* b, float* c,
     }
     for (int j = 0; j < 4; ++j) c[(size_t)(row + ty + 8 * j) * n + col + tx] = acc[j];
 }
+
+// Indices from the host into a small shared tile (workgroup memory everywhere) and a local
+// array: past their ends when asked. On a CPU driver such an access must fail the launch,
+// not reach memory outside the array (lavapipe's process crashed: HeCBench radixsort).
+extern "C" __global__ void wild_workgroup(const int* index, float* out) {
+    __shared__ float small[256];
+    float loc[64];
+    for (int i = 0; i < 64; ++i) loc[i] = (float)(i * threadIdx.x);
+    small[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    float v = small[index[threadIdx.x]];  // a load
+    __syncthreads();
+    small[index[32 + threadIdx.x]] = v;  // a store
+    __syncthreads();
+    out[threadIdx.x] = small[threadIdx.x] + loc[index[64 + threadIdx.x]];  // a local load
+}

@@ -321,3 +321,26 @@ def test_slices_per_launch(monkeypatch):
     small = _nvidia()
     small.memory_heaps[0].size = 1 << 20
     assert slices.available(info) and not slices.available(small)
+
+
+@pytest.mark.parametrize("which, at", [(0, 0), (1, 0), (2, 1)], ids=["load", "store", "local"])
+def test_an_index_past_a_workgroup_array_fails_the_launch(ptx, which, at):
+    """A shared or local index past its array (in workgroup or private memory): on a CPU
+    driver (DeviceCaps.checked_arrays) the launch fails with CUDA_ERROR_ILLEGAL_ADDRESS at
+    the array's window address, as a GPU faults, instead of the driver's code touching the
+    process's memory beyond the array (lavapipe crashed with SIGSEGV)."""
+    be = _backend()
+    if not (be.caps.sink_page and be.caps.checked_arrays):
+        pytest.skip("array indices are checked on CPU drivers only (a GPU faults by itself)")
+    k = _vulkan(ptx, "wild_workgroup")
+    lane = np.arange(32, dtype=np.int32)
+    index = np.concatenate([lane[::-1], lane, lane]).astype(np.int32)
+    out = np.zeros(32, np.float32)
+    k((1, 1, 1), (32, 1, 1), (index, out))
+    assert out.tolist() == (lane[::-1] + lane * lane).astype(np.float32).tolist()
+    wild = 1 << 26  # words: 256 MiB past the array
+    index[32 * which + 7] = wild
+    window = (1 << 62) + (1 << 48) * at  # layout.SHARED_WINDOW, LOCAL_WINDOW
+    with pytest.raises(BackendError, match=rf"illegal address {window + 4 * wild:#x} \(PTX line [1-9]") as e:
+        k((1, 1, 1), (32, 1, 1), (index, out))
+    assert e.value.code == CUDA_ERROR_ILLEGAL_ADDRESS

@@ -94,6 +94,7 @@ def caps_of(info) -> DeviceCaps:
         signed_zero_inf_nan=tuple(w for w in (16, 32, 64)
                                   if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
+        checked_arrays=info.device_type == "cpu",  # (a GPU faults on a wild index by itself)
         workgroup_memory=workgroup_memory(info),
         private_memory=int(os.environ.get("CUPORT_VK_PRIVATE_BYTES") or DeviceCaps.private_memory),
         push_params=push_params(info),

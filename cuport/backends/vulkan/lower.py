@@ -93,6 +93,9 @@ class DeviceCaps:
     globaltimer: tuple[int, int, float] | None = None  # its calibration: ticks0, ns0, ns/tick
     zero_page: int = 0  # device address of zeroed memory kernels read (lower_texture.py)
     sink_page: int = 0  # where a store to a wild address goes instead (0: no address checks)
+    # shared and local arrays' indices checked too (with the address checks): on a CPU
+    # driver (lavapipe) a wild index into workgroup or private memory crashes the process
+    checked_arrays: bool = False
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
     float_zero_folds: bool = False  # x * 0.0 folded to 0.0, x + 0.0 to x (folds.py)
@@ -956,15 +959,27 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         if space == "shared" and self.shared is None:  # (bar.red's word, mbarriers)
             wb = ll.Constant(I64, self.shared_word.width // 8)
             return self._slice_ptr(b.mul(b.zext(index, I64) if index.type.width < 64 else index, wb), True)
-        if space == "shared":
-            p = b.gep(self.shared, [zero, index], source_etype=self.shared_arr)
-            p.type = ll.PointerType(addrspace=3)  # llvmlite types it as the array's pointer
-        elif self.local is None:
-            p = self._local_word_ptr(index)
-        else:
-            p = b.gep(self.local, [zero, index], source_etype=self.local_arr)
-            p.type = PTR
+        if space == "local" and self.local is None:
+            return self._local_word_ptr(index)
+        arr = self.shared_arr if space == "shared" else self.local_arr
+        if self.plan.caps.checked_arrays and self._fault is not None:
+            index = self._checked_index(space, index, arr)
+        p = b.gep(self.shared if space == "shared" else self.local, [zero, index], source_etype=arr)
+        p.type = ll.PointerType(addrspace=3) if space == "shared" else PTR  # (llvmlite: the array's)
         return p
+
+    def _checked_index(self, space: str, index: ll.Value, arr: ll.ArrayType) -> ll.Value:
+        """Word `index` of a shared or local array, or word 0 where it is past the array (noted
+        as a wild access at its window address, note_fault: the launch fails with
+        CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU, instead of the driver touching memory
+        outside the array)."""
+        b = self.b
+        idx = b.zext(index, I64) if index.type.width < 64 else index
+        bad = b.icmp_unsigned(">=", idx, ll.Constant(I64, arr.count))
+        window = V.WINDOW[space]
+        wb = self._word_bits(space) // 8
+        self.note_fault(bad, b.add(b.mul(idx, ll.Constant(I64, wb)), ll.Constant(I64, window)))
+        return b.select(bad, ll.Constant(index.type, 0), index)
 
     def _word_bits(self, space: str) -> int:
         return self.shared_word.width if space == "shared" else 32
