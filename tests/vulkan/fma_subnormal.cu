@@ -38,3 +38,35 @@ __global__ void twoprod(const float* a, const float* b, float* out, int n) {
   out[2 * i] = p;
   out[2 * i + 1] = __fmaf_rn(a[i], b[i], -p);
 }
+
+// `dot`: K2 products summed into one accumulator, unrolled, no partial sum read in between
+// (a tiled matrix product's inner loop): the Vulkan backend checks such a run of fmas once
+// and redoes it through the per-fma guard where the check fires (spirv/fma_chains.py). The
+// partial sum after 8 terms is written last, so that a member's register is read after the
+// chain too (the slow path must leave the exact value there).
+#define K2 16
+__global__ void dot(const float* a, const float* b, const float* c, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = c[i], half = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K2; k++) {
+    acc = fmaf(a[i * K2 + k], b[i * K2 + k], acc);
+    if (k == 7) half = acc;
+  }
+  out[2 * i] = acc;
+  out[2 * i + 1] = half;
+}
+
+// `horner`: a polynomial by Horner's rule, each fma's result the next one's factor (as in
+// libdevice's functions): a chain too, linked through a factor instead of the addend.
+#define H 9
+__global__ void horner(const float* x, const float* coef, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float xi = x[i];
+  float r = coef[i * H];
+#pragma unroll
+  for (int k = 1; k < H; k++) r = fmaf(r, xi, coef[i * H + k]);
+  out[i] = r;
+}

@@ -7,9 +7,10 @@ DenormPreserve mode (CUPORT_VK_FLUSH32=simulate: every f32 instruction flushes) 
 (simulate-preserve: only Fma and min/max flush, NVIDIA's mode on an H100); either way its
 simulated Fma is fused, as NVIDIA's is, so any operands test the guard.
 
-nvcc's kernels (fma_subnormal.cu): one fma per thread, and a chain that feeds guarded results
-to the next fmas with constants and an integer
-converted. Each variant runs in its own process (the backend reads the settings when it
+nvcc's kernels (fma_subnormal.cu): one fma per thread, a chain that feeds guarded results
+to the next fmas with constants and an integer converted, and a dot product whose sixteen
+fmas the guard checks once (spirv/fma_chains.py), its partial sums crossing the subnormal
+range. Each variant runs in its own process (the backend reads the settings when it
 opens the device)."""
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from device_limits import devices  # noqa: E402 (tests/device_limits.py)
 
 HERE = Path(__file__).resolve().parent
 K, OUT = 8, 12  # fma_subnormal.cu's chain: fmas per chain, outputs per thread
+K2 = 16  # fma_subnormal.cu's dot: terms per thread
+H = 9  # fma_subnormal.cu's horner: coefficients per thread
 VARIANTS = ["guard", "f64"]
 SIMULATIONS = ["simulate", "simulate-preserve"]
 
@@ -95,6 +98,53 @@ def chain_cases(n: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
 
 
+def dot_cases(n: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, c) for dot: K2 terms a thread. Per thread one kind of trouble, or none:
+    products and sums around 2^-126 (partial sums go tiny, subnormal and back), a subnormal
+    factor at some term, a zero factor beside a subnormal one, cancellation to zero, NaN and
+    infinities; a third of the threads have only normal values (the fast path)."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((n, K2)) * np.exp2(rng.integers(-70, -50, (n, K2)).astype(np.float64))
+    b = rng.standard_normal((n, K2)) * np.exp2(rng.integers(-80, -55, (n, K2)).astype(np.float64))
+    c = rng.standard_normal(n) * np.exp2(rng.integers(-140, -110, n).astype(np.float64))
+    kind = np.arange(n) % 6
+    term = rng.integers(0, K2, n)
+    rows = np.arange(n)
+    normal = kind == 0  # far from the subnormal range
+    a[normal] *= 2.0 ** 60
+    c[normal] = rng.standard_normal(normal.sum())
+    sub = kind == 1  # one subnormal factor
+    b[rows[sub], term[sub]] = 2.0 ** -149 * rng.integers(1, 1 << 23, sub.sum())
+    zero = kind == 2  # a zero times a subnormal
+    a[rows[zero], term[zero]] = 0.0
+    b[rows[zero], term[zero]] = -(2.0 ** -140)
+    cancel = kind == 3  # the accumulator back to an exact zero, then on
+    a[cancel, 0], b[cancel, 0] = 3.0 * 2.0 ** -70, 2.0 ** -60
+    c[cancel] = -3.0 * 2.0 ** -130
+    special = np.flatnonzero(kind == 4)[:12]
+    a[special[:4], 5] = np.inf
+    b[special[4:8], 9] = np.nan
+    c[special[8:]] = [np.inf, -np.inf, np.nan, -0.0]
+    return a.astype(np.float32).ravel(), b.astype(np.float32).ravel(), c.astype(np.float32)
+
+
+def horner_cases(n: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, coefficients, unused) for horner: values whose partial results go tiny or
+    subnormal (x small, coefficients around 2^-126), subnormal coefficients and x, zeros,
+    and a third of the threads in the normal range only."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal(n) * np.exp2(rng.integers(-20, -1, n).astype(np.float64))
+    coef = rng.standard_normal((n, H)) * np.exp2(rng.integers(-135, -100, (n, H)).astype(np.float64))
+    kind = np.arange(n) % 6
+    coef[kind == 0] *= 2.0 ** 120
+    rows = np.flatnonzero(kind == 1)
+    coef[rows, rng.integers(0, H, len(rows))] = 2.0 ** -149 * rng.integers(1, 1 << 23, len(rows))
+    x[kind == 2] = 2.0 ** -149 * rng.integers(1, 1 << 23, (kind == 2).sum())
+    coef[kind == 3, 0] = 0.0
+    coef[np.flatnonzero(kind == 4)[:4], 4] = [np.inf, -np.inf, np.nan, -0.0]
+    return x.astype(np.float32), coef.astype(np.float32).ravel(), np.zeros(1, np.float32)
+
+
 def _run(module, cases) -> dict[str, np.ndarray]:
     a, b, c = cases["fma1"]
     out1 = np.zeros(len(a), np.float32)
@@ -105,7 +155,13 @@ def _run(module, cases) -> dict[str, np.ndarray]:
     a, b, _ = cases["fma1"]
     out3 = np.zeros(2 * len(a), np.float32)
     module.kernel("_Z7twoprodPKfS0_Pfi")(((len(a) + 127) // 128,), (128,), (a, b, out3, np.int32(len(a))))
-    return {"fma1": out1, "chain": out2, "twoprod": out3}
+    a, b, c = cases["dot"]
+    out4 = np.zeros(2 * len(c), np.float32)
+    module.kernel("_Z3dotPKfS0_S0_Pfi")(((len(c) + 127) // 128,), (128,), (a, b, c, out4, np.int32(len(c))))
+    x, coef, _ = cases["horner"]
+    out5 = np.zeros(len(x), np.float32)
+    module.kernel("_Z6hornerPKfS0_Pfi")(((len(x) + 127) // 128,), (128,), (x, coef, out5, np.int32(len(x))))
+    return {"fma1": out1, "chain": out2, "twoprod": out3, "dot": out4, "horner": out5}
 
 
 _CHILD = """
@@ -114,7 +170,7 @@ import numpy as np
 import cuport
 sys.path.insert(0, {here!r})
 from test_fma32_variants import _run
-cases = {{k: tuple(np.load(f"{{sys.argv[1]}}/{{k}}{{j}}.npy") for j in range(3)) for k in ("fma1", "chain")}}
+cases = {{k: tuple(np.load(f"{{sys.argv[1]}}/{{k}}{{j}}.npy") for j in range(3)) for k in ("fma1", "chain", "dot", "horner")}}
 got = _run(cuport.Module(open(sys.argv[1] + "/k.ptx").read(), device="vulkan"), cases)
 for k, v in got.items():
     np.save(f"{{sys.argv[1]}}/{{k}}_out.npy", v)
@@ -125,7 +181,7 @@ for k, v in got.items():
 def reference(ptx, tmp_path_factory):
     """The cases, written for the child processes, and the CPU backend's answers."""
     d = tmp_path_factory.mktemp("fma32")
-    cases = {"fma1": hard_cases(), "chain": chain_cases()}
+    cases = {"fma1": hard_cases(), "chain": chain_cases(), "dot": dot_cases(), "horner": horner_cases()}
     for k, arrays in cases.items():
         for j, x in enumerate(arrays):
             np.save(d / f"{k}{j}.npy", x)
@@ -141,7 +197,7 @@ def test_variant_gives_the_cpu_backends_answers(reference, tmp_path, variant, si
     r = subprocess.run([sys.executable, "-c", _CHILD.format(here=str(HERE)), str(d)], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    for k in ("fma1", "chain", "twoprod"):
+    for k in ("fma1", "chain", "twoprod", "dot", "horner"):
         got = np.load(d / f"{k}_out.npy")
         w = want[k]
         ok = got.view(np.uint32) == w.view(np.uint32)
@@ -152,7 +208,8 @@ def test_variant_gives_the_cpu_backends_answers(reference, tmp_path, variant, si
                 detail = [(hex(a[i].view(np.uint32)), hex(b[i].view(np.uint32)), hex(c[i].view(np.uint32)),
                            hex(got[i].view(np.uint32)), hex(w[i].view(np.uint32))) for i in idx]
             else:
-                detail = [(int(i // OUT), int(i % OUT), hex(got[i].view(np.uint32)), hex(w[i].view(np.uint32)))
+                per = {"chain": OUT, "horner": 1}.get(k, 2)
+                detail = [(int(i // per), int(i % per), hex(got[i].view(np.uint32)), hex(w[i].view(np.uint32)))
                           for i in idx]
             pytest.fail(f"{k}: {int((~ok).sum())} of {ok.size} differ, e.g. {json.dumps(detail)}")
 
@@ -171,6 +228,34 @@ def test_without_a_guard_the_simulation_loses_them(reference, tmp_path) -> None:
     a, b, c = cases["fma1"]
     sub = lambda x: (x != 0) & (np.abs(x) < 2.0 ** -126)  # noqa: E731
     assert (sub(a) | sub(b) | sub(c) | (np.abs(w) <= 2.0 ** -126))[lost].all()
+    # the dot products' cases reach the guard too (the chains' test has something to catch)
+    for k in ("dot", "horner"):
+        got, w = np.load(d / f"{k}_out.npy"), want[k]
+        assert (got.view(np.uint32) != w.view(np.uint32)).any(), k
+
+
+def test_a_dot_products_fmas_are_one_chain(ptx) -> None:
+    """nvcc's unrolled dot product is one chain of sixteen fmas for the guard to check once
+    (spirv/fma_chains.py), though a partial sum is read after it, and Horner's rule one of
+    eight (linked through a factor); in the chain kernel, whose partial sums are stored as
+    they go, only a pair of its tail is one (y feeds z as a factor, z feeds w twice)."""
+    from cuport.backends.vulkan.compiler import compile_kernel
+    from cuport.backends.vulkan.lower import DeviceCaps
+    from cuport.backends.vulkan.spirv import fma_chains
+
+    def chains(kernel: str) -> list[int]:
+        c = compile_kernel(cuport.Module(ptx)._m.ptx, kernel, (128, 1, 1), 0,
+                           DeviceCaps(subgroup_size=32, fma32="guard", denorm_preserve=(32,)))
+        fn = c.llmod.get_global("main")
+        users = fma_chains.users(fn)
+        found = {}
+        for blk in fn.blocks:
+            for chain, _ in fma_chains.find(blk, users).values():
+                found[id(chain)] = len(chain.members)
+        return sorted(found.values())
+    assert chains("_Z3dotPKfS0_S0_Pfi") == [K2]
+    assert chains("_Z6hornerPKfS0_Pfi") == [H - 1]
+    assert chains("_Z5chainPKfS0_S0_Pfi") == [2]
 
 
 def _child(d, env: dict) -> None:
@@ -198,7 +283,7 @@ def test_contract_variant_where_the_driver_fuses(reference, driver_fuses) -> Non
         pytest.skip("this driver does not fuse a multiply and an add (the contraction probe)")
     d, cases, want = reference
     _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", **VALIDATE))
-    for k in ("fma1", "chain", "twoprod"):
+    for k in ("fma1", "chain", "twoprod", "dot", "horner"):
         got = np.load(d / f"{k}_out.npy")
         bad = got.view(np.uint32) != want[k].view(np.uint32)
         assert not bad.any(), f"{k}: {int(bad.sum())} of {bad.size} differ"
