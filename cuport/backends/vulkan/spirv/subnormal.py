@@ -283,6 +283,8 @@ def _chained(tr, chain, k: int, x: int, y: int, z: int) -> int:
     device's Fma, the keys of its operands other than the previous member's result and its
     own result folded into the chain's minima; at the last member one test, and where it
     fires the chain again through the per-fma guard."""
+    if k != len(chain.operands):  # (every member takes this path: fma_chains finds them so)
+        raise tr.error(f"fma {k} of a chain of {len(chain.members)} reached without those before it")
     u = _U(tr)
     ops = (x, y, z)
     fast = tr.ext(u.ft, GLSL.Fma, x, y, z)

@@ -438,7 +438,8 @@ class _Translator:
     # ------------------------------------------------------------------ chains of fmas
     def _fma_chains(self, blk: ll.Block) -> dict:
         """The block's chains of f32 fmas checked once (fma_chains.py), where fma is guarded."""
-        if self.float_modes.fma32 != "guard" or os.environ.get("CUPORT_VK_FMA_CHAINS") == "0":
+        modes = self.float_modes
+        if modes.fma32 != "guard" or not modes.fused_fma or os.environ.get("CUPORT_VK_FMA_CHAINS") == "0":
             return {}
         fn = blk.parent
         users = self._users.get(id(fn))
