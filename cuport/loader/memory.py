@@ -75,7 +75,10 @@ class ProcessMemory:
         return end
 
     def view(self, address: int, size: int) -> memoryview:
-        if size < 0 or address <= 0 or address + size > self.readable_until(address):
+        # (an offset from a corrupt header may carry the address past 64 bits, which no
+        # mapping reaches but ctypes cannot even represent: the same error)
+        if size < 0 or address <= 0 or address + size >= 1 << 64 or \
+                address + size > self.readable_until(address):
             raise invalid_image(
                 f"the image's headers ask for {size} bytes at {address:#x}, which run past "
                 f"readable memory"
@@ -86,6 +89,8 @@ class ProcessMemory:
         return lambda offset, size: self.view(base + offset, size)
 
     def c_string(self, address: int) -> bytes:
+        if not 0 < address < 1 << 64:
+            raise invalid_image(f"text at {address:#x} is outside the address space")
         limit = self.readable_until(address) - address
         nul = _libc.memchr(address, 0, limit)
         if nul is None:

@@ -129,3 +129,19 @@ def test_mutated_images_in_memory_parse_or_give_loader_error(built):
                 read_image_at(ctypes.addressof(buffer))
             except LoaderError:
                 pass
+
+
+def test_an_offset_past_64_bits_in_memory_is_an_invalid_image(built):
+    """A cubin in memory whose section-name table is empty and lies at an offset that carries
+    the address past 2^64 (the mutation test above met one by chance, as ASLR placed its
+    buffer): an invalid image, not ctypes' OverflowError."""
+    data = bytearray(built.read("kernel_80.cubin"))
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, _, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    header = shoff + shstrndx * shentsize
+    buffer = ctypes.create_string_buffer(bytes(data), len(data))
+    address = ctypes.addressof(buffer)
+    struct.pack_into("<QQ", buffer, header + 24, (2**64 - address + 16) % 2**64, 0)  # sh_offset, sh_size
+    with pytest.raises(LoaderError) as e:
+        read_image_at(address)
+    assert e.value.code == CUDA_ERROR_INVALID_IMAGE
