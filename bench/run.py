@@ -67,10 +67,12 @@ def build(tmp: Path) -> dict:
 
 
 def program(name: str, nvcc_args: list[str]) -> Path:
-    """bench/programs/NAME.cu built with nvcc (kept, keyed by its source and nvcc's version)."""
+    """bench/programs/NAME.cu built with nvcc (kept, keyed by its source, the headers beside it
+    and nvcc's version)."""
     src = HERE / "programs" / f"{name}.cu"
     version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
-    key = hashlib.sha256(src.read_bytes() + version.encode() + repr(nvcc_args).encode()).hexdigest()[:16]
+    headers = b"".join(h.read_bytes() for h in sorted(src.parent.glob("*.h")))
+    key = hashlib.sha256(src.read_bytes() + headers + version.encode() + repr(nvcc_args).encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cuport-bench"
     exe = base / f"{name}-{key}"
     if not exe.exists():

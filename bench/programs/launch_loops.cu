@@ -11,17 +11,9 @@
 #include <cstring>
 #include <ctime>
 
+#include "host_clock.h"
+
 __global__ void empty() {}
-
-static double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-static double cpu(clockid_t which) {
-  timespec t;
-  clock_gettime(which, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char** argv) {
   if (argc < 3) {

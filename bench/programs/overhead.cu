@@ -11,25 +11,17 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "host_clock.h"
+
 __global__ void empty() {}
 __global__ void four(float* a, const float* b, int n, float s) {
   if (threadIdx.x == 0 && blockIdx.x == 0 && n < 0) a[0] = b[0] * s;
 }
 
-static double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-static double cpu() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static double t0, c0;
-static void start() { t0 = now(); c0 = cpu(); }
+static void start() { t0 = now(); c0 = cpu(CLOCK_PROCESS_CPUTIME_ID); }
 static void report(const char* what, int reps) {
-  printf("%s %.2f us (cpu %.2f us)\n", what, (now() - t0) / reps * 1e6, (cpu() - c0) / reps * 1e6);
+  printf("%s %.2f us (cpu %.2f us)\n", what, (now() - t0) / reps * 1e6, (cpu(CLOCK_PROCESS_CPUTIME_ID) - c0) / reps * 1e6);
 }
 
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
