@@ -297,7 +297,7 @@ def _chained(tr, chain, k: int, x: int, y: int, z: int) -> int:
     chain.operands.append(ops)
     if k < len(chain.members) - 1:
         return fast
-    limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
+    limit = _min_normal(tr)
     fire = u.lor(u.cmp(OP.OpULessThan, chain.keys, u.c(_SUB_KEY)),
                  u.cmp(OP.OpFOrdLessThanEqual, chain.tiny, limit))
 
@@ -340,8 +340,13 @@ def _key(u: _U, x: int) -> int:
 def _tiny(tr, u: _U, fast: int) -> int:
     """|fast| <= 2^-126: the device's result is zero, flushed, or the smallest normal (which
     a tiny exact value may have rounded up to)."""
-    limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
+    limit = _min_normal(tr)
     return u.cmp(OP.OpFOrdLessThanEqual, tr.ext(u.ft, GLSL.FAbs, fast), limit)
+
+
+def _min_normal(tr) -> int:
+    """The f32 constant 2^-126, the bound of the guard's and the chains' tiny results."""
+    return tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
 
 
 # ---------------------------------------------------------------------- the scaled sum
