@@ -41,6 +41,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import cuport  # noqa: E402
+from cuport.backends import cache  # noqa: E402
 from cuport.backends.cpu import pool  # noqa: E402
 from cuport.isa import texture_layout as T  # noqa: E402
 
@@ -75,8 +76,12 @@ def program(name: str, nvcc_args: list[str]) -> Path:
     key = hashlib.sha256(src.read_bytes() + headers + version.encode() + repr(nvcc_args).encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cuport-bench"
     exe = base / f"{name}-{key}"
+    cache.make_private_dirs(base)
+    # run a kept binary only where nobody else could have written it or its folder
+    why = cache.untrusted_because(base.stat()) or (exe.exists() and cache.untrusted_because(exe.stat()))
+    if why:
+        raise SystemExit(f"bench: not using {exe}: {why}")
     if not exe.exists():
-        base.mkdir(parents=True, exist_ok=True)
         tmp = exe.with_suffix(".tmp")
         subprocess.run(["nvcc", *nvcc_args, "-o", str(tmp), str(src)], check=True)
         os.replace(tmp, exe)
