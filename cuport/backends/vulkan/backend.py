@@ -95,6 +95,7 @@ def caps_of(info) -> DeviceCaps:
                                   if info.float_controls.get(f"shaderSignedZeroInfNanPreserveFloat{w}")),
         simd_width=info.subgroup_size if info.driver_id == "MESA_LLVMPIPE" else 0,
         checked_arrays=info.device_type == "cpu",  # (a GPU faults on a wild index by itself)
+        single_access128=info.driver_id != "MESA_LLVMPIPE",  # (measured: tests/vulkan/test_tile_status.py)
         workgroup_memory=workgroup_memory(info),
         private_memory=int(os.environ.get("CUPORT_VK_PRIVATE_BYTES") or DeviceCaps.private_memory),
         push_params=push_params(info),

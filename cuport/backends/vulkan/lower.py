@@ -96,6 +96,9 @@ class DeviceCaps:
     # shared and local arrays' indices checked too (with the address checks): on a CPU
     # driver (lavapipe) a wild index into workgroup or private memory crashes the process
     checked_arrays: bool = False
+    # a 16-byte vector load or store is one memory access, as on a GPU (lavapipe performs
+    # it element by element, so another thread can see half of it)
+    single_access128: bool = True
     loop_iteration_limit: int = 0  # a loop silently ends after this many iterations (0: never)
     divergent_memory_barriers: bool = True  # False: a memory barrier acts as a workgroup barrier
     float_zero_folds: bool = False  # x * 0.0 folded to 0.0, x + 0.0 to x (folds.py)
@@ -823,14 +826,17 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         trusted = _own_buffer(acc)
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
+            if n > 1:
+                return self._ordered_vector_load(a, et, n, sem)
             out = []
             for i in range(n):
                 p = self._global_ptr(self._offset("global", a, i * size))
                 out.append(self.spv("OpAtomicLoad", et, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g"))
             return out
-        if n in (2, 4) and et.width in (32, 64) and acc.order is None and not acc.volatile:
+        if n in (2, 4) and et.width in (32, 64) and acc.order is None:
             vt = ll.VectorType(et, n)
             v = b.load(self._global_ptr(a, trusted=trusted), typ=vt, align=size * n)
+            v.volatile = acc.volatile  # one access, as the GPU's (see _ordered_vector_load)
             return [b.extract_element(v, ll.Constant(I32, i)) for i in range(n)]
         out = []
         for i in range(n):
@@ -849,21 +855,66 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         n = len(vals)
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["release" if acc.order in ("release", "acq_rel") else "monotonic"]
+            if n > 1:
+                self._ordered_vector_store(a, vals, sem)
+                return
             for i, v in enumerate(vals):
                 p = self._global_ptr(self._offset("global", a, i * size), write=True)
                 self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), v], "g")
             return
-        if n in (2, 4) and et.width in (32, 64) and not acc.volatile:
-            vt = ll.VectorType(et, n)
-            v = ll.Constant(vt, ll.Undefined)
-            for i, x in enumerate(vals):
-                v = b.insert_element(v, x, ll.Constant(I32, i))
-            b.store(v, self._global_ptr(a, write=True), align=size * n)
+        if n in (2, 4) and et.width in (32, 64):
+            st = b.store(self._vector(vals), self._global_ptr(a, write=True), align=size * n)
+            st.volatile = acc.volatile
             return
         for i, v in enumerate(vals):
             st = b.store(v, self._global_ptr(self._offset("global", a, i * size), write=True), align=size)
             if acc.volatile or acc.order is not None:
                 st.volatile = True
+
+    def _vector(self, vals: list[ll.Value]) -> ll.Value:
+        v = ll.Constant(ll.VectorType(vals[0].type, len(vals)), ll.Undefined)
+        for i, x in enumerate(vals):
+            v = self.b.insert_element(v, x, ll.Constant(I32, i))
+        return v
+
+    def _ordered_vector_load(self, a: ll.Value, et: ll.Type, n: int, sem: int) -> list[ll.Value]:
+        """ld.relaxed/acquire of a vector: one access, as on the GPU, never one per element.
+        CUB's decoupled look-back (every Thrust/CUB scan) publishes a tile's status and
+        value as one st.relaxed.gpu.v2.u32 and reads them as one ld.relaxed.gpu.v2.u32: read
+        apart, a new status comes with an old value. 8 bytes: one 64-bit atomic load;
+        16 bytes (SPIR-V has no 128-bit atomic): one volatile vector load, then the fence."""
+        b = self.b
+        p = self._global_ptr(a)
+        if n * et.width == 64:
+            w = self.spv("OpAtomicLoad", I64, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g")
+            return [b.trunc(w, I32), b.trunc(b.lshr(w, ll.Constant(I64, 32)), I32)]
+        self._need_single_access128()
+        v = b.load(p, typ=ll.VectorType(et, n), align=et.width // 8 * n)
+        v.volatile = True
+        if sem:
+            b.fence("acquire")
+        return [b.extract_element(v, ll.Constant(I32, i)) for i in range(n)]
+
+    def _ordered_vector_store(self, a: ll.Value, vals: list[ll.Value], sem: int) -> None:
+        """st.relaxed/release of a vector: one access (see _ordered_vector_load)."""
+        b = self.b
+        p = self._global_ptr(a, write=True)
+        et = vals[0].type
+        if len(vals) * et.width == 64:
+            w = b.or_(b.zext(vals[0], I64), b.shl(b.zext(vals[1], I64), ll.Constant(I64, 32)))
+            self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), w], "g")
+            return
+        self._need_single_access128()
+        if sem:
+            b.fence("release")
+        st = b.store(self._vector(vals), p, align=et.width // 8 * len(vals))
+        st.volatile = True
+
+    def _need_single_access128(self) -> None:
+        if not self.plan.caps.single_access128:
+            raise self.error("a 16-byte ordered access is one access on a GPU, which this Vulkan "
+                             "driver splits into its elements (another thread could see half of "
+                             "a store: CUB's tile status of 8-byte values relies on it)")
 
     # shared memory in device memory (slices.py)
     def _slice_base(self) -> ll.Value:

@@ -1,0 +1,32 @@
+// CUB's tile-status words (cub/agent/single_pass_scan_operators.cuh, the decoupled look-back
+// of every Thrust/CUB scan): a tile's status and value are published with one vector store and
+// read with one vector load (cub::detail::store_relaxed / load_relaxed, and the release /
+// acquire forms on sm_70+), so a reader never sees a new status beside an old value. Block 0
+// stores {k, k} for k = 1..rounds; every other block reads the word as often and counts the
+// reads whose halves differ. On a GPU none do.
+#include <cub/detail/strong_load.cuh>
+#include <cub/detail/strong_store.cuh>
+
+template <class W, bool Ordered>
+__device__ void race(W* slot, int rounds, unsigned* torn) {
+    using E = decltype(W{}.x);
+    if (blockIdx.x == 0) {
+        for (int k = 1; k <= rounds; k++) {
+            W w{E(k), E(k)};
+            if (Ordered) cub::detail::store_release(slot, w); else cub::detail::store_relaxed(slot, w);
+        }
+        return;
+    }
+    unsigned t = 0;
+    for (int k = 0; k < rounds; k++) {
+        W w = Ordered ? cub::detail::load_acquire(slot) : cub::detail::load_relaxed(slot);
+        t += w.x != w.y;
+    }
+    atomicAdd(torn, t);
+}
+
+// uint2: the tile status of 4-byte values (int, float scans); ulonglong2: of 8-byte ones
+extern "C" __global__ void race_u32x2(uint2* slot, int rounds, unsigned* torn) { race<uint2, false>(slot, rounds, torn); }
+extern "C" __global__ void race_u64x2(ulonglong2* slot, int rounds, unsigned* torn) { race<ulonglong2, false>(slot, rounds, torn); }
+extern "C" __global__ void race_u32x2_acq(uint2* slot, int rounds, unsigned* torn) { race<uint2, true>(slot, rounds, torn); }
+extern "C" __global__ void race_u64x2_acq(ulonglong2* slot, int rounds, unsigned* torn) { race<ulonglong2, true>(slot, rounds, torn); }
