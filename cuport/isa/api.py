@@ -172,8 +172,10 @@ class Lowering(Protocol):
                 body: Callable[[list[ll.Value]], list[ll.Value]]) -> list[ll.Value]:
         """body(args): per-thread values computed from `args` alone (em.b arithmetic,
         constants, intrinsics, warp reads of constant lanes). A backend may build it once per
-        module as a function named by `key` and call it (the CPU backend: wmma.mma's
-        hundreds of sites in a kernel), or in place (Vulkan: SPIR-V has no calls)."""
+        module as a function named by `key` and call it, or in place; both backends build
+        it once (wmma.mma's hundreds of sites in a kernel: the CPU's LLVM functions, Vulkan's
+        SPIR-V functions, backends/vulkan/lower_outline.py). A call runs for the threads that
+        reach it, as the body in place would."""
     def outline_access(self, key: str, acc, args: list[ll.Value],
                        body: Callable[[Elements, list[ll.Value]], list[ll.Value]]) -> list[ll.Value]:
         """outline, where the body may also access memory: body(mem, args) loads and stores

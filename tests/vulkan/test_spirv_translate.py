@@ -339,6 +339,42 @@ def test_calls_of_defined_functions() -> None:
     assert np.array_equal(got, (n * (n - 1) // 2 + 3).astype(np.uint32))
 
 
+def test_a_defined_function_with_several_results() -> None:
+    """em.outline's functions return a literal struct (insertvalue into undef, ret), the
+    caller takes its members (extractvalue); a branch in the callee sets them on two paths,
+    and one is used in the other block (the translator's demotion across blocks)."""
+    import numpy as np
+    from spvrun import Ptr, run
+    k = Kernel()
+    st = ll.LiteralStructType([I32, F32, I64])
+    f = ll.Function(k.module, ll.FunctionType(st, [I32, F32]), "cuport.outlined.pair")
+    f.linkage = "internal"
+    fb = ll.IRBuilder(f.append_basic_block("entry"))
+    odd, even = f.append_basic_block("odd"), f.append_basic_block("even")
+    x, y = f.args
+    sq = fb.mul(x, x)
+    agg = fb.insert_value(ll.Constant(st, ll.Undefined), sq, 0)
+    fb.cbranch(fb.trunc(x, I1), odd, even)
+    fb.position_at_end(odd)
+    a1 = fb.insert_value(fb.insert_value(agg, fb.fmul(y, ll.Constant(F32, 3.0)), 1), fb.zext(sq, I64), 2)
+    fb.ret(a1)
+    fb.position_at_end(even)
+    a2 = fb.insert_value(fb.insert_value(agg, y, 1), ll.Constant(I64, 1 << 40), 2)
+    fb.ret(a2)
+    b = k.b
+    out = k.push_ptr(0)
+    i = k.builtin("LocalInvocationIndex")
+    r = b.call(f, [i, b.uitofp(i, F32)])
+    v = b.add(b.add(b.extract_value(r, 0), b.fptoui(b.extract_value(r, 1), I32)),
+              b.trunc(b.lshr(b.extract_value(r, 2), ll.Constant(I64, 32)), I32))
+    b.store(v, k.element(out, i, I32)).align = 4
+    b.ret_void()
+    sh = translate_valid(k, (64, 1, 1))
+    (got,) = run(sh, (1, 1, 1), [Ptr(np.zeros(64, np.uint32))])
+    n = np.arange(64)
+    assert np.array_equal(got, np.where(n % 2, n * n + 3 * n, n * n + n + 256).astype(np.uint32))
+
+
 def test_recursion_is_refused() -> None:
     k = Kernel()
     f = ll.Function(k.module, ll.FunctionType(I32, [I32]), "rec")

@@ -16,7 +16,7 @@ lavapipe has both; a device whose probe sees neither fold gets its code unchange
   folds to a wrong constant. Every signed 64-bit comparison becomes an unsigned one of the
   operands with their sign bits flipped (the same order), which the driver compiles right.
 
-Needs: the lowered function (em.llfn). Leaves: the same values computed, the rewritten
+Needs: the lowered function (em.llfn) and em.outline's functions. Leaves: the same values computed, the rewritten
 operands and comparisons in place. Legal anywhere: or-ing 0 and flipping both sign bits
 change no value.
 """
@@ -24,6 +24,7 @@ change no value.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 from llvmlite import ir as ll
 
@@ -33,16 +34,22 @@ from ...isa.types import I32, I64
 #: arithmetic itself and what the SPIR-V translator emulates with arithmetic (spirv/fpmath.py)
 _FLOAT_OPS = frozenset(("fadd", "fsub", "fmul", "fdiv", "frem"))
 _FLOAT_CALLS = ("llvm.fma.", "llvm.fmuladd.", "llvm.sqrt.", "llvm.experimental.constrained.")
-_PURE_CALLS = ("llvm.",)  # LLVM intrinsics: a function of their operands alone
+# LLVM intrinsics: a function of their operands alone; em.outline's functions (lower_outline.py)
+# counted as such too: the driver inlines them, and may know their results where it knows
+# their arguments
+_PURE_CALLS = ("llvm.", "cuport.outlined.")
 
 
 def guard_folds(em, float_zero: bool, compare64: bool) -> None:
-    """Rewrite em's function for the folds its device makes (see the module docstring)."""
-    fn = em.llfn
-    if compare64:
-        _unsigned_compares(fn)
-    if float_zero:
-        _opaque_zero_operands(em, fn)
+    """Rewrite em's function for the folds its device makes (see the module docstring), and
+    the functions em.outline built: there every argument counts as one the driver may know
+    (it inlines them into sites whose arguments it may know)."""
+    for fn, known_args in [(em.llfn, False)] + [(o.fn, True) for o in em._outlined_fns.values()]:
+        with em.in_outlined(fn) if known_args else nullcontext():
+            if compare64:
+                _unsigned_compares(fn)
+            if float_zero:
+                _opaque_zero_operands(em, fn, known_args)
 
 
 # ---------------------------------------------------------------------- comparisons
@@ -64,8 +71,8 @@ def _unsigned_compares(fn: ll.Function) -> None:
 
 
 # ---------------------------------------------------------------------- float zeros
-def _opaque_zero_operands(em, fn: ll.Function) -> None:
-    known = _driver_may_know(fn)
+def _opaque_zero_operands(em, fn: ll.Function, known_args: bool = False) -> None:
+    known = _driver_may_know(fn, known_args)
     targets = []
     for blk in fn.blocks:
         for ins in blk.instructions:
@@ -129,7 +136,7 @@ def _or_zero(b: ll.IRBuilder, v, zero):
     return b.bitcast(b.or_(b.bitcast(v, it), z), t)
 
 
-def _driver_may_know(fn: ll.Function) -> set[int]:
+def _driver_may_know(fn: ll.Function, known_args: bool = False) -> set[int]:
     """The ids of the instructions of `fn` whose values depend on nothing read at run time (a
     constant folder could compute them): the complement of a forward taint from the run-time
     sources, through operands and through registers (allocas only loaded and stored: one
@@ -154,7 +161,7 @@ def _driver_may_know(fn: ll.Function) -> set[int]:
             tainted.add(id(v))
             work.append(v)
 
-    for a in fn.args:
+    for a in () if known_args else fn.args:
         taint(a)
     for ins in insts:
         if isinstance(ins, ll.LoadInstr):

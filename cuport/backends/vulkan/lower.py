@@ -33,7 +33,7 @@ from llvmlite import ir as ll
 
 from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.cluster import ONE_BLOCK_CLUSTER
-from ...isa.memory import Access, InPlace, space_of
+from ...isa.memory import Access, space_of
 from ...isa.texture_layout import Sampling
 from ...isa.types import F32, F64, I1, I8, I16, I32, I64, PTR, bits_type, mangle
 from ...isa.values import Values, float_imm_bits
@@ -49,6 +49,7 @@ from . import layout as V
 from .clock import clock_ns
 from .families import VULKAN_LOWERINGS
 from .lower_async import AsyncOps, needs_64bit_shared_words
+from .lower_outline import Outlined, OutlineOps
 from .lower_sync import SyncOps, is_collective, with_visibility
 from .lower_texture import TextureOps
 from .slices import slice_bytes
@@ -261,7 +262,7 @@ def plan_layout(plan: KernelPlan) -> None:
         plan.shared_word_bits = 64  # mbarrier words
 
 
-class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
+class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
     """Lowers one inlined PTX kernel for one block shape (see the module docstring)."""
 
     vec = False
@@ -284,6 +285,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         # accumulator's compare and select per step (a fifth of sgemm's fma) move after its loop
         self._nan_deferred = nan_payloads.deferred(plan.fn)
         self._blind = False  # the current instruction reads f32 registers NaN-blind
+        self._outlined_fns: dict[str, Outlined] = {}  # em.outline's functions, by name (lower_outline.py)
 
     def nan_deferred(self, ins: ir.Instr) -> bool:
         d = ins.args[0] if ins is not None and ins.args else None
@@ -713,15 +715,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
         if offsets is not None:
-            _plain(self, acc)
-
-            def at(space: str, addr: ll.Value) -> list[ll.Value]:
-                ats = [self.b.add(addr, o) for o in offsets]
-                if space == "global":
-                    return [self.b.load(p, typ=et, align=acc.size) for p in self._global_ptrs(ats)]
-                return [self._word_load(space, x, et) for x in ats]
-
-            return self._by_space(where, a, at, [et] * len(offsets))
+            return self.elements_at(acc, where, a, offsets)
 
         def go(space: str, addr: ll.Value) -> list[ll.Value]:
             if space == "global":
@@ -736,17 +730,12 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
                        runs: int = 0) -> None:
         a = self.address(acc.mem, acc.space)
         where = self._space_for(acc.space, acc.mem)
+        if offsets is not None:
+            self.elements_at(acc, where, a, offsets, vals)
+            return
 
         def go(space: str, addr: ll.Value) -> list[ll.Value]:
-            if offsets is not None:
-                ats = [self.b.add(addr, o) for o in offsets]
-                if space == "global":
-                    for v, p in zip(vals, self._global_ptrs(ats, write=True), strict=True):
-                        self.b.store(v, p, align=acc.size)
-                else:
-                    for v, x in zip(vals, ats, strict=True):
-                        self._word_store(space, x, v)
-            elif space == "global":
+            if space == "global":
                 self._global_store(addr, vals, acc)
             else:
                 volatile = space == "shared" and (acc.volatile or acc.order is not None)
@@ -754,9 +743,32 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
                     self._word_store(space, self._offset(space, addr, i * acc.size), v, volatile)
             return []
 
-        if offsets is not None:
-            _plain(self, acc)
         self._by_space(where, a, go, [])
+
+    def elements_at(self, acc: Access, where, a: ll.Value, offsets: list[ll.Value],
+                    vals: list[ll.Value] | None = None) -> list[ll.Value]:
+        """The element of `acc` (one plain element) at each of `offsets` (i64) from the
+        address `a` in `where` (_space_for's), checked as one access: loaded, or `vals`
+        stored (wmma's fragments, in place or in an outline_access function)."""
+        _plain(self, acc)
+        et = bits_type(acc.t)
+        b = self.b
+
+        def go(space: str, addr: ll.Value) -> list[ll.Value]:
+            ats = [b.add(addr, o) for o in offsets]
+            if vals is None and space == "global":
+                return [b.load(p, typ=et, align=acc.size) for p in self._global_ptrs(ats)]
+            if vals is None:
+                return [self._word_load(space, x, et) for x in ats]
+            if space == "global":
+                for v, p in zip(vals, self._global_ptrs(ats, write=True), strict=True):
+                    b.store(v, p, align=acc.size)
+            else:
+                for v, x in zip(vals, ats, strict=True):
+                    self._word_store(space, x, v)
+            return []
+
+        return self._by_space(where, a, go, [et] * len(offsets) if vals is None else [])
 
     def _offset(self, space: str, addr: ll.Value, off: int) -> ll.Value:
         return self.b.add(addr, ll.Constant(addr.type, off)) if off else addr
@@ -1180,6 +1192,8 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
             put("done", ll.Constant(I32, 1))
 
     def fail_if(self, bad: ll.Value, kind: str) -> None:
+        if self.ret_bb is None:
+            raise self.error(f"internal: a failure exit ({kind}) inside an outlined body")
         b = self.b
         go = self.llfn.append_basic_block("fail")
         ok = self.llfn.append_basic_block("no_fail")
@@ -1193,12 +1207,6 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps):
         b = self.b  # per invocation: this thread's own lane
         own = b.trunc(b.lshr(member, self.warp_lane()), ll.IntType(1))
         self.fail_if(b.not_(own), kind)
-
-    def outline(self, key: str, args: list[ll.Value], body) -> list[ll.Value]:
-        return body(args)  # SPIR-V has no calls: in place
-
-    def outline_access(self, key: str, acc: Access, args: list[ll.Value], body) -> list[ll.Value]:
-        return body(InPlace(self, acc), args)
 
     def per_lane(self, args: list[ll.Value], body, nres: int = 0, t: ll.Type | None = None) -> list[ll.Value]:
         return body(args)  # a guarded instruction already runs inside its branch

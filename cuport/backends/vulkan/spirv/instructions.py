@@ -323,9 +323,31 @@ def _shuffle(tr, ins) -> None:
 def _extract_value(tr, ins) -> None:
     agg = ins.operands[0]
     parts = tr.vals.get(agg)
-    if not isinstance(parts, tuple) or len(ins.indices) != 1:
-        raise tr.error("extractvalue is supported on cmpxchg and *.with.overflow results only")
+    if not isinstance(parts, tuple) or len(ins.indices) != 1 or parts[ins.indices[0]] is None:
+        raise tr.error("extractvalue is supported on cmpxchg, *.with.overflow and call results, "
+                       "and on members insertvalue set")
     tr.define(ins, tr.use(parts[ins.indices[0]]))
+
+
+@handles(ll.InsertValue)
+def _insert_value(tr, ins) -> None:
+    """A struct of one level (a defined function's results) is its members' ids, a tuple
+    like a cmpxchg's; the function's ret constructs it (translate.returned)."""
+    agg, value = ins.operands[:2]
+    t = ins.type
+    if not isinstance(t, ll.LiteralStructType) or len(ins.indices) != 1:
+        raise tr.error("insertvalue is supported into a struct of scalars only")
+    if isinstance(agg, ll.Constant):
+        if agg.constant not in (None, ll.Undefined):
+            raise tr.error("insertvalue into a struct constant other than undef")
+        parts = [None] * len(t.elements)
+    else:
+        parts = tr.vals.get(agg)
+        if not isinstance(parts, tuple):
+            raise tr.error("insertvalue into a struct that is not insertvalue's")
+        parts = list(parts)
+    parts[ins.indices[0]] = tr.val(value)
+    tr.define(ins, tuple(parts))
 
 
 # ---------------------------------------------------------------------- phi, alloca

@@ -5,6 +5,9 @@ The input follows section A of the Vulkan backend's contract (docs in vulkan-con
 one defined `void @entry()`, global memory as i64 addresses made into pointers by
 `inttoptr`, Function-storage allocas, Workgroup globals in addrspace(3), and calls to
 declared `spv.*` functions that stand for builtins, push constants and SPIR-V instructions.
+Calls of functions the module defines (em.outline's, the isa layer's helpers) become SPIR-V
+functions (call_defined), non-recursive; several results come back as a literal struct
+(insertvalue into undef, then ret; extractvalue of the call).
 
 How it is built:
 - the CFG is structured first (structurize.py) and emitted construct by construct; each
@@ -314,6 +317,9 @@ class _Translator:
             r = m.t_array(self.ty(t.element), t.count)
         elif isinstance(t, ll.PointerType):
             r = self.t_i64  # a global pointer travels as its address
+        elif isinstance(t, ll.LiteralStructType):  # several results of a defined function
+            members = tuple(self.ty(e) for e in t.elements)
+            r = m.t_struct(list(members), key=("literal", members))
         elif isinstance(t, ll.VoidType):
             r = m.t_void()
         else:
@@ -472,6 +478,16 @@ class _Translator:
         if isinstance(r, LocalPtr):
             raise self.error("a pointer into a variable has no address in SPIR-V")
         raise self.error("an aggregate used as a value")
+
+    def returned(self, v) -> int:
+        """The id a function returns for `v`: a struct of several results (insertvalue's
+        members, see instructions.py) is constructed here."""
+        parts = self.vals.get(v) if not isinstance(v, ll.Constant) else None
+        if isinstance(v.type, ll.LiteralStructType) and isinstance(parts, tuple):
+            if any(p is None for p in parts):
+                raise self.error("a returned struct with a member never set")
+            return self.op(OP.OpCompositeConstruct, self.ty(v.type), *(self.use(p) for p in parts))
+        return self.val(v)
 
     def use(self, r: int) -> int:
         s = self.site.get(r)
@@ -679,7 +695,10 @@ class _Translator:
             fid = self._translate_defined(callee, shapes)
             self.defined[key] = fid
         r = self.op(OP.OpFunctionCall, self.ty(ins.type), fid, *args)
-        if not isinstance(ins.type, ll.VoidType):
+        if isinstance(ins.type, ll.LiteralStructType):  # its members, as extractvalue takes them
+            self.define(ins, tuple(self.op(OP.OpCompositeExtract, self.ty(t), r, i)
+                                   for i, t in enumerate(ins.type.elements)))
+        elif not isinstance(ins.type, ll.VoidType):
             self.define(ins, r)
 
     def _translate_defined(self, callee: ll.Function, shapes: list) -> int:
@@ -837,7 +856,7 @@ class _Translator:
                 term = self.llblocks[node.block].terminator
                 if term.operands:
                     self.ins = term
-                    self.stmt(OP.OpReturnValue, self.val(term.operands[0]))
+                    self.stmt(OP.OpReturnValue, self.returned(term.operands[0]))
                 else:
                     self.stmt(OP.OpReturn)
                 self.cur = None
