@@ -89,6 +89,7 @@ def caps_of(info) -> DeviceCaps:
         device_clock=bool(f.get("shaderDeviceClock")),
         float64=bool(f.get("shaderFloat64")),
         int64_shared_atomics=bool(f.get("shaderSharedInt64Atomics")),
+        int64_buffer_atomics=bool(f.get("shaderBufferInt64Atomics")),
         divergent_barriers=nvidia,  # bar.sync counts arrivals in hardware, as under CUDA
         independent_threads=nvidia,  # Volta's independent thread scheduling
         signed_zero_inf_nan=tuple(w for w in (16, 32, 64)

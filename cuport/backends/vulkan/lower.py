@@ -84,6 +84,7 @@ class DeviceCaps:
     shader_clock: bool = True
     float64: bool = True
     int64_shared_atomics: bool = True
+    int64_buffer_atomics: bool = True  # (MoltenVK on most Apple GPUs has none)
     fused_fma: bool = True  # GLSL Fma really fuses (lavapipe's does not: measured by a probe)
     divergent_barriers: bool = False  # barriers count arriving threads as CUDA's do (NVIDIA)
     independent_threads: bool = False  # threads of a workgroup progress independently (NVIDIA)
@@ -894,13 +895,14 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         CUB's decoupled look-back (every Thrust/CUB scan) publishes a tile's status and
         value as one st.relaxed.gpu.v2.u32 and reads them as one ld.relaxed.gpu.v2.u32: read
         apart, a new status comes with an old value. 8 bytes: one 64-bit atomic load;
-        16 bytes (SPIR-V has no 128-bit atomic): one volatile vector load, then the fence."""
+        16 bytes (SPIR-V has no 128-bit atomic), or 8 where the device has no 64-bit atomics
+        on buffers: one volatile vector load, then the fence."""
         b = self.b
         p = self._global_ptr(a)
-        if n * et.width == 64:
+        if n * et.width == 64 and self.plan.caps.int64_buffer_atomics:
             w = self.spv("OpAtomicLoad", I64, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g")
             return [b.trunc(w, I32), b.trunc(b.lshr(w, ll.Constant(I64, 32)), I32)]
-        self._need_single_access128()
+        self._need_single_access(n * et.width)
         v = b.load(p, typ=ll.VectorType(et, n), align=et.width // 8 * n)
         v.volatile = True
         if sem:
@@ -912,18 +914,18 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         b = self.b
         p = self._global_ptr(a, write=True)
         et = vals[0].type
-        if len(vals) * et.width == 64:
+        if len(vals) * et.width == 64 and self.plan.caps.int64_buffer_atomics:
             w = b.or_(b.zext(vals[0], I64), b.shl(b.zext(vals[1], I64), ll.Constant(I64, 32)))
             self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), w], "g")
             return
-        self._need_single_access128()
+        self._need_single_access(len(vals) * et.width)
         if sem:
             b.fence("release")
         st = b.store(self._vector(vals), p, align=et.width // 8 * len(vals))
         st.volatile = True
 
-    def _need_single_access128(self) -> None:
-        if not self.plan.caps.single_access128:
+    def _need_single_access(self, bits: int) -> None:
+        if bits == 128 and not self.plan.caps.single_access128:
             raise self.error("a 16-byte ordered access is one access on a GPU, which this Vulkan "
                              "driver splits into its elements (another thread could see half of "
                              "a store: CUB's tile status of 8-byte values relies on it)")
