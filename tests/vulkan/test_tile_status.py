@@ -65,6 +65,21 @@ def test_tile_status_words_do_not_tear(ptx, device, name, monkeypatch) -> None:
     assert list(slot.view(np.uint64 if KERNELS[name] == 4 else np.uint32)) == [ROUNDS, ROUNDS]
 
 
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_volatile_16_byte_loads_in_divergent_code(ptx, device, monkeypatch) -> None:
+    """Not ordered, so never refused (lavapipe performs them element by element)."""
+    _device(device)
+    monkeypatch.setenv("CUPORT_SPIRV_VALIDATE", "1")
+    n = 1000
+    src = (np.arange(4 * n, dtype=np.uint64) * 2654435761 % 2**32).astype(np.uint32)
+    out = np.zeros(4 * n, np.uint32)
+    cuport.Module(ptx, device=device).kernel("volatile_copy")(((n + 127) // 128, 1, 1), (128, 1, 1),
+                                                             (src, out, np.int32(n)))
+    want = src.reshape(n, 4).copy()
+    want[::3] = 0
+    assert (out.reshape(n, 4) == want).all()
+
+
 @pytest.mark.skipif(SPIRV_DIS is None, reason="spirv-dis not installed (Debian: spirv-tools)")
 def test_one_access_in_the_spirv(ptx) -> None:
     """8 bytes: one 64-bit atomic (no 32-bit one); 16 bytes, and 8 on a device without

@@ -30,3 +30,16 @@ extern "C" __global__ void race_u32x2(uint2* slot, int rounds, unsigned* torn) {
 extern "C" __global__ void race_u64x2(ulonglong2* slot, int rounds, unsigned* torn) { race<ulonglong2, false>(slot, rounds, torn); }
 extern "C" __global__ void race_u32x2_acq(uint2* slot, int rounds, unsigned* torn) { race<uint2, true>(slot, rounds, torn); }
 extern "C" __global__ void race_u64x2_acq(ulonglong2* slot, int rounds, unsigned* torn) { race<ulonglong2, true>(slot, rounds, torn); }
+
+// volatile 16-byte loads in code part of the block skips (ld.volatile.global.v4.u32, as
+// inline PTX writes it): no ordering, so on a driver that splits 16-byte accesses they go
+// element by element
+extern "C" __global__ void volatile_copy(const uint4* in, uint4* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && i % 3 != 0) {
+        uint4 v;
+        asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(in + i));
+        out[i] = v;
+    }
+}

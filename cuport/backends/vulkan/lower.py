@@ -834,12 +834,13 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
 
     def _global_load(self, a: ll.Value, et: ll.Type, acc: Access, n: int) -> list[ll.Value]:
         b = self.b
+        ordered = acc.order is not None
         acc = lower_order.relax(self, acc)
         size = acc.size
         trusted = _own_buffer(acc)
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
-            if n > 1:
+            if n > 1 and self._one_access(n * et.width, ordered):
                 return self._ordered_vector_load(a, et, n, sem)
             out = []
             for i in range(n):
@@ -862,13 +863,14 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
 
     def _global_store(self, a: ll.Value, vals: list[ll.Value], acc: Access) -> None:
         b = self.b
+        ordered = acc.order is not None
         acc = lower_order.relax(self, acc)
         size = acc.size
         et = vals[0].type
         n = len(vals)
         if acc.order is not None and et.width in (32, 64):
             sem = _ORDER_SEM["release" if acc.order in ("release", "acq_rel") else "monotonic"]
-            if n > 1:
+            if n > 1 and self._one_access(n * et.width, ordered):
                 self._ordered_vector_store(a, vals, sem)
                 return
             for i, v in enumerate(vals):
@@ -902,7 +904,6 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         if n * et.width == 64 and self.plan.caps.int64_buffer_atomics:
             w = self.spv("OpAtomicLoad", I64, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g")
             return [b.trunc(w, I32), b.trunc(b.lshr(w, ll.Constant(I64, 32)), I32)]
-        self._need_single_access(n * et.width)
         v = b.load(p, typ=ll.VectorType(et, n), align=et.width // 8 * n)
         v.volatile = True
         if sem:
@@ -918,17 +919,22 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
             w = b.or_(b.zext(vals[0], I64), b.shl(b.zext(vals[1], I64), ll.Constant(I64, 32)))
             self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), w], "g")
             return
-        self._need_single_access(len(vals) * et.width)
         if sem:
             b.fence("release")
         st = b.store(self._vector(vals), p, align=et.width // 8 * len(vals))
         st.volatile = True
 
-    def _need_single_access(self, bits: int) -> None:
-        if bits == 128 and not self.plan.caps.single_access128:
+    def _one_access(self, bits: int, ordered: bool) -> bool:
+        """Whether an ordered or volatile vector access is made one access here: always but
+        for 16 bytes on a driver that splits them (lavapipe), where one that PTX orders is
+        refused by name and a volatile one goes element by element."""
+        if bits < 128 or self.plan.caps.single_access128:
+            return True
+        if ordered:
             raise self.error("a 16-byte ordered access is one access on a GPU, which this Vulkan "
                              "driver splits into its elements (another thread could see half of "
                              "a store: CUB's tile status of 8-byte values relies on it)")
+        return False
 
     # shared memory in device memory (slices.py)
     def _slice_base(self) -> ll.Value:
