@@ -52,6 +52,10 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
   waits, with no other to start, gives its CPU away: 0.25-0.3 s), and with several blocks
   per grab a grab's first blocks waited for the other workers' whole grabs (now blocks of
   such kernels are handed out one at a time).
+- all_blocks_wait: every block of a small grid spins until all the others have started
+  (HeCBench's mis, 24 blocks waiting for each other's decisions): on 2 CPU workers holding 4
+  blocks each the grid never ended (now such a kernel's blocks are all held at once where
+  the grid fits in 32 a worker, as a GPU holds them).
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
@@ -322,6 +326,16 @@ def test_look_back_scans_with_more_workers_than_cores(tmp_path):
     for workers in ("16", "1"):
         r = cuport_run(exe, env=clean_env(CUPORT_THREADS=workers), timeout=200)
         assert r.returncode == 0 and r.stdout.splitlines() == LOOKBACK, (workers, r.stdout + r.stderr)
+
+
+def test_blocks_that_wait_for_every_other_block(tmp_path):
+    """24 blocks of 256 threads, each spinning until all have started, on 2 workers and on
+    1 (4 slots a worker held 8 and 4 of them: a hang, ended by the program's SIGALRM)."""
+    exe = build(tmp_path, "all_blocks_wait", ["all_blocks_wait.cu"], "-O3")
+    for workers in ("2", "1"):
+        r = cuport_run(exe, env=clean_env(CUPORT_THREADS=workers), timeout=120)
+        assert r.returncode == 0 and r.stdout.splitlines() == [
+            "24 blocks each saw all 24 start", "PASS"], (workers, r.stdout + r.stderr)
 
 
 def _vulkan_loop_budget() -> int:

@@ -149,10 +149,17 @@ class CpuKernel:
                 CUDA_ERROR_INVALID_VALUE,
                 f"{nthreads} threads per block asked for, at most {self.info.max_threads_per_block} allowed",
             )
-        resident = RESIDENT_SLOTS
+        nblocks = grid[0] * grid[1] * grid[2]
+        backend = self.module.backend
         if cooperative:
-            resident = self.module.backend.cooperative_slots(grid[0] * grid[1] * grid[2])
-        return self.specialization(block, resident)
+            return self.specialization(block, backend.cooperative_slots(nblocks))
+        spec = self.specialization(block, RESIDENT_SLOTS)
+        # blocks that may wait on other blocks (spin loops with yield points): where the whole
+        # grid fits, every block is held at once, as a GPU holds such a grid (HeCBench's mis:
+        # 24 blocks each waiting for the others' decisions hung on 2 workers of 4 slots)
+        if spec.ck.waits_on_others and RESIDENT_SLOTS * backend.pool.n < nblocks <= MAX_RESIDENT_SLOTS * backend.pool.n:
+            spec = self.specialization(block, backend.resident_slots(nblocks))
+        return spec
 
     def launch(self, grid, block, dynamic_shared_bytes: int, params: bytes,
                cooperative: bool = False, depth: int = 0) -> None:
@@ -182,7 +189,7 @@ class CpuKernel:
             self.launch(grid, block, dynamic_shared_bytes, params, cooperative)
             return
         spec = None if cooperative else self._specs.get((block, RESIDENT_SLOTS))
-        if spec is None or grid[0] < 1 or grid[1] < 1 or grid[2] < 1:  # (else checked before)
+        if spec is None or spec.ck.waits_on_others or grid[0] < 1 or grid[1] < 1 or grid[2] < 1:
             spec = self._spec(grid, block, cooperative)
         backend.queue_launch(self, spec, grid, dynamic_shared_bytes, params, what, cooperative)
 
@@ -308,12 +315,16 @@ class CpuBackend:
     # ------------------------------------------------------------ compile
     def cooperative_slots(self, nblocks: int) -> int:
         """Resident blocks per worker that keep a cooperative grid of nblocks all running."""
-        per_worker = -(-nblocks // self.pool.n)
-        if per_worker > MAX_RESIDENT_SLOTS:
+        if nblocks > MAX_RESIDENT_SLOTS * self.pool.n:
             raise BackendError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
                                f"a cooperative grid of {nblocks} blocks: at most "
                                f"{MAX_RESIDENT_SLOTS * self.pool.n} can run at once "
                                f"({MAX_RESIDENT_SLOTS} per worker, {self.pool.n} workers)")
+        return self.resident_slots(nblocks)
+
+    def resident_slots(self, nblocks: int) -> int:
+        """Slots per worker (a power of two, at least RESIDENT_SLOTS) that hold nblocks at once."""
+        per_worker = -(-nblocks // self.pool.n)
         slots = RESIDENT_SLOTS
         while slots < per_worker:
             slots *= 2
