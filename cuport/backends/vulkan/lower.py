@@ -845,7 +845,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
             out = []
             for i in range(n):
                 p = self._global_ptr(self._offset("global", a, i * size))
-                out.append(self.spv("OpAtomicLoad", et, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g"))
+                out.append(self._atomic_load(p, et, sem))
             return out
         if n in (2, 4) and et.width in (32, 64) and acc.order is None:
             vt = ll.VectorType(et, n)
@@ -875,7 +875,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
                 return
             for i, v in enumerate(vals):
                 p = self._global_ptr(self._offset("global", a, i * size), write=True)
-                self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), v], "g")
+                self._atomic_store(p, v, sem)
             return
         if n in (2, 4) and et.width in (32, 64):
             st = b.store(self._vector(vals), self._global_ptr(a, write=True), align=size * n)
@@ -885,6 +885,13 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
             st = b.store(v, self._global_ptr(self._offset("global", a, i * size), write=True), align=size)
             if acc.volatile or acc.order is not None:
                 st.volatile = True
+
+    def _atomic_load(self, p: ll.Value, t: ll.Type, sem: int) -> ll.Value:
+        """An ordered load of global memory at device scope (`sem`: _ORDER_SEM's bits)."""
+        return self.spv("OpAtomicLoad", t, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g")
+
+    def _atomic_store(self, p: ll.Value, v: ll.Value, sem: int) -> None:
+        self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), v], "g")
 
     def _vector(self, vals: list[ll.Value]) -> ll.Value:
         v = ll.Constant(ll.VectorType(vals[0].type, len(vals)), ll.Undefined)
@@ -902,7 +909,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         b = self.b
         p = self._global_ptr(a)
         if n * et.width == 64 and self.plan.caps.int64_buffer_atomics:
-            w = self.spv("OpAtomicLoad", I64, [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0)], "g")
+            w = self._atomic_load(p, I64, sem)
             return [b.trunc(w, I32), b.trunc(b.lshr(w, ll.Constant(I64, 32)), I32)]
         v = b.load(p, typ=ll.VectorType(et, n), align=et.width // 8 * n)
         v.volatile = True
@@ -917,7 +924,7 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         et = vals[0].type
         if len(vals) * et.width == 64 and self.plan.caps.int64_buffer_atomics:
             w = b.or_(b.zext(vals[0], I64), b.shl(b.zext(vals[1], I64), ll.Constant(I64, 32)))
-            self.spv("OpAtomicStore", ll.VoidType(), [p, _c32(DEVICE), _c32(with_visibility(sem | SEM_UNIFORM) if sem else 0), w], "g")
+            self._atomic_store(p, w, sem)
             return
         if sem:
             b.fence("release")
