@@ -240,28 +240,48 @@ def _child(d, env: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def driver_fuses() -> bool:
-    """The contraction probe's verdict on this device (VulkanBackend._probe_contract)."""
-    code = "from cuport.backends.vulkan.backend import VulkanBackend; print(VulkanBackend(0)._probe_contract())"
+def contract_verdict() -> str:
+    """The contraction probe's verdict on this device (VulkanBackend._probe_contract):
+    "contract", "contract-alone" or "" (the driver does not fuse)."""
+    code = "from cuport.backends.vulkan.backend import VulkanBackend; print(repr(VulkanBackend(0)._probe_contract()))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env={k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")})
-    assert r.returncode == 0 and r.stdout.strip() in ("True", "False"), r.stderr[-2000:]
-    return r.stdout.strip() == "True"
+    assert r.returncode == 0 and r.stdout.strip() in ("'contract'", "'contract-alone'", "''"), r.stderr[-2000:]
+    return r.stdout.strip().strip("'")
 
 
-def test_contract_variant_where_the_driver_fuses(reference, driver_fuses) -> None:
+@pytest.fixture(scope="module")
+def driver_fuses(contract_verdict) -> bool:
+    return bool(contract_verdict)
+
+
+def test_contract_variant_where_the_driver_fuses(reference, contract_verdict) -> None:
     """Where the driver fuses fma's multiply-and-add pair into an fma that keeps subnormals
-    (NVIDIA's, whose GLSL Fma flushes them), the pair (CUPORT_VK_FMA32=contract, chosen
-    unasked there) gives the CPU backend's bits on every hard case, on the device's own
-    arithmetic (no simulation)."""
-    if not driver_fuses:
+    (NVIDIA's, whose GLSL Fma flushes them), the variant the probe chose (contract, or
+    contract-alone where the driver merges identical products: NVIDIA's 580) gives the CPU
+    backend's bits on every hard case, on the device's own arithmetic (no simulation)."""
+    if not contract_verdict:
         pytest.skip("this driver does not fuse a multiply and an add (the contraction probe)")
     d, cases, want = reference
-    _child(d, dict(os.environ, CUPORT_VK_FMA32="contract", **VALIDATE))
+    _child(d, dict(os.environ, CUPORT_VK_FMA32=contract_verdict, **VALIDATE))
     for k in ("fma1", "chain", "twoprod", "dot", "horner"):
         got = np.load(d / f"{k}_out.npy")
         bad = got.view(np.uint32) != want[k].view(np.uint32)
         assert not bad.any(), f"{k}: {int(bad.sum())} of {bad.size} differ"
+
+
+def test_contract_alone_guards_a_kernel_that_rounds_a_product(reference, driver_fuses) -> None:
+    """contract-alone translates a kernel that also rounds an f32 product on its own
+    (twoprod's __fmul_rn of the fma's factors, which NVIDIA's CSE merges with the pair's
+    multiply) through the guard: its bits are the CPU backend's on any device, while a
+    kernel without one (fma1) gets the pair, which lavapipe rounds twice."""
+    d, cases, want = reference
+    _child(d, dict(os.environ, CUPORT_VK_FMA32="contract-alone", CUPORT_VK_FLUSH32="simulate-preserve",
+                   **VALIDATE))
+    same = {k: (np.load(d / f"{k}_out.npy").view(np.uint32) == want[k].view(np.uint32)).all()
+            for k in ("fma1", "twoprod")}
+    assert same["twoprod"]
+    assert same["fma1"] == driver_fuses
 
 
 def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses) -> None:
@@ -286,7 +306,7 @@ def test_contract_variant_where_the_driver_does_not_fuse(reference, driver_fuses
             "print(VulkanBackend(0).caps.fma32 or '-')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env={k: v for k, v in os.environ.items() if not k.startswith("CUPORT_")})
-    assert r.returncode == 0 and r.stdout.strip() != "contract", (r.stdout, r.stderr[-2000:])
+    assert r.returncode == 0 and not r.stdout.strip().startswith("contract"), (r.stdout, r.stderr[-2000:])
 
 
 def test_probes_are_kept_in_the_cache(tmp_path) -> None:

@@ -216,12 +216,13 @@ def test_subnormal_modes_from_the_probes(found, modes) -> None:
         assert subnormal_modes(fc, "", lambda preserve: found[preserve], "device")["fma32"] == ""
     # where only Fma flushes and the driver fuses a multiply and an add that keep subnormals
     # (the contraction probe), fma is that pair unless a variant is asked for
-    fuses = subnormal_modes(fc, "", lambda preserve: found[preserve], contract=lambda: True)["fma32"]
-    assert fuses == ("contract" if modes["fma32"] and not modes["flush32"] else modes["fma32"])
-    assert subnormal_modes(fc, "", lambda preserve: found[preserve], "guard",
-                           contract=lambda: True)["fma32"] == modes["fma32"]
+    for verdict in ("contract", "contract-alone"):
+        fuses = subnormal_modes(fc, "", lambda preserve: found[preserve], contract=lambda v=verdict: v)["fma32"]
+        assert fuses == (verdict if modes["fma32"] and not modes["flush32"] else modes["fma32"])
+        assert subnormal_modes(fc, "", lambda preserve: found[preserve], "guard",
+                               contract=lambda v=verdict: v)["fma32"] == modes["fma32"]
     assert subnormal_modes(fc, "", lambda preserve: found[preserve],
-                           contract=lambda: False)["fma32"] == modes["fma32"]
+                           contract=lambda: "")["fma32"] == modes["fma32"]
 
 
 def test_the_probe_tells_fma_from_the_rest() -> None:

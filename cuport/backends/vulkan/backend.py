@@ -679,17 +679,18 @@ class VulkanBackend:
                                self._probe_subnormals, os.environ.get("CUPORT_VK_FMA32", ""),
                                self._probe_contract)
 
-    def _probe_contract(self) -> bool:
-        """Whether the driver fuses fma's multiply-and-add pair into an fma that keeps
-        subnormals (spirv/probe.py contract_probe_shader); a device that refuses the probe's
-        pipeline does not."""
+    def _probe_contract(self) -> str:
+        """Where the driver fuses fma's multiply-and-add pair into an fma that keeps
+        subnormals, the FloatModes.fma32 variant that relies on it (spirv/probe.py
+        contract_probe_variant: "contract" or "contract-alone"); "" where it does not or
+        refuses the probe's pipeline."""
         from .runtime import VulkanError
-        from .spirv import contract_probe_fuses, contract_probe_push, contract_probe_shader
+        from .spirv import contract_probe_push, contract_probe_shader, contract_probe_variant
 
         try:
-            return contract_probe_fuses(self._probe(contract_probe_shader(), contract_probe_push, 12))
+            return contract_probe_variant(self._probe(contract_probe_shader(), contract_probe_push, 20))
         except VulkanError:
-            return False
+            return ""
 
     def _probe_subnormals(self, preserve: bool) -> tuple[bool, bool, bool]:
         """(f32 arithmetic flushes, f32 Fma flushes, f32 min/max flush) on this device, with or

@@ -742,6 +742,8 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
                 volatile = space == "shared" and (acc.volatile or acc.order is not None)
                 for i, v in enumerate(vals):
                     self._word_store(space, self._offset(space, addr, i * acc.size), v, volatile)
+                if volatile:
+                    self.after_volatile_shared_store()
             return []
 
         self._by_space(where, a, go, [])

@@ -271,6 +271,21 @@ class SyncOps:
                 f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it runs "
                 "through workgroup memory there and needs the whole block)")
 
+    def after_volatile_shared_store(self) -> None:
+        """Where a warp is a subgroup: a subgroup-scope memory barrier after a volatile (or
+        ordered) store to shared memory, so that the driver's compiler cannot move a later
+        load of another address above it. ptxas keeps volatile accesses in program order,
+        and pre-Volta warp-synchronous code (a scan or reduction through a volatile pointer
+        without __syncwarp, HeCBench's radixsort) relies on it: the warp's lanes read step
+        k + 1 only after all of them stored step k. SPIR-V's Volatile forbids eliding an
+        access, not moving it past one of another address. Same condition as bar.warp.sync's
+        barrier; where warps are emulated the subgroups do not run a warp together anyway."""
+        if self.emulated:
+            return
+        if self.plan.caps.divergent_memory_barriers or self.block.index not in self.plan.block_div.split_blocks:
+            sem = with_visibility(SEM_ACQ_REL | SEM_WORKGROUP | SEM_UNIFORM)
+            self.spv("OpMemoryBarrier", ll.VoidType(), [_c32(SUBGROUP), _c32(sem)])
+
     def warp_barrier(self) -> None:
         """bar.warp.sync: where a warp is a subgroup, a subgroup-scope memory barrier: CUDA's
         __syncwarp orders the warp's shared and global accesses around it, and without one
@@ -280,10 +295,7 @@ class SyncOps:
         block meets, so that what the warp's threads wrote to shared memory before it is
         there for them after it (wmma tiles staged by the warp)."""
         if not self.emulated:
-            if self.plan.caps.divergent_memory_barriers or \
-                    self.block.index not in self.plan.block_div.split_blocks:
-                sem = with_visibility(SEM_ACQ_REL | SEM_WORKGROUP | SEM_UNIFORM)
-                self.spv("OpMemoryBarrier", ll.VoidType(), [_c32(SUBGROUP), _c32(sem)])
+            self.after_volatile_shared_store()  # (the same barrier)
             return
         if self.ins.guard is not None or self.block.index in self.plan.block_div.split_blocks:
             raise self.error(

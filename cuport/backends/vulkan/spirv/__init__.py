@@ -3,9 +3,9 @@ a CFG structurizer, and the translation of the Vulkan emitter's llvmlite IR into
 shader (see translate.py)."""
 
 from .probe import (
-    contract_probe_fuses,
     contract_probe_push,
     contract_probe_shader,
+    contract_probe_variant,
     fma_probe_fused,
     fma_probe_push,
     fma_probe_shader,
@@ -19,4 +19,4 @@ from .translate import FloatModes, Shader, TranslateError, translate
 __all__ = ["translate", "Shader", "FloatModes", "TranslateError", "Irreducible", "fma_probe_shader",
            "fma_probe_push", "fma_probe_fused", "subnormal_probe_shader", "subnormal_probe_push",
            "subnormal_probe_flushes", "contract_probe_shader", "contract_probe_push",
-           "contract_probe_fuses"]
+           "contract_probe_variant"]

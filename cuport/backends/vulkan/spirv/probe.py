@@ -116,41 +116,68 @@ def subnormal_probe_flushes(data: bytes) -> tuple[bool, bool, bool]:
 
 
 # -- contraction ---------------------------------------------------------------------------------
-# fma.rn.f32 as the "contract" variant emits it (an OpFMul and an OpFAdd without NoContraction,
-# which a driver may fuse: FloatModes.fma32), with f32 DenormPreserve declared: on fma_probe's
-# case that keeps 2^-24 only when fused, on fma(a, 1.5, a) with a = 2^-140 (subnormal
-# operands and result), and on a product's error as libdevice computes it, fma(p, p, -(p * p))
-# with p = 1 + 2^-12 and p * p an OpFMul with NoContraction (2^-24: a driver that merged the
-# pair's multiply with that one would give 0). A driver that fuses the pair into an fma that
-# keeps subnormals, whatever else computes the same product, gives CONTRACT_EXPECTED.
-_CONTRACT_IN = (*_F32, 2.0 ** -140, 1.5)
-CONTRACT_EXPECTED = (0x33800000, 0x00000500, 0x33800000)
+# fma.rn.f32 as the "contract" variants emit it (an OpFMul and an OpFAdd without NoContraction,
+# which a driver may fuse: FloatModes.fma32), with f32 DenormPreserve declared. Five words, each
+# right only where the pair is fused into one rounding that keeps subnormals:
+#   0  pair(p, q, r), fma_probe's case: 2^-24 fused, 0 rounded twice;
+#   1  pair(a, x, a) with a = 2^-140: subnormal operands and result;
+#   2  a product's error as libdevice computes it, pair(p, p, -(p * p)) with p * p an OpFMul
+#      with NoContraction: a driver that merges the pair's multiply with that identical rounded
+#      one gives 0 (NVIDIA's 580 does: then only kernels without a rounded f32 product may use
+#      pairs, "contract-alone", translate.rounded_f32_products);
+#   3  pair(p, q, r2), a second pair of word 0's product (merged multiplies must still fuse);
+#   4  acc = r, then twice acc = pair(p, q, acc) in a loop whose trip count is a push constant
+#      (a multiply hoisted out of the loop must still fuse).
+# p = q = 1 + 2^-12, r = -(1 + 2^-11), r2 = r - 2^-23.
+_CONTRACT_IN = (*_F32, 2.0 ** -140, 1.5, -(1 + 2**-11) - 2**-23)
+CONTRACT_EXPECTED = (0x33800000, 0x00000500, 0x33800000, 0xB3800000, 0x3F801001)
 
 
 def contract_probe_shader() -> Shader:
     m, b, push, out = _probe_function("contract_probe")
-    p, q, r, a, x = (push(f32, 8 + 4 * k) for k in range(5))
+    p, q, r, a, x, r2 = (push(f32, 8 + 4 * k) for k in range(6))
+    trips = push(i32, 32)
     error = _native_fma(m, b, f32, [p, p, b.fneg(b.fmul(p, p))])
-    for k, w in enumerate((_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]), error)):
-        b.store(b.bitcast(w, i32), b.gep(out, [ll.Constant(i32, k)], source_etype=i32)).align = 4
+    words = [_native_fma(m, b, f32, [p, q, r]), _native_fma(m, b, f32, [a, x, a]), error,
+             _native_fma(m, b, f32, [p, q, r2])]
+    entry = b.block
+    loop = b.append_basic_block("loop")
+    done = b.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    acc = b.phi(f32)
+    k = b.phi(i32)
+    acc2 = _native_fma(m, b, f32, [p, q, acc])
+    k2 = b.add(k, ll.Constant(i32, 1))
+    acc.add_incoming(r, entry)
+    acc.add_incoming(acc2, loop)
+    k.add_incoming(ll.Constant(i32, 0), entry)
+    k.add_incoming(k2, loop)
+    b.cbranch(b.icmp_signed("<", k2, trips), loop, done)
+    b.position_at_end(done)
+    for j, w in enumerate((*words, acc2)):
+        b.store(b.bitcast(w, i32), b.gep(out, [ll.Constant(i32, j)], source_etype=i32)).align = 4
     b.ret_void()
     modes = FloatModes(fused_fma=True, signed_zero_inf_nan=(), denorm_preserve=(32,), fma32="contract")
     return translate(m, "contract_probe", (1, 1, 1), modes)
 
 
 def contract_probe_push(out_address: int) -> bytes:
-    return struct.pack("<Q5f", out_address, *_CONTRACT_IN)
+    return struct.pack("<Q6fi", out_address, *_CONTRACT_IN, 2)
 
 
-def contract_probe_fuses(data: bytes) -> bool:
-    """Whether the driver fused the probe's multiply and add into one rounding that keeps
-    subnormals and is not merged with the same product rounded, from its 12 bytes of
-    output."""
-    return struct.unpack("<3I", bytes(data[:12])) == CONTRACT_EXPECTED
+def contract_probe_variant(data: bytes) -> str:
+    """FloatModes.fma32 from the probe's 20 bytes of output: "contract" where the driver
+    fused every pair into one rounding that keeps subnormals, "contract-alone" where it did
+    so except beside an identical rounded product (word 2), "" where it did not."""
+    got = struct.unpack("<5I", bytes(data[:20]))
+    if any(got[k] != CONTRACT_EXPECTED[k] for k in (0, 1, 3, 4)):
+        return ""
+    return "contract" if got[2] == CONTRACT_EXPECTED[2] else "contract-alone"
 
 
 def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tuple[bool, bool, bool]],
-                    fma_env: str = "", contract: Callable[[], bool] | None = None) -> dict:
+                    fma_env: str = "", contract: Callable[[], str] | None = None) -> dict:
     """The FloatModes (and DeviceCaps) subnormal fields for a device: DenormPreserve where it
     has the mode. For f32 without it, `probe(preserve)` (the subnormal probe run on the
     device, with or without the mode declared: (arithmetic other than fma flushes, Fma
@@ -167,8 +194,10 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
     declared: its mode on an H100), 0 never emulates (f32 subnormals are then the device's,
     not CUDA's). `fma_env` is CUPORT_VK_FMA32, how an emulated fma is made exact
     (fma32_variant); unset, where only Fma flushes, `contract()` (the contraction probe run
-    on the device) says whether the driver fuses a multiply and an add into an fma that keeps
-    subnormals: then fma is that pair ("contract"), else guarded."""
+    on the device: contract_probe_variant) says whether the driver fuses a multiply and an
+    add into an fma that keeps subnormals: then fma is that pair ("contract", or
+    "contract-alone" where the driver merges the pair's multiply with an identical rounded
+    one), else guarded."""
     preserve = tuple(w for w in (16, 32, 64) if float_controls.get(f"shaderDenormPreserveFloat{w}"))
     fma32 = fma32_variant(fma_env)
     modes = {"denorm_preserve": preserve, "flush32": False, "int_order32": False, "fma32": "",
@@ -185,13 +214,14 @@ def subnormal_modes(float_controls: dict, env: str, probe: Callable[[bool], tupl
         if arith:
             return dict(modes, flush32=True, fma32=fma32)
         preserve = tuple(sorted((*preserve, 32)))
-    if fma and not fma_env and contract is not None and contract():
-        fma32 = "contract"
+    if fma and not fma_env and contract is not None and (variant := contract()):
+        fma32 = variant
     return dict(modes, denorm_preserve=preserve, int_order32=minmax, fma32=fma32 if fma else "")
 
 
 #: CUPORT_VK_FMA32's values: FloatModes.fma32, or "" (the device's own Fma)
-FMA32_VARIANTS = {"": "guard", "guard": "guard", "f64": "f64", "contract": "contract", "device": ""}
+FMA32_VARIANTS = {"": "guard", "guard": "guard", "f64": "f64", "contract": "contract",
+                  "contract-alone": "contract-alone", "device": ""}
 
 
 def fma32_variant(env: str) -> str:
@@ -200,7 +230,8 @@ def fma32_variant(env: str) -> str:
     subnormal or the result tiny, tested on integer keys); f64 (always through f64, rounded to odd, no branch);
     contract (a multiply and an add the driver may fuse: exact only where it fuses them into
     an fma that keeps subnormals, which the contraction probe checks before choosing it
-    unasked); device
+    unasked); contract-alone (the same, except in kernels that also round an f32 product
+    on its own: the guard there); device
     leaves fma to the device where the rest keeps subnormals (then fma alone flushes them:
     bench/gpu's sgemm 8.2 -> 2.5 ms on an H100, where f64 gives 10.1)."""
     if env not in FMA32_VARIANTS:

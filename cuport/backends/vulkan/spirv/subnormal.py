@@ -245,12 +245,13 @@ def fma(tr, t: ll.Type, a: int, b: int, c: int) -> int:
     be subnormal, constants and earlier guarded results, 6.20 ms.)"""
     from . import fpmath
 
-    if tr.float_modes.fma32 == "contract":
+    if tr.float_modes.fma32 in ("contract", "contract-alone"):
         # a multiply and an add without NoContraction, which the driver fuses into its own
         # fma: one that keeps subnormals, unlike its GLSL Fma (the contraction probe,
         # probe.contract_probe_shader, saw it do so before this variant was chosen)
         def pair(x, y, z):
             ft = tr.m.t_float(32)
+            tr.fma_pairs += 1
             return tr.op(OP.OpFAdd, ft, tr.op(OP.OpFMul, ft, x, y), z)
         return _scalarised(tr, t, (a, b, c), pair)
     if tr.float_modes.fma32 == "f64" and tr.float_modes.float64:

@@ -97,8 +97,12 @@ class FloatModes:
     use the integer order of floats, as under flush32.
     `fma32`: how f32 fma is made exact where the device's Fma flushes (under flush32, or
     with DenormPreserve declared where Fma alone still flushes, as NVIDIA's does): "guard"
-    (the device's Fma, a branch to an exact helper where it may be wrong) or "f64" (always
-    in f64, rounded to odd; no branch); "" where the device's Fma is exact.
+    (the device's Fma, a branch to an exact helper where it may be wrong), "f64" (always
+    in f64, rounded to odd; no branch), "contract" (a multiply and an add the driver fuses,
+    where the contraction probe saw it fuse them), "contract-alone" (the same, but a kernel
+    that also has a rounded f32 product is translated again with "guard": a driver whose CSE
+    merges identical products, NVIDIA's, could merge the pair's with it); "" where the
+    device's Fma is exact.
     `simulate_flush32` (tests): make the device's f32 instructions flush as NVIDIA's do,
     on a device that keeps subnormals (lavapipe), by flushing their f32 operands and
     results explicitly; `simulate_fma32` (tests): only those that NVIDIA's driver flushes
@@ -145,7 +149,36 @@ def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
         raise TranslateError(f"no defined function @{entry} in the module")
     if not isinstance(fn.function_type.return_type, ll.VoidType) or fn.args:
         raise TranslateError(f"@{entry} must be `void @{entry}()`")
-    return _Translator(module, fn, tuple(local_size), float_modes, loop_marks).run()
+    tr = _Translator(module, fn, tuple(local_size), float_modes, loop_marks)
+    shader = tr.run()
+    if float_modes.fma32 == "contract-alone" and tr.fma_pairs and rounded_f32_products(shader.spirv):
+        # a driver whose CSE merges a pair's multiply with an identical rounded one (NVIDIA's
+        # 580: the contraction probe) may do so here: every fma through the guard instead
+        guarded = FloatModes(**{**float_modes.__dict__, "fma32": "guard"})
+        shader = _Translator(module, fn, tuple(local_size), guarded, loop_marks).run()
+    return shader
+
+
+def rounded_f32_products(spirv: bytes) -> bool:
+    """Whether a module multiplies f32 values with NoContraction: a product rounded on its
+    own, which a driver's common-subexpression elimination could merge with the multiply of
+    an fma's contractable pair of the same factors (FloatModes.fma32 "contract-alone")."""
+    words = struct.unpack(f"<{len(spirv) // 4}I", spirv)
+    no_contraction = enum("Decoration", "NoContraction")
+    f32: set[int] = set()
+    rounded: set[int] = set()
+    products: list[tuple[int, int]] = []
+    i = 5  # after the header
+    while i < len(words):
+        n, op = words[i] >> 16, words[i] & 0xFFFF
+        if op == OP.OpTypeFloat and words[i + 2] == 32 or op == OP.OpTypeVector and words[i + 2] in f32:
+            f32.add(words[i + 1])
+        elif op == OP.OpDecorate and words[i + 2] == no_contraction:
+            rounded.add(words[i + 1])
+        elif op == OP.OpFMul:
+            products.append((words[i + 1], words[i + 2]))
+        i += max(n, 1)
+    return any(t in f32 and r in rounded for t, r in products)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -281,6 +314,7 @@ class _Translator:
         self._sim_glsl = _SIM_GLSL if float_modes.simulate_flush32 else _SIM_GLSL_PRESERVE
         self._sim_raw: dict[int, int] = {}  # flushed result -> the instruction's own (simulation)
         self.loop_marks = loop_marks
+        self.fma_pairs = 0  # fmas emitted as contractable pairs (FloatModes.fma32 "contract*")
         self._mark_vars: tuple[int, int] | None = None  # (the marks array, the noted line)
 
     # ------------------------------------------------------------------ errors
