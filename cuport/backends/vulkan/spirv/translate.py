@@ -149,14 +149,29 @@ def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
         raise TranslateError(f"no defined function @{entry} in the module")
     if not isinstance(fn.function_type.return_type, ll.VoidType) or fn.args:
         raise TranslateError(f"@{entry} must be `void @{entry}()`")
+    guarded = FloatModes(**{**float_modes.__dict__, "fma32": "guard"})
+    if float_modes.fma32 == "contract-alone" and _f32_fmul(module):
+        float_modes = guarded
     tr = _Translator(module, fn, tuple(local_size), float_modes, loop_marks)
     shader = tr.run()
     if float_modes.fma32 == "contract-alone" and tr.fma_pairs and rounded_f32_products(shader.spirv):
         # a driver whose CSE merges a pair's multiply with an identical rounded one (NVIDIA's
         # 580: the contraction probe) may do so here: every fma through the guard instead
-        guarded = FloatModes(**{**float_modes.__dict__, "fma32": "guard"})
+        # (a product the IR did not show: a division's or a square root's sequence)
         shader = _Translator(module, fn, tuple(local_size), guarded, loop_marks).run()
     return shader
+
+
+def _f32_fmul(module: ll.Module) -> bool:
+    """Whether the IR multiplies f32 values (then the kernel rounds a product on its own)."""
+    for f in module.functions:
+        for blk in f.blocks:
+            for ins in blk.instructions:
+                if ins.opname == "fmul":
+                    t = ins.type.element if isinstance(ins.type, ll.VectorType) else ins.type
+                    if isinstance(t, ll.FloatType):
+                        return True
+    return False
 
 
 def rounded_f32_products(spirv: bytes) -> bool:
