@@ -338,6 +338,21 @@ def test_blocks_that_wait_for_every_other_block(tmp_path):
             "24 blocks each saw all 24 start", "PASS"], (workers, r.stdout + r.stderr)
 
 
+def test_blocks_that_wait_for_every_other_block_on_vulkan(tmp_path):
+    """The same grid on the Vulkan device: a GPU holds all 24 blocks at once and the program
+    passes; lavapipe runs them a few at a time, so the first blocks spin until its loop
+    budget ends them, and the launch fails naming the loop: never a wrong answer."""
+    budget = _vulkan_loop_budget()
+    exe = build(tmp_path, "all_blocks_wait", ["all_blocks_wait.cu"], "-O3")
+    r = cuport_run(exe, env=clean_env(CUPORT_DEVICE="vulkan"), timeout=120)
+    if budget:
+        assert r.returncode != 0 and "ran longer than this Vulkan driver lets a shader loop" in r.stderr, \
+            r.stdout + r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.splitlines() == [
+            "24 blocks each saw all 24 start", "PASS"], r.stdout + r.stderr
+
+
 def _vulkan_loop_budget() -> int:
     """The loop budget of the Vulkan device `CUPORT_DEVICE=vulkan` runs on (quirks.py: 0 for none)."""
     from cuport.backends.vulkan import runtime
