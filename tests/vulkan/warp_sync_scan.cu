@@ -17,12 +17,16 @@ __device__ unsigned scanwarp(unsigned val, volatile unsigned* s) {
   return s[idx - 1];  // exclusive
 }
 
-// The classic reduction's last warp (tid < 32 of a 256-thread block, a volatile pointer).
-__global__ void warp_scan(const unsigned* in, unsigned* scan, unsigned* sums) {
+__global__ void warp_scan(const unsigned* in, unsigned* scan) {
   __shared__ unsigned s[2 * 256];
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  scan[i] = scanwarp(in[i], s);
+}
+
+// The classic reduction's last warp (tid < 32 of a 256-thread block, a volatile pointer).
+__global__ void warp_reduce(const unsigned* in, unsigned* sums) {
   __shared__ unsigned r[256];
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x, tid = threadIdx.x;
-  scan[i] = scanwarp(in[i], s);
   r[tid] = in[i];
   __syncthreads();
   if (tid < 128) r[tid] += r[tid + 128];

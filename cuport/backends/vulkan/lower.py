@@ -740,6 +740,8 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
                 self._global_store(addr, vals, acc)
             else:
                 volatile = space == "shared" and (acc.volatile or acc.order is not None)
+                if volatile:
+                    self.before_volatile_shared_store()
                 for i, v in enumerate(vals):
                     self._word_store(space, self._offset(space, addr, i * acc.size), v, volatile)
                 if volatile:

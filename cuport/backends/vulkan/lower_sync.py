@@ -271,16 +271,32 @@ class SyncOps:
                 f"device whose subgroups are {self.plan.caps.subgroup_size} wide, not 32 (it runs "
                 "through workgroup memory there and needs the whole block)")
 
+    def _lockstep_by_barriers(self) -> bool:
+        """Where warps are emulated (subgroups narrower than 32) and the whole block runs
+        this code: a volatile shared store is put between workgroup barriers, so that every
+        lane of a warp has read step k before any stores it and stored it before any reads
+        step k + 1 (lavapipe runs a block's 8-wide subgroups one after another between
+        barriers). In code part of the block may skip no barrier can be placed, and such a
+        warp-synchronous sequence gives the wrong answers a GPU would not."""
+        return self.emulated and self.block.index not in self.plan.block_div.split_blocks
+
+    def before_volatile_shared_store(self) -> None:
+        if self._lockstep_by_barriers():
+            self.control_barrier()
+
     def after_volatile_shared_store(self) -> None:
-        """Where a warp is a subgroup: a subgroup-scope memory barrier after a volatile (or
-        ordered) store to shared memory, so that the driver's compiler cannot move a later
-        load of another address above it. ptxas keeps volatile accesses in program order,
+        """After a volatile (or ordered) store to shared memory. Where a warp is a subgroup,
+        a subgroup-scope memory barrier, so that the driver's compiler cannot move a later
+        load of another address above it: ptxas keeps volatile accesses in program order,
         and pre-Volta warp-synchronous code (a scan or reduction through a volatile pointer
-        without __syncwarp, HeCBench's radixsort) relies on it: the warp's lanes read step
-        k + 1 only after all of them stored step k. SPIR-V's Volatile forbids eliding an
-        access, not moving it past one of another address. Same condition as bar.warp.sync's
-        barrier; where warps are emulated the subgroups do not run a warp together anyway."""
+        without __syncwarp: the SDK's scanwarp, HeCBench's radixsort) relies on it, the
+        warp's lanes reading step k + 1 only after all of them stored step k. SPIR-V's
+        Volatile forbids eliding an access, not moving it past one of another address.
+        (bar.warp.sync's barrier is this one.) Where warps are emulated: a workgroup barrier
+        (_lockstep_by_barriers)."""
         if self.emulated:
+            if self._lockstep_by_barriers():
+                self.control_barrier()
             return
         if self.plan.caps.divergent_memory_barriers or self.block.index not in self.plan.block_div.split_blocks:
             sem = with_visibility(SEM_ACQ_REL | SEM_WORKGROUP | SEM_UNIFORM)
