@@ -84,7 +84,6 @@ VULKAN_LIMITS = (
     "a warp collective (",  # on devices whose subgroups are not 32 wide, in divergent code
     "a guarded ",  # a guarded collective, likewise
     "a warp barrier (bar.warp.sync) in code",  # likewise: a barrier of the block there
-    "warp-synchronous code (",  # volatile shared steps of a warp part of the block runs, likewise
     "a CTA barrier in code that part of the block may skip",
     "a loop that waits for another thread of the block",
     "cooperative launches on the Vulkan backend",

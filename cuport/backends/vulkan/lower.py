@@ -279,7 +279,6 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         self._decls: dict[str, ll.Function] = {}
         self._builtins: dict[str, ll.Value] = {}
         self.emulated = plan.caps.subgroup_size != 32
-        self._volatile_stored_in: int | None = None  # the block of the last volatile shared store
         self._fault: tuple[ll.Value, ll.Value] | None = None  # (line, address) noted (note_fault)
         self.last_error: ll.Value | None = None  # the thread's device-runtime error (lower_launch.py)
         self.block_lines: dict[ll.Block, int] = {}  # the PTX line each block's code ends with (_lines)
@@ -723,8 +722,6 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
             if space == "global":
                 return self._global_load(addr, et, acc, n)
             volatile = space == "shared" and (acc.volatile or acc.order is not None)
-            if volatile:
-                self.before_volatile_shared_load()
             return [self._word_load(space, self._offset(space, addr, i * acc.size), et, volatile)
                     for i in range(n)]
 

@@ -283,21 +283,6 @@ class SyncOps:
     def before_volatile_shared_store(self) -> None:
         if self._lockstep_by_barriers():
             self.control_barrier()
-        self._volatile_stored_in = self.block.index
-
-    def before_volatile_shared_load(self) -> None:
-        """A volatile shared load after a volatile shared store in the same block of code that
-        part of the thread block skips, where a warp spans several subgroups (lavapipe's 8
-        wide): warp-synchronous code (the classic reduction's `if (tid < 32)` last warp,
-        `v[tid] += v[tid + 16]` ...) that no barrier can put in lock step there, so it is
-        refused instead of giving wrong answers."""
-        if self.emulated and self.plan.caps.subgroup_size < 32 and self._volatile_stored_in == self.block.index \
-                and self.block.index in self.plan.block_div.split_blocks:
-            raise self.error(
-                f"warp-synchronous code (a volatile shared load after a volatile shared store, no "
-                f"__syncwarp) in code that part of the block may skip, on a device whose subgroups are "
-                f"{self.plan.caps.subgroup_size} wide, not 32 (a warp's subgroups do not run in lock step "
-                "there)")
 
     def after_volatile_shared_store(self) -> None:
         """After a volatile (or ordered) store to shared memory. Where a warp is a subgroup,
