@@ -275,9 +275,9 @@ class SyncOps:
         """Where warps are emulated (subgroups narrower than 32) and the whole block runs
         this code: a volatile shared store is put between workgroup barriers, so that every
         lane of a warp has read step k before any stores it and stored it before any reads
-        step k + 1 (lavapipe runs a block's 8-wide subgroups one after another between
-        barriers). In code part of the block may skip no barrier can be placed, and such a
-        warp-synchronous sequence gives the wrong answers a GPU would not."""
+        step k + 1 (without them scanwarp's results were wrong on lavapipe). In code part of
+        the block may skip no barrier can be placed (lavapipe's answers were right there all
+        the same: tests/vulkan/warp_sync_scan.cu's reduction)."""
         return self.emulated and self.block.index not in self.plan.block_div.split_blocks
 
     def before_volatile_shared_store(self) -> None:
