@@ -25,7 +25,7 @@ Errors name the LLVM instruction and its PTX line (`cuport_line`, set by the emi
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llvmlite import ir as ll
 
@@ -149,16 +149,15 @@ def translate(module: ll.Module, entry: str, local_size: tuple[int, int, int],
         raise TranslateError(f"no defined function @{entry} in the module")
     if not isinstance(fn.function_type.return_type, ll.VoidType) or fn.args:
         raise TranslateError(f"@{entry} must be `void @{entry}()`")
-    guarded = FloatModes(**{**float_modes.__dict__, "fma32": "guard"})
     if float_modes.fma32 == "contract-alone" and _f32_fmul(module):
-        float_modes = guarded
+        float_modes = replace(float_modes, fma32="guard")
     tr = _Translator(module, fn, tuple(local_size), float_modes, loop_marks)
     shader = tr.run()
     if float_modes.fma32 == "contract-alone" and tr.fma_pairs and rounded_f32_products(shader.spirv):
         # a driver whose CSE merges a pair's multiply with an identical rounded one (NVIDIA's
         # 580: the contraction probe) may do so here: every fma through the guard instead
         # (a product the IR did not show: a division's or a square root's sequence)
-        shader = _Translator(module, fn, tuple(local_size), guarded, loop_marks).run()
+        shader = _Translator(module, fn, tuple(local_size), replace(float_modes, fma32="guard"), loop_marks).run()
     return shader
 
 
