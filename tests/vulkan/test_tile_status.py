@@ -4,7 +4,9 @@ and its decoupled look-back reads them with one ld.relaxed.gpu.v2.u32. Performed
 element, a reader saw a new status beside an old value: HeCBench scan3 (thrust::exclusive_scan
 and cub::DeviceScan of floats) printed FAIL on NVIDIA's Vulkan driver and passes now (H100,
 driver 580); on lavapipe the old translation tore 27100 of 150000 reads of tile_status.cu's
-race_u32x2, and none now. nvcc's kernels, run on both backends."""
+race_u32x2, and none now. On the CPU backend (cpu/memory_ops.py _one_access) element by
+element tore 75 of 150,000 8-byte reads in a CI run and ~0.3% of 16-byte ones. nvcc's
+kernels, run on both backends."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from cuport.backends.vulkan.lower import DeviceCaps
 from cuport.ptx.parser import parse
 
 HERE = Path(__file__).resolve().parent
-ROUNDS = 50_000  # below lavapipe's 65535 passes of a loop
+ROUNDS = {"vulkan": 50_000,  # below lavapipe's 65535 passes of a loop
+          "cpu": 1_000_000}  # the writer must still run when the readers start (50,000: done
+#                            before them, no 16-byte tear seen where 1,000,000 saw ~0.3%)
 KERNELS = {"race_u32x2": 2, "race_u32x2_acq": 2, "race_u64x2": 4, "race_u64x2_acq": 4}
 
 
@@ -43,7 +47,7 @@ def _device(device: str) -> None:
 def _race(ptx: str, device: str, name: str) -> tuple[int, np.ndarray]:
     slot = np.zeros(KERNELS[name], np.uint32)
     torn = np.zeros(1, np.uint32)
-    cuport.Module(ptx, device=device).kernel(name)((4, 1, 1), (1, 1, 1), (slot, np.int32(ROUNDS), torn))
+    cuport.Module(ptx, device=device).kernel(name)((4, 1, 1), (1, 1, 1), (slot, np.int32(ROUNDS[device]), torn))
     return int(torn[0]), slot
 
 
@@ -61,8 +65,8 @@ def test_tile_status_words_do_not_tear(ptx, device, name, monkeypatch) -> None:
                 _race(ptx, device, name)
             return
     torn, slot = _race(ptx, device, name)
-    assert torn == 0, f"{torn} of {3 * ROUNDS} reads saw half of a store"
-    assert list(slot.view(np.uint64 if KERNELS[name] == 4 else np.uint32)) == [ROUNDS, ROUNDS]
+    assert torn == 0, f"{torn} of {3 * ROUNDS[device]} reads saw half of a store"
+    assert list(slot.view(np.uint64 if KERNELS[name] == 4 else np.uint32)) == [ROUNDS[device]] * 2
 
 
 @pytest.mark.parametrize("device", ["cpu", "vulkan"])

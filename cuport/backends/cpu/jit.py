@@ -56,14 +56,31 @@ def host_description() -> str:
     return f"{s['triple']}|{s['cpu']}|{s['features']}"
 
 
-def mask_registers() -> bool:
-    """Whether the host has AVX-512 mask registers for 32 lanes (an i32 lane mask is then a
-    vector mask in one instruction)."""
+def _features_on() -> dict[str, bool]:
     on = {}
     for f in _init()["features"].split(","):  # (a later +/- of a feature overrides)
         if f[:1] in "+-" and f[1:]:
             on[f[1:]] = f[0] == "+"
+    return on
+
+
+def mask_registers() -> bool:
+    """Whether the host has AVX-512 mask registers for 32 lanes (an i32 lane mask is then a
+    vector mask in one instruction)."""
+    on = _features_on()
     return on.get("avx512f", False) and on.get("avx512bw", False)
+
+
+def single_access_16() -> bool:
+    """Whether a 16-byte atomic load or store is one instruction here, so that an ordered
+    16-byte vector access never tears: x86-64 with AVX (Intel and AMD document aligned
+    16-byte vector accesses as atomic there; LLVM emits vmovdqa) and AArch64 (LDP/STP with
+    LSE2, an exclusive pair without). Elsewhere LLVM would call libatomic or use cmpxchg16b,
+    which writes (a fault on read-only memory)."""
+    triple = _init()["triple"]
+    if triple.startswith(("aarch64", "arm64")):
+        return True
+    return triple.startswith("x86_64") and _features_on().get("avx", False)
 
 
 def target_machine():

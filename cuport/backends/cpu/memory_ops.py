@@ -28,6 +28,7 @@ from llvmlite.ir import instructions as lli
 from ...isa.memory import BLOCK_PRIVATE, Access
 from ...isa.types import I1, I8, I32, I64, PTR, bits_type, vec
 from ...ptx import ir
+from . import jit
 from . import layout as L
 
 
@@ -87,15 +88,32 @@ def _scalar_store(b: ll.IRBuilder, v: ll.Value, p: ll.Value, size: int, order: s
         st.volatile = True
 
 
+I128 = ll.IntType(128)
+_VOLATILE_WIDE = "relaxed"  # a volatile 16-byte access: an LLVM atomic, one instruction (below)
+
+
+def _one_access(nbytes: int) -> ll.IntType | None:
+    """The integer type that performs a vector access of `nbytes` as one access, if any: 8
+    bytes always; 16 where the host does that in one instruction (jit.single_access_16:
+    LLVM makes a 128-bit atomic one vmovdqa with AVX, one LDP or exclusive pair on AArch64)."""
+    if nbytes == 8:
+        return I64
+    if nbytes == 16 and jit.single_access_16():
+        return I128
+    return None
+
+
 def _ordered_loads(b: ll.IRBuilder, p: ll.Value, et: ll.Type, size: int, n: int, order: str | None,
                    volatile: bool) -> list[ll.Value]:
-    """The n elements of an ordered or volatile access at `p`. One of 8 bytes in all (v2.u32,
-    v4.u16, ...) is one 64-bit access, as the GPU's: CUB publishes a tile's status and value
-    with one st.relaxed.gpu.v2.u32, and a reader must never see half of it
-    (tests/vulkan/test_tile_status.py: 75 of 150,000 reads were torn element by element)."""
-    if n > 1 and n * size == 8:
-        w = _scalar_load(b, p, I64, 8, order, volatile)
-        return [b.trunc(b.lshr(w, ll.Constant(I64, 8 * size * i)), et) for i in range(n)]
+    """The n elements of an ordered or volatile access at `p`. One of 8 or 16 bytes in all
+    (v2.u32, v4.u32, v2.u64, ...) is one access, as the GPU's: CUB publishes a tile's status
+    and value with one st.relaxed.gpu.v2.u32 (v2.u64 for 8-byte values), and a reader must
+    never see half of it (tests/vulkan/test_tile_status.py: element by element, 75 of 150,000
+    reads of 8 bytes and 16,343 of 6,000,000 of 16 were torn)."""
+    whole = _one_access(n * size) if n > 1 else None
+    if whole is not None:
+        w = _scalar_load(b, p, whole, n * size, order or (_VOLATILE_WIDE if whole is I128 else None), volatile)
+        return [b.trunc(b.lshr(w, ll.Constant(whole, 8 * size * i)), et) for i in range(n)]
     return [_scalar_load(b, _elem_ptr(b, p, i * size), et, size, order, volatile) for i in range(n)]
 
 
@@ -103,12 +121,13 @@ def _ordered_stores(b: ll.IRBuilder, vals: list[ll.Value], p: ll.Value, size: in
                     volatile: bool) -> None:
     """Store the elements `vals` (bits) of an ordered or volatile access at `p` (8 bytes in
     all: one 64-bit access, see _ordered_loads)."""
-    if len(vals) > 1 and len(vals) * size == 8:
+    whole = _one_access(len(vals) * size) if len(vals) > 1 else None
+    if whole is not None:
         w = None
         for i, v in enumerate(vals):
-            x = b.shl(b.zext(v, I64), ll.Constant(I64, 8 * size * i))
+            x = b.shl(b.zext(v, whole), ll.Constant(whole, 8 * size * i))
             w = x if w is None else b.or_(w, x)
-        _scalar_store(b, w, p, 8, order, volatile)
+        _scalar_store(b, w, p, len(vals) * size, order or (_VOLATILE_WIDE if whole is I128 else None), volatile)
         return
     for i, v in enumerate(vals):
         _scalar_store(b, v, _elem_ptr(b, p, i * size), size, order, volatile)
