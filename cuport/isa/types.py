@@ -38,6 +38,28 @@ def vec(t: ll.Type, n: int = WARP) -> ll.VectorType:
     return ll.VectorType(t, n)
 
 
+_VECTOR_CONSTANTS: dict[tuple, ll.Constant] = {}
+_VECTOR_CONSTANTS_KEPT = 1 << 14
+
+
+def vector_constant(elem: ll.Type, values, n: int = WARP) -> ll.Constant:
+    """ll.Constant(vec(elem, n), values) (a list of n numbers, None for zeros, ll.Undefined),
+    one object per distinct constant: llvmlite writes a constant's text once per object, and
+    the CPU backend's lane vectors and splats, made anew at every use, took 2.3 s of the 2.4
+    that writing HeCBench quicksort's lqsort_kernel (144,000 lines of IR) cost."""
+    if values is None or values is ll.Undefined:
+        vkey = values
+    else:
+        vkey = tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in values)
+    key = (str(elem), n, vkey)
+    c = _VECTOR_CONSTANTS.get(key)
+    if c is None:
+        if len(_VECTOR_CONSTANTS) >= _VECTOR_CONSTANTS_KEPT:
+            _VECTOR_CONSTANTS.clear()
+        c = _VECTOR_CONSTANTS[key] = ll.Constant(ll.VectorType(elem, n), values)
+    return c
+
+
 def bits_type(ptype: str) -> ll.Type:
     """The integer container that holds a value of PTX type `ptype`."""
     return ll.IntType(TYPE_BITS[ptype])

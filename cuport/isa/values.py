@@ -15,7 +15,7 @@ from llvmlite import ir as ll
 from ..ptx import ir
 from ..ptx.errors import UnsupportedError
 from ..ptx.ir import TYPE_BITS
-from .types import I32, WARP, bits_type, f16_bits_from_f64, value_type, vec
+from .types import I32, WARP, bits_type, f16_bits_from_f64, value_type, vec, vector_constant
 
 
 class Values:
@@ -41,14 +41,14 @@ class Values:
 
     def splat(self, v: ll.Value, n: int = WARP) -> ll.Value:
         if isinstance(v, ll.Constant) and not isinstance(v.type, ll.VectorType):
-            return ll.Constant(vec(v.type, n), [v.constant] * n) if v.constant is not None else self._splat_dyn(v, n)
+            return vector_constant(v.type, [v.constant] * n, n) if v.constant is not None else self._splat_dyn(v, n)
         return self._splat_dyn(v, n)
 
     def _splat_dyn(self, v: ll.Value, n: int) -> ll.Value:
         b = self.b
-        undef = ll.Constant(vec(v.type, n), ll.Undefined)
+        undef = vector_constant(v.type, ll.Undefined, n)
         ins = b.insert_element(undef, v, ll.Constant(I32, 0))
-        return b.shuffle_vector(ins, undef, ll.Constant(vec(I32, n), [0] * n))
+        return b.shuffle_vector(ins, undef, vector_constant(I32, [0] * n, n))
 
     def const(self, ptype: str, value) -> ll.Value:
         """A constant of PTX type `ptype` (int, or float for float types) in the current mode."""
@@ -57,14 +57,14 @@ class Values:
             c = ll.Constant(t, int(value) & ((1 << t.width) - 1) if t.width > 1 else int(bool(value)))
         else:
             c = ll.Constant(t, float(value))
-        return ll.Constant(vec(t), [c.constant] * WARP) if self.vec else c
+        return vector_constant(t, [c.constant] * WARP) if self.vec else c
 
     def const_bits(self, ptype: str, bits: int) -> ll.Value:
         """A constant given by its bit pattern, as the value type."""
         t = bits_type(ptype)
         c = ll.Constant(t, bits & ((1 << t.width) - 1))
         if self.vec:
-            c = ll.Constant(vec(t), [c.constant] * WARP)
+            c = vector_constant(t, [c.constant] * WARP)
         vt = value_type(ptype)
         return c if vt == t else self.b.bitcast(c, vec(vt) if self.vec else vt)
 
@@ -83,7 +83,7 @@ class Values:
     def const_int(self, width: int, value: int) -> ll.Value:
         t = ll.IntType(width)
         c = ll.Constant(t, value & ((1 << width) - 1))
-        return ll.Constant(vec(t), [c.constant] * WARP) if self.vec else c
+        return vector_constant(t, [c.constant] * WARP) if self.vec else c
 
     def _resize(self, v: ll.Value, want: ll.IntType, signed: bool) -> ll.Value:
         have = v.type.element if isinstance(v.type, ll.VectorType) else v.type

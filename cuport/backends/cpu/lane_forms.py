@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ...isa.memory import ordered
 from ...isa.operands import defs
-from ...isa.types import I1, I32, I64, PTR, vec
+from ...isa.types import I1, I32, I64, PTR, vec, vector_constant
 from ...passes import lanes as lanes_pass
 from ...passes.lanes import DYN, Lanes, Value
 from ...passes.shapes import segment_length
@@ -241,12 +241,12 @@ class LaneForms:
         b = self.b
         s = self.form_seg
         mask = (1 << w) - 1
-        t = vec(ll.IntType(w))
+        t = ll.IntType(w)
         ky_c = 0 if ky == DYN else ky
-        out = b.add(self.splat(base), ll.Constant(t, [(kx * (i % s) + ky_c * (i // s)) & mask
-                                                      for i in range(W)]))
+        out = b.add(self.splat(base), vector_constant(t, [(kx * (i % s) + ky_c * (i // s)) & mask
+                                                          for i in range(W)]))
         if ky == DYN and s < W:
-            out = b.add(out, b.mul(self.splat(vy), ll.Constant(t, [i // s for i in range(W)])))
+            out = b.add(out, b.mul(self.splat(vy), vector_constant(t, [i // s for i in range(W)])))
         return out
 
     def form_vector(self, v: Value) -> ll.Value:
@@ -258,7 +258,7 @@ class LaneForms:
             inner = self._lanes_of(v.ib, f.ikx, f.iky, v.ivy, 32)
             e = b.sext(inner, vec(I64)) if f.ext == "s" else b.zext(inner, vec(I64))
             if f.m != 1:
-                e = b.mul(e, ll.Constant(vec(I64), [f.m & (2**64 - 1)] * W))
+                e = b.mul(e, vector_constant(I64, [f.m & (2**64 - 1)] * W))
             out = b.add(out, e)
         return out
 
