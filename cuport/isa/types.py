@@ -49,7 +49,9 @@ def vector_constant(elem: ll.Type, values, n: int = WARP) -> ll.Constant:
     that writing HeCBench quicksort's lqsort_kernel (144,000 lines of IR) cost."""
     if values is None or values is ll.Undefined:
         vkey = values
-    else:
+    elif isinstance(elem, ll.IntType):
+        vkey = tuple(values)
+    else:  # (by bits: -0.0 == 0.0)
         vkey = tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in values)
     key = (str(elem), n, vkey)
     c = _VECTOR_CONSTANTS.get(key)

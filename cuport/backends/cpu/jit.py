@@ -57,10 +57,14 @@ def host_description() -> str:
 
 
 def _features_on() -> dict[str, bool]:
-    on = {}
-    for f in _init()["features"].split(","):  # (a later +/- of a feature overrides)
-        if f[:1] in "+-" and f[1:]:
-            on[f[1:]] = f[0] == "+"
+    s = _init()
+    on = s.get("on")
+    if on is None:
+        on = {}
+        for f in s["features"].split(","):  # (a later +/- of a feature overrides)
+            if f[:1] in "+-" and f[1:]:
+                on[f[1:]] = f[0] == "+"
+        s["on"] = on
     return on
 
 
