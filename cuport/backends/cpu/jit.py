@@ -76,15 +76,16 @@ def mask_registers() -> bool:
 
 
 def single_access_16() -> bool:
-    """Whether a 16-byte atomic load or store is one instruction here, so that an ordered
-    16-byte vector access never tears: x86-64 with AVX (Intel and AMD document aligned
-    16-byte vector accesses as atomic there; LLVM emits vmovdqa) and AArch64 (LDP/STP with
-    LSE2, an exclusive pair without). Elsewhere LLVM would call libatomic or use cmpxchg16b,
-    which writes (a fault on read-only memory)."""
+    """Whether LLVM makes a 16-byte atomic load or store one access here (no libatomic
+    call), so that an ordered 16-byte vector access never tears: x86-64 with AVX (Intel and
+    AMD document aligned 16-byte vector accesses as atomic there; LLVM emits vmovdqa) or
+    else CMPXCHG16B (a load is then a locked compare-and-swap, which needs writable memory:
+    cuport's device memory is), and AArch64 (LDP/STP with LSE2, an exclusive pair without)."""
     triple = _init()["triple"]
     if triple.startswith(("aarch64", "arm64")):
         return True
-    return triple.startswith("x86_64") and _features_on().get("avx", False)
+    on = _features_on()
+    return triple.startswith("x86_64") and (on.get("avx", False) or on.get("cx16", False))
 
 
 def target_machine():

@@ -94,8 +94,8 @@ _VOLATILE_WIDE = "relaxed"  # a volatile 16-byte access: an LLVM atomic, one ins
 
 def _one_access(nbytes: int) -> ll.IntType | None:
     """The integer type that performs a vector access of `nbytes` as one access, if any: 8
-    bytes always; 16 where the host does that in one instruction (jit.single_access_16:
-    LLVM makes a 128-bit atomic one vmovdqa with AVX, one LDP or exclusive pair on AArch64)."""
+    bytes always; 16 where LLVM makes a 128-bit atomic one access (jit.single_access_16:
+    vmovdqa with AVX, CMPXCHG16B without, LDP or an exclusive pair on AArch64)."""
     if nbytes == 8:
         return I64
     if nbytes == 16 and jit.single_access_16():
