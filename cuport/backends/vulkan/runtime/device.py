@@ -510,12 +510,19 @@ def _last_words() -> None:
 
 
 def _on_exit() -> None:
+    """A C program's exit: the driver's pipeline cache goes to disk (a C program's
+    interpreter is never finalised, so Device.close does not run: every run compiled every
+    pipeline in the driver anew), then no command reaches the driver."""
     global _shut_down
     _last_words()
     _shut_down = True
     for dev in list(_open_devices):
         for s in list(dev._streams):
             s.quiesce()
+        try:
+            dev.pipelines.save()
+        except Exception:  # (best effort, as save itself: an exit handler must not fail)
+            pass
         dev.cmd.shut_down()
 
 
