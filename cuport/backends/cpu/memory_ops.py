@@ -119,8 +119,8 @@ def _ordered_loads(b: ll.IRBuilder, p: ll.Value, et: ll.Type, size: int, n: int,
 
 def _ordered_stores(b: ll.IRBuilder, vals: list[ll.Value], p: ll.Value, size: int, order: str | None,
                     volatile: bool) -> None:
-    """Store the elements `vals` (bits) of an ordered or volatile access at `p` (8 bytes in
-    all: one 64-bit access, see _ordered_loads)."""
+    """Store the elements `vals` (bits) of an ordered or volatile access at `p` (8 or 16
+    bytes in all: one access where _one_access says, see _ordered_loads)."""
     whole = _one_access(len(vals) * size) if len(vals) > 1 else None
     if whole is not None:
         w = None
