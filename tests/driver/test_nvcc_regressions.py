@@ -55,7 +55,8 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 - all_blocks_wait: every block of a small grid spins until all the others have started
   (HeCBench's mis, 24 blocks waiting for each other's decisions): on 2 CPU workers holding 4
   blocks each the grid never ended (now such a kernel's blocks are all held at once where
-  the grid fits in 32 a worker, as a GPU holds them).
+  the grid fits in 32 a worker, as a GPU holds them). A larger such grid still hangs, but
+  says why after a minute (CUPORT_STALL_S seconds) instead of nothing.
 - ballot_illegal_mask: __ballot_sync with member masks that differ between lanes and lack
   the calling lane answered a ballot; an H100 fails the launch with
   cudaErrorIllegalInstruction, sticky (a mask all lanes share runs, however it is made).
@@ -74,6 +75,7 @@ that nvcc builds and `cuport run` runs, checked against what an H200 prints.
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -336,6 +338,24 @@ def test_blocks_that_wait_for_every_other_block(tmp_path):
         r = cuport_run(exe, env=clean_env(CUPORT_THREADS=workers), timeout=120)
         assert r.returncode == 0 and r.stdout.splitlines() == [
             "24 blocks each saw all 24 start", "PASS"], (workers, r.stdout + r.stderr)
+
+
+def test_a_grid_too_large_to_hold_whose_blocks_wait_is_named(tmp_path):
+    """40 such blocks on one worker: more than the 32 a worker can hold, so it keeps 4 and
+    the first blocks spin forever waiting for the last (a GPU would hold all 40). It still
+    hangs, but it says why after CUPORT_STALL_S seconds instead of saying nothing."""
+    exe = build(tmp_path, "all_blocks_wait", ["all_blocks_wait.cu"], "-O3")
+    env = clean_env(CUPORT_THREADS="1", CUPORT_STALL_S="1")
+    p = subprocess.Popen([*cuport_command(), "run", str(exe), "40"], env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stderr.readline()  # (blocks until the note, or EOF if the program ends)
+    finally:
+        p.kill()
+        p.communicate()
+    assert line.startswith("cuport: kernel _Z8all_waitPViPii (grid (40, 1, 1), 40 blocks) has "
+                           "not ended after 1 s."), line
+    assert "holds 4 of them at once (4 per worker, 1 worker)" in line, line
 
 
 def test_blocks_that_wait_for_every_other_block_on_vulkan(tmp_path):

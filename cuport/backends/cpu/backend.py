@@ -492,7 +492,17 @@ class CpuBackend:
                     finally:
                         _on_leader.active = False
 
-        record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec, kernel.c_name), hook)
+        stall = ""
+        held = spec.ck.resident_slots * workers
+        if spec.ck.waits_on_others and nblocks > held:
+            stall = (f"kernel {kernel.fn.name} (grid {grid}, {nblocks} blocks) has not ended after "
+                     f"{launch_queue.stall_seconds():g} s. Its blocks may wait for other blocks (spin "
+                     f"loops), and the CPU device holds {held} of them at once "
+                     f"({spec.ck.resident_slots} per worker, {workers} worker{'s' * (workers != 1)}): a block waiting "
+                     f"for one that has not started waits forever, where a GPU that holds the "
+                     f"whole grid runs it (CUPORT_THREADS sets the workers)")
+        record = launch_queue.Record(what, kernel.fn.name, grid, (scratch, spec, kernel.c_name), hook,
+                                     stall)
         template = q.template(spec.linked.worker_addr, workers, grid, dyn_smem,
                                        scratch.pointers, chunk, slot, hook is not None,
                                        ctypes.addressof(kernel.c_name))

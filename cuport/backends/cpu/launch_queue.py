@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import struct
+import sys
 import threading
+import time
 from collections.abc import Callable
 
 from ..base import CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, CUDA_ERROR_UNKNOWN, BackendError
@@ -41,6 +44,7 @@ PARAMS_MAX = SLOT_BYTES - PARAMS_AT
 KERNEL, COPY, FILL, WAIT = 0, 1, 2, 3  # runtime.c's REC_*
 MAX_LANES = 32  # runtime.c's
 WAIT_MS = 50  # a wait returns this often, so that Python can run its signal handlers (^C)
+STALL_S = 60.0  # a grid that may never end (Record.stall) is named after this long a wait
 
 # runtime.c's struct record: kind, nworkers, hooked, pad, worker, ctx, count, value (a
 # kernel's: the address of its name, for CUPORT_GRID_LOG)
@@ -85,14 +89,23 @@ def declare(lib) -> None:
         ctypes.cast(lib.cuport_lane_push, ctypes.c_void_p).value)
 
 
+def stall_seconds() -> float:
+    """STALL_S, or CUPORT_STALL_S seconds (tests)."""
+    try:
+        return float(os.environ.get("CUPORT_STALL_S", "") or STALL_S)
+    except ValueError:
+        return STALL_S
+
+
 class Record:
     """What the Python side keeps of a record in flight."""
 
-    __slots__ = ("what", "name", "grid", "keep", "hook")
+    __slots__ = ("what", "name", "grid", "keep", "hook", "stall")
 
     def __init__(self, what: str, name: str, grid: tuple, keep: object,
-                 hook: Callable[[int], None] | None) -> None:
+                 hook: Callable[[int], None] | None, stall: str = "") -> None:
         self.what, self.name, self.grid, self.keep, self.hook = what, name, grid, keep, hook
+        self.stall = stall  # why the grid may never end, said once if a wait on it lasts STALL_S
 
 
 class LaunchQueues:
@@ -262,7 +275,7 @@ class LaunchQueue:
             else:
                 big = ctypes.create_string_buffer(params, size)
                 record = Record(record.what, record.name, record.grid, (record.keep, big),
-                                record.hook)
+                                record.hook, record.stall)
                 paddr = ctypes.addressof(big)
             ADDRESS.pack_into(view, off, paddr)  # LaunchCtx.params
             ADDRESS.pack_into(view, off + RECORD_AT + RECORD_CTX, at)  # the record's LaunchCtx
@@ -306,5 +319,21 @@ class LaunchQueue:
     def wait(self, count: int) -> None:
         """Until `count` records have run (the GIL released; ^C raises KeyboardInterrupt)."""
         wait, lane = self._wait, self.lane
-        while wait(lane, count, WAIT_MS) < count:
-            pass
+        tail = wait(lane, count, WAIT_MS)
+        if tail >= count:
+            return
+        last, since = tail, time.monotonic()
+        while tail < count:
+            tail = wait(lane, count, WAIT_MS)
+            if tail != last:
+                last, since = tail, time.monotonic()
+            elif time.monotonic() - since >= stall_seconds():
+                self._say_stalled(tail)
+                since = float("inf")
+
+    def _say_stalled(self, tail: int) -> None:
+        """A grid in flight this long whose blocks may wait for blocks that cannot start
+        (Record.stall): say so once, instead of a silent hang."""
+        rec = self.records[tail & (SLOTS - 1)]
+        if rec is not None and rec.stall:
+            print(f"cuport: {rec.stall}", file=sys.stderr, flush=True)
