@@ -80,3 +80,44 @@ def test_a_c_programs_pipelines_reach_the_disk_cache(tmp_path) -> None:
         st = saved[0].stat()
         assert st.st_size >= 32 and stat.S_IMODE(st.st_mode) == 0o600
     assert outs[0] == outs[1] and "cudaSuccess" in outs[0]
+
+
+FORK_SCRIPT = textwrap.dedent("""
+    import ctypes, os, sys
+    sys.path.insert(0, "tests/vulkan")
+    import numpy as np
+    import vkrt_support
+    from cuport.backends.vulkan.runtime import device as vkdev
+    dev = vkrt_support.device()
+    buf = dev.alloc(4096, "host")
+    s = dev.stream()
+    s.fill(buf.address, 7, 1024, 4)
+    s.synchronize()
+    saved = []
+    dev.pipelines.save = lambda: saved.append(os.getpid())
+    for t in list(dev._streams):
+        t.quiesce = lambda: saved.append(("quiesce", os.getpid()))
+    pid = os.fork()
+    if pid == 0:                          # a child that calls exit(), as a C program's would
+        vkdev._on_exit()
+        os._exit(10 + len(saved))
+    _, status = os.waitpid(pid, 0)
+    print("child", os.waitstatus_to_exitcode(status))
+    vkdev._shut_down = False
+    del dev.pipelines.save
+    s.fill(buf.address, 9, 1024, 4)       # the parent's device still works
+    s.synchronize()
+    host = np.ctypeslib.as_array((ctypes.c_uint32 * 2).from_address(buf.host_ptr))
+    print("parent", host.tolist())
+""")
+
+
+def test_a_forked_childs_exit_leaves_the_parents_device_alone() -> None:
+    """A forked child that calls exit() runs cuport's exit handler on its copy of the
+    parent's device: it must not wait for the parent's stream threads (they are not in the
+    child) nor write the parent's pipeline cache; it only stops its own Vulkan calls."""
+    vkrt_support.device()  # skips without a device
+    r = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[:2] == ["child 10", "parent [9, 9]"], r.stdout + r.stderr

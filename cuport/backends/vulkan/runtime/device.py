@@ -163,6 +163,7 @@ class Device:
         except BaseException:
             self.cmd.vkDestroyDevice(self.handle, ffi.NULL)
             raise
+        self.pid = os.getpid()  # a forked child inherits the object, not the driver's threads
         _open_devices.add(self)
         exit_hook("device")
 
@@ -512,11 +513,17 @@ def _last_words() -> None:
 def _on_exit() -> None:
     """A C program's exit: the driver's pipeline cache goes to disk (a C program's
     interpreter is never finalised, so Device.close does not run: every run compiled every
-    pipeline in the driver anew), then no command reaches the driver."""
+    pipeline in the driver anew), then no command reaches the driver. A forked child that
+    calls exit() only shuts its copy off: the streams' threads and the device are its
+    parent's."""
     global _shut_down
-    _last_words()
+    if all(dev.pid == os.getpid() for dev in _open_devices):  # (not the parent's reports)
+        _last_words()
     _shut_down = True
     for dev in list(_open_devices):
+        if dev.pid != os.getpid():
+            dev.cmd.shut_down()
+            continue
         for s in list(dev._streams):
             s.quiesce()
         try:
