@@ -26,6 +26,17 @@ _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "a
 #: spaces no other block or host thread can see
 BLOCK_PRIVATE = frozenset({"shared", "local"})
 SPACES = ("global", "shared", "local", "const", "param")
+#: an ordered or volatile vector access of at most this many bytes in all is one access on a
+#: GPU: no other thread sees part of it (CUB publishes a tile's status and value with one
+#: st.relaxed.gpu.v2.u32, .v2.u64 for 8-byte values; tests/vulkan/test_tile_status.py)
+ONE_ACCESS_BYTES = 16
+
+
+def one_access(n: int, nbytes: int) -> bool:
+    """Whether an ordered or volatile access of `n` elements, `nbytes` in all, is one access
+    on a GPU. A backend makes it one where its target can, and refuses or splits it, by
+    name, where it cannot (16 bytes: not every target)."""
+    return n > 1 and nbytes <= ONE_ACCESS_BYTES
 
 
 def vector_width(ins: ir.Instr) -> int:

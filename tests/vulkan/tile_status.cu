@@ -31,6 +31,25 @@ extern "C" __global__ void race_u64x2(ulonglong2* slot, int rounds, unsigned* to
 extern "C" __global__ void race_u32x2_acq(uint2* slot, int rounds, unsigned* torn) { race<uint2, true>(slot, rounds, torn); }
 extern "C" __global__ void race_u64x2_acq(ulonglong2* slot, int rounds, unsigned* torn) { race<ulonglong2, true>(slot, rounds, torn); }
 
+// two halves of 4 bytes as inline PTX writes them (ld/st.relaxed.gpu.global.v2.u16): one
+// access on a GPU as well
+extern "C" __global__ void race_u16x2(unsigned* slot, int rounds, unsigned* torn) {
+    if (blockIdx.x == 0) {
+        for (int k = 1; k <= rounds; k++) {
+            unsigned short e = (unsigned short)k;
+            asm volatile("st.relaxed.gpu.global.v2.u16 [%0], {%1, %1};" :: "l"(slot), "h"(e) : "memory");
+        }
+        return;
+    }
+    unsigned t = 0;
+    for (int k = 0; k < rounds; k++) {
+        unsigned short x, y;
+        asm volatile("ld.relaxed.gpu.global.v2.u16 {%0, %1}, [%2];" : "=h"(x), "=h"(y) : "l"(slot) : "memory");
+        t += x != y;
+    }
+    atomicAdd(torn, t);
+}
+
 // volatile 16-byte loads in code part of the block skips (ld.volatile.global.v4.u32, as
 // inline PTX writes it): no ordering, so on a driver that splits 16-byte accesses they go
 // element by element

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from llvmlite import ir as ll
 from llvmlite.ir import instructions as lli
 
+from ...isa import memory
 from ...isa.memory import BLOCK_PRIVATE, Access
 from ...isa.types import I1, I8, I32, I64, PTR, bits_type, vec
 from ...ptx import ir
@@ -88,46 +89,44 @@ def _scalar_store(b: ll.IRBuilder, v: ll.Value, p: ll.Value, size: int, order: s
         st.volatile = True
 
 
-I128 = ll.IntType(128)
 _VOLATILE_WIDE = "relaxed"  # a volatile 16-byte access: an LLVM atomic, one instruction (below)
 
 
-def _one_access(nbytes: int) -> ll.IntType | None:
-    """The integer type that performs a vector access of `nbytes` as one access, if any: 8
-    bytes always; 16 where LLVM makes a 128-bit atomic one access (jit.single_access_16:
-    vmovdqa with AVX, CMPXCHG16B without, LDP or an exclusive pair on AArch64)."""
-    if nbytes == 8:
-        return I64
-    if nbytes == 16 and jit.single_access_16():
-        return I128
-    return None
+def _one_access(n: int, nbytes: int) -> ll.IntType | None:
+    """The integer type that performs an ordered or volatile access of `n` elements, `nbytes`
+    in all, as one access, where isa/memory.one_access says a GPU does: any width up to 8
+    bytes; 16 where LLVM makes a 128-bit atomic one access (jit.single_access_16: vmovdqa
+    with AVX, CMPXCHG16B without, LDP or an exclusive pair on AArch64)."""
+    if not memory.one_access(n, nbytes) or (nbytes == 16 and not jit.single_access_16()):
+        return None
+    return ll.IntType(8 * nbytes)
 
 
 def _ordered_loads(b: ll.IRBuilder, p: ll.Value, et: ll.Type, size: int, n: int, order: str | None,
                    volatile: bool) -> list[ll.Value]:
-    """The n elements of an ordered or volatile access at `p`. One of 8 or 16 bytes in all
-    (v2.u32, v4.u32, v2.u64, ...) is one access, as the GPU's: CUB publishes a tile's status
+    """The n elements of an ordered or volatile access at `p`. One of up to 16 bytes in all
+    (v2.u16, v2.u32, v4.u32, v2.u64, ...) is one access, as the GPU's: CUB publishes a tile's status
     and value with one st.relaxed.gpu.v2.u32 (v2.u64 for 8-byte values), and a reader must
     never see half of it (tests/vulkan/test_tile_status.py: element by element, 75 of 150,000
     reads of 8 bytes and 16,343 of 6,000,000 of 16 were torn)."""
-    whole = _one_access(n * size) if n > 1 else None
+    whole = _one_access(n, n * size)
     if whole is not None:
-        w = _scalar_load(b, p, whole, n * size, order or (_VOLATILE_WIDE if whole is I128 else None), volatile)
+        w = _scalar_load(b, p, whole, n * size, order or (_VOLATILE_WIDE if whole.width == 128 else None), volatile)
         return [b.trunc(b.lshr(w, ll.Constant(whole, 8 * size * i)), et) for i in range(n)]
     return [_scalar_load(b, _elem_ptr(b, p, i * size), et, size, order, volatile) for i in range(n)]
 
 
 def _ordered_stores(b: ll.IRBuilder, vals: list[ll.Value], p: ll.Value, size: int, order: str | None,
                     volatile: bool) -> None:
-    """Store the elements `vals` (bits) of an ordered or volatile access at `p` (8 or 16
-    bytes in all: one access where _one_access says, see _ordered_loads)."""
-    whole = _one_access(len(vals) * size) if len(vals) > 1 else None
+    """Store the elements `vals` (bits) of an ordered or volatile access at `p` (one access
+    where _one_access says, see _ordered_loads)."""
+    whole = _one_access(len(vals), len(vals) * size)
     if whole is not None:
         w = None
         for i, v in enumerate(vals):
             x = b.shl(b.zext(v, whole), ll.Constant(whole, 8 * size * i))
             w = x if w is None else b.or_(w, x)
-        _scalar_store(b, w, p, len(vals) * size, order or (_VOLATILE_WIDE if whole is I128 else None), volatile)
+        _scalar_store(b, w, p, len(vals) * size, order or (_VOLATILE_WIDE if whole.width == 128 else None), volatile)
         return
     for i, v in enumerate(vals):
         _scalar_store(b, v, _elem_ptr(b, p, i * size), size, order, volatile)

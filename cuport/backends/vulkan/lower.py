@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as ll
 
-from ...isa import families, fprt, registry  # noqa: F401 (families fills the lowering table)
+from ...isa import families, fprt, memory, registry  # noqa: F401 (families fills the lowering table)
 from ...isa.cluster import ONE_BLOCK_CLUSTER
 from ...isa.memory import Access, space_of
 from ...isa.texture_layout import Sampling
@@ -842,9 +842,9 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         acc = lower_order.relax(self, acc)
         size = acc.size
         trusted = _own_buffer(acc)
-        if acc.order is not None and et.width in (32, 64):
+        if acc.order is not None and (et.width in (32, 64) or n * et.width in (32, 64)):
             sem = _ORDER_SEM["acquire" if acc.order in ("acquire", "acq_rel") else "monotonic"]
-            if n > 1 and self._one_access(n * et.width, ordered):
+            if memory.one_access(n, n * size) and self._one_access(n * et.width, ordered):
                 return self._ordered_vector_load(a, et, n, sem)
             out = []
             for i in range(n):
@@ -872,9 +872,9 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         size = acc.size
         et = vals[0].type
         n = len(vals)
-        if acc.order is not None and et.width in (32, 64):
+        if acc.order is not None and (et.width in (32, 64) or n * et.width in (32, 64)):
             sem = _ORDER_SEM["release" if acc.order in ("release", "acq_rel") else "monotonic"]
-            if n > 1 and self._one_access(n * et.width, ordered):
+            if memory.one_access(n, n * size) and self._one_access(n * et.width, ordered):
                 self._ordered_vector_store(a, vals, sem)
                 return
             for i, v in enumerate(vals):
@@ -907,14 +907,15 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         """ld.relaxed/acquire of a vector: one access, as on the GPU, never one per element.
         CUB's decoupled look-back (every Thrust/CUB scan) publishes a tile's status and
         value as one st.relaxed.gpu.v2.u32 and reads them as one ld.relaxed.gpu.v2.u32: read
-        apart, a new status comes with an old value. 8 bytes: one 64-bit atomic load;
-        16 bytes (SPIR-V has no 128-bit atomic), or 8 where the device has no 64-bit atomics
-        on buffers: one volatile vector load, then the fence."""
+        apart, a new status comes with an old value. 4 and 8 bytes: one 32- or 64-bit atomic
+        load; 16 bytes (SPIR-V has no 128-bit atomic), or 8 where the device has no 64-bit
+        atomics on buffers: one volatile vector load, then the fence."""
         b = self.b
         p = self._global_ptr(a)
-        if n * et.width == 64 and self.plan.caps.int64_buffer_atomics:
-            w = self._atomic_load(p, I64, sem)
-            return [b.trunc(w, I32), b.trunc(b.lshr(w, ll.Constant(I64, 32)), I32)]
+        wt = self._whole_atomic(n * et.width)
+        if wt is not None:
+            w = self._atomic_load(p, wt, sem)
+            return [b.trunc(b.lshr(w, ll.Constant(wt, et.width * i)) if i else w, et) for i in range(n)]
         v = b.load(p, typ=ll.VectorType(et, n), align=et.width // 8 * n)
         v.volatile = True
         if sem:
@@ -926,14 +927,23 @@ class VulkanEmitter(Values, SyncOps, AsyncOps, TextureOps, OutlineOps):
         b = self.b
         p = self._global_ptr(a, write=True)
         et = vals[0].type
-        if len(vals) * et.width == 64 and self.plan.caps.int64_buffer_atomics:
-            w = b.or_(b.zext(vals[0], I64), b.shl(b.zext(vals[1], I64), ll.Constant(I64, 32)))
+        wt = self._whole_atomic(len(vals) * et.width)
+        if wt is not None:
+            w = b.zext(vals[0], wt)
+            for i, v in enumerate(vals[1:], 1):
+                w = b.or_(w, b.shl(b.zext(v, wt), ll.Constant(wt, et.width * i)))
             self._atomic_store(p, w, sem)
             return
         if sem:
             b.fence("release")
         st = b.store(self._vector(vals), p, align=et.width // 8 * len(vals))
         st.volatile = True
+
+    def _whole_atomic(self, bits: int) -> ll.IntType | None:
+        """The integer type of one atomic access of a whole ordered vector of `bits`, if any."""
+        if bits == 32 or (bits == 64 and self.plan.caps.int64_buffer_atomics):
+            return ll.IntType(bits)
+        return None
 
     def _one_access(self, bits: int, ordered: bool) -> bool:
         """Whether an ordered or volatile vector access is made one access here: always but
