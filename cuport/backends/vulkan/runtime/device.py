@@ -19,12 +19,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import external
+from . import external, placed
 from . import features as F
 from . import instance as _instance
 from .binding import DeviceCommands
 from .errors import DeviceLost, Unsupported, VulkanError, VulkanUnavailable
-from .memory import DEVICE, Buffer, Memory
+from .memory import DEVICE, SIGNALS_IN_DEVICE_MEMORY, Buffer, Memory
 from .pipeline import Pipeline, Pipelines
 from .probe import devices
 from .properties import DeviceInfo, feature_chain, read_features
@@ -83,6 +83,16 @@ class Device:
         for ext, _why in F.EXTENSIONS:
             if ext in info.extensions:
                 exts.add(ext)
+        # host memory a running kernel polls (memory.py's "signal" blocks): where the driver
+        # shows it host writes to system memory only at submissions (NVIDIA's), device-local
+        # host-visible memory mapped at its device address
+        self.placed_alignment = 0
+        if info.driver_id in SIGNALS_IN_DEVICE_MEMORY and os.environ.get("CUPORT_VK_SIGNALS") != "0":
+            self.placed_alignment = placed.query(vk, self.physical, info.extensions)
+        if self.placed_alignment:
+            self._placed_features = placed.features(vk)
+            placed.chain_after(vk, kept[-1], self._placed_features)
+            exts.update(placed.EXTENSIONS)
         self.enabled_extensions = frozenset(exts)
 
         family = _queue_family(info)

@@ -14,6 +14,12 @@ Kinds:
   and mapped memory). Where possible (see below) its host pointer is its device address.
 - "managed": like "host", and the host pointer must be the device address (cuMemAllocManaged);
   the allocation fails where the device cannot give that.
+- "host" allocations of up to SIGNAL_MAX bytes on a driver that shows a running kernel host
+  writes to system memory only at the next submission (SIGNALS_IN_DEVICE_MEMORY: NVIDIA's)
+  are device-local, host-visible memory mapped on the host at its device address
+  (VK_EXT_map_memory_placed), in blocks of their own ("signal" blocks): a kernel spinning on
+  a flag the host sets in mapped memory sees it, as on a GPU with CUDA. Host reads of that
+  memory cross the bus uncached, so larger pinned buffers stay in system memory.
 
 One address for host and device ("same address"):
 - identity: the driver's device address of host-visible memory is its host pointer (CPU
@@ -38,7 +44,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import external, hostmap
+from . import external, hostmap, placed
 from .errors import OutOfDeviceMemory, Unsupported, VulkanError
 
 if TYPE_CHECKING:
@@ -50,6 +56,13 @@ BLOCK = 32 << 20
 DEVICE, HOST, MANAGED, REGISTERED, IMPORTED = "device", "host", "managed", "registered", "imported"
 KINDS = (DEVICE, HOST, MANAGED)
 _RESERVE_TRIES = 4
+#: drivers whose running kernels see host writes to system memory only at the next
+#: submission: NVIDIA 580 on an H100 (every system-memory type, imported or allocated, with
+#: or without clflush, every load form; device-local host-visible memory it sees at once)
+SIGNALS_IN_DEVICE_MEMORY = frozenset({"NVIDIA_PROPRIETARY"})
+SIGNAL = "signal"  # the blocks of small "host" allocations there (a block kind, not a kind)
+SIGNAL_MAX = 64 << 10
+SIGNAL_BLOCK = 2 << 20
 
 
 class BadAddress(VulkanError):
@@ -72,6 +85,7 @@ class Block:
     used: int = 0
     bytes: int = 0  # device memory it holds (0 for imported host pages and other processes' memory)
     exportable: bool = False  # allocated with VkExportMemoryAllocateInfo (external.py)
+    placed: bool = False  # mapped at its device address (placed.py): unmapped keeping the range
     start: int = 0  # first offset whose address is ALIGN-aligned
 
     def take(self, size: int) -> int | None:
@@ -120,7 +134,7 @@ class Memory:
         self.vk = dev.vk
         self.cmd = dev.cmd
         self._lock = threading.RLock()
-        self._blocks: dict[str, list[Block]] = {k: [] for k in KINDS}
+        self._blocks: dict[str, list[Block]] = {k: [] for k in (*KINDS, SIGNAL)}
         self._starts: list[int] = []  # sorted device addresses of live buffers
         self._by_start: dict[int, Buffer] = {}
         self._host_starts: list[int] = []  # sorted host addresses of host-visible buffers
@@ -146,6 +160,7 @@ class Memory:
         want, self._not_wanted = external.wanted(dev.info.driver_id)
         self.exportable = self.export_refusal is None and want
         self._probe()
+        self._signal_type = self._signal_memory_type()
 
     # -- public ---------------------------------------------------------------------------------
     def alloc(self, size: int, kind: str = DEVICE) -> Buffer:
@@ -166,15 +181,16 @@ class Memory:
                 "neither host-visible memory at its own address nor VK_EXT_external_memory_host",
                 "cuMemAllocManaged")
         self.dev.collect()
+        where = SIGNAL if kind == HOST and self._signal_type is not None and size <= SIGNAL_MAX else kind
         with self._lock:
-            if rsize <= BLOCK // 2:
-                for blk in self._blocks[kind]:
+            if rsize <= _block_size(where) // 2:
+                for blk in self._blocks[where]:
                     off = blk.take(rsize)
                     if off is not None:
                         return self._register(blk, off, size, rsize, kind)
-                blk = self._new_block(kind, BLOCK)
+                blk = self._new_block(where, _block_size(where))
             else:
-                blk = self._new_block(kind, hostmap.round_up(rsize + ALIGN, 1 << 16))
+                blk = self._new_block(where, hostmap.round_up(rsize + ALIGN, 1 << 16))
             off = blk.take(rsize)
             assert off is not None
             return self._register(blk, off, size, rsize, kind)
@@ -202,7 +218,7 @@ class Memory:
             if blk.used == 0:
                 blocks = self._blocks[blk.kind]
                 spare = [b for b in blocks if b.used == 0 and b is not blk]
-                if spare or blk.size != BLOCK:
+                if spare or blk.size != _block_size(blk.kind):
                     blocks.remove(blk)
                     self._destroy_block(blk)
 
@@ -350,7 +366,9 @@ class Memory:
 
     def _new_block(self, kind: str, size: int) -> Block:
         """A fresh block of `kind`, its host side set up (mapping, alias, reservation)."""
-        if kind in (HOST, MANAGED) and self.strategy == "alias":
+        if kind == SIGNAL:
+            blk = self._signal_block(size)
+        elif kind in (HOST, MANAGED) and self.strategy == "alias":
             blk = self._alias_block(size, kind)
         else:
             blk = self._reserved_block(size, kind)
@@ -443,6 +461,51 @@ class Memory:
         blk.host_ptr = int(ffi.cast("uintptr_t", p[0]))
         blk.host_reads_fast = "host_cached" in flags or self._uma
 
+    def _signal_block(self, size: int) -> Block:
+        """Device-local, host-visible memory mapped on the host at its device address (a
+        range the host already uses is retried, the failed blocks kept meanwhile)."""
+        vk, cmd, dev = self.vk, self.cmd, self.dev
+        ffi = vk.ffi
+        size = hostmap.round_up(size, max(dev.placed_alignment, hostmap.PAGE))
+        failed: list[Block] = []
+        try:
+            for _ in range(_RESERVE_TRIES):
+                buffer, req = self._create_buffer(size)
+                flags = vk.new("VkMemoryAllocateFlagsInfo",
+                               flags=vk.lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
+                info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=req.size,
+                              memoryTypeIndex=self._signal_type)
+                mem = ffi.new("VkDeviceMemory*")
+                try:
+                    vk.check(cmd.vkAllocateMemory(dev.handle, info, ffi.NULL, mem), "vkAllocateMemory")
+                except BaseException:
+                    cmd.vkDestroyBuffer(dev.handle, buffer, ffi.NULL)
+                    raise
+                try:
+                    blk = self._bind(buffer, mem[0], size, SIGNAL, self._signal_type)
+                except BaseException:
+                    cmd.vkFreeMemory(dev.handle, mem[0], ffi.NULL)
+                    raise
+                blk.bytes = req.size
+                self.allocated += req.size
+                if blk.address % dev.placed_alignment or not hostmap.reserve(blk.address, req.size):
+                    failed.append(blk)
+                    continue
+                try:
+                    placed.map_at(vk, cmd, dev.handle, blk.memory, blk.address)
+                except BaseException:
+                    self._destroy_block(blk)
+                    hostmap.release(blk.address, req.size)
+                    raise
+                blk.reserved = blk.placed = True  # (the map covers req.size: blk.bytes)
+                blk.host_ptr = blk.address
+                return blk
+        finally:
+            for b in failed:
+                self._destroy_block(b)
+        raise OutOfDeviceMemory(f"no host range was free at the device address of signal memory "
+                                f"({_RESERVE_TRIES} tries)", "vkAllocateMemory")
+
     def _alias_block(self, size: int, kind: str) -> Block:
         """Host-visible pages at one address for host and device (see the module's docstring).
         The driver picks the device address; a range the host already uses is retried."""
@@ -532,15 +595,23 @@ class Memory:
 
     def _destroy_block(self, blk: Block) -> None:
         ffi, cmd, dev = self.vk.ffi, self.cmd, self.dev
+        span, release = blk.size, blk.reserved
+        if blk.placed:  # unmapped keeping the range ours until hostmap.release below
+            span, blk.placed = blk.bytes, False
+            release = release and not cmd.down()  # (after the exit handler nothing unmaps)
+            try:
+                placed.unmap_reserving(self.vk, cmd, dev.handle, blk.memory)
+            except VulkanError:  # (the driver's map may outlive this: never unmap it ourselves)
+                release = False
         cmd.vkDestroyBuffer(dev.handle, blk.buffer, ffi.NULL)
         cmd.vkFreeMemory(dev.handle, blk.memory, ffi.NULL)  # unmaps too
         self.allocated -= blk.bytes
         if blk.pages is not None:
             blk.pages.free()
             blk.pages = None
-        if blk.reserved:
-            hostmap.release(blk.address, blk.size)
-            blk.reserved = False
+        if release:
+            hostmap.release(blk.address, span)
+        blk.reserved = False
 
     # -- choices ------------------------------------------------------------------------------------
     def _type_candidates(self, kind: str, bits: int, need_host_visible: bool = True) -> list[int]:
@@ -563,6 +634,15 @@ class Memory:
             scored.append((score, -i, i))
         scored.sort(reverse=True)
         return [i for _, _, i in scored]
+
+    def _signal_memory_type(self) -> int | None:
+        """The memory type of "signal" blocks, where the device opened with placed maps."""
+        if not self.dev.placed_alignment or self._uma:
+            return None
+        for i, t in enumerate(self._types):
+            if {"device_local", "host_visible", "host_coherent"} <= t.flags and "protected" not in t.flags:
+                return i
+        return None
 
     def _probe(self) -> None:
         """Find how host and device can share an address on this device (small probe blocks),
@@ -595,3 +675,7 @@ def BUFFER_USAGE(vk: Any) -> int:
     lib = vk.lib
     return (lib.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | lib.VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT
             | lib.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | lib.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+
+
+def _block_size(kind: str) -> int:
+    return SIGNAL_BLOCK if kind == SIGNAL else BLOCK
