@@ -639,8 +639,11 @@ class Memory:
         """The memory type of "signal" blocks, where the device opened with placed maps."""
         if not self.dev.placed_alignment or self._uma:
             return None
+        buffer, req = self._create_buffer(hostmap.PAGE)  # (the same bits for every size)
+        self.cmd.vkDestroyBuffer(self.dev.handle, buffer, self.vk.ffi.NULL)
         for i, t in enumerate(self._types):
-            if {"device_local", "host_visible", "host_coherent"} <= t.flags and "protected" not in t.flags:
+            if (req.memoryTypeBits >> i & 1 and "protected" not in t.flags
+                    and {"device_local", "host_visible", "host_coherent"} <= t.flags):
                 return i
         return None
 
