@@ -263,3 +263,27 @@ def test_memory_info_counts_allocations(dev):
 
 def test_validation_layer_saw_nothing_wrong(dev):
     assert vs.validation_messages() == []
+
+
+def test_signal_memory_that_cannot_be_made_falls_back_to_system_memory(dev, monkeypatch, capfd):
+    """Small pinned allocations go to "signal" blocks where the driver needs them (NVIDIA's:
+    memory.py); where such a block cannot be made (here lavapipe, which has no placed maps)
+    the allocation is system memory as elsewhere, the failed blocks are given back, and the
+    reason is said once."""
+    from cuport.backends.vulkan.runtime import memory as M
+
+    mem = dev.memory
+    monkeypatch.setattr(dev, "placed_alignment", 4096)
+    monkeypatch.setattr(mem, "_signal_type", next(
+        i for i, t in enumerate(mem._types) if {"device_local", "host_visible"} <= t.flags))
+    before = mem.allocated
+    blocks_before = len(mem._blocks[M.HOST])
+    a = dev.alloc(64, M.HOST)
+    b = dev.alloc(64, M.HOST)
+    assert a.kind == b.kind == M.HOST and a.block.kind == b.block.kind == M.HOST
+    assert a.host_ptr is not None and not mem._blocks[M.SIGNAL] and mem._signal_type is None
+    assert mem.allocated - before == sum(blk.bytes for blk in mem._blocks[M.HOST][blocks_before:])
+    err = capfd.readouterr().err
+    assert err.count("small pinned allocations stay in system memory") == 1, err
+    dev.free(a)
+    dev.free(b)

@@ -181,19 +181,38 @@ class Memory:
                 "neither host-visible memory at its own address nor VK_EXT_external_memory_host",
                 "cuMemAllocManaged")
         self.dev.collect()
-        where = SIGNAL if kind == HOST and self._signal_type is not None and size <= SIGNAL_MAX else kind
         with self._lock:
-            if rsize <= _block_size(where) // 2:
-                for blk in self._blocks[where]:
-                    off = blk.take(rsize)
-                    if off is not None:
-                        return self._register(blk, off, size, rsize, kind)
-                blk = self._new_block(where, _block_size(where))
-            else:
-                blk = self._new_block(where, hostmap.round_up(rsize + ALIGN, 1 << 16))
-            off = blk.take(rsize)
-            assert off is not None
-            return self._register(blk, off, size, rsize, kind)
+            if kind == HOST and self._signal_type is not None and size <= SIGNAL_MAX:
+                try:
+                    return self._alloc_in(SIGNAL, size, rsize, kind)
+                except VulkanError as e:  # system memory then, as on other drivers
+                    self._signal_failed(e)
+            return self._alloc_in(kind, size, rsize, kind)
+
+    def _alloc_in(self, where: str, size: int, rsize: int, kind: str) -> Buffer:
+        """An allocation of `kind` in the blocks of `where` (a kind, or SIGNAL)."""
+        if rsize <= _block_size(where) // 2:
+            for blk in self._blocks[where]:
+                off = blk.take(rsize)
+                if off is not None:
+                    return self._register(blk, off, size, rsize, kind)
+            blk = self._new_block(where, _block_size(where))
+        else:
+            blk = self._new_block(where, hostmap.round_up(rsize + ALIGN, 1 << 16))
+        off = blk.take(rsize)
+        assert off is not None
+        return self._register(blk, off, size, rsize, kind)
+
+    def _signal_failed(self, e: VulkanError) -> None:
+        """No signal block could be made: with its memory spent, this allocation goes to
+        system memory; for any other cause every later one does too, said once."""
+        if isinstance(e, OutOfDeviceMemory):
+            return
+        self._signal_type = None
+        import sys
+
+        print(f"cuport: small pinned allocations stay in system memory, where a running kernel "
+              f"does not see the host's writes on this driver ({e})", file=sys.stderr)
 
     def free(self, buf: Buffer) -> None:
         """Forget `buf` at once (its address is invalid from now on); its memory is reused or
@@ -503,8 +522,8 @@ class Memory:
         finally:
             for b in failed:
                 self._destroy_block(b)
-        raise OutOfDeviceMemory(f"no host range was free at the device address of signal memory "
-                                f"({_RESERVE_TRIES} tries)", "vkAllocateMemory")
+        raise VulkanError(f"no host range was free at the device address of signal memory "
+                          f"({_RESERVE_TRIES} tries)", "vkAllocateMemory")
 
     def _alias_block(self, size: int, kind: str) -> Block:
         """Host-visible pages at one address for host and device (see the module's docstring).
@@ -529,7 +548,7 @@ class Memory:
             for b in failed:
                 self._destroy_block(b)
         raise OutOfDeviceMemory(f"no device address for {kind} memory was free on the host "
-                                f"({_RESERVE_TRIES} tries)", "vkAllocateMemory")
+                          f"({_RESERVE_TRIES} tries)", "vkAllocateMemory")
 
     def _import_block(self, host: int, size: int, kind: str) -> Block:
         vk, cmd, dev = self.vk, self.cmd, self.dev

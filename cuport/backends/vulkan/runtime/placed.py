@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .binding import Binding
+from .errors import VulkanError
 
 EXTENSIONS = ("VK_KHR_map_memory2", "VK_EXT_map_memory_placed")
 _STYPE_FEATURES = 1000272000
@@ -71,7 +72,8 @@ def map_at(vk: Binding, cmd: Any, device: Any, memory: Any, address: int) -> Non
     vk.check(cmd.vkMapMemory2KHR(device, mi, out), "vkMapMemory2KHR")
     got = int(ffi.cast("uintptr_t", out[0]))
     if got != address:
-        raise RuntimeError(f"vkMapMemory2KHR placed the map at 0x{got:x}, not 0x{address:x}")
+        raise VulkanError(f"the driver placed the map at 0x{got:x}, not 0x{address:x}",
+                          "vkMapMemory2KHR")
 
 
 def unmap_reserving(vk: Binding, cmd: Any, device: Any, memory: Any) -> None:
