@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -209,8 +210,6 @@ class Memory:
         if isinstance(e, OutOfDeviceMemory):
             return
         self._signal_type = None
-        import sys
-
         print(f"cuport: small pinned allocations stay in system memory, where a running kernel "
               f"does not see the host's writes on this driver ({e})", file=sys.stderr)
 
@@ -441,32 +440,37 @@ class Memory:
         buffer, req = self._create_buffer(size, ext)
         last: Exception | None = None
         for ti in self._type_candidates(kind, req.memoryTypeBits):
-            flags = vk.new("VkMemoryAllocateFlagsInfo",
-                           flags=vk.lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
-            if exporting:
-                export = vk.new("VkExportMemoryAllocateInfo", handleTypes=handles)
-                flags.pNext = export
-            info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=req.size,
-                          memoryTypeIndex=ti)
-            mem = ffi.new("VkDeviceMemory*")
+            export = vk.new("VkExportMemoryAllocateInfo", handleTypes=handles) if exporting else None
             try:
-                vk.check(cmd.vkAllocateMemory(dev.handle, info, ffi.NULL, mem), "vkAllocateMemory")
+                mem = self._allocate(req, ti, export)
             except OutOfDeviceMemory as e:
                 last = e
                 continue
             try:
-                blk = self._bind(buffer, mem[0], size, kind, ti)
+                blk = self._bind(buffer, mem, size, kind, ti)
                 self._map(blk)
                 blk.exportable = exporting
                 blk.bytes = req.size
                 self.allocated += req.size
                 return blk
             except BaseException:
-                cmd.vkFreeMemory(dev.handle, mem[0], ffi.NULL)
+                cmd.vkFreeMemory(dev.handle, mem, ffi.NULL)
                 raise
         cmd.vkDestroyBuffer(dev.handle, buffer, ffi.NULL)
         raise OutOfDeviceMemory(f"out of {kind} memory allocating {size} bytes"
                                 + (f" ({last})" if last else ""), "vkAllocateMemory")
+
+    def _allocate(self, req: Any, ti: int, pnext: Any = None) -> Any:
+        """A VkDeviceMemory of type `ti` with a device address, for a buffer whose
+        requirements are `req` (`pnext`: more of VkMemoryAllocateFlagsInfo's chain)."""
+        vk, ffi = self.vk, self.vk.ffi
+        flags = vk.new("VkMemoryAllocateFlagsInfo", flags=vk.lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
+        if pnext is not None:
+            flags.pNext = pnext
+        info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=req.size, memoryTypeIndex=ti)
+        mem = ffi.new("VkDeviceMemory*")
+        vk.check(self.cmd.vkAllocateMemory(self.dev.handle, info, ffi.NULL, mem), "vkAllocateMemory")
+        return mem[0]
 
     def _map(self, blk: Block) -> None:
         """Map a block of host-visible, coherent memory (host_ptr); others stay unmapped."""
@@ -490,20 +494,15 @@ class Memory:
         try:
             for _ in range(_RESERVE_TRIES):
                 buffer, req = self._create_buffer(size)
-                flags = vk.new("VkMemoryAllocateFlagsInfo",
-                               flags=vk.lib.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
-                info = vk.new("VkMemoryAllocateInfo", pNext=flags, allocationSize=req.size,
-                              memoryTypeIndex=self._signal_type)
-                mem = ffi.new("VkDeviceMemory*")
                 try:
-                    vk.check(cmd.vkAllocateMemory(dev.handle, info, ffi.NULL, mem), "vkAllocateMemory")
+                    mem = self._allocate(req, self._signal_type)
                 except BaseException:
                     cmd.vkDestroyBuffer(dev.handle, buffer, ffi.NULL)
                     raise
                 try:
-                    blk = self._bind(buffer, mem[0], size, SIGNAL, self._signal_type)
+                    blk = self._bind(buffer, mem, size, SIGNAL, self._signal_type)
                 except BaseException:
-                    cmd.vkFreeMemory(dev.handle, mem[0], ffi.NULL)
+                    cmd.vkFreeMemory(dev.handle, mem, ffi.NULL)
                     raise
                 blk.bytes = req.size
                 self.allocated += req.size

@@ -45,7 +45,7 @@ def query(vk: Binding, pd: Any, exts: frozenset[str]) -> int:
     props = _struct(vk, _STYPE_PROPERTIES, 3)  # sType, pNext, VkDeviceSize
     p2 = vk.new("VkPhysicalDeviceProperties2", pNext=ffi.cast("void*", props))
     vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
-    return int(props[2]) or 0
+    return int(props[2])
 
 
 def features(vk: Binding) -> Any:
